@@ -1,0 +1,1 @@
+// Anchors the shared LibTorch precompiled header; holds no code.

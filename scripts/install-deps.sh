@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs, with apt, the Debian packages colo builds and runs with.
+# Idempotent: prints nothing and changes nothing when all are present.
+# On a machine whose python3 has a CUDA build of PyTorch, LibTorch comes
+# from that wheel instead and libtorch-dev is not needed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libgtest-dev zlib1g-dev
+  libsqlite3-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
+  libspdlog-dev libfmt-dev libcpp-httplib-dev
+  libzmq3-dev cppzmq-dev
+  dataset-fashion-mnist python3-matplotlib
+)
+
+has_cuda_torch() {
+  python3 -c 'import torch, sys; sys.exit(0 if torch.version.cuda else 1)' >/dev/null 2>&1
+}
+if ! has_cuda_torch; then
+  packages+=(libtorch-dev libgloo-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+[ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done" >&2

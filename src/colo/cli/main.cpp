@@ -1,0 +1,34 @@
+// The colo command: one subcommand per file in this folder.
+
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include "colo/cli/train_command.h"
+#include "colo/core/error.h"
+#include "colo/core/log.h"
+
+int main(int argc, char** argv) {
+  colo::init_logging();
+  CLI::App app{"colo: pack many neural-network training runs onto GPUs"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  colo::cli::add_train_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int status = app.exit(e);
+    return status == 0 ? 0 : colo::kExitBadInput;
+  } catch (const colo::InputError& e) {
+    std::fprintf(stderr, "colo: error: %s\n", e.what());
+    return colo::kExitBadInput;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "colo: error: %s\n", e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "colo: error: %s\n", e.what());
+    return 1;
+  }
+  return exit_code;
+}

@@ -1,0 +1,58 @@
+#include "colo/cli/train_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include "colo/core/table.h"
+#include "colo/gpu/torch_device.h"
+#include "colo/train/train_spec.h"
+#include "colo/train/trainer.h"
+
+namespace colo::cli {
+namespace {
+
+struct TrainArgs {
+  std::string spec_path;
+  std::string out;
+  std::string device;
+  bool resume = false;
+};
+
+int run_train(const TrainArgs& args) {
+  train::TrainSpec spec = train::parse_train_spec(args.spec_path);
+  if (!args.out.empty()) spec.output = args.out;
+  if (!args.device.empty()) spec.device = args.device;
+  train::Trainer trainer(spec);
+
+  spdlog::info("{} ({} parameters) on {} with {}: {} train / {} test samples, output {}",
+               spec.model.name, trainer.parameter_count(), trainer.dataset().name,
+               gpu::describe_device(trainer.device()), trainer.dataset().train.size(),
+               trainer.dataset().test.size(), spec.output);
+
+  TablePrinter table({{"epoch", 5}, {"loss", 7}, {"train_acc", 9}, {"test_acc", 8},
+                      {"samples/s", 10}, {"epoch_s", 7}, {"peak_mem", 10}});
+  table.header();
+  trainer.run(args.resume, [&](const train::EpochRecord& r) {
+    table.row({std::to_string(r.epoch), fixed(r.loss, 4), percent(r.train_accuracy),
+               percent(r.test_accuracy), fixed(r.samples_per_s, 0), fixed(r.epoch_s, 1),
+               r.peak_mem_bytes ? bytes_human(static_cast<double>(*r.peak_mem_bytes)) : "-"});
+  });
+  spdlog::info("metrics: {}/metrics.jsonl", spec.output);
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train one model from a training spec (TOML)");
+  cmd->add_option("spec", args->spec_path, "training spec file")->required();
+  cmd->add_option("--out", args->out, "output directory (overrides the spec's `output`)");
+  cmd->add_option("--device", args->device, "auto | cpu | cuda | cuda:N (overrides the spec)");
+  cmd->add_flag("--resume", args->resume, "continue from <output>/checkpoint.pt");
+  cmd->footer(std::string("\nWrites <output>/metrics.jsonl (one JSON object per epoch), "
+                          "<output>/checkpoint.pt and <output>/spec.toml.\n\n") +
+              train::train_spec_reference());
+  cmd->callback([args, &exit_code] { exit_code = run_train(*args); });
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,33 @@
+#pragma once
+// Appends JSON records, one per line, to a results file.
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace colo {
+
+// Writes one JSON object per line and flushes after each, so a reader (or a
+// crash) never sees half a record. Not thread-safe. Throws std::runtime_error
+// when the file cannot be opened or written.
+class JsonLinesWriter {
+ public:
+  enum class Mode { kTruncate, kAppend };
+  JsonLinesWriter(const std::string& path, Mode mode);
+  ~JsonLinesWriter();
+  JsonLinesWriter(const JsonLinesWriter&) = delete;
+  JsonLinesWriter& operator=(const JsonLinesWriter&) = delete;
+
+  void write(const nlohmann::json& record);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+// Every record of a JSON Lines file; throws InputError on a malformed line.
+std::vector<nlohmann::json> read_json_lines(const std::string& path);
+
+}  // namespace colo

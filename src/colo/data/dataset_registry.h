@@ -1,0 +1,32 @@
+#pragma once
+// Data sets by name: how each is read and which spec fields it takes.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "colo/data/data_spec.h"
+#include "colo/data/dataset.h"
+
+namespace colo::data {
+
+struct DatasetEntry {
+  std::string name;
+  std::string description;
+  std::string default_path;  // "" when a path must be given
+  bool synthetic = false;    // takes shape/classes/sizes instead of a path
+  // Reads the data set; throws InputError naming the offending file.
+  std::function<Dataset(const DataSpec&)> read;
+};
+
+// Names of all registered data sets, in registration order.
+std::vector<std::string> dataset_names();
+
+// The entry for `name`; throws std::out_of_range for an unknown name
+// (callers validate names with dataset_names() first).
+const DatasetEntry& find_dataset(const std::string& name);
+
+// Reads the data set `spec` names and applies its train/test limits.
+Dataset load_dataset(const DataSpec& spec);
+
+}  // namespace colo::data

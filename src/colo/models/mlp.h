@@ -1,0 +1,14 @@
+#pragma once
+// The mlp model of the zoo.
+
+#include "colo/data/dataset.h"
+#include "colo/models/classifier.h"
+#include "colo/models/model_spec.h"
+
+namespace colo::models {
+
+// Builds a mlp for inputs of `shape` (see model_spec.h for its fields).
+// Throws InputError naming spec.source when the spec does not fit the input.
+ClassifierPtr build_mlp(const ModelSpec& spec, const data::InputShape& shape);
+
+}  // namespace colo::models

@@ -1,0 +1,190 @@
+#include "colo/train/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
+
+#include "colo/core/error.h"
+#include "colo/core/json_lines.h"
+#include "colo/core/paths.h"
+#include "colo/core/stopwatch.h"
+#include "colo/data/dataset_registry.h"
+#include "colo/data/loader.h"
+#include "colo/gpu/torch_device.h"
+#include "colo/models/model_registry.h"
+#include "colo/train/checkpoint.h"
+#include "colo/train/progress_line.h"
+#include "colo/train/schedule.h"
+
+namespace colo::train {
+namespace {
+
+data::LoaderOptions loader_options(const TrainSpec& spec, const data::Dataset& dataset,
+                                   const c10::Device& device, bool training) {
+  data::LoaderOptions options;
+  options.batch_size = training ? spec.batch_size : spec.eval_batch_size;
+  options.shuffle = training;
+  options.seed = spec.seed;
+  if (spec.data.normalize) std::tie(options.mean, options.std) = data::channel_stats(dataset.train);
+  options.augment = training && spec.data.augment;
+  options.pin_memory = spec.data.pin_memory;
+  options.prefetch = spec.data.prefetch;
+  options.on_device = spec.data.on_device;
+  options.device = device;
+  return options;
+}
+
+std::string progress_text(int64_t epoch, int64_t epochs, int64_t batch, int64_t batches,
+                          double loss, double samples_per_s) {
+  constexpr int kBar = 24;
+  int filled = static_cast<int>(kBar * batch / std::max<int64_t>(batches, 1));
+  std::ostringstream out;
+  out << "epoch " << epoch << "/" << epochs << " [" << std::string(filled, '=')
+      << std::string(kBar - filled, ' ') << "] " << batch << "/" << batches << "  loss "
+      << std::fixed;
+  out.precision(4);
+  out << loss << "  ";
+  out.precision(0);
+  out << samples_per_s << " samples/s";
+  return out.str();
+}
+
+// Keeps the records of epochs <= `epochs` (a resumed run rewrites the rest).
+void truncate_metrics(const std::string& path, int64_t epochs) {
+  if (!std::filesystem::exists(path)) return;
+  std::string kept;
+  for (const auto& record : read_json_lines(path)) {
+    if (record.value("epoch", int64_t{0}) <= epochs) kept += record.dump() + "\n";
+  }
+  write_file_atomically(path, kept);
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainSpec spec)
+    : spec_(std::move(spec)),
+      device_(gpu::resolve_device(spec_.device, spec_.source, "device")) {
+  dataset_ = data::load_dataset(spec_.data);
+  at::manual_seed(spec_.seed);
+  model_ = models::build_model(spec_.model, dataset_.shape);
+  model_->to(device_);
+  optimizer_ = make_optimizer(spec_.optimizer, model_->parameters());
+  ensure_writable_dir(spec_.output, spec_.source, "output");
+}
+
+Trainer::~Trainer() = default;
+
+int64_t Trainer::parameter_count() const { return models::parameter_count(*model_); }
+
+int64_t Trainer::steps_per_epoch() const {
+  return (dataset_.train.size() + spec_.batch_size - 1) / spec_.batch_size;
+}
+
+std::string Trainer::metrics_path() const { return spec_.output + "/metrics.jsonl"; }
+std::string Trainer::checkpoint_path() const { return spec_.output + "/checkpoint.pt"; }
+
+double Trainer::evaluate(double* loss) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  data::DataLoader loader(dataset_.test, loader_options(spec_, dataset_, device_, false));
+  loader.start_epoch(0);
+  at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device_));
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  while (auto batch = loader.next()) {
+    at::Tensor logits = model_->forward(batch->inputs);
+    loss_sum += at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::Sum).to(at::kDouble);
+    correct += logits.argmax(1).eq(batch->labels).sum();
+  }
+  double samples = static_cast<double>(std::max<int64_t>(loader.samples(), 1));
+  *loss = loss_sum.item<double>() / samples;
+  return static_cast<double>(correct.item<int64_t>()) / samples;
+}
+
+std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch) {
+  Stopwatch wall;
+  CheckpointState state;
+  if (resume) {
+    state = load_checkpoint(checkpoint_path(), *model_, *optimizer_, device_);
+    truncate_metrics(metrics_path(), state.epoch);
+  }
+  write_file_atomically(spec_.output + "/spec.toml", read_file(spec_.source));
+  JsonLinesWriter metrics(metrics_path(), resume ? JsonLinesWriter::Mode::kAppend
+                                                 : JsonLinesWriter::Mode::kTruncate);
+
+  data::DataLoader loader(dataset_.train, loader_options(spec_, dataset_, device_, true));
+  int64_t total_steps = spec_.epochs * loader.batches_per_epoch();
+  if (spec_.max_steps > 0) total_steps = std::min(total_steps, spec_.max_steps);
+  LearningRateSchedule schedule(spec_.schedule, spec_.optimizer.lr, loader.batches_per_epoch(),
+                                total_steps);
+  ProgressLine progress;
+  std::vector<EpochRecord> records;
+  int64_t step = state.step;
+
+  for (int64_t epoch = state.epoch; epoch < spec_.epochs && step < total_steps; ++epoch) {
+    Stopwatch epoch_clock;
+    gpu::reset_peak_memory(device_);
+    model_->train();
+    loader.start_epoch(epoch);
+    auto on_device = at::TensorOptions().device(device_);
+    at::Tensor loss_sum = at::zeros({}, on_device.dtype(at::kDouble));
+    at::Tensor correct = at::zeros({}, on_device.dtype(at::kLong));
+    int64_t samples = 0, batch_index = 0;
+    double lr = schedule.lr_at(step);
+    while (step < total_steps) {
+      auto batch = loader.next();
+      if (!batch) break;
+      lr = schedule.lr_at(step);
+      set_learning_rate(*optimizer_, lr);
+      at::Tensor logits = model_->forward(batch->inputs);
+      at::Tensor loss = at::cross_entropy_loss(logits, batch->labels);
+      optimizer_->zero_grad();
+      loss.backward();
+      optimizer_->step();
+      int64_t n = batch->labels.size(0);
+      loss_sum += loss.detach().to(at::kDouble) * static_cast<double>(n);
+      correct += logits.detach().argmax(1).eq(batch->labels).sum();
+      samples += n;
+      ++step;
+      ++batch_index;
+      if (progress.due()) {
+        progress.show(progress_text(epoch + 1, spec_.epochs, batch_index, loader.batches_per_epoch(),
+                                    loss.item<double>(), samples / epoch_clock.elapsed_s()));
+      }
+    }
+    gpu::synchronize(device_);
+    double train_s = epoch_clock.elapsed_s();
+    progress.clear();
+
+    EpochRecord record;
+    record.epoch = epoch + 1;
+    record.step = step;
+    record.loss = loss_sum.item<double>() / std::max<int64_t>(samples, 1);
+    record.train_accuracy = static_cast<double>(correct.item<int64_t>()) / std::max<int64_t>(samples, 1);
+    record.samples_per_s = samples / std::max(train_s, 1e-9);
+    record.test_accuracy = evaluate(&record.test_loss);
+    record.lr = lr;
+    record.peak_mem_bytes = gpu::peak_memory_bytes(device_);
+    record.peak_reserved_bytes = gpu::peak_reserved_bytes(device_);
+    record.epoch_s = epoch_clock.elapsed_s();
+    record.wall_s = wall.elapsed_s();
+    metrics.write(to_json(record));
+
+    bool last = epoch + 1 == spec_.epochs || step >= total_steps;
+    if (spec_.checkpoint_every > 0 && ((epoch + 1) % spec_.checkpoint_every == 0 || last)) {
+      save_checkpoint(checkpoint_path(), *model_, *optimizer_, CheckpointState{epoch + 1, step});
+    }
+    records.push_back(record);
+    if (on_epoch) on_epoch(record);
+    if (!std::isfinite(record.loss)) {
+      throw std::runtime_error("training diverged: loss is " + std::to_string(record.loss) +
+                               " after epoch " + std::to_string(epoch + 1) + " (lower optimizer.lr?)");
+    }
+  }
+  return records;
+}
+
+}  // namespace colo::train
