@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git
   libgtest-dev zlib1g-dev
   libsqlite3-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libcpp-httplib-dev

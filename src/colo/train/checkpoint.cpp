@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <mutex>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -43,7 +44,9 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
     archive.read("colo.epoch", epoch);
     archive.read("colo.step", step);
     archive.read("colo.cpu_rng", rng);
-    at::detail::getDefaultCPUGenerator().set_state(rng.cpu());
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng.cpu());
     return CheckpointState{epoch.item<int64_t>(), step.item<int64_t>()};
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prepares what the GPU machine (which reaches no package registry) needs
+# beyond its image, in git-ignored folders that travel with a device call:
+#   .deps/root  Debian's header-only and small libraries colo builds against
+#   .data/fashion-mnist  the real data set
+# Run here, before a device call that names .deps and .data in `carry`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libtomlplusplus-dev libtomlplusplus3
+          nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev googletest zlib1g-dev
+          libsqlite3-dev libsqlite3-0 libcpp-httplib-dev)
+mkdir -p .deps/debs .deps/root
+(cd .deps/debs && apt-get download "${packages[@]}" >/dev/null)
+for deb in .deps/debs/*.deb; do dpkg-deb -x "$deb" .deps/root; done
+rm -rf .deps/root/usr/share/doc .deps/root/usr/src .deps/debs
+
+mkdir -p .data
+rm -rf .data/fashion-mnist
+cp -r /usr/share/datasets/fashion-mnist .data/fashion-mnist
+du -sh .deps .data

@@ -1,0 +1,148 @@
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/colo_process.h"
+#include "colo/core/json_lines.h"
+
+namespace colo {
+namespace {
+
+using testing::run_colo;
+using testing::TempDir;
+
+const std::string kFashion = "/usr/share/datasets/fashion-mnist";
+
+std::string mlp_spec(const std::string& output, const std::string& data_table,
+                     const std::string& top = "") {
+  return top + "device = \"cpu\"\nepochs = 1\noutput = \"" + output + "\"\n" +
+         "[model]\nname = \"mlp\"\nwidths = [16]\n" + data_table;
+}
+
+// Bad input: exit status 2, exactly one line on stderr naming `needle`, and
+// no output directory created.
+void expect_rejected(const TempDir& dir, const std::string& spec_text, const std::string& needle) {
+  std::string spec = dir.write("spec.toml", spec_text);
+  auto run = run_colo(dir, "train " + spec);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << "nothing may be written";
+}
+
+TEST(ColoTrain, MissingSpecFileIsRejected) {
+  TempDir dir;
+  auto run = run_colo(dir, "train " + dir.file("absent.toml"));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("absent.toml: file does not exist"), std::string::npos) << run.err;
+}
+
+TEST(ColoTrain, MalformedSpecIsRejected) {
+  TempDir dir;
+  expect_rejected(dir, "epochs = [\n", "malformed TOML");
+}
+
+TEST(ColoTrain, UnknownModelIsRejected) {
+  TempDir dir;
+  expect_rejected(dir, "output = \"" + dir.file("out") + "\"\n[model]\nname = \"alexnet\"\n[data]\n",
+                  "model.name: expected one of mlp, lenet, resnet, transformer, got \"alexnet\"");
+}
+
+TEST(ColoTrain, UnknownFieldIsRejected) {
+  TempDir dir;
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"synthetic\"\n", "epoch = 3\n"),
+                  "epoch: unknown field");
+}
+
+TEST(ColoTrain, WrongTypeIsRejected) {
+  TempDir dir;
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"synthetic\"\n", "seed = 1.5\n"),
+                  "seed: expected an integer >= 0, got 1.5");
+}
+
+TEST(ColoTrain, BatchSizeZeroIsRejected) {
+  TempDir dir;
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"synthetic\"\n", "batch_size = 0\n"),
+                  "batch_size: expected an integer in [1,");
+}
+
+TEST(ColoTrain, AbsentDataDirectoryIsRejected) {
+  TempDir dir;
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"mnist\"\npath = \"/nonexistent/mnist\"\n"),
+                  "/nonexistent/mnist: data directory does not exist");
+}
+
+// A data directory holding the real Fashion-MNIST files except one, which
+// `damage` replaces.
+std::string damaged_copy(const TempDir& dir, const std::string& file, const std::string& contents) {
+  std::string data = dir.file("data");
+  std::filesystem::create_directory(data);
+  for (const auto& entry : std::filesystem::directory_iterator(kFashion)) {
+    if (entry.path().filename() != file + ".gz") {
+      std::filesystem::copy_file(entry.path(), data + "/" + entry.path().filename().string());
+    }
+  }
+  std::ofstream(data + "/" + file, std::ios::binary) << contents;
+  return data;
+}
+
+TEST(ColoTrain, TruncatedDataFileIsRejected) {
+  TempDir dir;
+  std::string header("\x00\x00\x08\x01\x00\x00\x27\x10", 8);  // 10,000 labels promised
+  std::string data = damaged_copy(dir, "t10k-labels-idx1-ubyte", header + std::string(500, '\1'));
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"mnist\"\npath = \"" + data + "\"\n"),
+                  "t10k-labels-idx1-ubyte: truncated IDX file: header promises 10000 bytes of data, found 500");
+}
+
+TEST(ColoTrain, WrongMagicNumberIsRejected) {
+  TempDir dir;
+  std::string data = damaged_copy(dir, "t10k-labels-idx1-ubyte", std::string("\x00\x00\x0d\x01\x00\x00\x00\x01\x01", 9));
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"mnist\"\npath = \"" + data + "\"\n"),
+                  "wrong magic number 0x00000d01");
+}
+
+TEST(ColoTrain, UnwritableOutputDirectoryIsRejected) {
+  TempDir dir;
+  dir.write("plainfile", "x");
+  std::string spec = dir.write("spec.toml", mlp_spec(dir.file("plainfile/out"), "[data]\nname = \"synthetic\"\n"));
+  auto run = run_colo(dir, "train " + spec);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("output: cannot create output directory"), std::string::npos) << run.err;
+}
+
+TEST(ColoTrain, HelpDocumentsEveryField) {
+  TempDir dir;
+  auto run = run_colo(dir, "train --help");
+  EXPECT_EQ(run.status, 0);
+  for (const char* field : {"seed", "device", "output", "epochs", "max_steps", "batch_size",
+                            "checkpoint_every", "widths", "depth", "d_model", "patch_size",
+                            "train_size", "augment", "prefetch", "on_device", "momentum",
+                            "nesterov", "weight_decay", "betas", "warmup_epochs", "min_lr"}) {
+    EXPECT_NE(run.out.find(field), std::string::npos) << field;
+  }
+}
+
+double final_test_accuracy(const std::string& output) {
+  return read_json_lines(output + "/metrics.jsonl").back()["test_accuracy"].get<double>();
+}
+
+TEST(ColoTrain, QuickstartMlpReaches84PercentOnFashionMnistIn2Epochs) {
+  TempDir dir;
+  auto run = run_colo(dir, std::string("train ") + COLO_SOURCE_DIR + "/examples/quickstart.toml --device cpu --out " + dir.file("q"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("test_acc"), std::string::npos) << "prints a table";
+  EXPECT_EQ(read_json_lines(dir.file("q/metrics.jsonl")).size(), 2u);
+  EXPECT_GE(final_test_accuracy(dir.file("q")), 0.84);
+}
+
+TEST(ColoTrain, LeNetReaches87PercentOnFashionMnistIn3Epochs) {
+  TempDir dir;
+  auto run = run_colo(dir, std::string("train ") + COLO_SOURCE_DIR + "/examples/lenet.toml --device cpu --out " + dir.file("l"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(read_json_lines(dir.file("l/metrics.jsonl")).size(), 3u);
+  EXPECT_GE(final_test_accuracy(dir.file("l")), 0.87);
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,52 @@
+#include "colo/core/paths.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "colo/core/error.h"
+#include "support/temp_dir.h"
+
+namespace colo {
+namespace {
+
+TEST(Paths, CreatesMissingOutputDirectories) {
+  testing::TempDir dir;
+  ensure_writable_dir(dir.file("a/b/c"), "spec.toml", "output");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b/c")));
+}
+
+TEST(Paths, UnwritableDirectoryIsAnInputError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root can write anywhere";
+  testing::TempDir dir;
+  std::filesystem::create_directory(dir.file("ro"));
+  std::filesystem::permissions(dir.file("ro"), std::filesystem::perms::owner_read |
+                                                   std::filesystem::perms::owner_exec);
+  EXPECT_THROW(ensure_writable_dir(dir.file("ro/out"), "spec.toml", "output"), InputError);
+}
+
+TEST(Paths, OutputPathThatIsAFileIsAnInputError) {
+  testing::TempDir dir;
+  auto file = dir.write("f", "x");
+  try {
+    ensure_writable_dir(file, "spec.toml", "output");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "output");
+    EXPECT_NE(std::string(e.what()).find("is a file"), std::string::npos);
+  }
+}
+
+TEST(Paths, AtomicWriteReplacesContents) {
+  testing::TempDir dir;
+  write_file_atomically(dir.file("x"), "one");
+  write_file_atomically(dir.file("x"), "two");
+  EXPECT_EQ(read_file(dir.file("x")), "two");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                          std::filesystem::directory_iterator{}), 1);
+}
+
+}  // namespace
+}  // namespace colo
