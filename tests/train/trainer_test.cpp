@@ -12,13 +12,17 @@
 namespace colo::train {
 namespace {
 
+// Random crops and flips, to check that augmentation is reproducible too.
+const std::string kAugment = "augment = true\n";
+
 // A small, quick, learnable problem; dropout exercises the RNG.
-std::string spec_text(const std::string& output, int epochs, const std::string& extra = "") {
+std::string spec_text(const std::string& output, int epochs, const std::string& extra = "",
+                      const std::string& extra_data = "") {
   return "seed = 7\ndevice = \"cpu\"\noutput = \"" + output + "\"\nepochs = " +
          std::to_string(epochs) + "\nbatch_size = 32\n" + extra +
          "[model]\nname = \"mlp\"\nwidths = [32]\ndropout = 0.2\n"
          "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 512\n"
-         "test_size = 256\naugment = true\n"
+         "test_size = 256\n" + extra_data +
          "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n";
 }
 
@@ -42,6 +46,7 @@ TEST(Trainer, LearnsAndWritesOneRecordPerEpoch) {
   Trainer trainer(write_spec(dir, "s.toml", spec_text(dir.file("out"), 2)));
   auto records = trainer.run(false);
   ASSERT_EQ(records.size(), 2u);
+  EXPECT_LT(records[1].loss, records[0].loss);
   EXPECT_GT(records.back().test_accuracy, 0.9);
   auto lines = read_json_lines(dir.file("out/metrics.jsonl"));
   ASSERT_EQ(lines.size(), 2u);
@@ -59,8 +64,8 @@ TEST(Trainer, LearnsAndWritesOneRecordPerEpoch) {
 
 TEST(Trainer, SameSeedGivesIdenticalRunsOnCpu) {
   testing::TempDir dir;
-  Trainer a(write_spec(dir, "a.toml", spec_text(dir.file("a"), 1)));
-  Trainer b(write_spec(dir, "b.toml", spec_text(dir.file("b"), 1)));
+  Trainer a(write_spec(dir, "a.toml", spec_text(dir.file("a"), 1, "", kAugment)));
+  Trainer b(write_spec(dir, "b.toml", spec_text(dir.file("b"), 1, "", kAugment)));
   auto ra = a.run(false), rb = b.run(false);
   EXPECT_EQ(ra[0].loss, rb[0].loss);
   expect_same(parameters_of(a), parameters_of(b));
@@ -68,8 +73,8 @@ TEST(Trainer, SameSeedGivesIdenticalRunsOnCpu) {
 
 TEST(Trainer, DifferentSeedGivesDifferentModels) {
   testing::TempDir dir;
-  Trainer a(write_spec(dir, "a.toml", spec_text(dir.file("a"), 1)));
-  std::string other = spec_text(dir.file("b"), 1);
+  Trainer a(write_spec(dir, "a.toml", spec_text(dir.file("a"), 1, "", kAugment)));
+  std::string other = spec_text(dir.file("b"), 1, "", kAugment);
   other.replace(other.find("seed = 7"), 8, "seed = 8");
   Trainer b(write_spec(dir, "b.toml", other));
   EXPECT_FALSE(parameters_of(a)[0].equal(parameters_of(b)[0]));
@@ -77,12 +82,12 @@ TEST(Trainer, DifferentSeedGivesDifferentModels) {
 
 TEST(Trainer, ResumeContinuesExactlyWhereTheCheckpointLeftOff) {
   testing::TempDir dir;
-  Trainer straight(write_spec(dir, "s.toml", spec_text(dir.file("straight"), 3)));
+  Trainer straight(write_spec(dir, "s.toml", spec_text(dir.file("straight"), 3, "", kAugment)));
   straight.run(false);
 
-  Trainer first(write_spec(dir, "p1.toml", spec_text(dir.file("split"), 2)));
+  Trainer first(write_spec(dir, "p1.toml", spec_text(dir.file("split"), 2, "", kAugment)));
   first.run(false);
-  Trainer resumed(write_spec(dir, "p2.toml", spec_text(dir.file("split"), 3)));
+  Trainer resumed(write_spec(dir, "p2.toml", spec_text(dir.file("split"), 3, "", kAugment)));
   auto records = resumed.run(true);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].epoch, 3);

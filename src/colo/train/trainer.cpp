@@ -110,6 +110,10 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
   if (resume) {
     state = load_checkpoint(checkpoint_path(), *model_, *optimizer_, device_);
     truncate_metrics(metrics_path(), state.epoch);
+  } else {
+    // Dropout draws from the global generator: start it from the seed here, so
+    // a run does not depend on what else the process did since construction.
+    at::manual_seed(spec_.seed);
   }
   write_file_atomically(spec_.output + "/spec.toml", read_file(spec_.source));
   JsonLinesWriter metrics(metrics_path(), resume ? JsonLinesWriter::Mode::kAppend

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The GPU machine's one script: configure and build colo against the local
+# PyTorch (CUDA), run the whole test suite against that LibTorch, then the
+# GPU checks. Full logs and results go to $OUT; a short table is printed last.
+#
+#   bench/gpu/run.sh            # everything
+#   bench/gpu/run.sh train      # build + tests + training checks only
+#
+# Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/colo-gpu-out}
+BUILD=${BUILD:-build-gpu}
+mkdir -p "$OUT"
+sections=("${@:-all}")
+want() { [[ " ${sections[*]} " == *" all "* || " ${sections[*]} " == *" $1 "* ]]; }
+summary="$OUT/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+# Tests and examples read Fashion-MNIST from Debian's path.
+if [ ! -e /usr/share/datasets/fashion-mnist ] && [ -d .data/fashion-mnist ]; then
+  mkdir -p /usr/share/datasets && ln -s "$PWD/.data/fashion-mnist" /usr/share/datasets/fashion-mnist
+fi
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$OUT/gpu.txt"
+
+start=$(date +%s)
+if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"; exit 1
+fi
+grep -E "colo: LibTorch" "$OUT/build.log"
+if ! cmake --build "$BUILD" -j "$(nproc)" >>"$OUT/build.log" 2>&1; then
+  grep -E -A8 "error" "$OUT/build.log" | head -120; exit 1
+fi
+note "build: $(( $(date +%s) - start )) s"
+
+if want tests || want train; then
+  ctest --test-dir "$BUILD" -j "$(nproc)" --output-on-failure >"$OUT/ctest.log" 2>&1
+  note "ctest: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
+  grep -E "\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Not Run" "$OUT/ctest.log" | head -20
+fi
+
+if want train; then
+  bench/gpu/train_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+echo "== summary =="
+cat "$summary"
