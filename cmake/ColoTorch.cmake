@@ -18,9 +18,10 @@ if(COLO_HAS_CUDA AND NOT TORCH_CUDA_ARCH_LIST)
   set(TORCH_CUDA_ARCH_LIST "9.0")
 endif()
 find_package(Torch REQUIRED)
-message(STATUS "colo: LibTorch ${Torch_VERSION} from ${Torch_DIR}, COLO_HAS_CUDA=${COLO_HAS_CUDA}")
+message(STATUS "colo: LibTorch ${Torch_VERSION} from ${Torch_DIR}, COLO_HAS_CUDA=${COLO_HAS_CUDA}, flags ${TORCH_CXX_FLAGS}")
 
 # One interface target carrying LibTorch and our CUDA switch.
+# (colo avoids std::filesystem: see core/files.h.)
 add_library(colo_torch INTERFACE)
 target_link_libraries(colo_torch INTERFACE ${TORCH_LIBRARIES})
 target_compile_definitions(colo_torch INTERFACE COLO_HAS_CUDA=${COLO_HAS_CUDA})

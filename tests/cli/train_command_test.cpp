@@ -1,9 +1,9 @@
-#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "cli/colo_process.h"
+#include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 
 namespace colo {
@@ -28,7 +28,7 @@ void expect_rejected(const TempDir& dir, const std::string& spec_text, const std
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   EXPECT_NE(run.err.find(needle), std::string::npos) << run.err;
-  EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << "nothing may be written";
+  EXPECT_FALSE(path_exists(dir.file("out"))) << "nothing may be written";
 }
 
 TEST(ColoTrain, MissingSpecFileIsRejected) {
@@ -77,10 +77,10 @@ TEST(ColoTrain, AbsentDataDirectoryIsRejected) {
 // `damage` replaces.
 std::string damaged_copy(const TempDir& dir, const std::string& file, const std::string& contents) {
   std::string data = dir.file("data");
-  std::filesystem::create_directory(data);
-  for (const auto& entry : std::filesystem::directory_iterator(kFashion)) {
-    if (entry.path().filename() != file + ".gz") {
-      std::filesystem::copy_file(entry.path(), data + "/" + entry.path().filename().string());
+  make_directories(data);
+  for (const auto& name : list_directory(kFashion)) {
+    if (name != file + ".gz") {
+      std::ofstream(data + "/" + name, std::ios::binary) << read_file(kFashion + "/" + name);
     }
   }
   std::ofstream(data + "/" + file, std::ios::binary) << contents;

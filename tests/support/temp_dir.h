@@ -1,26 +1,22 @@
 #pragma once
 // A fresh directory under the system temp dir, removed when the test ends.
 
-#include <unistd.h>
+#include <stdlib.h>
 
-#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "colo/core/files.h"
 
 namespace colo::testing {
 
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "colo-test-XXXXXX").string();
+    std::string pattern = temp_directory() + "/colo-test-XXXXXX";
     path_ = ::mkdtemp(pattern.data());
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { remove_tree(path_); }
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
   // Writes `contents` to `name` and returns its path.

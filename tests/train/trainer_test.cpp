@@ -1,11 +1,11 @@
 #include "colo/train/trainer.h"
 
-#include <filesystem>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 #include "support/temp_dir.h"
 
@@ -58,8 +58,8 @@ TEST(Trainer, LearnsAndWritesOneRecordPerEpoch) {
   EXPECT_GE(lines[1]["test_accuracy"].get<double>(), 0.0);
   EXPECT_LE(lines[1]["test_accuracy"].get<double>(), 1.0);
   EXPECT_FALSE(lines[1].contains("peak_mem_bytes")) << "no device memory on the CPU";
-  EXPECT_TRUE(std::filesystem::exists(dir.file("out/checkpoint.pt")));
-  EXPECT_TRUE(std::filesystem::exists(dir.file("out/spec.toml")));
+  EXPECT_TRUE(path_exists(dir.file("out/checkpoint.pt")));
+  EXPECT_TRUE(path_exists(dir.file("out/spec.toml")));
 }
 
 TEST(Trainer, SameSeedGivesIdenticalRunsOnCpu) {
@@ -121,7 +121,7 @@ TEST(Trainer, UnknownDeviceIsAnInputErrorNamingTheField) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "device");
   }
-  EXPECT_FALSE(std::filesystem::exists(dir.file("out")));
+  EXPECT_FALSE(path_exists(dir.file("out")));
 }
 
 TEST(Trainer, CudaOnAMachineWithoutItIsAnInputError) {

@@ -4,26 +4,23 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "colo/core/error.h"
-
-namespace fs = std::filesystem;
+#include "colo/core/files.h"
 
 namespace colo {
 
 void ensure_writable_dir(const std::string& dir, const std::string& source,
                          const std::string& field) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+  if (path_exists(dir) && !is_directory(dir)) {
     throw InputError(source, field, "expected a directory, but " + dir + " is a file");
   }
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw InputError(source, field, "cannot create output directory " + dir + ": " + ec.message());
+  std::string error = make_directories(dir);
+  if (!error.empty()) {
+    throw InputError(source, field, "cannot create output directory " + dir + ": " + error);
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     throw InputError(source, field,
@@ -32,9 +29,8 @@ void ensure_writable_dir(const std::string& dir, const std::string& source,
 }
 
 void require_file(const std::string& path, const std::string& source, const std::string& field) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(source, field, "file " + path + " does not exist");
-  if (!fs::is_regular_file(path, ec)) {
+  if (!path_exists(path)) throw InputError(source, field, "file " + path + " does not exist");
+  if (!is_regular_file(path)) {
     throw InputError(source, field, "expected a regular file at " + path);
   }
 }
@@ -47,9 +43,7 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     out.flush();
     if (!out) throw std::runtime_error("cannot write " + tmp);
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  rename_path(tmp, path);
 }
 
 std::string read_file(const std::string& path) {

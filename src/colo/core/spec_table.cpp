@@ -1,9 +1,9 @@
 #include "colo/core/spec_table.h"
 
-#include <filesystem>
 #include <sstream>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 
 namespace colo {
 namespace {
@@ -45,11 +45,10 @@ std::optional<double> as_number(const toml::node& node) {
 }  // namespace
 
 std::shared_ptr<const toml::table> parse_toml_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  if (!path_exists(path)) {
     throw InputError(path, "", "file does not exist");
   }
-  if (std::filesystem::is_directory(path, ec)) {
+  if (is_directory(path)) {
     throw InputError(path, "", "expected a TOML file, found a directory");
   }
   try {

@@ -1,11 +1,11 @@
 #include "colo/data/cifar_reader.h"
 
-#include <filesystem>
 #include <fstream>
 
 #include <ATen/ATen.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 
 namespace colo::data {
 
@@ -13,11 +13,10 @@ Split read_cifar_batches(const std::vector<std::string>& paths) {
   std::vector<at::Tensor> inputs;
   std::vector<at::Tensor> labels;
   for (const auto& path : paths) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
+    if (!is_regular_file(path)) {
       throw InputError(path, "", "CIFAR-10 batch file does not exist");
     }
-    auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+    int64_t bytes = file_size(path);
     if (bytes == 0 || bytes % kCifarRecordBytes != 0) {
       throw InputError(path, "", "expected a whole number of " + std::to_string(kCifarRecordBytes) +
                                      "-byte CIFAR-10 records, found " + std::to_string(bytes) +

@@ -1,23 +1,22 @@
 #include "colo/data/mnist_reader.h"
 
-#include <filesystem>
 
 #include <ATen/ATen.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "colo/data/idx_reader.h"
 
 namespace colo::data {
 namespace {
 
 std::string find_idx(const std::string& dir, const std::string& stem) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
+  if (!is_directory(dir)) {
     throw InputError(dir, "", "data directory does not exist");
   }
   for (const char* suffix : {".gz", ""}) {
     std::string path = dir + "/" + stem + suffix;
-    if (std::filesystem::exists(path, ec)) return path;
+    if (path_exists(path)) return path;
   }
   throw InputError(dir + "/" + stem + "[.gz]", "", "IDX file does not exist");
 }

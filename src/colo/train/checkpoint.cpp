@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 #include <mutex>
 
 #include <ATen/ATen.h>
@@ -10,6 +9,7 @@
 #include <torch/serialize.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 
 namespace colo::train {
 
@@ -25,12 +25,12 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   archive.write("colo.cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   archive.save_to(tmp);
-  std::filesystem::rename(tmp, path);
+  rename_path(tmp, path);
 }
 
 CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,
                                 torch::optim::Optimizer& optimizer, const c10::Device& device) {
-  if (!std::filesystem::exists(path)) {
+  if (!path_exists(path)) {
     throw InputError(path, "", "no checkpoint to resume from");
   }
   try {

@@ -1,7 +1,6 @@
 #include "colo/train/trainer.h"
 
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -9,6 +8,7 @@
 #include <torch/utils.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 #include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
@@ -55,7 +55,7 @@ std::string progress_text(int64_t epoch, int64_t epochs, int64_t batch, int64_t 
 
 // Keeps the records of epochs <= `epochs` (a resumed run rewrites the rest).
 void truncate_metrics(const std::string& path, int64_t epochs) {
-  if (!std::filesystem::exists(path)) return;
+  if (!path_exists(path)) return;
   std::string kept;
   for (const auto& record : read_json_lines(path)) {
     if (record.value("epoch", int64_t{0}) <= epochs) kept += record.dump() + "\n";
