@@ -18,7 +18,8 @@ has_cuda_torch() {
   python3 -c 'import torch, sys; sys.exit(0 if torch.version.cuda else 1)' >/dev/null 2>&1
 }
 if ! has_cuda_torch; then
-  packages+=(libtorch-dev libgloo-dev)
+  # OpenBLAS: Debian's LibTorch otherwise falls back to the reference BLAS (25x slower).
+  packages+=(libtorch-dev libgloo-dev libopenblas0-pthread)
 fi
 
 missing=()
