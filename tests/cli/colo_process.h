@@ -19,9 +19,10 @@ struct ColoRun {
 
 // Runs `colo <args>` (args already shell-quoted) with stdout and stderr
 // captured in files of `dir`.
-inline ColoRun run_colo(const TempDir& dir, const std::string& args) {
+// `env` is prepended as shell assignments ("A=1 B=2").
+inline ColoRun run_colo(const TempDir& dir, const std::string& args, const std::string& env = "") {
   std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string command = std::string("COLO_PROGRESS=0 ") + COLO_EXECUTABLE + " " + args + " >" + out +
+  std::string command = "COLO_PROGRESS=0 " + env + " " + COLO_EXECUTABLE + " " + args + " >" + out +
                         " 2>" + err;
   int raw = std::system(command.c_str());
   ColoRun run;

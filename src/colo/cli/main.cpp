@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include "colo/cli/gpus_command.h"
+#include "colo/cli/monitor_command.h"
+#include "colo/cli/mps_command.h"
 #include "colo/cli/train_command.h"
 #include "colo/core/error.h"
 #include "colo/core/log.h"
@@ -15,12 +18,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   colo::cli::add_train_command(app, exit_code);
+  colo::cli::add_gpus_command(app, exit_code);
+  colo::cli::add_monitor_command(app, exit_code);
+  colo::cli::add_mps_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int status = app.exit(e);
     return status == 0 ? 0 : colo::kExitBadInput;
   } catch (const colo::InputError& e) {
+    std::fprintf(stderr, "colo: error: %s\n", e.what());
+    return colo::kExitBadInput;
+  } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "colo: error: %s\n", e.what());
     return colo::kExitBadInput;
   } catch (const c10::Error& e) {

@@ -1,0 +1,72 @@
+#include "colo/core/interrupt_cleanup.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace colo {
+namespace {
+
+std::mutex cleanup_mutex;
+std::map<int, std::function<void()>> cleanups;
+int next_id = 1;
+int signal_pipe[2] = {-1, -1};
+
+void on_signal(int signo) {
+  unsigned char byte = static_cast<unsigned char>(signo);
+  if (::write(signal_pipe[1], &byte, 1) < 0) { /* nothing safe to do here */ }
+}
+
+void watch_signals() {
+  unsigned char byte = 0;
+  while (::read(signal_pipe[0], &byte, 1) != 1) {
+  }
+  std::vector<std::function<void()>> pending;
+  {
+    std::lock_guard<std::mutex> lock(cleanup_mutex);
+    for (auto it = cleanups.rbegin(); it != cleanups.rend(); ++it) pending.push_back(it->second);
+    cleanups.clear();
+  }
+  for (auto& cleanup : pending) {
+    try {
+      cleanup();
+    } catch (...) {
+    }
+  }
+  ::signal(byte, SIG_DFL);
+  ::raise(byte);
+}
+
+void install_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (::pipe(signal_pipe) != 0) return;
+    std::thread(watch_signals).detach();
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+  });
+}
+
+}  // namespace
+
+int add_interrupt_cleanup(std::function<void()> cleanup) {
+  install_once();
+  std::lock_guard<std::mutex> lock(cleanup_mutex);
+  int id = next_id++;
+  cleanups[id] = std::move(cleanup);
+  return id;
+}
+
+void remove_interrupt_cleanup(int id) {
+  std::lock_guard<std::mutex> lock(cleanup_mutex);
+  cleanups.erase(id);
+}
+
+}  // namespace colo

@@ -1,0 +1,61 @@
+#pragma once
+// Child processes: run one to completion, or start one and watch it.
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace colo {
+
+// Environment additions for a child: these names are set (or overwritten) on
+// top of the parent's environment.
+using EnvironmentOverrides = std::map<std::string, std::string>;
+
+struct ProcessResult {
+  int exit_code = -1;   // valid when signal == 0
+  int signal = 0;       // the signal that ended it, or 0
+  bool timed_out = false;
+  std::string output;   // stdout (stderr is appended when merged)
+};
+
+// Runs `argv` with `input` on its stdin, captures stdout and stderr
+// (merged), and waits at most `timeout_s` (then kills it). Throws
+// std::runtime_error when the program cannot be started.
+ProcessResult run_process(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
+                          const std::string& input, double timeout_s);
+
+// A started child in its own process group. Not copyable; the destructor
+// does not kill it (call terminate() for that).
+class ChildProcess {
+ public:
+  // Starts `argv`; stdout and stderr go to `log_path` (appended) when given,
+  // else they are inherited. Throws std::runtime_error if it cannot start.
+  ChildProcess(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
+               const std::string& log_path = "");
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Non-blocking: the wait status once it has ended, else nullopt.
+  std::optional<int> poll();
+  // Blocks until it ends; returns the wait status.
+  int wait();
+  // SIGTERM to its process group, then SIGKILL after `grace_s`.
+  void terminate(double grace_s);
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// Shell-style exit code of a wait status: the code, or 128 + signal.
+int exit_code_of(int wait_status);
+
+// Whether a process with this pid exists (and is not a zombie we reaped).
+bool process_alive(pid_t pid);
+
+}  // namespace colo

@@ -1,0 +1,27 @@
+#include "colo/gpu/energy.h"
+
+namespace colo::gpu {
+
+double integrate_power_j(const std::vector<DeviceSample>& samples) {
+  double energy = 0;
+  for (size_t i = 1; i < samples.size(); ++i) {
+    const auto& a = samples[i - 1];
+    const auto& b = samples[i];
+    if (a.power_w && b.power_w) energy += 0.5 * (*a.power_w + *b.power_w) * (b.time_s - a.time_s);
+  }
+  return energy;
+}
+
+EnergyReading energy_between(const std::vector<DeviceSample>& samples, double t0_s, double t1_s) {
+  std::vector<DeviceSample> inside;
+  for (const auto& s : samples) {
+    if (s.time_s >= t0_s && s.time_s <= t1_s) inside.push_back(s);
+  }
+  if (inside.size() < 2) return {};
+  if (inside.front().energy_j && inside.back().energy_j) {
+    return {*inside.back().energy_j - *inside.front().energy_j, true};
+  }
+  return {integrate_power_j(inside), false};
+}
+
+}  // namespace colo::gpu

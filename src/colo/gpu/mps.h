@@ -1,0 +1,81 @@
+#pragma once
+// Control of a CUDA MPS daemon with a private pipe and log directory.
+
+#include <atomic>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "colo/core/subprocess.h"
+
+namespace colo::gpu {
+
+class MpsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MpsOptions {
+  std::string control = "nvidia-cuda-mps-control";  // the control program
+  std::string pipe_dir;       // private; never the system default /tmp/nvidia-mps
+  std::string log_dir;        // private
+  std::string visible_devices;  // CUDA_VISIBLE_DEVICES for the daemon ("" = inherit)
+  double timeout_s = 15.0;    // for start, commands and quit
+};
+
+// An MPS control daemon on a private pipe directory. If one already runs
+// there, it is used and left running; otherwise one is started and this
+// object quits it on destruction, and on SIGINT/SIGTERM (through
+// core/interrupt_cleanup.h). Thread-safe.
+class MpsDaemon {
+ public:
+  // Starts or finds the daemon and waits until it answers. Throws MpsError
+  // when the pipe dir is empty or the system default, the control program is
+  // missing, or the daemon does not come up within the timeout.
+  explicit MpsDaemon(MpsOptions options);
+  ~MpsDaemon();
+  MpsDaemon(const MpsDaemon&) = delete;
+  MpsDaemon& operator=(const MpsDaemon&) = delete;
+
+  bool started_here() const { return started_here_; }
+  const MpsOptions& options() const { return options_; }
+  // pid of the control daemon from its pid file, if it is running.
+  std::optional<int> control_pid() const;
+  // True when the daemon runs and answers a command.
+  bool healthy() const;
+
+  // Environment a client needs: the pipe directory, and optionally its
+  // active-thread percentage (1..100) and pinned device-memory limit.
+  EnvironmentOverrides client_environment(std::optional<int> thread_percentage,
+                                          std::optional<int64_t> mem_limit_bytes,
+                                          int device_ordinal = 0) const;
+
+  // Sends one command line; returns its output. Throws MpsError on failure.
+  std::string command(const std::string& line) const;
+  // pids of the running MPS servers (one per GPU with clients).
+  std::vector<int> server_pids() const;
+  // pids of the clients of server `server_pid`.
+  std::vector<int> client_pids(int server_pid) const;
+
+  // Asks the daemon to quit and waits until it is gone; idempotent. Only
+  // acts on a daemon this object started.
+  void quit();
+
+ private:
+  EnvironmentOverrides control_environment() const;
+
+  MpsOptions options_;
+  bool started_here_ = false;
+  std::atomic<bool> quit_{false};
+  int cleanup_id_ = 0;
+};
+
+// Parses whitespace-separated pids (the output of get_server_list and
+// get_client_list); words that are not numbers are skipped.
+std::vector<int> parse_pid_list(const std::string& text);
+
+// The environment value for CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("0=4096M").
+std::string pinned_mem_limit_value(int device_ordinal, int64_t bytes);
+
+}  // namespace colo::gpu

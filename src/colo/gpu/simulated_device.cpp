@@ -1,0 +1,103 @@
+#include "colo/gpu/simulated_device.h"
+
+#include <algorithm>
+
+namespace colo::gpu {
+
+SimulatedDevice::SimulatedDevice(int index, SimulatedGpuSpec spec) : spec_(std::move(spec)) {
+  info_.index = index;
+  info_.name = spec_.name;
+  info_.uuid = "GPU-SIM-" + std::to_string(index);
+  info_.mem_total_bytes = spec_.mem_total_bytes;
+  info_.sm_count = spec_.sm_count;
+  info_.gpm_supported = true;
+}
+
+double SimulatedDevice::activity_locked() const {
+  double sum = 0;
+  for (const auto& [id, load] : loads_) sum += load.sm_activity;
+  return std::min(1.0, sum);
+}
+
+double SimulatedDevice::power_locked() const {
+  return spec_.idle_power_w + (spec_.max_power_w - spec_.idle_power_w) * activity_locked();
+}
+
+int64_t SimulatedDevice::mem_used_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t used = 0;
+  for (const auto& [id, load] : loads_) used += load.mem_bytes;
+  return used;
+}
+
+bool SimulatedDevice::place(int64_t id, const SimulatedLoad& load) {
+  int64_t used = mem_used_bytes();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (used + load.mem_bytes > spec_.mem_total_bytes) return false;
+  loads_[id] = load;
+  return true;
+}
+
+void SimulatedDevice::remove(int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  loads_.erase(id);
+}
+
+double SimulatedDevice::progress_rate() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  double sum = 0;
+  for (const auto& [id, load] : loads_) sum += load.sm_activity;
+  return 1.0 / std::max(1.0, sum);
+}
+
+double SimulatedDevice::sm_activity() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return activity_locked();
+}
+
+double SimulatedDevice::power_w() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return power_locked();
+}
+
+void SimulatedDevice::advance(double dt_s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  energy_j_ += power_locked() * dt_s;
+  now_s_ += dt_s;
+}
+
+double SimulatedDevice::now_s() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return now_s_;
+}
+
+double SimulatedDevice::energy_j() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return energy_j_;
+}
+
+DeviceSample SimulatedDevice::sample() {
+  int64_t used = mem_used_bytes();
+  std::lock_guard<std::mutex> lock(mutex_);
+  DeviceSample s;
+  s.index = info_.index;
+  s.time_s = now_s_;
+  s.unix_s = now_s_;
+  s.mem_total_bytes = spec_.mem_total_bytes;
+  s.mem_used_bytes = used;
+  s.mem_free_bytes = spec_.mem_total_bytes - used;
+  s.sm_active = activity_locked();
+  s.gpu_util = loads_.empty() ? 0.0 : 1.0;
+  s.power_w = power_locked();
+  s.energy_j = energy_j_;
+  return s;
+}
+
+std::vector<ProcessUsage> SimulatedDevice::processes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ProcessUsage> out;
+  for (const auto& [id, load] : loads_) out.push_back({load.pid, load.mem_bytes});
+  return out;
+}
+
+}  // namespace colo::gpu

@@ -1,0 +1,67 @@
+#pragma once
+// A simulated GPU whose load comes from the jobs placed on it.
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "colo/gpu/device.h"
+
+namespace colo::gpu {
+
+struct SimulatedGpuSpec {
+  std::string name = "Simulated GPU 80GB";
+  int64_t mem_total_bytes = int64_t{80} << 30;
+  int sm_count = 132;
+  double idle_power_w = 70.0;
+  double max_power_w = 700.0;   // at SM activity 1
+};
+
+// What one job asks of a simulated GPU when it runs alone there.
+struct SimulatedLoad {
+  uint32_t pid = 0;
+  int64_t mem_bytes = 0;
+  double sm_activity = 0.0;     // fraction of the SMs it keeps busy alone, in [0, 1]
+};
+
+// A GPU in virtual time. Memory adds up; SM activity combines as
+// min(1, sum of the jobs' activities) and, past 1, every job slows down by
+// the same factor (progress_rate); power is idle + (max - idle) x activity;
+// energy integrates power over the time advanced. Thread-safe.
+class SimulatedDevice : public Device {
+ public:
+  SimulatedDevice(int index, SimulatedGpuSpec spec);
+
+  const DeviceInfo& info() const override { return info_; }
+  DeviceSample sample() override;
+  std::vector<ProcessUsage> processes() override;
+
+  // Places job `id`; false (and nothing placed) when its memory does not fit
+  // in what is free: the job would die of out-of-memory.
+  bool place(int64_t id, const SimulatedLoad& load);
+  void remove(int64_t id);
+
+  // Fraction of its solo speed each job runs at now: 1 / max(1, sum of activities).
+  double progress_rate() const;
+  double sm_activity() const;
+  double power_w() const;
+  int64_t mem_used_bytes() const;
+
+  // Moves virtual time forward by `dt_s`, integrating energy at the current power.
+  void advance(double dt_s);
+  double now_s() const;
+  double energy_j() const;
+
+ private:
+  double activity_locked() const;
+  double power_locked() const;
+
+  SimulatedGpuSpec spec_;
+  DeviceInfo info_;
+  mutable std::mutex mutex_;
+  std::map<int64_t, SimulatedLoad> loads_;
+  double now_s_ = 0.0;
+  double energy_j_ = 0.0;
+};
+
+}  // namespace colo::gpu

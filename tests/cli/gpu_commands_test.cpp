@@ -1,0 +1,112 @@
+// `colo gpus`, `colo monitor` and `colo mps run`, run as real processes.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/colo_process.h"
+#include "colo/core/files.h"
+#include "colo/core/subprocess.h"
+
+namespace colo {
+namespace {
+
+using testing::run_colo;
+using testing::TempDir;
+
+TEST(ColoGpus, WithoutAGpuSaysSoAndSucceeds) {
+  if (path_exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has a GPU";
+  TempDir dir;
+  auto run = run_colo(dir, "gpus");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_NE(run.out.find("no GPU on this machine"), std::string::npos) << run.out;
+}
+
+TEST(ColoGpus, ListsSimulatedGpusAsJson) {
+  TempDir dir;
+  auto run = run_colo(dir, "gpus --json", "COLO_SIMULATED_GPUS=3");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto gpus = nlohmann::json::parse(run.out);
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_EQ(gpus[2]["index"], 2);
+  EXPECT_EQ(gpus[0]["mem_total_bytes"], int64_t{80} << 30);
+  EXPECT_DOUBLE_EQ(gpus[0]["power_w"].get<double>(), 70.0);
+}
+
+TEST(ColoMonitor, SamplesWhileTheCommandRunsAndPassesOnItsExitStatus) {
+  TempDir dir;
+  auto run = run_colo(dir, "monitor --interval 0.1 --out " + dir.file("s.csv") + " --summary-json " +
+                               dir.file("sum.json") + " -- sh -c 'sleep 1; exit 3'",
+                      "COLO_SIMULATED_GPUS=2");
+  EXPECT_EQ(run.status, 3) << run.err;
+  auto summary = nlohmann::json::parse(read_file(dir.file("sum.json")));
+  EXPECT_EQ(summary["exit_code"], 3);
+  EXPECT_GE(summary["wall_s"].get<double>(), 1.0);
+  ASSERT_EQ(summary["devices"].size(), 2u);
+  int samples = summary["devices"][0]["samples"].get<int>();
+  EXPECT_GE(samples, 8);
+  EXPECT_LE(samples, 13);
+  std::ifstream csv(dir.file("s.csv"));
+  int lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, 1 + 2 * samples);
+  EXPECT_NE(run.out.find("energy_j"), std::string::npos) << "prints a summary table";
+}
+
+TEST(ColoMonitor, NeedsACommandOrADuration) {
+  TempDir dir;
+  auto run = run_colo(dir, "monitor");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("expected a command"), std::string::npos) << run.err;
+}
+
+std::string fake_control() { return std::string(COLO_SOURCE_DIR) + "/tests/gpu/fake_mps_control.sh"; }
+
+int daemon_pid(const TempDir& dir) {
+  std::ifstream in(dir.file("mps/pipe/nvidia-cuda-mps-control.pid"));
+  int pid = 0;
+  in >> pid;
+  return pid;
+}
+
+TEST(ColoMpsRun, RunsEveryClientAndQuitsTheDaemon) {
+  TempDir dir;
+  auto run = run_colo(dir, "mps run --count 2 --percentage 50 --control " + fake_control() + " --dir " +
+                               dir.file("mps") + " --summary-json " + dir.file("sum.json") +
+                               " -- sh -c 'test \"$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\" = 50 && "
+                               "echo $COLO_MPS_CLIENT_INDEX >> " + dir.file("ran") + "'");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto summary = nlohmann::json::parse(read_file(dir.file("sum.json")));
+  EXPECT_EQ(summary["exit_codes"], nlohmann::json({0, 0}));
+  EXPECT_TRUE(summary["daemon_gone"].get<bool>());
+  std::string ran = read_file(dir.file("ran"));
+  EXPECT_NE(ran.find('0'), std::string::npos);
+  EXPECT_NE(ran.find('1'), std::string::npos);
+}
+
+TEST(ColoMpsRun, QuitsTheDaemonWhenInterrupted) {
+  TempDir dir;
+  ChildProcess colo({COLO_EXECUTABLE, "mps", "run", "--count", "2", "--control", fake_control(), "--dir",
+                     dir.file("mps"), "--", "sleep", "30"},
+                    {}, dir.file("colo.log"));
+  int pid = 0;
+  for (int i = 0; i < 100 && pid == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pid = daemon_pid(dir);
+  }
+  ASSERT_GT(pid, 0) << read_file(dir.file("colo.log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(colo.pid(), SIGINT);
+  int status = colo.wait();
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << read_file(dir.file("colo.log"));
+  EXPECT_FALSE(process_alive(pid)) << "the MPS daemon outlived colo";
+}
+
+}  // namespace
+}  // namespace colo

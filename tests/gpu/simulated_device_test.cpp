@@ -1,0 +1,55 @@
+#include "colo/gpu/simulated_device.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::gpu {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+TEST(SimulatedDevice, MemoryOfPlacedJobsAddsUp) {
+  SimulatedDevice gpu(0, SimulatedGpuSpec{});
+  EXPECT_TRUE(gpu.place(1, {101, 30 * kGiB, 0.2}));
+  EXPECT_TRUE(gpu.place(2, {102, 40 * kGiB, 0.2}));
+  DeviceSample s = gpu.sample();
+  EXPECT_EQ(s.mem_used_bytes, 70 * kGiB);
+  EXPECT_EQ(s.mem_free_bytes, 10 * kGiB);
+  EXPECT_EQ(gpu.processes().size(), 2u);
+  gpu.remove(1);
+  EXPECT_EQ(gpu.sample().mem_used_bytes, 40 * kGiB);
+}
+
+TEST(SimulatedDevice, JobThatDoesNotFitIsRefusedAsOutOfMemory) {
+  SimulatedDevice gpu(0, SimulatedGpuSpec{});
+  EXPECT_TRUE(gpu.place(1, {1, 60 * kGiB, 0.5}));
+  EXPECT_FALSE(gpu.place(2, {2, 30 * kGiB, 0.5}));
+  EXPECT_EQ(gpu.mem_used_bytes(), 60 * kGiB) << "a refused job holds nothing";
+}
+
+TEST(SimulatedDevice, ActivityCombinesAndOversubscriptionSlowsEveryJob) {
+  SimulatedDevice gpu(0, SimulatedGpuSpec{});
+  gpu.place(1, {1, kGiB, 0.3});
+  gpu.place(2, {2, kGiB, 0.4});
+  EXPECT_DOUBLE_EQ(gpu.sm_activity(), 0.7);
+  EXPECT_DOUBLE_EQ(gpu.progress_rate(), 1.0);
+  gpu.place(3, {3, kGiB, 0.8});
+  EXPECT_DOUBLE_EQ(gpu.sm_activity(), 1.0);
+  EXPECT_DOUBLE_EQ(gpu.progress_rate(), 1.0 / 1.5);
+}
+
+TEST(SimulatedDevice, PowerFollowsActivityAndEnergyIntegratesIt) {
+  SimulatedGpuSpec spec;
+  spec.idle_power_w = 100;
+  spec.max_power_w = 500;
+  SimulatedDevice gpu(0, spec);
+  gpu.advance(10);                  // idle: 100 W x 10 s
+  gpu.place(1, {1, kGiB, 0.5});     // 300 W
+  EXPECT_DOUBLE_EQ(gpu.power_w(), 300);
+  gpu.advance(5);                   // 1500 J
+  EXPECT_DOUBLE_EQ(gpu.energy_j(), 2500);
+  EXPECT_DOUBLE_EQ(gpu.now_s(), 15);
+  EXPECT_DOUBLE_EQ(*gpu.sample().energy_j, 2500);
+}
+
+}  // namespace
+}  // namespace colo::gpu
