@@ -5,6 +5,7 @@
 #
 #   bench/gpu/run.sh            # everything
 #   bench/gpu/run.sh train      # build + tests + training checks only
+#   bench/gpu/run.sh gpu        # build + the gpu layer's checks (NVML, energy, GPM, MPS)
 #
 # Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
 set -uo pipefail
@@ -40,6 +41,10 @@ if want tests || want train; then
   ctest --test-dir "$BUILD" -j "$(nproc)" --output-on-failure >"$OUT/ctest.log" 2>&1
   note "ctest: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
   grep -E "\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Not Run" "$OUT/ctest.log" | head -20
+fi
+
+if want gpu; then
+  tests/gpu/check_on_gpu.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
 if want train; then
