@@ -41,17 +41,21 @@ int_daemon=$(cat "$work/mpsint/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null || 
 kill -INT $colo_pid
 wait $colo_pid
 sleep 1
-int_gone=true
-if [ "$int_daemon" = 0 ] || kill -0 "$int_daemon" 2>/dev/null; then int_gone=false; fi
-leftover=$(pgrep -f 'nvidia-cuda-mps-(control|server)' | tr '\n' ' ')
+# Gone: no such process, or a zombie (PID 1 here may not reap orphans).
+int_state=$(awk '{print $3}' "/proc/$int_daemon/stat" 2>/dev/null || true)
+int_gone=false
+if [ "$int_daemon" != 0 ] && { [ -z "$int_state" ] || [ "$int_state" = Z ]; }; then int_gone=true; fi
+leftover=$(for p in $(pgrep -f 'nvidia-cuda-mps-(control|server)'); do
+  [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] || echo -n "$p "; done)
+"$1/bench/nvml_call_cost" >"$work/nvml_call_cost.json" 2>&1
 # Never leave a daemon behind, whatever happened above.
 for d in "$work"/mpsint/pipe; do
   CUDA_MPS_PIPE_DIRECTORY=$d CUDA_MPS_LOG_DIRECTORY=$work/mpsint/log timeout 10 sh -c 'echo quit | nvidia-cuda-mps-control' >/dev/null 2>&1
 done
 
-python3 - "$work" "$int_gone" "$int_daemon" "$leftover" <<'PY' | tee "$OUT/gpu_check_lines.txt"
+python3 - "$work" "$int_gone" "$int_daemon" "$leftover" "$int_state" <<'PY' | tee "$OUT/gpu_check_lines.txt"
 import csv, json, sys
-work, int_gone, int_daemon, leftover = sys.argv[1], sys.argv[2] == "true", sys.argv[3], sys.argv[4]
+work, int_gone, int_daemon, leftover, int_state = sys.argv[1], sys.argv[2] == "true", sys.argv[3], sys.argv[4], sys.argv[5]
 rel = lambda a, b: abs(a - b) / abs(b) if b else float("nan")
 mem_errs, power_errs, pairs = [], [], []
 for i in (1, 2, 3):
@@ -80,14 +84,18 @@ summary = {
     "mps_exit_codes": mps["exit_codes"],
     "mps_daemon_gone_after_exit": mps["daemon_gone"],
     "mps_daemon_gone_after_sigint": int_gone and int_daemon != "0" and leftover.strip() == "",
+    "mps_sigint_daemon_pid": int_daemon,
+    "mps_sigint_daemon_state_after": int_state or "gone",
+    "mps_leftover_processes": leftover,
     "sampler_core_fraction_at_10hz": busy["sampler_core_fraction"],
+    "nvml_call_cost_us": json.load(open(f"{work}/nvml_call_cost.json")),
     "comparisons": pairs,
     "monitor_summary": busy,
 }
 json.dump(summary, open(f"{work}/gpu_check.json", "w"), indent=1)
 for k in ["gpu", "mem_rel_err_vs_smi", "power_rel_err_vs_smi", "energy_counter_vs_integrated_rel_err",
           "gpm_sm_active_idle", "gpm_sm_active_matmul", "mps_clients_seen", "mps_daemon_gone_after_exit",
-          "mps_daemon_gone_after_sigint", "sampler_core_fraction_at_10hz"]:
+          "mps_daemon_gone_after_sigint", "sampler_core_fraction_at_10hz", "nvml_call_cost_us"]:
     print(f"gpu check {k}: {summary[k]}")
 PY
 cp "$work/gpu_check.json" "$OUT/gpu_check.json"

@@ -1,5 +1,7 @@
 #include "colo/gpu/energy.h"
 
+#include <algorithm>
+
 namespace colo::gpu {
 
 double integrate_power_j(const std::vector<DeviceSample>& samples) {
@@ -18,10 +20,18 @@ EnergyReading energy_between(const std::vector<DeviceSample>& samples, double t0
     if (s.time_s >= t0_s && s.time_s <= t1_s) inside.push_back(s);
   }
   if (inside.size() < 2) return {};
-  if (inside.front().energy_j && inside.back().energy_j) {
-    return {*inside.back().energy_j - *inside.front().energy_j, true};
+  size_t first = inside.size(), last = 0;
+  for (size_t i = 0; i < inside.size(); ++i) {
+    if (inside[i].energy_j) {
+      first = std::min(first, i);
+      last = i;
+    }
   }
-  return {integrate_power_j(inside), false};
+  if (first >= last) return {integrate_power_j(inside), false};
+  std::vector<DeviceSample> head(inside.begin(), inside.begin() + first + 1);
+  std::vector<DeviceSample> tail(inside.begin() + last, inside.end());
+  double counted = *inside[last].energy_j - *inside[first].energy_j;
+  return {integrate_power_j(head) + counted + integrate_power_j(tail), true};
 }
 
 }  // namespace colo::gpu

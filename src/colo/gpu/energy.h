@@ -13,9 +13,11 @@ struct EnergyReading {
 };
 
 // Energy used between `t0_s` and `t1_s` (monotonic time_s of the samples,
-// ordered by time). Uses the total-energy counter when the samples nearest
-// both ends carry it, else integrates power with the trapezoid rule over the
-// samples inside [t0, t1]. Zero when fewer than two samples qualify.
+// ordered by time), over the samples inside [t0, t1]: the total-energy
+// counter's difference between the first and last samples that carry it,
+// plus integrated power (trapezoid rule) over the stretches before and after
+// them; all integrated power when fewer than two carry the counter. Zero
+// when fewer than two samples qualify.
 EnergyReading energy_between(const std::vector<DeviceSample>& samples, double t0_s, double t1_s);
 
 // Trapezoid-rule integral of power over all the samples, in joules.

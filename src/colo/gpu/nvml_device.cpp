@@ -138,9 +138,10 @@ DeviceSample NvmlDevice::sample() {
   unsigned int milliwatts = 0;
   if (api_.DeviceGetPowerUsage(handle_, &milliwatts) == nvml::kSuccess) s.power_w = milliwatts / 1000.0;
   unsigned long long millijoules = 0;
-  if (api_.DeviceGetTotalEnergyConsumption &&
+  if (api_.DeviceGetTotalEnergyConsumption && s.time_s - last_energy_read_s_ >= kEnergyReadInterval_s &&
       api_.DeviceGetTotalEnergyConsumption(handle_, &millijoules) == nvml::kSuccess) {
     s.energy_j = static_cast<double>(millijoules) / 1000.0;
+    last_energy_read_s_ = s.time_s;
   }
   return s;
 }

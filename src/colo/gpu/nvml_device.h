@@ -11,6 +11,12 @@ namespace colo::gpu {
 
 // One physical GPU seen through NVML. sample() and processes() serialise on
 // an internal mutex, so they may be called from any thread.
+//
+// The total-energy counter costs about 4 ms of CPU per read on an H100
+// (bench/results/gpu/summary.json, nvml_call_cost_us), forty times the rest
+// of a sample together, so sample() reads it at most once per second; other
+// samples carry no energy_j and energy_between() integrates power across
+// the gaps.
 class NvmlDevice : public Device {
  public:
   NvmlDevice(const nvml::Api& api, nvml::DeviceHandle handle, int index);
@@ -22,6 +28,7 @@ class NvmlDevice : public Device {
 
  private:
   void read_gpm(DeviceSample& sample);
+  static constexpr double kEnergyReadInterval_s = 1.0;
 
   const nvml::Api& api_;
   nvml::DeviceHandle handle_;
@@ -30,6 +37,7 @@ class NvmlDevice : public Device {
   nvml::GpmSample previous_ = nullptr;  // last GPM sample, compared with the next
   nvml::GpmSample current_ = nullptr;
   bool have_previous_ = false;
+  double last_energy_read_s_ = -1e300;
 };
 
 // Every GPU NVML sees; empty with `*why` set when NVML is unusable.
