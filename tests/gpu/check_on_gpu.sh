@@ -71,6 +71,7 @@ busy = json.load(open(f"{work}/busy.json"))
 d = busy["devices"][0]
 mps = json.load(open(f"{work}/mps.json"))
 summary = {
+    "command": "bench/gpu/run.sh gpu   (device call carrying .deps and .data; runs tests/gpu/check_on_gpu.sh)",
     "gpu": json.load(open(f"{work}/colo_gpus_1.json"))[0]["name"],
     "mem_rel_err_vs_smi": max(mem_errs),
     "power_rel_err_vs_smi": max(power_errs),
