@@ -1,0 +1,11 @@
+#pragma once
+// `colo simulate` and `colo trace generate`.
+
+#include <CLI/CLI.hpp>
+
+namespace colo::cli {
+
+void add_simulate_command(CLI::App& app, int& exit_code);
+void add_trace_command(CLI::App& app, int& exit_code);
+
+}  // namespace colo::cli

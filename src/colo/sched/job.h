@@ -1,0 +1,26 @@
+#pragma once
+// Job states, in the manner of Slurm's.
+
+#include <optional>
+#include <string>
+
+namespace colo::sched {
+
+enum class JobState {
+  kPending,      // waiting for a GPU
+  kRunning,
+  kCompleted,    // exited 0
+  kFailed,       // exited non-zero (not out of memory), or out of retries
+  kOutOfMemory,  // died of GPU out-of-memory; goes to the recovery queue
+  kRequeued,     // lost its process (daemon restart, GPU gone); waits again
+  kCancelled,
+};
+
+// "PENDING", "RUNNING", "COMPLETED", "FAILED", "OUT_OF_MEMORY", "REQUEUED", "CANCELLED".
+std::string to_string(JobState state);
+std::optional<JobState> job_state_from_string(const std::string& name);
+
+// True for states a job never leaves.
+bool is_final(JobState state);
+
+}  // namespace colo::sched

@@ -1,0 +1,74 @@
+#pragma once
+// The scheduler's policies run against simulated GPUs in virtual time.
+
+#include <string>
+#include <vector>
+
+#include "colo/gpu/simulated_device.h"
+#include "colo/sched/job.h"
+#include "colo/sched/policy.h"
+#include "colo/sched/recovery.h"
+#include "colo/sched/trace.h"
+
+namespace colo::sched {
+
+enum class CollocationMode {
+  kExclusive,  // one job per GPU, whatever the policy
+  kShared,     // plain time-slicing: concurrent jobs also pay a context-switch overhead
+  kMps,        // MPS: kernels of concurrent jobs overlap
+};
+
+// "exclusive" | "shared" | "mps"; throws std::invalid_argument otherwise.
+CollocationMode collocation_mode_from_string(const std::string& name);
+std::string to_string(CollocationMode mode);
+
+struct SimulationOptions {
+  int gpus = 4;
+  gpu::SimulatedGpuSpec gpu;
+  std::string policy = "best-fit";
+  CollocationMode mode = CollocationMode::kMps;
+  Thresholds thresholds;
+  RecoveryOptions recovery;
+  double oom_after_s = 5.0;       // a job that does not fit dies this long after it starts
+  double shared_overhead = 0.10;  // kShared: fraction of progress lost when jobs share a GPU
+  int backfill_window = 256;      // pending jobs considered per scheduling round
+};
+
+struct SimulatedJob {
+  int64_t id = 0;                 // position in the trace
+  std::string name;
+  JobState state = JobState::kPending;
+  int gpu = -1;                   // last GPU it ran on
+  double submit_s = 0;
+  double start_s = -1;            // start of its last (successful or final) attempt
+  double end_s = -1;
+  int attempts = 0;               // starts, retries included
+  int oom_deaths = 0;
+  double energy_j = 0;            // its share of its GPUs' energy (by time and SM share)
+};
+
+struct SimulationResult {
+  std::string policy;
+  std::string mode;
+  std::vector<SimulatedJob> jobs;
+  double total_s = 0;             // last completion (the trace starts at 0)
+  double energy_j = 0;            // every GPU, idle time included, over total_s
+  int oom_events = 0;
+  int oom_unrecovered = 0;        // jobs that ended FAILED after too many OOM deaths
+  int jobs_lost = 0;              // jobs not in a final state at the end (must be 0)
+  double mean_wait_s = 0;         // submit to (last) start
+  double mean_exec_s = 0;         // (last) start to end
+  double mean_jct_s = 0;          // submit to end
+};
+
+// Runs `trace` to completion. Model, in virtual time: a job progresses at
+// 1 / max(1, sum of the SM activities on its GPU) of its solo speed under
+// MPS, the same times (1 - shared_overhead) when time-sliced with others,
+// and at full speed alone. A job whose true memory does not fit in what is
+// physically free dies of OOM oom_after_s after it starts and enters the
+// recovery queue, which is served before the normal queue (priority, then
+// submit order). Deterministic. Throws std::invalid_argument for an unknown
+// policy.
+SimulationResult simulate(const std::vector<TraceJob>& trace, const SimulationOptions& options);
+
+}  // namespace colo::sched

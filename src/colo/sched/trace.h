@@ -1,0 +1,50 @@
+#pragma once
+// Workload traces: when each job arrives and what it does.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace colo::sched {
+
+// One job of a trace. The profile (duration, memory, SM activity) drives the
+// simulator; `command` is what a real replay runs.
+struct TraceJob {
+  double submit_s = 0;          // offset from the trace's start
+  std::string name;
+  double duration_s = 0;        // run time alone on a GPU
+  int64_t mem_bytes = 0;        // true peak GPU memory
+  double sm_activity = 0.5;     // SM activity alone, 0..1
+  std::optional<int64_t> mem_estimate_bytes;  // what the scheduler is told (may be wrong)
+  int priority = 0;             // higher first
+  std::string command;          // for real replays; may be empty in simulations
+};
+
+// The CSV header read_trace expects and write_trace writes.
+inline constexpr const char* kTraceHeader =
+    "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command";
+
+// Reads a trace CSV (header above; `command` is the rest of the line and may
+// hold commas; an empty mem_estimate_bytes means unknown). Throws InputError
+// naming the file, the line and the column for anything malformed. Jobs come
+// back sorted by submit time (stable).
+std::vector<TraceJob> read_trace(const std::string& path);
+
+void write_trace(const std::string& path, const std::vector<TraceJob>& jobs);
+
+struct TraceGeneratorOptions {
+  int jobs = 100;
+  uint64_t seed = 0;
+  double mean_interarrival_s = 20.0;  // Poisson arrivals
+  double estimate_sigma = 0.08;       // relative error of memory estimates
+};
+
+// A synthetic trace with RAD-RM-like mix: 60% small jobs (MobileNet /
+// ResNet-18 on CIFAR: 1-10 min, 2-6 GiB, SM 0.25-0.5), 30% medium
+// (ResNet-50: 10-40 min, 8-20 GiB, SM 0.5-0.8), 10% large (transformer:
+// 30-120 min, 20-45 GiB, SM 0.75-1.0); durations log-uniform within a class
+// (many short, few long). Same options, same trace.
+std::vector<TraceJob> generate_trace(const TraceGeneratorOptions& options);
+
+}  // namespace colo::sched

@@ -1,0 +1,96 @@
+#include "colo/sched/policy.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::sched {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+GpuView gpu(int index, int64_t free_gib, double sm, int jobs) {
+  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false};
+}
+
+JobRequest job(int64_t mem_gib, double sm = 0.3) { return JobRequest{1, mem_gib * kGiB, sm, false, 0}; }
+
+std::optional<int> pick(const std::string& policy, const JobRequest& j, const std::vector<GpuView>& gpus) {
+  auto p = make_policy(policy);
+  return pick_gpu(*p, j, gpus);
+}
+
+TEST(ExclusivePolicy, TakesOnlyEmptyGpusLowestIndexFirst) {
+  std::vector<GpuView> gpus{gpu(0, 70, 0.2, 1), gpu(1, 80, 0, 0), gpu(2, 80, 0, 0)};
+  EXPECT_EQ(pick("exclusive", job(4), gpus), 1);
+  EXPECT_EQ(pick("exclusive", job(4), {gpu(0, 70, 0.2, 1)}), std::nullopt);
+}
+
+TEST(MagmPolicy, PrefersGpuWithMostFreeMemory) {
+  std::vector<GpuView> gpus{gpu(0, 30, 0.3, 2), gpu(1, 60, 0.5, 1), gpu(2, 40, 0.1, 1)};
+  EXPECT_EQ(pick("magm", job(4), gpus), 1);
+}
+
+TEST(LugPolicy, PrefersLeastSmActivity) {
+  std::vector<GpuView> gpus{gpu(0, 30, 0.3, 2), gpu(1, 60, 0.5, 1), gpu(2, 40, 0.1, 1)};
+  EXPECT_EQ(pick("lug", job(4), gpus), 2);
+}
+
+TEST(RadRmThresholds, BusyGpuOrTooLittleMemoryIsFilteredOut) {
+  // GPU 0 is over 80% SM activity; GPU 1 lacks estimate + 1 GiB margin.
+  std::vector<GpuView> gpus{gpu(0, 70, 0.85, 1), gpu(1, 10, 0.2, 1)};
+  for (const char* policy : {"round-robin", "magm", "lug", "best-fit"}) {
+    EXPECT_EQ(pick(policy, job(10), gpus), std::nullopt) << policy;
+    EXPECT_EQ(pick(policy, job(8), gpus), 1) << policy << ": 8 + 1 GiB margin fits in 10";
+  }
+}
+
+TEST(RadRmThresholds, UnknownMemoryOnlyGoesOnAnEmptyGpu) {
+  JobRequest unknown{1, std::nullopt, 0.3, false, 0};
+  EXPECT_EQ(pick("magm", unknown, {gpu(0, 70, 0.1, 1), gpu(1, 80, 0.0, 0)}), 1);
+  EXPECT_EQ(pick("magm", unknown, {gpu(0, 70, 0.1, 1)}), std::nullopt);
+}
+
+TEST(RoundRobinPolicy, CyclesThroughTheGpus) {
+  auto p = make_policy("round-robin");
+  std::vector<GpuView> gpus{gpu(0, 80, 0, 0), gpu(1, 80, 0, 0), gpu(2, 80, 0, 0)};
+  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 0);
+  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 1);
+  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 2);
+  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 0);
+}
+
+TEST(BestFitPolicy, FillsABusyGpuBeforeOpeningAnEmptyOne) {
+  std::vector<GpuView> gpus{gpu(0, 80, 0.0, 0), gpu(1, 40, 0.3, 1)};
+  EXPECT_EQ(pick("best-fit", job(4, 0.3), gpus), 1);
+  EXPECT_EQ(pick("magm", job(4, 0.3), gpus), 0) << "magm would open the empty GPU";
+}
+
+TEST(BestFitPolicy, RespectsSmHeadroom) {
+  std::vector<GpuView> gpus{gpu(0, 80, 0.0, 0), gpu(1, 40, 0.6, 1)};
+  EXPECT_EQ(pick("best-fit", job(4, 0.5), gpus), 0) << "0.6 + 0.5 would oversubscribe GPU 1";
+}
+
+TEST(BestFitPolicy, PrefersTheTightestMemoryFit) {
+  std::vector<GpuView> gpus{gpu(0, 50, 0.2, 1), gpu(1, 12, 0.2, 1)};
+  EXPECT_EQ(pick("best-fit", job(10, 0.2), gpus), 1);
+}
+
+TEST(CommonRules, MustRunAloneNeedsAnEmptyGpuAndHoldsIt) {
+  JobRequest alone = job(4);
+  alone.must_run_alone = true;
+  EXPECT_EQ(pick("magm", alone, {gpu(0, 70, 0.1, 1), gpu(1, 80, 0, 0)}), 1);
+  GpuView held = gpu(0, 70, 0.1, 1);
+  held.held_exclusively = true;
+  EXPECT_EQ(pick("magm", job(1), {held}), std::nullopt);
+}
+
+TEST(Policies, UnknownNameIsRejectedWithTheKnownOnes) {
+  try {
+    make_policy("fastest");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("exclusive, round-robin, magm, lug, best-fit"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace colo::sched

@@ -1,0 +1,118 @@
+#include "colo/sched/simulator.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::sched {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+TraceJob job(double submit, const std::string& name, double duration, int64_t mem_gib, double sm,
+             std::optional<int64_t> estimate_gib = std::nullopt) {
+  TraceJob j;
+  j.submit_s = submit;
+  j.name = name;
+  j.duration_s = duration;
+  j.mem_bytes = mem_gib * kGiB;
+  j.sm_activity = sm;
+  j.mem_estimate_bytes = estimate_gib ? std::optional<int64_t>(*estimate_gib * kGiB) : std::optional<int64_t>(mem_gib * kGiB);
+  return j;
+}
+
+SimulationOptions options(int gpus, const std::string& policy, CollocationMode mode) {
+  SimulationOptions o;
+  o.gpus = gpus;
+  o.policy = policy;
+  o.mode = mode;
+  o.gpu.idle_power_w = 100;
+  o.gpu.max_power_w = 500;
+  return o;
+}
+
+TEST(Simulator, ReproducesAHandComputedExclusiveSchedule) {
+  // Two GPUs, one job each. A and B start at 0; C (t=10) waits for B (ends
+  // 50) and runs 50-80; D (t=20) follows on GPU 1, 80-90; A ends at 100.
+  std::vector<TraceJob> trace{job(0, "A", 100, 4, 0.5), job(0, "B", 50, 4, 0.5), job(10, "C", 30, 4, 0.5),
+                              job(20, "D", 10, 4, 0.5)};
+  auto r = simulate(trace, options(2, "exclusive", CollocationMode::kExclusive));
+  ASSERT_EQ(r.jobs.size(), 4u);
+  EXPECT_DOUBLE_EQ(r.jobs[0].start_s, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_s, 100);
+  EXPECT_EQ(r.jobs[1].gpu, 1);
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 50);
+  EXPECT_DOUBLE_EQ(r.jobs[2].end_s, 80);
+  EXPECT_DOUBLE_EQ(r.jobs[3].start_s, 80);
+  EXPECT_DOUBLE_EQ(r.jobs[3].end_s, 90);
+  EXPECT_DOUBLE_EQ(r.total_s, 100);
+  // Busy GPUs draw 300 W: GPU 0 busy 100 s; GPU 1 busy 90 s, idle 10 s at 100 W.
+  EXPECT_NEAR(r.energy_j, 300 * 100 + 300 * 90 + 100 * 10, 1e-6);
+  EXPECT_NEAR(r.mean_wait_s, (0 + 0 + 40 + 60) / 4.0, 1e-9);
+  EXPECT_EQ(r.jobs_lost, 0);
+}
+
+TEST(Simulator, MpsRunsJobsSideBySideAndSlowsThemPastFullActivity) {
+  // Two jobs with SM activity 0.8 share one GPU: together 1.6, so each runs
+  // at 1/1.6 of its solo speed and both finish at 160 s instead of 100.
+  std::vector<TraceJob> trace{job(0, "A", 100, 10, 0.8), job(0, "B", 100, 10, 0.8)};
+  SimulationOptions o = options(1, "magm", CollocationMode::kMps);
+  o.thresholds.max_sm_activity = 0.9;
+  auto r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 0);
+  EXPECT_NEAR(r.jobs[0].end_s, 160, 1e-9);
+  EXPECT_NEAR(r.total_s, 160, 1e-9);
+  EXPECT_NEAR(r.energy_j, 500 * 160, 1e-6);
+  EXPECT_NEAR(r.jobs[0].energy_j, 250 * 160, 1e-6) << "equal SM shares split the energy evenly";
+}
+
+TEST(Simulator, CollocationBeatsExclusiveOnSmallJobs) {
+  std::vector<TraceJob> trace;
+  for (int i = 0; i < 8; ++i) trace.push_back(job(0, std::to_string(i), 100, 4, 0.25));
+  auto exclusive = simulate(trace, options(2, "exclusive", CollocationMode::kExclusive));
+  auto packed = simulate(trace, options(2, "magm", CollocationMode::kMps));
+  EXPECT_DOUBLE_EQ(exclusive.total_s, 400);
+  EXPECT_DOUBLE_EQ(packed.total_s, 100);
+  EXPECT_LT(packed.energy_j, exclusive.energy_j);
+}
+
+TEST(Simulator, UnderestimatedJobDiesOfOomAndIsRecoveredAlone) {
+  // B claims 10 GiB but needs 70; next to A's 20 GiB it cannot fit, dies
+  // 5 s in, and under RAD-RM's rule reruns alone once A is done (t=100).
+  std::vector<TraceJob> trace{job(0, "A", 100, 20, 0.3), job(1, "B", 50, 70, 0.3, 10)};
+  auto r = simulate(trace, options(1, "magm", CollocationMode::kMps));
+  EXPECT_EQ(r.oom_events, 1);
+  EXPECT_EQ(r.oom_unrecovered, 0);
+  EXPECT_EQ(r.jobs[1].state, JobState::kCompleted);
+  EXPECT_EQ(r.jobs[1].attempts, 2);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 100);
+  EXPECT_DOUBLE_EQ(r.jobs[1].end_s, 150);
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_s, 100) << "its neighbour keeps running";
+}
+
+TEST(Simulator, RecoveryQueueIsServedBeforeTheNormalQueue) {
+  // C (submitted at 2, before B's retry) must still start after B's retry.
+  std::vector<TraceJob> trace{job(0, "A", 100, 20, 0.3), job(1, "B", 50, 70, 0.3, 10),
+                              job(2, "C", 10, 70, 0.3)};
+  auto r = simulate(trace, options(1, "magm", CollocationMode::kMps));
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 100);
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 150);
+}
+
+TEST(Simulator, JobLargerThanAnyGpuFailsAfterItsRetries) {
+  std::vector<TraceJob> trace{job(0, "huge", 50, 100, 0.5, 10)};
+  auto r = simulate(trace, options(1, "magm", CollocationMode::kMps));
+  EXPECT_EQ(r.jobs[0].state, JobState::kFailed);
+  EXPECT_EQ(r.oom_events, 4);  // first try and 3 retries
+  EXPECT_EQ(r.oom_unrecovered, 1);
+  EXPECT_EQ(r.jobs_lost, 0);
+}
+
+TEST(Simulator, PrioritiesOrderTheNormalQueue) {
+  std::vector<TraceJob> trace{job(0, "A", 10, 4, 0.5), job(1, "low", 10, 4, 0.5), job(2, "high", 10, 4, 0.5)};
+  trace[2].priority = 5;
+  auto r = simulate(trace, options(1, "exclusive", CollocationMode::kExclusive));
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 10);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 20);
+}
+
+}  // namespace
+}  // namespace colo::sched

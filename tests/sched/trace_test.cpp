@@ -1,0 +1,72 @@
+#include "colo/sched/trace.h"
+
+#include <gtest/gtest.h>
+
+#include "colo/core/error.h"
+#include "support/temp_dir.h"
+
+namespace colo::sched {
+namespace {
+
+std::string error_of(const std::string& text) {
+  testing::TempDir dir;
+  try {
+    read_trace(dir.write("t.csv", text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Trace, RoundTripsThroughCsvWithCommasInCommands) {
+  testing::TempDir dir;
+  std::vector<TraceJob> jobs(2);
+  jobs[0] = {0, "a", 30, 1 << 30, 0.4, int64_t{2} << 30, 1, "python train.py --lr 0.1,0.2 \"quoted\""};
+  jobs[1] = {5.5, "b", 10, 123, 1.0, std::nullopt, 0, ""};
+  write_trace(dir.file("t.csv"), jobs);
+  auto read = read_trace(dir.file("t.csv"));
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].command, jobs[0].command);
+  EXPECT_EQ(read[0].mem_estimate_bytes, int64_t{2} << 30);
+  EXPECT_FALSE(read[1].mem_estimate_bytes.has_value());
+  EXPECT_DOUBLE_EQ(read[1].submit_s, 5.5);
+}
+
+TEST(Trace, JobsAreSortedBySubmitTime) {
+  std::string text = std::string(kTraceHeader) + "\n9,late,1,1,0.5,,0,\n1,early,1,1,0.5,,0,\n";
+  testing::TempDir dir;
+  auto jobs = read_trace(dir.write("t.csv", text));
+  EXPECT_EQ(jobs[0].name, "early");
+}
+
+TEST(Trace, BadValuesNameTheLineAndColumn) {
+  std::string header = std::string(kTraceHeader) + "\n";
+  std::string message = error_of(header + "0,a,10,1,0.5,,0,\n0,b,ten,1,0.5,,0,\n");
+  EXPECT_NE(message.find("t.csv:3: duration_s: expected seconds > 0, got \"ten\""), std::string::npos) << message;
+  EXPECT_NE(error_of(header + "0,a,10,1,1.5,,0,\n").find("sm_activity"), std::string::npos);
+  EXPECT_NE(error_of(header + "0,a\n").find("expected 8 columns"), std::string::npos);
+  EXPECT_NE(error_of("submit,name\n").find("expected the header"), std::string::npos);
+}
+
+TEST(Trace, GeneratorIsDeterministicAndHasTheModelMix) {
+  TraceGeneratorOptions options;
+  options.jobs = 2000;
+  options.seed = 3;
+  auto a = generate_trace(options), b = generate_trace(options);
+  ASSERT_EQ(a.size(), 2000u);
+  EXPECT_EQ(a[1234].name, b[1234].name);
+  EXPECT_EQ(a[1234].mem_bytes, b[1234].mem_bytes);
+  int large = 0;
+  double last = -1;
+  for (const auto& j : a) {
+    large += j.name.rfind("transformer", 0) == 0;
+    EXPECT_GE(j.submit_s, last);
+    last = j.submit_s;
+  }
+  EXPECT_GT(large, 150);  // 10% of 2000, give or take
+  EXPECT_LT(large, 250);
+  EXPECT_NEAR(a.back().submit_s / 2000.0, options.mean_interarrival_s, 2.0);
+}
+
+}  // namespace
+}  // namespace colo::sched
