@@ -8,6 +8,7 @@
 #include "colo/cli/gpus_command.h"
 #include "colo/cli/monitor_command.h"
 #include "colo/cli/mps_command.h"
+#include "colo/cli/run_command.h"
 #include "colo/cli/simulate_command.h"
 #include "colo/cli/train_command.h"
 #include "colo/core/error.h"
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   colo::cli::add_mps_command(app, exit_code);
   colo::cli::add_simulate_command(app, exit_code);
   colo::cli::add_trace_command(app, exit_code);
+  colo::cli::add_run_command(app, exit_code);
+  colo::cli::add_queue_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

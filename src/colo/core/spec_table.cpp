@@ -186,6 +186,37 @@ std::vector<double> SpecTable::numbers_or(const std::string& key,
   return values;
 }
 
+std::vector<std::string> SpecTable::strings_or(const std::string& key,
+                                              std::vector<std::string> fallback) const {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) return fallback;
+  if (!node->is_array()) fail(key, "expected an array of strings, got " + describe(*node));
+  std::vector<std::string> values;
+  for (const toml::node& item : *node->as_array()) {
+    if (!item.is_string()) fail(key, "expected an array of strings, found element " + describe(item));
+    values.push_back(item.as_string()->get());
+  }
+  return values;
+}
+
+std::vector<SpecTable> SpecTable::tables(const std::string& key) const {
+  const toml::node* node = lookup(key);
+  std::vector<SpecTable> out;
+  if (node == nullptr) return out;
+  if (!node->is_array_of_tables()) fail(key, "expected [[" + field(key) + "]] tables, got " + describe(*node));
+  int index = 0;
+  for (const toml::node& item : *node->as_array()) {
+    out.emplace_back(root_, *item.as_table(), source_, field(key) + "[" + std::to_string(index++) + "]");
+  }
+  return out;
+}
+
+std::vector<std::string> SpecTable::keys() const {
+  std::vector<std::string> names;
+  for (const auto& [key, node] : *table_) names.emplace_back(key.str());
+  return names;
+}
+
 std::optional<SpecTable> SpecTable::table(const std::string& key) const {
   const toml::node* node = lookup(key);
   if (node == nullptr) return std::nullopt;

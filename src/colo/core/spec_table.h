@@ -48,8 +48,14 @@ class SpecTable {
                                    int64_t min) const;
   std::vector<double> numbers_or(const std::string& key, std::vector<double> fallback) const;
 
+  std::vector<std::string> strings_or(const std::string& key, std::vector<std::string> fallback) const;
+
   // A sub-table; nullopt when absent. Throws when `key` holds another type.
   std::optional<SpecTable> table(const std::string& key) const;
+  // An array of tables ([[key]]); empty when absent. Throws for another type.
+  std::vector<SpecTable> tables(const std::string& key) const;
+  // Every key of this table, in file order (reading them is up to the caller).
+  std::vector<std::string> keys() const;
 
   // Marks `key` as understood without reading it (handled elsewhere).
   void accept(const std::string& key) const;

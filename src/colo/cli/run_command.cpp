@@ -1,0 +1,126 @@
+#include "colo/cli/run_command.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/error.h"
+#include "colo/core/interrupt_cleanup.h"
+#include "colo/core/paths.h"
+#include "colo/core/stopwatch.h"
+#include "colo/core/table.h"
+#include "colo/gpu/device.h"
+#include "colo/sched/runner.h"
+
+namespace colo::cli {
+namespace {
+
+struct RunArgs {
+  std::string jobs_file;
+  std::string store;
+  std::string policy = "best-fit";
+  std::string mode = "mps";
+  std::string recovery = "alone";
+  std::string summary_json;
+  double poll_s = 0.5;
+};
+
+std::string duration_cell(const sched::JobRecord& job) {
+  if (!job.start_s) return "-";
+  double end = job.end_s.value_or(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  return fixed(end - *job.start_s, 1);
+}
+
+void print_jobs(const std::vector<sched::JobRecord>& jobs) {
+  TablePrinter table({{"id", 5}, {"name", 28}, {"state", 13}, {"gpu", 3}, {"tries", 5}, {"run_s", 8},
+                      {"peak_mem", 10}, {"exit", 4}, {"reason", 30}});
+  table.header();
+  for (const auto& j : jobs) {
+    table.row({std::to_string(j.id), j.spec.name.substr(0, 28), sched::to_string(j.state),
+               j.gpu >= 0 ? std::to_string(j.gpu) : "-", std::to_string(j.attempts), duration_cell(j),
+               j.peak_mem_bytes ? bytes_human(double(*j.peak_mem_bytes)) : "-",
+               j.exit_code ? std::to_string(*j.exit_code) : "-", j.reason.substr(0, 30)});
+  }
+}
+
+int run_batch(const RunArgs& args) {
+  std::string store_path = args.store;
+  std::vector<sched::JobSpec> specs;
+  if (!args.jobs_file.empty()) specs = sched::parse_job_file(args.jobs_file);
+  if (store_path.empty()) {
+    if (args.jobs_file.empty()) throw InputError("colo run", "", "expected a jobs file or --store");
+    store_path = args.jobs_file + ".colo/jobs.db";
+  }
+  sched::RunnerOptions options;
+  options.policy = args.policy;
+  options.mode = sched::collocation_mode_from_string(args.mode);
+  options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
+  options.poll_interval_s = args.poll_s;
+  sched::make_policy(options.policy);  // validates the name before anything is written
+
+  sched::JobStore store(store_path);
+  if (!specs.empty()) {
+    auto ids = store.submit(specs);
+    std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
+  }
+  auto devices = gpu::discover_devices();
+  sched::Runner runner(store, devices, options);
+  runner.recover();
+  int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo run was interrupted"); });
+  Stopwatch wall;
+  runner.run_until_done();
+  remove_interrupt_cleanup(cleanup);
+
+  auto jobs = store.list();
+  print_jobs(jobs);
+  int completed = 0, failed = 0, ooms = 0, lost = 0;
+  double energy = 0;
+  for (const auto& j : jobs) {
+    completed += j.state == sched::JobState::kCompleted;
+    failed += j.state == sched::JobState::kFailed;
+    ooms += j.oom_deaths;
+    lost += !sched::is_final(j.state);
+    energy += j.energy_j;
+  }
+  std::printf("%d completed, %d failed, %d OOM deaths, %d lost, %.1f s, %.0f J\n", completed, failed, ooms, lost,
+              wall.elapsed_s(), energy);
+  if (!args.summary_json.empty()) {
+    nlohmann::json summary = {{"store", store_path}, {"wall_s", wall.elapsed_s()}, {"completed", completed},
+                              {"failed", failed}, {"oom_events", ooms}, {"jobs_lost", lost}, {"energy_j", energy},
+                              {"policy", args.policy}, {"mode", args.mode}};
+    write_file_atomically(args.summary_json, summary.dump(1) + "\n");
+  }
+  return failed > 0 || lost > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a batch of jobs on this machine's GPUs, then exit (no daemon)");
+  cmd->add_option("jobs", args->jobs_file, "job file (docs/job-format.md); omit to resume --store");
+  cmd->add_option("--store", args->store, "job store (default: <jobs>.colo/jobs.db)");
+  cmd->add_option("--policy", args->policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "exclusive | shared | mps")->capture_default_str();
+  cmd->add_option("--recovery", args->recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
+  cmd->add_option("--poll", args->poll_s, "seconds between scheduling rounds")->capture_default_str();
+  cmd->add_option("--summary-json", args->summary_json, "write a summary here");
+  cmd->footer("\nKilled and restarted with the same --store, it adopts jobs still running, settles those\n"
+              "that ended (from their status files) and requeues the rest: no job is lost or run twice.");
+  cmd->callback([args, &exit_code] { exit_code = run_batch(*args); });
+}
+
+void add_queue_command(CLI::App& app, int& exit_code) {
+  auto store_path = std::make_shared<std::string>(sched::default_store_path());
+  CLI::App* cmd = app.add_subcommand("queue", "List the jobs of a store (like squeue and sacct together)");
+  cmd->add_option("--store", *store_path, "job store")->capture_default_str();
+  cmd->callback([store_path, &exit_code] {
+    sched::JobStore store(*store_path);
+    print_jobs(store.list());
+    exit_code = 0;
+  });
+}
+
+}  // namespace colo::cli

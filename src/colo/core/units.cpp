@@ -1,0 +1,31 @@
+#include "colo/core/units.h"
+
+#include <cctype>
+#include <cstdlib>
+
+namespace colo {
+
+std::optional<int64_t> parse_bytes(const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  double value = std::strtod(begin, &end);
+  if (end == begin || value < 0) return std::nullopt;
+  std::string unit;
+  for (const char* p = end; *p; ++p) {
+    if (!std::isspace(static_cast<unsigned char>(*p))) unit += static_cast<char>(std::toupper(*p));
+  }
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KIB") scale = 1024.0;
+  else if (unit == "M" || unit == "MIB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "KB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  else if (unit == "TB") scale = 1e12;
+  else return std::nullopt;
+  return static_cast<int64_t>(value * scale + 0.5);
+}
+
+}  // namespace colo

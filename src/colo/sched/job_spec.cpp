@@ -1,0 +1,111 @@
+#include "colo/sched/job_spec.h"
+
+#include <sstream>
+
+#include "colo/core/error.h"
+#include "colo/core/units.h"
+
+namespace colo::sched {
+namespace {
+
+std::vector<std::string> read_command(const SpecTable& t) {
+  if (!t.has("command")) t.fail("command", "missing required field (a string or an array of strings)");
+  try {
+    std::string line = t.string("command");
+    if (line.empty()) t.fail("command", "expected a non-empty command");
+    return {"/bin/sh", "-c", line};
+  } catch (const InputError&) {
+  }
+  // Not a string: an array of strings.
+  auto parts = t.strings_or("command", {});
+  if (parts.empty()) t.fail("command", "expected a string or a non-empty array of strings");
+  return parts;
+}
+
+std::optional<std::pair<int, int>> parse_array(const SpecTable& t) {
+  if (!t.has("array")) return std::nullopt;
+  std::string text = t.string("array");
+  int first = 0, last = 0;
+  char dash = 0;
+  std::istringstream in(text);
+  if (!(in >> first >> dash >> last) || dash != '-' || first < 0 || last < first || !(in >> std::ws).eof()) {
+    t.fail("array", "expected a range \"FIRST-LAST\" such as \"0-31\", got \"" + text + "\"");
+  }
+  return std::make_pair(first, last);
+}
+
+}  // namespace
+
+JobSpec parse_job_table(const SpecTable& t) {
+  JobSpec spec;
+  spec.command = read_command(t);
+  spec.name = t.string_or("name", spec.command.size() == 3 ? spec.command[2].substr(0, 40) : spec.command[0]);
+  spec.workdir = t.string_or("workdir", spec.workdir);
+  if (auto env = t.table("env")) {
+    for (const auto& key : env->keys()) spec.env[key] = env->string(key);
+  }
+  spec.gpus = static_cast<int>(t.integer_or("gpus", 1, 0, 64));
+  if (t.has("mem")) {
+    std::string text = t.string("mem");
+    auto bytes = parse_bytes(text);
+    if (!bytes) t.fail("mem", "expected a size such as \"6GiB\" or \"512MiB\", got \"" + text + "\"");
+    spec.mem_bytes = *bytes;
+  }
+  if (t.has("sm_share")) spec.sm_share = t.number_or("sm_share", 0.5, 0.0, 1.0);
+  spec.priority = static_cast<int>(t.integer_or("priority", 0, -1000000, 1000000));
+  spec.array = parse_array(t);
+  t.reject_unknown();
+  return spec;
+}
+
+std::vector<JobSpec> parse_job_file(const std::string& path) {
+  SpecTable root = SpecTable::root(path);
+  std::vector<JobSpec> jobs;
+  if (root.has("job")) {
+    auto tables = root.tables("job");
+    if (tables.empty()) root.fail("job", "expected one or more [[job]] tables");
+    for (const auto& table : tables) jobs.push_back(parse_job_table(table));
+    root.reject_unknown();
+  } else {
+    jobs.push_back(parse_job_table(root));
+  }
+  return jobs;
+}
+
+std::vector<JobSpec> expand_array(const JobSpec& spec) {
+  if (!spec.array) return {spec};
+  std::vector<JobSpec> jobs;
+  for (int i = spec.array->first; i <= spec.array->second; ++i) {
+    JobSpec one = spec;
+    one.array.reset();
+    one.array_index = i;
+    one.name = spec.name + "[" + std::to_string(i) + "]";
+    one.env["COLO_ARRAY_INDEX"] = std::to_string(i);
+    jobs.push_back(one);
+  }
+  return jobs;
+}
+
+nlohmann::json to_json(const JobSpec& s) {
+  nlohmann::json j = {{"name", s.name}, {"command", s.command}, {"workdir", s.workdir}, {"env", s.env},
+                      {"gpus", s.gpus}, {"priority", s.priority}, {"array_index", s.array_index}};
+  if (s.mem_bytes) j["mem_bytes"] = *s.mem_bytes;
+  if (s.sm_share) j["sm_share"] = *s.sm_share;
+  return j;
+}
+
+JobSpec job_spec_from_json(const nlohmann::json& j) {
+  JobSpec s;
+  s.name = j.at("name").get<std::string>();
+  s.command = j.at("command").get<std::vector<std::string>>();
+  s.workdir = j.value("workdir", ".");
+  s.env = j.value("env", std::map<std::string, std::string>{});
+  s.gpus = j.value("gpus", 1);
+  s.priority = j.value("priority", 0);
+  s.array_index = j.value("array_index", -1);
+  if (j.contains("mem_bytes")) s.mem_bytes = j["mem_bytes"].get<int64_t>();
+  if (j.contains("sm_share")) s.sm_share = j["sm_share"].get<double>();
+  return s;
+}
+
+}  // namespace colo::sched

@@ -1,0 +1,42 @@
+#pragma once
+// A job as a user submits it (`colo submit`, `colo run jobs.toml`).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/spec_table.h"
+
+namespace colo::sched {
+
+struct JobSpec {
+  std::string name;
+  std::vector<std::string> command;   // argv; a string in the file runs under /bin/sh -c
+  std::string workdir = ".";
+  std::map<std::string, std::string> env;
+  int gpus = 1;                        // GPUs it needs (only 1 is placed for now)
+  std::optional<int64_t> mem_bytes;    // peak GPU memory estimate; nullopt = unknown
+  std::optional<double> sm_share;      // expected SM activity alone, 0..1
+  int priority = 0;                    // higher first
+  std::optional<std::pair<int, int>> array;  // inclusive range; each index is one job
+  int array_index = -1;                // set on expanded jobs: COLO_ARRAY_INDEX
+};
+
+// Reads one job from a table. Throws InputError naming the file and field.
+JobSpec parse_job_table(const SpecTable& table);
+
+// Reads a job file: either one job at the top level, or `[[job]]` tables.
+std::vector<JobSpec> parse_job_file(const std::string& path);
+
+// One job per array index (COLO_ARRAY_INDEX in env, "name[i]" as name);
+// a job without an array comes back as is.
+std::vector<JobSpec> expand_array(const JobSpec& spec);
+
+nlohmann::json to_json(const JobSpec& spec);
+JobSpec job_spec_from_json(const nlohmann::json& j);
+
+}  // namespace colo::sched

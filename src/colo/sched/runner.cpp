@@ -1,0 +1,302 @@
+#include "colo/sched/runner.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "colo/core/files.h"
+#include "colo/gpu/simulated_device.h"
+#include "colo/sched/oom.h"
+
+namespace colo::sched {
+namespace {
+
+constexpr double kDefaultShare = 0.5;
+
+std::string tail_of(const std::string& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - static_cast<std::streamoff>(bytes)));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::optional<int> read_status(const std::string& path) {
+  std::ifstream in(path);
+  int code = 0;
+  if (in >> code) return code;
+  return std::nullopt;
+}
+
+// Process group of a pid, from /proc/<pid>/stat (after the ") state ppid" part).
+int process_group_of(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  char state = 0;
+  int ppid = 0, pgrp = -1;
+  rest >> state >> ppid >> pgrp;
+  return pgrp;
+}
+
+}  // namespace
+
+Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptions options)
+    : store_(store), devices_(std::move(devices)), has_gpus_(!devices_.empty()), options_(std::move(options)),
+      policy_(make_policy(options_.policy, options_.thresholds)) {
+  if (!has_gpus_) {
+    gpu::SimulatedGpuSpec cpu;
+    cpu.name = "no GPU";
+    devices_.push_back(std::make_shared<gpu::SimulatedDevice>(0, cpu));
+    options_.mode = CollocationMode::kExclusive;  // one job at a time
+  }
+  if (options_.log_dir.empty()) options_.log_dir = store_.path() + ".logs";
+  make_directories(options_.log_dir);
+}
+
+Runner::~Runner() = default;
+
+std::string Runner::log_path(int64_t id) const { return options_.log_dir + "/job-" + std::to_string(id) + ".log"; }
+std::string Runner::status_path(int64_t id) const {
+  return options_.log_dir + "/job-" + std::to_string(id) + ".status";
+}
+
+JobRequest Runner::request_for(const JobRecord& job) const {
+  JobRequest request{job.id, job.spec.mem_bytes, job.spec.sm_share.value_or(0), false, 0};
+  if (job.state == JobState::kOutOfMemory && job.oom_deaths > 0) {
+    request = recovery_request(request, options_.recovery, job.oom_deaths, job.peak_mem_bytes.value_or(0));
+  }
+  return request;
+}
+
+void Runner::recover() {
+  for (const auto& job : store_.list({JobState::kRunning})) {
+    if (job.pid > 0 && process_alive(job.pid)) {
+      Active a;
+      a.id = job.id;
+      a.gpu = job.gpu;
+      a.pgid = job.pid;
+      a.request = request_for(job);
+      active_.push_back(std::move(a));
+      spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
+    } else if (auto code = read_status(status_path(job.id))) {
+      Active a;
+      a.id = job.id;
+      a.gpu = job.gpu;
+      settle(a, *code);
+    } else {
+      store_.mark_requeued(job.id, "its process was lost while colo was down");
+      spdlog::warn("job {} requeued: its process was lost", job.id);
+    }
+  }
+}
+
+void Runner::observe_devices() {
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    gpu::DeviceSample sample = devices_[g]->sample();
+    auto previous = last_sample_.find(static_cast<int>(g));
+    double energy = 0;
+    if (previous != last_sample_.end() && sample.power_w) {
+      energy = *sample.power_w * std::max(0.0, sample.time_s - previous->second.time_s);
+    }
+    last_sample_[static_cast<int>(g)] = sample;
+    if (!has_gpus_) continue;
+    std::vector<gpu::ProcessUsage> processes = devices_[g]->processes();
+    double shares = 0;
+    for (auto& a : active_) {
+      if (a.gpu != static_cast<int>(g)) continue;
+      shares += a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare;
+      int64_t used = 0;
+      for (const auto& p : processes) {
+        if (process_group_of(p.pid) == a.pgid) used += p.used_mem_bytes;
+      }
+      a.peak_bytes = std::max(a.peak_bytes, used);
+    }
+    for (auto& a : active_) {
+      if (a.gpu == static_cast<int>(g) && shares > 0) {
+        a.energy_j += energy * (a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare) / shares;
+      }
+    }
+  }
+}
+
+std::vector<GpuView> Runner::views() const {
+  std::vector<GpuView> out;
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    GpuView v;
+    v.index = static_cast<int>(g);
+    v.mem_total_bytes = devices_[g]->info().mem_total_bytes;
+    int64_t reserved = 0;
+    double shares = 0;
+    for (const auto& a : active_) {
+      if (a.gpu != v.index) continue;
+      ++v.jobs;
+      int64_t reservation = a.request.mem_bytes ? *a.request.mem_bytes + options_.thresholds.mem_margin_bytes : 0;
+      reserved += std::max(reservation, a.peak_bytes);
+      shares += a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare;
+      if (a.request.must_run_alone) v.held_exclusively = true;
+    }
+    if (options_.mode == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
+    v.mem_free_bytes = v.mem_total_bytes - reserved;
+    auto sample = last_sample_.find(v.index);
+    double measured = 0;
+    if (sample != last_sample_.end()) {
+      const auto& s = sample->second;
+      if (has_gpus_) v.mem_free_bytes = std::min(v.mem_free_bytes, s.mem_free_bytes);
+      measured = s.sm_active.value_or(s.gpu_util.value_or(0));
+    }
+    v.sm_activity = std::max(measured, std::min(1.0, shares));
+    out.push_back(v);
+  }
+  return out;
+}
+
+gpu::MpsDaemon* Runner::mps_for(int gpu) {
+  auto it = mps_.find(gpu);
+  if (it != mps_.end()) return it->second.get();
+  gpu::MpsOptions options;
+  options.control = options_.mps_control;
+  std::string dir = (options_.mps_dir.empty() ? options_.log_dir + "/mps" : options_.mps_dir) + "/gpu" +
+                    std::to_string(gpu);
+  options.pipe_dir = dir + "/pipe";
+  options.log_dir = dir + "/log";
+  options.visible_devices = std::to_string(gpu);
+  auto daemon = std::make_unique<gpu::MpsDaemon>(options);
+  gpu::MpsDaemon* raw = daemon.get();
+  mps_[gpu] = std::move(daemon);
+  return raw;
+}
+
+bool Runner::start(const JobRecord& job) {
+  JobRequest request = request_for(job);
+  std::optional<int> g = pick_gpu(*policy_, request, views());
+  if (!g) return false;
+  EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
+  env["COLO_JOB_ID"] = std::to_string(job.id);
+  env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
+  if (has_gpus_) {
+    env["CUDA_VISIBLE_DEVICES"] = devices_[*g]->info().uuid.empty() ? std::to_string(*g) : devices_[*g]->info().uuid;
+    bool simulated = dynamic_cast<gpu::SimulatedDevice*>(devices_[*g].get()) != nullptr;
+    if (options_.mode == CollocationMode::kMps && !simulated) {
+      std::optional<int> percentage;
+      if (request.sm_share > 0) percentage = std::clamp(static_cast<int>(std::ceil(request.sm_share * 100)), 1, 100);
+      for (const auto& [k, v] : mps_for(*g)->client_environment(percentage, std::nullopt)) env[k] = v;
+      env["CUDA_VISIBLE_DEVICES"] = "0";  // the daemon exposes only its own GPU
+    }
+  } else {
+    env["CUDA_VISIBLE_DEVICES"] = "";
+  }
+  std::vector<std::string> argv{"/bin/sh", "-c",
+                                "cd \"$0\" || exit 97; \"$@\"; code=$?; echo $code > \"$COLO_JOB_STATUS_FILE\"; exit $code",
+                                job.spec.workdir};
+  argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
+  remove_tree(status_path(job.id));
+  auto child = std::make_unique<ChildProcess>(argv, env, log_path(job.id));
+  if (!store_.mark_running(job.id, *g, child->pid(), log_path(job.id))) {
+    child->terminate(5.0);  // cancelled meanwhile
+    return false;
+  }
+  Active a;
+  a.id = job.id;
+  a.gpu = *g;
+  a.pgid = child->pid();
+  a.child = std::move(child);
+  a.request = request;
+  active_.push_back(std::move(a));
+  spdlog::info("job {} ({}) started on GPU {}", job.id, job.spec.name, *g);
+  return true;
+}
+
+void Runner::settle(Active& job, int exit_code) {
+  std::string log = tail_of(log_path(job.id), 16384);
+  ExitKind kind = classify_exit(exit_code, log);
+  std::optional<int64_t> peak = job.peak_bytes > 0 ? std::optional<int64_t>(job.peak_bytes) : std::nullopt;
+  if (kind == ExitKind::kSuccess) {
+    store_.mark_finished(job.id, JobState::kCompleted, exit_code, "", peak, job.energy_j);
+  } else if (kind == ExitKind::kFailure) {
+    store_.mark_finished(job.id, JobState::kFailed, exit_code, "exit status " + std::to_string(exit_code), peak,
+                         job.energy_j);
+  } else {
+    auto record = store_.get(job.id);
+    int deaths = record ? record->oom_deaths + 1 : 1;
+    if (deaths > options_.recovery.max_retries) {
+      store_.mark_finished(job.id, JobState::kFailed, exit_code,
+                           "GPU out of memory " + std::to_string(deaths) + " times; retry limit reached", peak,
+                           job.energy_j);
+    } else {
+      store_.mark_finished(job.id, JobState::kOutOfMemory, exit_code, "GPU out of memory; will retry", peak,
+                           job.energy_j);
+    }
+    spdlog::warn("job {} died of GPU out-of-memory (death {})", job.id, deaths);
+  }
+}
+
+size_t Runner::step() {
+  observe_devices();
+  for (auto it = active_.begin(); it != active_.end();) {
+    std::optional<int> code;
+    if (it->child) {
+      if (auto status = it->child->poll()) code = exit_code_of(*status);
+    } else if (!process_alive(it->pgid)) {
+      code = read_status(status_path(it->id));
+      if (!code) {
+        store_.mark_requeued(it->id, "its process ended without an exit status");
+        it = active_.erase(it);
+        continue;
+      }
+    }
+    if (code) {
+      settle(*it, *code);
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Recovery queue first, then priority, then submit order.
+  auto waiting = store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory});
+  std::stable_sort(waiting.begin(), waiting.end(), [](const JobRecord& a, const JobRecord& b) {
+    bool ra = a.state == JobState::kOutOfMemory, rb = b.state == JobState::kOutOfMemory;
+    if (ra != rb) return ra;
+    return a.spec.priority > b.spec.priority;
+  });
+  for (const auto& job : waiting) start(job);
+  return store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory, JobState::kRunning}).size();
+}
+
+void Runner::run_until_done(const std::function<void()>& on_round) {
+  while (step() > 0) {
+    if (on_round) on_round();
+    std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_interval_s));
+  }
+  if (on_round) on_round();
+  mps_.clear();  // quits the MPS daemons this runner started
+}
+
+void Runner::stop_all(const std::string& reason) {
+  for (auto& a : active_) {
+    if (a.child) {
+      a.child->terminate(5.0);
+    } else {
+      ::kill(-a.pgid, SIGTERM);
+    }
+    store_.mark_requeued(a.id, reason);
+  }
+  active_.clear();
+  mps_.clear();
+}
+
+}  // namespace colo::sched

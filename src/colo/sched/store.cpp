@@ -1,0 +1,230 @@
+#include "colo/sched/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "colo/core/error.h"
+#include "colo/core/files.h"
+
+namespace colo::sched {
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  spec TEXT NOT NULL,
+  state TEXT NOT NULL,
+  priority INTEGER NOT NULL DEFAULT 0,
+  submit_s REAL NOT NULL,
+  start_s REAL,
+  end_s REAL,
+  gpu INTEGER NOT NULL DEFAULT -1,
+  pid INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  reason TEXT NOT NULL DEFAULT '',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  oom_deaths INTEGER NOT NULL DEFAULT 0,
+  peak_mem_bytes INTEGER,
+  energy_j REAL NOT NULL DEFAULT 0,
+  log_path TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+)";
+
+// A prepared statement, finalised on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw std::runtime_error(std::string("job store: ") + sqlite3_errmsg(db));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement& bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); return *this; }
+  Statement& bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); return *this; }
+  Statement& bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.c_str(), -1, SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind_null(int i) { sqlite3_bind_null(stmt_, i); return *this; }
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("job store: ") + sqlite3_errmsg(db_));
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+const char* kColumns =
+    "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
+    "peak_mem_bytes, energy_j, log_path";
+
+JobRecord read_row(const Statement& s) {
+  JobRecord r;
+  r.id = s.integer(0);
+  r.spec = job_spec_from_json(nlohmann::json::parse(s.text(1)));
+  r.state = job_state_from_string(s.text(2)).value_or(JobState::kFailed);
+  r.submit_s = s.real(3);
+  if (!s.null(4)) r.start_s = s.real(4);
+  if (!s.null(5)) r.end_s = s.real(5);
+  r.gpu = static_cast<int>(s.integer(6));
+  r.pid = static_cast<int>(s.integer(7));
+  if (!s.null(8)) r.exit_code = static_cast<int>(s.integer(8));
+  r.reason = s.text(9);
+  r.attempts = static_cast<int>(s.integer(10));
+  r.oom_deaths = static_cast<int>(s.integer(11));
+  if (!s.null(12)) r.peak_mem_bytes = s.integer(12);
+  r.energy_j = s.real(13);
+  r.log_path = s.text(14);
+  return r;
+}
+
+}  // namespace
+
+std::string default_store_path() {
+  const char* state = std::getenv("XDG_STATE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string base = state && *state ? state : std::string(home ? home : "/tmp") + "/.local/state";
+  return base + "/colo/jobs.db";
+}
+
+JobStore::JobStore(const std::string& path) : path_(path) {
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string error = make_directories(path.substr(0, slash));
+    if (!error.empty()) throw InputError(path, "", "cannot create the store's directory: " + error);
+  }
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError(path, "", "cannot open job store: " + message);
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  try {
+    exec("PRAGMA journal_mode=WAL;");
+    exec("PRAGMA synchronous=NORMAL;");
+    exec(kSchema);
+  } catch (const std::runtime_error& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError(path, "", std::string("not a usable colo job store: ") + e.what());
+  }
+}
+
+JobStore::~JobStore() {
+  if (db_) sqlite3_close(db_);
+}
+
+void JobStore::exec(const std::string& sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw std::runtime_error("job store: " + message);
+  }
+}
+
+std::vector<int64_t> JobStore::submit(const std::vector<JobSpec>& specs) {
+  std::vector<int64_t> ids;
+  exec("BEGIN IMMEDIATE;");
+  try {
+    double now = unix_now();
+    for (const auto& spec : specs) {
+      for (const auto& one : expand_array(spec)) {
+        Statement s(db_, "INSERT INTO jobs (spec, state, priority, submit_s) VALUES (?, 'PENDING', ?, ?)");
+        s.bind(1, to_json(one).dump()).bind(2, int64_t{one.priority}).bind(3, now).step();
+        ids.push_back(sqlite3_last_insert_rowid(db_));
+      }
+    }
+    exec("COMMIT;");
+  } catch (...) {
+    exec("ROLLBACK;");
+    throw;
+  }
+  return ids;
+}
+
+std::optional<JobRecord> JobStore::get(int64_t id) const {
+  Statement s(db_, std::string("SELECT ") + kColumns + " FROM jobs WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_row(s);
+}
+
+std::vector<JobRecord> JobStore::list(const std::vector<JobState>& states) const {
+  std::string sql = std::string("SELECT ") + kColumns + " FROM jobs";
+  if (!states.empty()) {
+    sql += " WHERE state IN (";
+    for (size_t i = 0; i < states.size(); ++i) sql += (i ? ",'" : "'") + to_string(states[i]) + "'";
+    sql += ")";
+  }
+  Statement s(db_, sql + " ORDER BY id");
+  std::vector<JobRecord> out;
+  while (s.step()) out.push_back(read_row(s));
+  return out;
+}
+
+bool JobStore::mark_running(int64_t id, int gpu, int pid, const std::string& log_path) {
+  Statement s(db_,
+              "UPDATE jobs SET state = 'RUNNING', start_s = ?, end_s = NULL, gpu = ?, pid = ?, log_path = ?, "
+              "attempts = attempts + 1 WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+  s.bind(1, unix_now()).bind(2, int64_t{gpu}).bind(3, int64_t{pid}).bind(4, log_path).bind(5, id).step();
+  return sqlite3_changes(db_) == 1;
+}
+
+void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
+                             std::optional<int64_t> peak_mem_bytes, double energy_j) {
+  Statement s(db_,
+              "UPDATE jobs SET state = ?1, end_s = ?2, exit_code = ?3, reason = ?4, "
+              "oom_deaths = oom_deaths + ?5, "
+              "peak_mem_bytes = CASE WHEN ?6 IS NULL THEN peak_mem_bytes ELSE MAX(COALESCE(peak_mem_bytes, 0), ?6) END, "
+              "energy_j = energy_j + ?7 WHERE id = ?8 AND state = 'RUNNING'");
+  s.bind(1, to_string(state)).bind(2, unix_now());
+  if (exit_code) s.bind(3, int64_t{*exit_code}); else s.bind_null(3);
+  s.bind(4, reason).bind(5, int64_t{state == JobState::kOutOfMemory ? 1 : 0});
+  if (peak_mem_bytes) s.bind(6, *peak_mem_bytes); else s.bind_null(6);
+  s.bind(7, energy_j).bind(8, id).step();
+}
+
+void JobStore::mark_requeued(int64_t id, const std::string& reason) {
+  Statement s(db_, "UPDATE jobs SET state = 'REQUEUED', reason = ?, pid = 0 WHERE id = ? AND state = 'RUNNING'");
+  s.bind(1, reason).bind(2, id).step();
+}
+
+std::optional<JobState> JobStore::cancel(int64_t id) {
+  exec("BEGIN IMMEDIATE;");
+  try {
+    auto job = get(id);
+    if (job && !is_final(job->state)) {
+      Statement s(db_, "UPDATE jobs SET state = 'CANCELLED', end_s = ?, reason = 'cancelled by user' WHERE id = ?");
+      s.bind(1, unix_now()).bind(2, id).step();
+    }
+    exec("COMMIT;");
+    return job ? std::optional<JobState>(job->state) : std::nullopt;
+  } catch (...) {
+    exec("ROLLBACK;");
+    throw;
+  }
+}
+
+}  // namespace colo::sched

@@ -1,0 +1,77 @@
+#pragma once
+// The job store: every job and every state change, in SQLite (WAL mode).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "colo/sched/job.h"
+#include "colo/sched/job_spec.h"
+
+struct sqlite3;
+
+namespace colo::sched {
+
+// A job as the store holds it.
+struct JobRecord {
+  int64_t id = 0;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  double submit_s = 0;           // unix time
+  std::optional<double> start_s;
+  std::optional<double> end_s;
+  int gpu = -1;
+  int pid = 0;                   // process group of the running attempt
+  std::optional<int> exit_code;
+  std::string reason;
+  int attempts = 0;
+  int oom_deaths = 0;
+  std::optional<int64_t> peak_mem_bytes;
+  double energy_j = 0;
+  std::string log_path;
+};
+
+// The path used when none is given: $XDG_STATE_HOME/colo/jobs.db, else
+// ~/.local/state/colo/jobs.db.
+std::string default_store_path();
+
+// An open store. Each method is one transaction, so a crash (kill -9) at any
+// moment leaves every job in exactly one state. Several processes may open
+// the same file (SQLite locking, 10 s busy timeout). Methods throw
+// std::runtime_error on a database error; the constructor throws InputError
+// when the file cannot be opened or is not a colo store.
+class JobStore {
+ public:
+  explicit JobStore(const std::string& path);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  // Adds the jobs (arrays expanded) as PENDING, all or none; returns their ids.
+  std::vector<int64_t> submit(const std::vector<JobSpec>& specs);
+
+  std::optional<JobRecord> get(int64_t id) const;
+  // All jobs, or those in `states`, by id.
+  std::vector<JobRecord> list(const std::vector<JobState>& states = {}) const;
+
+  // PENDING/REQUEUED/OUT_OF_MEMORY -> RUNNING. False if the job was no
+  // longer waiting (cancelled meanwhile): it must not be started.
+  bool mark_running(int64_t id, int gpu, int pid, const std::string& log_path);
+  // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.
+  void mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
+                     std::optional<int64_t> peak_mem_bytes, double energy_j);
+  // RUNNING -> REQUEUED (its process was lost).
+  void mark_requeued(int64_t id, const std::string& reason);
+  // Any non-final state -> CANCELLED; returns the previous state.
+  std::optional<JobState> cancel(int64_t id);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  void exec(const std::string& sql) const;
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace colo::sched
