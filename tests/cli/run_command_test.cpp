@@ -1,0 +1,97 @@
+// `colo run`: a batch of real processes through the runner and the store.
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/colo_process.h"
+#include "colo/core/files.h"
+#include "colo/core/stopwatch.h"
+#include "colo/core/subprocess.h"
+
+namespace colo {
+namespace {
+
+using testing::run_colo;
+using testing::TempDir;
+
+nlohmann::json summary_of(const TempDir& dir) { return nlohmann::json::parse(read_file(dir.file("sum.json"))); }
+
+TEST(ColoRun, CollocatesSmallJobsOnOneGpu) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\nname = \"s\"\ncommand = \"sleep 1\"\nmem = \"10GiB\"\nsm_share = 0.2\narray = \"0-3\"\n");
+  Stopwatch clock;
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --policy magm --poll 0.1 --summary-json " + dir.file("sum.json"),
+                      "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(summary_of(dir)["completed"], 4);
+  EXPECT_LT(clock.elapsed_s(), 3.5) << "four 1 s jobs side by side, not one after another";
+}
+
+TEST(ColoRun, ExclusiveRunsOneJobPerGpu) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\ncommand = \"sleep 0.5\"\nmem = \"1GiB\"\narray = \"0-3\"\n");
+  Stopwatch clock;
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --policy exclusive --mode exclusive --poll 0.05",
+                      "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_GT(clock.elapsed_s(), 2.0);
+}
+
+TEST(ColoRun, OutOfMemoryDeathIsRetriedAndFailuresAreReported) {
+  TempDir dir;
+  dir.write("jobs.toml",
+            "[[job]]\nname = \"oom-once\"\nworkdir = \"" + dir.path() + "\"\nmem = \"1GiB\"\n"
+            "command = \"if [ -f marker ]; then exit 0; fi; touch marker; echo 'torch.OutOfMemoryError: CUDA out of memory.'; exit 1\"\n"
+            "[[job]]\nname = \"broken\"\ncommand = \"echo bad input; exit 3\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --poll 0.05 --summary-json " + dir.file("sum.json"),
+                      "COLO_SIMULATED_GPUS=1");
+  EXPECT_EQ(run.status, 1) << "a failed job makes the batch fail";
+  auto summary = summary_of(dir);
+  EXPECT_EQ(summary["completed"], 1);
+  EXPECT_EQ(summary["failed"], 1);
+  EXPECT_EQ(summary["oom_events"], 1);
+  EXPECT_EQ(summary["jobs_lost"], 0);
+  EXPECT_NE(run.out.find("exit status 3"), std::string::npos) << run.out;
+}
+
+TEST(ColoRun, BadJobFileChangesNothing) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\nmem = \"huge\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml"));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("job[0].mem: expected a size"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
+}
+
+// Kill -9 colo mid-run, restart it on the same store: every job runs
+// exactly once (each appends its index to a ledger).
+TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\nname = \"j\"\nmem = \"30GiB\"\nsm_share = 0.3\narray = \"0-7\"\n"
+                         "command = \"sleep 1; echo $COLO_ARRAY_INDEX >> " + dir.file("ledger") + "\"\n");
+  ChildProcess first({COLO_EXECUTABLE, "run", dir.file("jobs.toml"), "--store", dir.file("jobs.db"), "--poll", "0.1"},
+                     {{"COLO_SIMULATED_GPUS", "1"}}, dir.file("first.log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::kill(first.pid(), SIGKILL);
+  first.wait();
+  auto second = run_colo(dir, "run --store " + dir.file("jobs.db") + " --poll 0.1 --summary-json " + dir.file("sum.json"),
+                         "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(second.status, 0) << second.err << read_file(dir.file("first.log"));
+  EXPECT_EQ(summary_of(dir)["completed"], 8);
+  std::map<int, int> runs;
+  std::istringstream ledger(read_file(dir.file("ledger")));
+  for (int index; ledger >> index;) ++runs[index];
+  ASSERT_EQ(runs.size(), 8u);
+  for (const auto& [index, count] : runs) EXPECT_EQ(count, 1) << "job " << index;
+}
+
+}  // namespace
+}  // namespace colo

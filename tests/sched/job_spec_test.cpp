@@ -1,0 +1,74 @@
+#include "colo/sched/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "colo/core/error.h"
+#include "support/temp_dir.h"
+
+namespace colo::sched {
+namespace {
+
+std::string error_of(const std::string& text) {
+  testing::TempDir dir;
+  try {
+    parse_job_file(dir.write("jobs.toml", text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(JobSpec, ReadsEveryField) {
+  testing::TempDir dir;
+  auto jobs = parse_job_file(dir.write("jobs.toml", R"(
+name = "train"
+command = ["python3", "train.py", "--lr", "0.1"]
+workdir = "/srv"
+env = { SEED = "3" }
+mem = "6GiB"
+sm_share = 0.4
+priority = 2
+array = "0-3"
+)"));
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].command, (std::vector<std::string>{"python3", "train.py", "--lr", "0.1"}));
+  EXPECT_EQ(jobs[0].env.at("SEED"), "3");
+  EXPECT_EQ(jobs[0].mem_bytes, int64_t{6} << 30);
+  EXPECT_DOUBLE_EQ(*jobs[0].sm_share, 0.4);
+  auto expanded = expand_array(jobs[0]);
+  ASSERT_EQ(expanded.size(), 4u);
+  EXPECT_EQ(expanded[3].env.at("COLO_ARRAY_INDEX"), "3");
+  EXPECT_EQ(expanded[3].name, "train[3]");
+}
+
+TEST(JobSpec, StringCommandsRunUnderTheShell) {
+  testing::TempDir dir;
+  auto jobs = parse_job_file(dir.write("jobs.toml", "[[job]]\ncommand = \"echo a | wc -c\"\n[[job]]\ncommand = [\"true\"]\n"));
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].command, (std::vector<std::string>{"/bin/sh", "-c", "echo a | wc -c"}));
+}
+
+TEST(JobSpec, RoundTripsThroughJson) {
+  JobSpec spec;
+  spec.name = "x";
+  spec.command = {"a", "b"};
+  spec.mem_bytes = 5;
+  spec.env["K"] = "V";
+  JobSpec back = job_spec_from_json(to_json(spec));
+  EXPECT_EQ(back.command, spec.command);
+  EXPECT_EQ(back.mem_bytes, 5);
+  EXPECT_EQ(back.env, spec.env);
+  EXPECT_FALSE(back.sm_share.has_value());
+}
+
+TEST(JobSpec, BadJobFilesAreRejectedClearly) {
+  EXPECT_NE(error_of("name = \"x\"\n").find("command: missing required field"), std::string::npos);
+  EXPECT_NE(error_of("command = \"true\"\nmem = \"lots\"\n").find("mem: expected a size"), std::string::npos);
+  EXPECT_NE(error_of("command = \"true\"\narray = \"5-2\"\n").find("array: expected a range"), std::string::npos);
+  EXPECT_NE(error_of("command = \"true\"\ngpu = 1\n").find("gpu: unknown field"), std::string::npos);
+  EXPECT_NE(error_of("command = \"true\"\nsm_share = 2.0\n").find("sm_share"), std::string::npos);
+  EXPECT_NE(error_of("command = []\n").find("command"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace colo::sched

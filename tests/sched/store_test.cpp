@@ -1,0 +1,69 @@
+#include "colo/sched/store.h"
+
+#include <gtest/gtest.h>
+
+#include "colo/core/error.h"
+#include "support/temp_dir.h"
+
+namespace colo::sched {
+namespace {
+
+JobSpec spec(const std::string& name) {
+  JobSpec s;
+  s.name = name;
+  s.command = {"true"};
+  return s;
+}
+
+TEST(JobStore, SubmittedJobsArePendingAndSurviveReopening) {
+  testing::TempDir dir;
+  {
+    JobStore store(dir.file("jobs.db"));
+    JobSpec array = spec("a");
+    array.array = std::make_pair(0, 2);
+    auto ids = store.submit({array, spec("b")});
+    EXPECT_EQ(ids.size(), 4u);
+  }
+  JobStore reopened(dir.file("jobs.db"));
+  auto jobs = reopened.list();
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_EQ(jobs[2].spec.name, "a[2]");
+  EXPECT_EQ(jobs[3].state, JobState::kPending);
+}
+
+TEST(JobStore, TransitionsFollowTheStateMachine) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({spec("a")})[0];
+  EXPECT_TRUE(store.mark_running(id, 0, 1234, "/log"));
+  EXPECT_FALSE(store.mark_running(id, 0, 1234, "/log")) << "a running job cannot start again";
+  store.mark_finished(id, JobState::kOutOfMemory, 1, "oom", int64_t{5} << 30, 10.0);
+  auto job = store.get(id);
+  EXPECT_EQ(job->state, JobState::kOutOfMemory);
+  EXPECT_EQ(job->oom_deaths, 1);
+  EXPECT_EQ(job->peak_mem_bytes, int64_t{5} << 30);
+  EXPECT_TRUE(store.mark_running(id, 1, 99, "/log")) << "an OOM death is retried";
+  store.mark_finished(id, JobState::kCompleted, 0, "", std::nullopt, 5.0);
+  job = store.get(id);
+  EXPECT_EQ(job->state, JobState::kCompleted);
+  EXPECT_EQ(job->attempts, 2);
+  EXPECT_EQ(job->peak_mem_bytes, int64_t{5} << 30) << "the largest peak is kept";
+  EXPECT_DOUBLE_EQ(job->energy_j, 15.0);
+}
+
+TEST(JobStore, CancelledJobsCannotStart) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({spec("a")})[0];
+  EXPECT_EQ(store.cancel(id), JobState::kPending);
+  EXPECT_FALSE(store.mark_running(id, 0, 1, ""));
+  EXPECT_EQ(store.get(id)->state, JobState::kCancelled);
+}
+
+TEST(JobStore, AFileThatIsNotAStoreIsRejected) {
+  testing::TempDir dir;
+  EXPECT_THROW(JobStore(dir.write("junk.db", std::string(5000, 'x'))), InputError);
+}
+
+}  // namespace
+}  // namespace colo::sched
