@@ -6,6 +6,7 @@
 #   bench/gpu/run.sh            # everything
 #   bench/gpu/run.sh train      # build + tests + training checks only
 #   bench/gpu/run.sh gpu        # build + the gpu layer's checks (NVML, energy, GPM, MPS)
+#   bench/gpu/run.sh sched      # build + a real trace replayed exclusive vs best-fit/MPS
 #
 # Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
 set -uo pipefail
@@ -45,6 +46,10 @@ fi
 
 if want gpu; then
   tests/gpu/check_on_gpu.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want sched; then
+  bench/sched/replay.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
 if want train; then

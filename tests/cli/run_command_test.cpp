@@ -95,3 +95,34 @@ TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+TEST(ColoReplay, SubmitsJobsAtTheirOffsetsAndRunsThemAll) {
+  testing::TempDir dir;
+  dir.write("trace.csv", std::string(
+      "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command\n"
+      "0,a,1,1,0.2,1073741824,0,date +%s.%N > ") + dir.file("a") + "\n"
+      "1.0,b,1,1,0.2,1073741824,0,date +%s.%N > " + dir.file("b") + "\n");
+  auto run = testing::run_colo(dir, "replay " + dir.file("trace.csv") + " --policy magm --poll 0.05 --summary-json " +
+                                        dir.file("sum.json"),
+                               "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto summary = nlohmann::json::parse(read_file(dir.file("sum.json")));
+  EXPECT_EQ(summary["completed"], 2);
+  EXPECT_EQ(summary["jobs_lost"], 0);
+  double a = std::stod(read_file(dir.file("a"))), b = std::stod(read_file(dir.file("b")));
+  EXPECT_GE(b - a, 0.9) << "b was submitted a second after a";
+}
+
+TEST(ColoReplay, TraceJobWithoutACommandIsRejected) {
+  testing::TempDir dir;
+  dir.write("trace.csv", "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command\n0,a,1,1,0.2,,0,\n");
+  auto run = testing::run_colo(dir, "replay " + dir.file("trace.csv"));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("has no command"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace colo

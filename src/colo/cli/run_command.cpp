@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "colo/core/table.h"
 #include "colo/gpu/device.h"
 #include "colo/sched/runner.h"
+#include "colo/sched/trace.h"
 
 namespace colo::cli {
 namespace {
@@ -95,7 +97,101 @@ int run_batch(const RunArgs& args) {
   return failed > 0 || lost > 0 ? 1 : 0;
 }
 
+struct ReplayArgs {
+  std::string trace;
+  std::string store;
+  std::string policy = "best-fit";
+  std::string mode = "mps";
+  std::string recovery = "alone";
+  std::string summary_json;
+  double poll_s = 0.25;
+};
+
+// Submits each trace job at its offset while the runner works; returns when
+// every job is final.
+int run_replay(const ReplayArgs& args) {
+  auto trace = sched::read_trace(args.trace);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (trace[i].command.empty()) {
+      throw InputError(args.trace, "command", "job " + trace[i].name + " has no command; a replay runs real jobs");
+    }
+  }
+  sched::RunnerOptions options;
+  options.policy = args.policy;
+  options.mode = sched::collocation_mode_from_string(args.mode);
+  options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
+  options.poll_interval_s = args.poll_s;
+  sched::make_policy(options.policy);
+  std::string store_path = args.store.empty() ? args.trace + ".replay-" + args.policy + "-" + args.mode + "/jobs.db"
+                                              : args.store;
+  sched::JobStore store(store_path);
+  if (!store.list().empty()) throw InputError(store_path, "", "expected a new store for a replay");
+  sched::Runner runner(store, gpu::discover_devices(), options);
+  int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo replay was interrupted"); });
+  Stopwatch wall;
+  size_t next = 0;
+  while (true) {
+    while (next < trace.size() && trace[next].submit_s <= wall.elapsed_s()) {
+      sched::JobSpec spec;
+      spec.name = trace[next].name;
+      spec.command = {"/bin/sh", "-c", trace[next].command};
+      spec.mem_bytes = trace[next].mem_estimate_bytes;
+      spec.sm_share = trace[next].sm_activity;
+      spec.priority = trace[next].priority;
+      store.submit({spec});
+      ++next;
+    }
+    size_t open = runner.step();
+    if (open == 0 && next == trace.size()) break;
+    std::this_thread::sleep_for(std::chrono::duration<double>(options.poll_interval_s));
+  }
+  runner.stop_all("replay finished");  // nothing is running; quits MPS daemons
+  remove_interrupt_cleanup(cleanup);
+  double total_s = wall.elapsed_s();
+  auto jobs = store.list();
+  print_jobs(jobs);
+  int completed = 0, failed = 0, ooms = 0, lost = 0;
+  double wait = 0, exec = 0, jct = 0, energy = 0;
+  for (const auto& j : jobs) {
+    completed += j.state == sched::JobState::kCompleted;
+    failed += j.state == sched::JobState::kFailed;
+    ooms += j.oom_deaths;
+    lost += !sched::is_final(j.state);
+    energy += j.energy_j;
+    if (j.state == sched::JobState::kCompleted && j.start_s && j.end_s) {
+      wait += *j.start_s - j.submit_s;
+      exec += *j.end_s - *j.start_s;
+      jct += *j.end_s - j.submit_s;
+    }
+  }
+  int n = std::max(completed, 1);
+  std::printf("replay %s/%s: %d completed, %d failed, %d OOM deaths, %d lost, %.1f s\n", args.policy.c_str(),
+              args.mode.c_str(), completed, failed, ooms, lost, total_s);
+  if (!args.summary_json.empty()) {
+    nlohmann::json summary = {{"trace", args.trace}, {"policy", args.policy}, {"mode", args.mode},
+                              {"jobs", jobs.size()}, {"total_s", total_s}, {"completed", completed},
+                              {"failed", failed}, {"oom_events", ooms}, {"jobs_lost", lost},
+                              {"oom_unrecovered", failed}, {"mean_wait_s", wait / n}, {"mean_exec_s", exec / n},
+                              {"mean_jct_s", jct / n}, {"job_energy_share_j", energy}};
+    write_file_atomically(args.summary_json, summary.dump(1) + "\n");
+  }
+  return failed > 0 || lost > 0 ? 1 : 0;
+}
+
 }  // namespace
+
+void add_replay_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ReplayArgs>();
+  CLI::App* cmd = app.add_subcommand("replay", "Replay a trace for real: submit each job at its offset and run it");
+  cmd->add_option("trace", args->trace, "trace CSV with commands (docs/trace-format.md)")->required();
+  cmd->add_option("--store", args->store, "new job store (default: <trace>.replay-<policy>-<mode>/jobs.db)");
+  cmd->add_option("--policy", args->policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "exclusive | shared | mps")->capture_default_str();
+  cmd->add_option("--recovery", args->recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
+  cmd->add_option("--poll", args->poll_s, "seconds between scheduling rounds")->capture_default_str();
+  cmd->add_option("--summary-json", args->summary_json, "write a summary here");
+  cmd->callback([args, &exit_code] { exit_code = run_replay(*args); });
+}
 
 void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();

@@ -8,5 +8,6 @@ namespace colo::cli {
 
 void add_run_command(CLI::App& app, int& exit_code);
 void add_queue_command(CLI::App& app, int& exit_code);
+void add_replay_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo::cli

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# GPU-machine replay of a real trace (bench/sched/make_replay_trace.py) under
+# exclusive and under best-fit with MPS, each inside `colo monitor` so that
+# the whole device's energy is counted. Writes $OUT/sched_*.json and prints
+# the comparison.
+set -uo pipefail
+BUILD=$1
+OUT=$2
+COLO=$PWD/$BUILD/colo
+work=$(mktemp -d)
+python3 bench/sched/make_replay_trace.py "$COLO" "$work/trace.csv"
+cp "$work/trace.csv" "$OUT/sched_trace.csv"
+run() {  # policy mode
+  timeout 280 "$COLO" monitor --interval 0.5 --summary-json "$work/monitor_$1.json" -- \
+    "$COLO" replay "$work/trace.csv" --policy "$1" --mode "$2" --poll 0.25 --store "$work/$1/jobs.db" \
+    --summary-json "$work/replay_$1.json" >"$work/replay_$1.txt" 2>&1
+  echo "replay $1/$2: exit $?"
+  tail -3 "$work/replay_$1.txt"
+}
+run exclusive exclusive
+run best-fit mps
+pgrep -fa nvidia-cuda-mps || echo "no MPS process left"
+python3 - "$work" <<'PY' | tee "$OUT/sched_lines.txt"
+import json, sys
+w = sys.argv[1]
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception as e:
+        return {"error": str(e)}
+ex, bf = load(f"{w}/replay_exclusive.json"), load(f"{w}/replay_best-fit.json")
+mex, mbf = load(f"{w}/monitor_exclusive.json"), load(f"{w}/monitor_best-fit.json")
+e_ex = mex.get("devices", [{}])[0].get("energy_j", float("nan"))
+e_bf = mbf.get("devices", [{}])[0].get("energy_j", float("nan"))
+summary = {
+    "command": "bench/gpu/run.sh sched   (runs bench/sched/replay.sh: colo monitor -- colo replay trace.csv --policy P --mode M)",
+    "gpu": "see gpu.txt", "jobs": ex.get("jobs"),
+    "exclusive_total_s": ex.get("total_s"), "best_policy": "best-fit/mps", "best_total_s": bf.get("total_s"),
+    "speedup_vs_exclusive": ex.get("total_s", 0) / bf["total_s"] if bf.get("total_s") else None,
+    "exclusive_energy_j": e_ex, "best_energy_j": e_bf,
+    "energy_reduction_vs_exclusive": 1 - e_bf / e_ex if e_ex == e_ex and e_ex else None,
+    "jobs_lost": (ex.get("jobs_lost", 0) or 0) + (bf.get("jobs_lost", 0) or 0),
+    "oom_events": bf.get("oom_events"), "oom_unrecovered": bf.get("oom_unrecovered"),
+    "exclusive": ex, "best": bf,
+}
+json.dump(summary, open(f"{w}/sched_summary.json", "w"), indent=1)
+for k in ["jobs", "exclusive_total_s", "best_total_s", "speedup_vs_exclusive", "exclusive_energy_j", "best_energy_j",
+          "energy_reduction_vs_exclusive", "jobs_lost", "oom_events", "oom_unrecovered"]:
+    print(f"sched {k}: {summary[k]}")
+PY
+cp "$work/sched_summary.json" "$OUT/sched_summary.json"
+tar -C "$work" --exclude='*.db*' -czf "$OUT/sched_raw.tgz" . 2>/dev/null
