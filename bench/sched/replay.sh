@@ -11,7 +11,7 @@ work=$(mktemp -d)
 python3 bench/sched/make_replay_trace.py "$COLO" "$work/trace.csv"
 cp "$work/trace.csv" "$OUT/sched_trace.csv"
 run() {  # policy mode
-  timeout 280 "$COLO" monitor --interval 0.5 --summary-json "$work/monitor_$1.json" -- \
+  timeout 260 "$COLO" monitor --interval 0.5 --summary-json "$work/monitor_$1.json" -- \
     "$COLO" replay "$work/trace.csv" --policy "$1" --mode "$2" --poll 0.25 --store "$work/$1/jobs.db" \
     --summary-json "$work/replay_$1.json" >"$work/replay_$1.txt" 2>&1
   echo "replay $1/$2: exit $?"
