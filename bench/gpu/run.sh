@@ -52,6 +52,10 @@ if want sched; then
   bench/sched/replay.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
+if want oom; then
+  bench/sched/oom_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
 if want train; then
   bench/gpu/train_check.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
