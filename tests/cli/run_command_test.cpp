@@ -126,3 +126,35 @@ TEST(ColoReplay, TraceJobWithoutACommandIsRejected) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+TEST(ColoSimulate, ComparesPoliciesAndReportsWithPlots) {
+  testing::TempDir dir;
+  auto gen = testing::run_colo(dir, "trace generate --jobs 200 --seed 2 --out " + dir.file("t.csv"));
+  ASSERT_EQ(gen.status, 0) << gen.err;
+  auto sim = testing::run_colo(dir, "simulate " + dir.file("t.csv") + " --gpus 4 --policy all --out " + dir.file("out"));
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  auto runs = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
+  ASSERT_EQ(runs.size(), 5u);
+  EXPECT_EQ(runs[0]["policy"], "exclusive");
+  for (const auto& r : runs) EXPECT_EQ(r["jobs_lost"], 0) << r["policy"];
+  EXPECT_LT(runs[2]["total_s"].get<double>(), runs[0]["total_s"].get<double>()) << "magm beats exclusive";
+  auto report = testing::run_colo(dir, "report " + dir.file("out"));
+  ASSERT_EQ(report.status, 0) << report.err;
+  std::string png = read_file(dir.file("out/gantt_magm_mps.png"));
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_TRUE(path_exists(dir.file("out/policies.png")));
+}
+
+TEST(ColoSimulate, UnknownPolicyIsABadInput) {
+  testing::TempDir dir;
+  testing::run_colo(dir, "trace generate --jobs 5 --out " + dir.file("t.csv"));
+  auto sim = testing::run_colo(dir, "simulate " + dir.file("t.csv") + " --policy fastest");
+  EXPECT_EQ(sim.status, 2);
+  EXPECT_NE(sim.err.find("unknown policy"), std::string::npos) << sim.err;
+}
+
+}  // namespace
+}  // namespace colo

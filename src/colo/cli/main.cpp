@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   colo::cli::add_mps_command(app, exit_code);
   colo::cli::add_simulate_command(app, exit_code);
   colo::cli::add_trace_command(app, exit_code);
+  colo::cli::add_report_command(app, exit_code);
   colo::cli::add_run_command(app, exit_code);
   colo::cli::add_queue_command(app, exit_code);
   colo::cli::add_replay_command(app, exit_code);

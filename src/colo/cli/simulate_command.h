@@ -1,5 +1,5 @@
 #pragma once
-// `colo simulate` and `colo trace generate`.
+// `colo simulate`, `colo trace generate` and `colo report`.
 
 #include <CLI/CLI.hpp>
 
@@ -7,5 +7,6 @@ namespace colo::cli {
 
 void add_simulate_command(CLI::App& app, int& exit_code);
 void add_trace_command(CLI::App& app, int& exit_code);
+void add_report_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo::cli

@@ -1,0 +1,1 @@
+"""colo's Python side: plots of the results colo writes (plots.py)."""

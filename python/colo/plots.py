@@ -1,0 +1,118 @@
+"""PNG reports of colo results.
+
+    python3 python/colo/plots.py report DIR
+
+DIR is what `colo simulate --out DIR` wrote (summary.json and
+jobs_<policy>_<mode>.jsonl); any sampler CSV in it (`colo monitor --out
+DIR/x.csv`) is plotted too. Writes policies.png (total time and energy per
+policy), gantt_<policy>_<mode>.png (jobs on GPUs over time) and
+timeline_<name>.png (memory, SM activity, power over time). Prints the
+paths it wrote.
+"""
+import csv
+import glob
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def policies_plot(summary, path):
+    names = [f"{r['policy']}\n{r['mode']}" for r in summary]
+    hours = [r["total_s"] / 3600 for r in summary]
+    kwh = [r["energy_j"] / 3.6e6 for r in summary]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    axes[0].bar(names, hours, color="tab:blue")
+    axes[0].set_ylabel("total time (h)")
+    axes[1].bar(names, kwh, color="tab:orange")
+    axes[1].set_ylabel("energy (kWh)")
+    for ax in axes:
+        ax.tick_params(axis="x", labelsize=8)
+    fig.suptitle("Trace by policy")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def gantt_plot(jobs, title, path):
+    fig, ax = plt.subplots(figsize=(10, 4))
+    gpus = sorted({j["gpu"] for j in jobs if j["gpu"] >= 0})
+    lanes = {}  # per GPU, stack overlapping jobs in sub-lanes
+    colors = {"COMPLETED": "tab:green", "FAILED": "tab:red"}
+    for j in sorted(jobs, key=lambda j: j["start_s"]):
+        if j["gpu"] < 0 or j["start_s"] < 0 or j["end_s"] < 0:
+            continue
+        ends = lanes.setdefault(j["gpu"], [])
+        lane = next((i for i, e in enumerate(ends) if e <= j["start_s"]), len(ends))
+        if lane == len(ends):
+            ends.append(0)
+        ends[lane] = j["end_s"]
+        y = j["gpu"] + min(lane, 7) / 8.0
+        ax.barh(y, (j["end_s"] - j["start_s"]) / 3600, left=j["start_s"] / 3600, height=1 / 8.0,
+                color=colors.get(j["state"], "tab:gray"), edgecolor="none")
+    ax.set_yticks(gpus)
+    ax.set_yticklabels([f"GPU {g}" for g in gpus])
+    ax.set_xlabel("time (h)")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def timeline_plot(csv_path, path):
+    rows = list(csv.DictReader(open(csv_path)))
+    if not rows:
+        return False
+    t0 = float(rows[0]["time_s"])
+    fig, axes = plt.subplots(3, 1, figsize=(10, 6), sharex=True)
+    for index in sorted({r["index"] for r in rows}):
+        mine = [r for r in rows if r["index"] == index]
+        t = [float(r["time_s"]) - t0 for r in mine]
+        axes[0].plot(t, [int(r["mem_used_bytes"]) / 2**30 for r in mine], label=f"GPU {index}")
+        sm = [float(r["sm_active"] or r["gpu_util"] or 0) for r in mine]
+        axes[1].plot(t, [100 * s for s in sm])
+        axes[2].plot(t, [float(r["power_w"] or 0) for r in mine])
+    axes[0].set_ylabel("memory (GiB)")
+    axes[1].set_ylabel("SM activity (%)")
+    axes[2].set_ylabel("power (W)")
+    axes[2].set_xlabel("time (s)")
+    axes[0].legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def report(directory):
+    written = []
+    summary_path = os.path.join(directory, "summary.json")
+    if os.path.exists(summary_path):
+        summary = json.load(open(summary_path))
+        path = os.path.join(directory, "policies.png")
+        policies_plot(summary, path)
+        written.append(path)
+    for jobs_path in sorted(glob.glob(os.path.join(directory, "jobs_*.jsonl"))):
+        jobs = [json.loads(line) for line in open(jobs_path) if line.strip()]
+        stem = os.path.basename(jobs_path)[len("jobs_"):-len(".jsonl")]
+        path = os.path.join(directory, f"gantt_{stem}.png")
+        gantt_plot(jobs, stem.replace("_", " / "), path)
+        written.append(path)
+    for csv_path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
+        with open(csv_path) as f:
+            if not f.readline().startswith("unix_s,time_s,index"):
+                continue
+        path = os.path.join(directory, "timeline_" + os.path.basename(csv_path)[:-4] + ".png")
+        if timeline_plot(csv_path, path):
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "report":
+        sys.exit(__doc__)
+    for p in report(sys.argv[2]):
+        print(p)
