@@ -158,3 +158,56 @@ TEST(ColoSimulate, UnknownPolicyIsABadInput) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+std::string state_of(const testing::TempDir& dir, int id) {
+  auto show = testing::run_colo(dir, "show --store " + dir.file("s.db") + " " + std::to_string(id));
+  if (show.status != 0) return "?";
+  return nlohmann::json::parse(show.out)["state"].get<std::string>();
+}
+
+bool wait_for_state(const testing::TempDir& dir, int id, const std::string& state, double timeout_s) {
+  Stopwatch clock;
+  while (clock.elapsed_s() < timeout_s) {
+    if (state_of(dir, id) == state) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+TEST(ColoServe, SubmitShowLogsAndCancelAgainstARunningScheduler) {
+  testing::TempDir dir;
+  ChildProcess server({COLO_EXECUTABLE, "run", "--store", dir.file("s.db"), "--serve", "--poll", "0.1"},
+                      {{"COLO_SIMULATED_GPUS", "1"}}, dir.file("server.log"));
+  auto slow = testing::run_colo(dir, "submit --store " + dir.file("s.db") + " --mem 1GiB --name slow -- sh -c 'echo $$ > " +
+                                         dir.file("slow.pid") + "; sleep 60'");
+  ASSERT_EQ(slow.status, 0) << slow.err;
+  EXPECT_EQ(slow.out, "1\n");
+  auto quick = testing::run_colo(dir, "submit --store " + dir.file("s.db") + " --mem 1GiB -- echo quick-output");
+  EXPECT_EQ(quick.out, "2\n");
+  EXPECT_TRUE(wait_for_state(dir, 2, "COMPLETED", 30)) << read_file(dir.file("server.log"));
+  EXPECT_EQ(testing::run_colo(dir, "logs --store " + dir.file("s.db") + " 2").out, "quick-output\n");
+  EXPECT_TRUE(wait_for_state(dir, 1, "RUNNING", 10));
+  auto cancel = testing::run_colo(dir, "cancel --store " + dir.file("s.db") + " 1");
+  EXPECT_EQ(cancel.out, "1: RUNNING -> CANCELLED\n");
+  int pid = std::stoi(read_file(dir.file("slow.pid")));
+  Stopwatch clock;
+  while (process_alive(pid) && clock.elapsed_s() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(process_alive(pid)) << "the cancelled job was stopped";
+  EXPECT_EQ(state_of(dir, 1), "CANCELLED");
+  ::kill(server.pid(), SIGINT);
+  server.wait();
+}
+
+TEST(ColoSubmit, BadInputIsRejected) {
+  testing::TempDir dir;
+  EXPECT_EQ(testing::run_colo(dir, "submit --store " + dir.file("s.db") + " --mem lots -- true").status, 2);
+  EXPECT_EQ(testing::run_colo(dir, "submit --store " + dir.file("s.db")).status, 2);
+  EXPECT_EQ(testing::run_colo(dir, "show --store " + dir.file("s.db") + " 99").status, 2);
+  EXPECT_EQ(testing::run_colo(dir, "cancel --store " + dir.file("s.db") + " abc").status, 2);
+}
+
+}  // namespace
+}  // namespace colo

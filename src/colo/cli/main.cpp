@@ -10,6 +10,7 @@
 #include "colo/cli/mps_command.h"
 #include "colo/cli/run_command.h"
 #include "colo/cli/simulate_command.h"
+#include "colo/cli/submit_command.h"
 #include "colo/cli/train_command.h"
 #include "colo/core/error.h"
 #include "colo/core/log.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   colo::cli::add_run_command(app, exit_code);
   colo::cli::add_queue_command(app, exit_code);
   colo::cli::add_replay_command(app, exit_code);
+  colo::cli::add_submit_commands(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

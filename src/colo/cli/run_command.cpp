@@ -26,6 +26,7 @@ struct RunArgs {
   std::string recovery = "alone";
   std::string summary_json;
   double poll_s = 0.5;
+  bool serve = false;
 };
 
 std::string duration_cell(const sched::JobRecord& job) {
@@ -52,8 +53,8 @@ int run_batch(const RunArgs& args) {
   std::vector<sched::JobSpec> specs;
   if (!args.jobs_file.empty()) specs = sched::parse_job_file(args.jobs_file);
   if (store_path.empty()) {
-    if (args.jobs_file.empty()) throw InputError("colo run", "", "expected a jobs file or --store");
-    store_path = args.jobs_file + ".colo/jobs.db";
+    if (args.jobs_file.empty() && !args.serve) throw InputError("colo run", "", "expected a jobs file or --store");
+    store_path = args.jobs_file.empty() ? sched::default_store_path() : args.jobs_file + ".colo/jobs.db";
   }
   sched::RunnerOptions options;
   options.policy = args.policy;
@@ -72,6 +73,14 @@ int run_batch(const RunArgs& args) {
   runner.recover();
   int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo run was interrupted"); });
   Stopwatch wall;
+  if (args.serve) {
+    std::fprintf(stderr, "colo run: serving %s until interrupted (submit with colo submit --store)\n",
+                 store_path.c_str());
+    while (true) {  // ends with SIGINT/SIGTERM: running jobs are stopped and requeued
+      runner.step();
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.poll_interval_s));
+    }
+  }
   runner.run_until_done();
   remove_interrupt_cleanup(cleanup);
 
@@ -203,6 +212,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--recovery", args->recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
   cmd->add_option("--poll", args->poll_s, "seconds between scheduling rounds")->capture_default_str();
   cmd->add_option("--summary-json", args->summary_json, "write a summary here");
+  cmd->add_flag("--serve", args->serve, "keep running, taking jobs added by colo submit, until interrupted");
   cmd->footer("\nKilled and restarted with the same --store, it adopts jobs still running, settles those\n"
               "that ended (from their status files) and requeues the rest: no job is lost or run twice.");
   cmd->callback([args, &exit_code] { exit_code = run_batch(*args); });

@@ -247,6 +247,20 @@ void Runner::settle(Active& job, int exit_code) {
 
 size_t Runner::step() {
   observe_devices();
+  // Jobs cancelled in the store (by `colo cancel`, from any process) stop here.
+  for (const auto& job : store_.list({JobState::kCancelled})) {
+    for (auto& a : active_) {
+      if (a.id != job.id || a.pgid == 0) continue;
+      if (a.child) {
+        a.child->terminate(5.0);
+      } else {
+        ::kill(-a.pgid, SIGKILL);
+      }
+      a.pgid = 0;
+    }
+  }
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.pgid == 0; }),
+                active_.end());
   for (auto it = active_.begin(); it != active_.end();) {
     std::optional<int> code;
     if (it->child) {

@@ -63,7 +63,8 @@ class JobStore {
                      std::optional<int64_t> peak_mem_bytes, double energy_j);
   // RUNNING -> REQUEUED (its process was lost).
   void mark_requeued(int64_t id, const std::string& reason);
-  // Any non-final state -> CANCELLED; returns the previous state.
+  // Any non-final state -> CANCELLED (a runner watching the job stops it);
+  // returns the previous state, nullopt for an unknown id.
   std::optional<JobState> cancel(int64_t id);
 
   const std::string& path() const { return path_; }

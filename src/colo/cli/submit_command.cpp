@@ -1,0 +1,167 @@
+#include "colo/cli/submit_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/error.h"
+#include "colo/core/units.h"
+#include "colo/sched/store.h"
+
+namespace colo::cli {
+namespace {
+
+struct SubmitArgs {
+  std::string store = sched::default_store_path();
+  std::string job_file;
+  std::string name;
+  int gpus = 1;
+  std::string mem;
+  double sm_share = -1;
+  int priority = 0;
+  std::string array;
+  std::vector<std::string> command;
+};
+
+int run_submit(const SubmitArgs& args) {
+  std::vector<sched::JobSpec> specs;
+  if (!args.job_file.empty()) {
+    if (!args.command.empty()) throw InputError("colo submit", "", "expected a job file or a command after --, not both");
+    specs = sched::parse_job_file(args.job_file);
+  } else {
+    if (args.command.empty()) throw InputError("colo submit", "", "expected a job file or a command after --");
+    sched::JobSpec spec;
+    spec.command = args.command;
+    spec.name = args.name.empty() ? args.command[0] : args.name;
+    spec.gpus = args.gpus;
+    spec.priority = args.priority;
+    char* cwd = ::getcwd(nullptr, 0);
+    spec.workdir = cwd ? cwd : ".";
+    std::free(cwd);
+    if (!args.mem.empty()) {
+      auto bytes = parse_bytes(args.mem);
+      if (!bytes) throw InputError("--mem", "", "expected a size such as 6GiB, got \"" + args.mem + "\"");
+      spec.mem_bytes = *bytes;
+    }
+    if (args.sm_share >= 0) {
+      if (args.sm_share > 1) throw InputError("--sm-share", "", "expected a fraction in [0, 1]");
+      spec.sm_share = args.sm_share;
+    }
+    if (!args.array.empty()) {
+      int first = 0, last = 0;
+      if (std::sscanf(args.array.c_str(), "%d-%d", &first, &last) != 2 || first < 0 || last < first) {
+        throw InputError("--array", "", "expected FIRST-LAST such as 0-31, got \"" + args.array + "\"");
+      }
+      spec.array = std::make_pair(first, last);
+    }
+    specs.push_back(spec);
+  }
+  sched::JobStore store(args.store);
+  for (int64_t id : store.submit(specs)) std::printf("%lld\n", static_cast<long long>(id));
+  return 0;
+}
+
+int64_t parse_id(const std::string& text) {
+  try {
+    size_t used = 0;
+    long long id = std::stoll(text, &used);
+    if (used == text.size() && id > 0) return id;
+  } catch (const std::exception&) {
+  }
+  throw InputError("job id", "", "expected a positive integer, got \"" + text + "\"");
+}
+
+nlohmann::json record_json(const sched::JobRecord& r) {
+  nlohmann::json j = {{"id", r.id}, {"spec", sched::to_json(r.spec)}, {"state", sched::to_string(r.state)},
+                      {"submit_s", r.submit_s}, {"gpu", r.gpu}, {"attempts", r.attempts},
+                      {"oom_deaths", r.oom_deaths}, {"reason", r.reason}, {"energy_j", r.energy_j},
+                      {"log", r.log_path}};
+  if (r.start_s) j["start_s"] = *r.start_s;
+  if (r.end_s) j["end_s"] = *r.end_s;
+  if (r.exit_code) j["exit_code"] = *r.exit_code;
+  if (r.peak_mem_bytes) j["peak_mem_bytes"] = *r.peak_mem_bytes;
+  return j;
+}
+
+sched::JobRecord find(const sched::JobStore& store, int64_t id) {
+  auto job = store.get(id);
+  if (!job) throw InputError(store.path(), "", "no job " + std::to_string(id));
+  return *job;
+}
+
+}  // namespace
+
+void add_submit_commands(CLI::App& app, int& exit_code) {
+  auto submit = std::make_shared<SubmitArgs>();
+  CLI::App* cmd = app.add_subcommand("submit", "Add jobs to a store: a job file, or flags and a command after --");
+  cmd->add_option("--store", submit->store, "job store")->capture_default_str();
+  cmd->add_option("--file", submit->job_file, "job file (docs/job-format.md)");
+  cmd->add_option("--name", submit->name, "job name");
+  cmd->add_option("--gpus", submit->gpus, "GPUs needed")->capture_default_str();
+  cmd->add_option("--mem", submit->mem, "peak GPU memory estimate, e.g. 6GiB");
+  cmd->add_option("--sm-share", submit->sm_share, "expected SM activity alone, 0..1");
+  cmd->add_option("--priority", submit->priority, "higher runs first")->capture_default_str();
+  cmd->add_option("--array", submit->array, "FIRST-LAST: one job per index, COLO_ARRAY_INDEX set");
+  cmd->add_option("command", submit->command, "command (after --)");
+  cmd->footer("\nPrints the new job ids. `colo run --store DB --serve` runs them.");
+  cmd->callback([submit, &exit_code] { exit_code = run_submit(*submit); });
+
+  auto store_path = std::make_shared<std::string>(sched::default_store_path());
+  auto ids = std::make_shared<std::vector<std::string>>();
+  CLI::App* show = app.add_subcommand("show", "Print a job as JSON");
+  show->add_option("--store", *store_path, "job store")->capture_default_str();
+  show->add_option("id", *ids, "job id")->required();
+  show->callback([store_path, ids, &exit_code] {
+    sched::JobStore store(*store_path);
+    for (const auto& id : *ids) std::printf("%s\n", record_json(find(store, parse_id(id))).dump(1).c_str());
+    exit_code = 0;
+  });
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel jobs (a running one is stopped by its runner)");
+  cancel->add_option("--store", *store_path, "job store")->capture_default_str();
+  cancel->add_option("ids", *ids, "job ids")->required();
+  cancel->callback([store_path, ids, &exit_code] {
+    sched::JobStore store(*store_path);
+    exit_code = 0;
+    for (const auto& text : *ids) {
+      int64_t id = parse_id(text);
+      auto before = store.cancel(id);
+      if (!before) throw InputError(store.path(), "", "no job " + std::to_string(id));
+      std::printf("%lld: %s -> %s\n", static_cast<long long>(id), sched::to_string(*before).c_str(),
+                  sched::is_final(*before) ? sched::to_string(*before).c_str() : "CANCELLED");
+    }
+  });
+
+  auto follow = std::make_shared<bool>(false);
+  CLI::App* logs = app.add_subcommand("logs", "Print a job's output; -f follows it until the job ends");
+  logs->add_option("--store", *store_path, "job store")->capture_default_str();
+  logs->add_option("id", *ids, "job id")->required()->expected(1);
+  logs->add_flag("-f,--follow", *follow, "keep printing until the job is final");
+  logs->callback([store_path, ids, follow, &exit_code] {
+    sched::JobStore store(*store_path);
+    int64_t id = parse_id(ids->at(0));
+    std::streamoff offset = 0;
+    while (true) {
+      sched::JobRecord job = find(store, id);
+      if (!job.log_path.empty()) {
+        std::ifstream in(job.log_path, std::ios::binary);
+        in.seekg(offset);
+        std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        offset += static_cast<std::streamoff>(chunk.size());
+        std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+        std::fflush(stdout);
+      }
+      if (!*follow || sched::is_final(job.state)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace colo::cli
