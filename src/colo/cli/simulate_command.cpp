@@ -122,8 +122,15 @@ int run_report(const std::string& dir) {
   }
   const char* python_dir = std::getenv("COLO_PYTHON_DIR");
   std::string script = std::string(python_dir ? python_dir : COLO_PYTHON_DIR) + "/colo/plots.py";
-  // Debian's python3 carries python3-matplotlib; another python3 on PATH may not.
-  std::string python = is_regular_file("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  // The first interpreter that has matplotlib: python3 on PATH (a venv, say),
+  // else Debian's, which carries python3-matplotlib.
+  std::string python = "python3";
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    if (run_process({candidate, "-c", "import matplotlib"}, {}, "", 60).exit_code == 0) {
+      python = candidate;
+      break;
+    }
+  }
   ProcessResult plots = run_process({python, script, "report", dir}, {}, "", 300);
   if (plots.exit_code != 0) {
     std::fprintf(stderr, "colo report: plotting failed (matplotlib missing?):\n%s", plots.output.c_str());
