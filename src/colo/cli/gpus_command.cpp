@@ -6,6 +6,7 @@
 
 #include "colo/core/table.h"
 #include "colo/gpu/device.h"
+#include "colo/gpu/sampler.h"
 
 namespace colo::cli {
 namespace {
@@ -17,19 +18,9 @@ std::string fraction_cell(const std::optional<double>& value) {
 nlohmann::json device_json(gpu::Device& device) {
   gpu::DeviceSample s = device.sample();
   const gpu::DeviceInfo& info = device.info();
-  nlohmann::json j = {{"index", info.index}, {"name", info.name}, {"uuid", info.uuid},
-                      {"mem_total_bytes", s.mem_total_bytes}, {"mem_used_bytes", s.mem_used_bytes},
-                      {"mem_free_bytes", s.mem_free_bytes}, {"mig_enabled", info.mig_enabled},
-                      {"gpm_supported", info.gpm_supported}};
-  auto put = [&](const char* key, const std::optional<double>& v) {
-    j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
-  put("gpu_util", s.gpu_util);
-  put("mem_util", s.mem_util);
-  put("sm_active", s.sm_active);
-  put("sm_occupancy", s.sm_occupancy);
-  put("power_w", s.power_w);
-  put("energy_j", s.energy_j);
+  nlohmann::json j = gpu::sample_to_json(s);
+  j.update({{"name", info.name}, {"uuid", info.uuid}, {"mem_free_bytes", s.mem_free_bytes},
+            {"mig_enabled", info.mig_enabled}, {"gpm_supported", info.gpm_supported}});
   nlohmann::json processes = nlohmann::json::array();
   for (const auto& p : device.processes()) processes.push_back({{"pid", p.pid}, {"used_mem_bytes", p.used_mem_bytes}});
   j["processes"] = processes;

@@ -18,15 +18,76 @@
 namespace colo::cli {
 namespace {
 
-struct RunArgs {
-  std::string jobs_file;
+// What `colo run` and `colo replay` share: where jobs live and how they are placed.
+struct SchedulingArgs {
   std::string store;
   std::string policy = "best-fit";
   std::string mode = "mps";
   std::string recovery = "alone";
   std::string summary_json;
   double poll_s = 0.5;
+};
+
+struct RunArgs {
+  SchedulingArgs scheduling;
+  std::string jobs_file;
   bool serve = false;
+};
+
+struct ReplayArgs {
+  SchedulingArgs scheduling;
+  std::string trace;
+};
+
+// Runner options from the flags; validates names before anything is written.
+sched::RunnerOptions runner_options(const SchedulingArgs& args) {
+  sched::RunnerOptions options;
+  options.policy = args.policy;
+  options.mode = sched::collocation_mode_from_string(args.mode);
+  options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
+  options.poll_interval_s = args.poll_s;
+  sched::make_policy(options.policy);
+  return options;
+}
+
+void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
+  cmd->add_option("--policy", args.policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
+  cmd->add_option("--mode", args.mode, "exclusive | shared | mps")->capture_default_str();
+  cmd->add_option("--recovery", args.recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
+  cmd->add_option("--poll", args.poll_s, "seconds between scheduling rounds")->capture_default_str();
+  cmd->add_option("--summary-json", args.summary_json, "write a summary here");
+}
+
+// What happened to a batch of jobs, for the last line and the summary file.
+struct BatchTotals {
+  int completed = 0, failed = 0, oom_events = 0, lost = 0;
+  double energy_j = 0, wait_s = 0, exec_s = 0, jct_s = 0;  // means over completed jobs
+
+  explicit BatchTotals(const std::vector<sched::JobRecord>& jobs) {
+    for (const auto& j : jobs) {
+      completed += j.state == sched::JobState::kCompleted;
+      failed += j.state == sched::JobState::kFailed;
+      oom_events += j.oom_deaths;
+      lost += !sched::is_final(j.state);
+      energy_j += j.energy_j;
+      if (j.state == sched::JobState::kCompleted && j.start_s && j.end_s) {
+        wait_s += *j.start_s - j.submit_s;
+        exec_s += *j.end_s - *j.start_s;
+        jct_s += *j.end_s - j.submit_s;
+      }
+    }
+    int n = std::max(completed, 1);
+    wait_s /= n;
+    exec_s /= n;
+    jct_s /= n;
+  }
+
+  nlohmann::json to_json(const SchedulingArgs& args, double wall_s) const {
+    return {{"policy", args.policy}, {"mode", args.mode}, {"wall_s", wall_s}, {"total_s", wall_s},
+            {"completed", completed}, {"failed", failed}, {"oom_events", oom_events},
+            {"oom_unrecovered", failed}, {"jobs_lost", lost}, {"mean_wait_s", wait_s}, {"mean_exec_s", exec_s},
+            {"mean_jct_s", jct_s}, {"job_energy_share_j", energy_j}, {"energy_j", energy_j}};
+  }
 };
 
 std::string duration_cell(const sched::JobRecord& job) {
@@ -49,27 +110,21 @@ void print_jobs(const std::vector<sched::JobRecord>& jobs) {
 }
 
 int run_batch(const RunArgs& args) {
-  std::string store_path = args.store;
+  std::string store_path = args.scheduling.store;
   std::vector<sched::JobSpec> specs;
   if (!args.jobs_file.empty()) specs = sched::parse_job_file(args.jobs_file);
   if (store_path.empty()) {
     if (args.jobs_file.empty() && !args.serve) throw InputError("colo run", "", "expected a jobs file or --store");
     store_path = args.jobs_file.empty() ? sched::default_store_path() : args.jobs_file + ".colo/jobs.db";
   }
-  sched::RunnerOptions options;
-  options.policy = args.policy;
-  options.mode = sched::collocation_mode_from_string(args.mode);
-  options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
-  options.poll_interval_s = args.poll_s;
-  sched::make_policy(options.policy);  // validates the name before anything is written
+  sched::RunnerOptions options = runner_options(args.scheduling);
 
   sched::JobStore store(store_path);
   if (!specs.empty()) {
     auto ids = store.submit(specs);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }
-  auto devices = gpu::discover_devices();
-  sched::Runner runner(store, devices, options);
+  sched::Runner runner(store, gpu::discover_devices(), options);
   runner.recover();
   int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo run was interrupted"); });
   Stopwatch wall;
@@ -86,53 +141,31 @@ int run_batch(const RunArgs& args) {
 
   auto jobs = store.list();
   print_jobs(jobs);
-  int completed = 0, failed = 0, ooms = 0, lost = 0;
-  double energy = 0;
-  for (const auto& j : jobs) {
-    completed += j.state == sched::JobState::kCompleted;
-    failed += j.state == sched::JobState::kFailed;
-    ooms += j.oom_deaths;
-    lost += !sched::is_final(j.state);
-    energy += j.energy_j;
+  BatchTotals totals(jobs);
+  std::printf("%d completed, %d failed, %d OOM deaths, %d lost, %.1f s, %.0f J\n", totals.completed, totals.failed,
+              totals.oom_events, totals.lost, wall.elapsed_s(), totals.energy_j);
+  if (!args.scheduling.summary_json.empty()) {
+    nlohmann::json summary = totals.to_json(args.scheduling, wall.elapsed_s());
+    summary["store"] = store_path;
+    write_file_atomically(args.scheduling.summary_json, summary.dump(1) + "\n");
   }
-  std::printf("%d completed, %d failed, %d OOM deaths, %d lost, %.1f s, %.0f J\n", completed, failed, ooms, lost,
-              wall.elapsed_s(), energy);
-  if (!args.summary_json.empty()) {
-    nlohmann::json summary = {{"store", store_path}, {"wall_s", wall.elapsed_s()}, {"completed", completed},
-                              {"failed", failed}, {"oom_events", ooms}, {"jobs_lost", lost}, {"energy_j", energy},
-                              {"policy", args.policy}, {"mode", args.mode}};
-    write_file_atomically(args.summary_json, summary.dump(1) + "\n");
-  }
-  return failed > 0 || lost > 0 ? 1 : 0;
+  return totals.failed > 0 || totals.lost > 0 ? 1 : 0;
 }
-
-struct ReplayArgs {
-  std::string trace;
-  std::string store;
-  std::string policy = "best-fit";
-  std::string mode = "mps";
-  std::string recovery = "alone";
-  std::string summary_json;
-  double poll_s = 0.25;
-};
 
 // Submits each trace job at its offset while the runner works; returns when
 // every job is final.
 int run_replay(const ReplayArgs& args) {
   auto trace = sched::read_trace(args.trace);
-  for (size_t i = 0; i < trace.size(); ++i) {
-    if (trace[i].command.empty()) {
-      throw InputError(args.trace, "command", "job " + trace[i].name + " has no command; a replay runs real jobs");
+  for (const auto& job : trace) {
+    if (job.command.empty()) {
+      throw InputError(args.trace, "command", "job " + job.name + " has no command; a replay runs real jobs");
     }
   }
-  sched::RunnerOptions options;
-  options.policy = args.policy;
-  options.mode = sched::collocation_mode_from_string(args.mode);
-  options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
-  options.poll_interval_s = args.poll_s;
-  sched::make_policy(options.policy);
-  std::string store_path = args.store.empty() ? args.trace + ".replay-" + args.policy + "-" + args.mode + "/jobs.db"
-                                              : args.store;
+  const SchedulingArgs& scheduling = args.scheduling;
+  sched::RunnerOptions options = runner_options(scheduling);
+  std::string store_path = scheduling.store.empty()
+                               ? args.trace + ".replay-" + scheduling.policy + "-" + scheduling.mode + "/jobs.db"
+                               : scheduling.store;
   sched::JobStore store(store_path);
   if (!store.list().empty()) throw InputError(store_path, "", "expected a new store for a replay");
   sched::Runner runner(store, gpu::discover_devices(), options);
@@ -159,46 +192,27 @@ int run_replay(const ReplayArgs& args) {
   double total_s = wall.elapsed_s();
   auto jobs = store.list();
   print_jobs(jobs);
-  int completed = 0, failed = 0, ooms = 0, lost = 0;
-  double wait = 0, exec = 0, jct = 0, energy = 0;
-  for (const auto& j : jobs) {
-    completed += j.state == sched::JobState::kCompleted;
-    failed += j.state == sched::JobState::kFailed;
-    ooms += j.oom_deaths;
-    lost += !sched::is_final(j.state);
-    energy += j.energy_j;
-    if (j.state == sched::JobState::kCompleted && j.start_s && j.end_s) {
-      wait += *j.start_s - j.submit_s;
-      exec += *j.end_s - *j.start_s;
-      jct += *j.end_s - j.submit_s;
-    }
+  BatchTotals totals(jobs);
+  std::printf("replay %s/%s: %d completed, %d failed, %d OOM deaths, %d lost, %.1f s\n", scheduling.policy.c_str(),
+              scheduling.mode.c_str(), totals.completed, totals.failed, totals.oom_events, totals.lost, total_s);
+  if (!scheduling.summary_json.empty()) {
+    nlohmann::json summary = totals.to_json(scheduling, total_s);
+    summary["trace"] = args.trace;
+    summary["jobs"] = jobs.size();
+    write_file_atomically(scheduling.summary_json, summary.dump(1) + "\n");
   }
-  int n = std::max(completed, 1);
-  std::printf("replay %s/%s: %d completed, %d failed, %d OOM deaths, %d lost, %.1f s\n", args.policy.c_str(),
-              args.mode.c_str(), completed, failed, ooms, lost, total_s);
-  if (!args.summary_json.empty()) {
-    nlohmann::json summary = {{"trace", args.trace}, {"policy", args.policy}, {"mode", args.mode},
-                              {"jobs", jobs.size()}, {"total_s", total_s}, {"completed", completed},
-                              {"failed", failed}, {"oom_events", ooms}, {"jobs_lost", lost},
-                              {"oom_unrecovered", failed}, {"mean_wait_s", wait / n}, {"mean_exec_s", exec / n},
-                              {"mean_jct_s", jct / n}, {"job_energy_share_j", energy}};
-    write_file_atomically(args.summary_json, summary.dump(1) + "\n");
-  }
-  return failed > 0 || lost > 0 ? 1 : 0;
+  return totals.failed > 0 || totals.lost > 0 ? 1 : 0;
 }
 
 }  // namespace
 
 void add_replay_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ReplayArgs>();
+  args->scheduling.poll_s = 0.25;
   CLI::App* cmd = app.add_subcommand("replay", "Replay a trace for real: submit each job at its offset and run it");
   cmd->add_option("trace", args->trace, "trace CSV with commands (docs/trace-format.md)")->required();
-  cmd->add_option("--store", args->store, "new job store (default: <trace>.replay-<policy>-<mode>/jobs.db)");
-  cmd->add_option("--policy", args->policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
-  cmd->add_option("--mode", args->mode, "exclusive | shared | mps")->capture_default_str();
-  cmd->add_option("--recovery", args->recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
-  cmd->add_option("--poll", args->poll_s, "seconds between scheduling rounds")->capture_default_str();
-  cmd->add_option("--summary-json", args->summary_json, "write a summary here");
+  cmd->add_option("--store", args->scheduling.store, "new job store (default: <trace>.replay-<policy>-<mode>/jobs.db)");
+  add_scheduling_options(cmd, args->scheduling);
   cmd->callback([args, &exit_code] { exit_code = run_replay(*args); });
 }
 
@@ -206,12 +220,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a batch of jobs on this machine's GPUs, then exit (no daemon)");
   cmd->add_option("jobs", args->jobs_file, "job file (docs/job-format.md); omit to resume --store");
-  cmd->add_option("--store", args->store, "job store (default: <jobs>.colo/jobs.db)");
-  cmd->add_option("--policy", args->policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
-  cmd->add_option("--mode", args->mode, "exclusive | shared | mps")->capture_default_str();
-  cmd->add_option("--recovery", args->recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
-  cmd->add_option("--poll", args->poll_s, "seconds between scheduling rounds")->capture_default_str();
-  cmd->add_option("--summary-json", args->summary_json, "write a summary here");
+  cmd->add_option("--store", args->scheduling.store, "job store (default: <jobs>.colo/jobs.db)");
+  add_scheduling_options(cmd, args->scheduling);
   cmd->add_flag("--serve", args->serve, "keep running, taking jobs added by colo submit, until interrupted");
   cmd->footer("\nKilled and restarted with the same --store, it adopts jobs still running, settles those\n"
               "that ended (from their status files) and requeues the rest: no job is lost or run twice.");

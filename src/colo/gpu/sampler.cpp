@@ -19,7 +19,9 @@ std::string optional_cell(const std::optional<double>& value) {
   return buffer;
 }
 
-nlohmann::json to_json(const DeviceSample& s) {
+}  // namespace
+
+nlohmann::json sample_to_json(const DeviceSample& s) {
   nlohmann::json j = {{"unix_s", s.unix_s}, {"time_s", s.time_s}, {"index", s.index},
                       {"mem_used_bytes", s.mem_used_bytes}, {"mem_total_bytes", s.mem_total_bytes}};
   auto put = [&](const char* key, const std::optional<double>& v) {
@@ -33,6 +35,8 @@ nlohmann::json to_json(const DeviceSample& s) {
   put("energy_j", s.energy_j);
   return j;
 }
+
+namespace {
 
 double thread_cpu_seconds() {
   rusage usage{};
@@ -96,7 +100,7 @@ void Sampler::stop() {
 
 void Sampler::write(const DeviceSample& s) {
   if (file_ == nullptr) return;
-  std::string line = csv_ ? sample_csv_row(s) : to_json(s).dump();
+  std::string line = csv_ ? sample_csv_row(s) : sample_to_json(s).dump();
   std::fprintf(file_, "%s\n", line.c_str());
 }
 

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "colo/gpu/device.h"
 
 namespace colo::gpu {
@@ -58,6 +60,9 @@ class Sampler {
   std::atomic<size_t> ticks_{0};
   std::atomic<double> thread_cpu_s_{0};
 };
+
+// A sample as JSON: every reading it has (missing ones are left out).
+nlohmann::json sample_to_json(const DeviceSample& s);
 
 // One-line CSV header and row for a sample (also used by `colo monitor`).
 std::string sample_csv_header();
