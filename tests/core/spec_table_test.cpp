@@ -3,19 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "support/input_error.h"
 #include "support/temp_dir.h"
 
 namespace colo {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(SpecTable, ReadsTypedFieldsAndDefaults) {
   testing::TempDir dir;
@@ -45,7 +38,7 @@ TEST(SpecTable, WrongTypeNamesFileFieldAndExpectation) {
   auto path = dir.write("a.toml", "[train]\nbatch_size = \"big\"\n");
   SpecTable root = SpecTable::root(path);
   auto train = root.table("train");
-  std::string message = message_of([&] { train->integer_or("batch_size", 1, 1); });
+  std::string message = testing::input_error_of([&] { train->integer_or("batch_size", 1, 1); });
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_NE(message.find("train.batch_size"), std::string::npos) << message;
   EXPECT_NE(message.find("expected an integer >= 1"), std::string::npos) << message;
@@ -55,42 +48,42 @@ TEST(SpecTable, WrongTypeNamesFileFieldAndExpectation) {
 TEST(SpecTable, OutOfRangeIsRejected) {
   testing::TempDir dir;
   SpecTable root = SpecTable::root(dir.write("a.toml", "batch_size = 0\n"));
-  EXPECT_NE(message_of([&] { root.integer_or("batch_size", 1, 1); }).find("got 0"), std::string::npos);
+  EXPECT_NE(testing::input_error_of([&] { root.integer_or("batch_size", 1, 1); }).find("got 0"), std::string::npos);
 }
 
 TEST(SpecTable, UnknownFieldIsRejectedByName) {
   testing::TempDir dir;
   SpecTable root = SpecTable::root(dir.write("a.toml", "epochs = 1\nepohcs = 2\n"));
   root.integer_or("epochs", 1, 1);
-  std::string message = message_of([&] { root.reject_unknown(); });
+  std::string message = testing::input_error_of([&] { root.reject_unknown(); });
   EXPECT_NE(message.find("epohcs: unknown field"), std::string::npos) << message;
 }
 
 TEST(SpecTable, UnknownChoiceListsTheChoices) {
   testing::TempDir dir;
   SpecTable root = SpecTable::root(dir.write("a.toml", "name = \"sgdd\"\n"));
-  std::string message = message_of([&] { root.choice_or("name", "sgd", {"sgd", "adam"}); });
+  std::string message = testing::input_error_of([&] { root.choice_or("name", "sgd", {"sgd", "adam"}); });
   EXPECT_NE(message.find("expected one of sgd, adam, got \"sgdd\""), std::string::npos) << message;
 }
 
 TEST(SpecTable, MalformedTomlGivesLineNumber) {
   testing::TempDir dir;
   auto path = dir.write("bad.toml", "a = 1\nb = [1, 2\n");
-  std::string message = message_of([&] { SpecTable::root(path); });
+  std::string message = testing::input_error_of([&] { SpecTable::root(path); });
   EXPECT_NE(message.find("bad.toml"), std::string::npos) << message;
   EXPECT_NE(message.find("line 2"), std::string::npos) << message;
   EXPECT_NE(message.find("malformed TOML"), std::string::npos) << message;
 }
 
 TEST(SpecTable, MissingFileIsReported) {
-  std::string message = message_of([] { SpecTable::root("/nonexistent/spec.toml"); });
+  std::string message = testing::input_error_of([] { SpecTable::root("/nonexistent/spec.toml"); });
   EXPECT_NE(message.find("/nonexistent/spec.toml: file does not exist"), std::string::npos) << message;
 }
 
 TEST(SpecTable, BadArrayElementIsNamed) {
   testing::TempDir dir;
   SpecTable root = SpecTable::root(dir.write("a.toml", "widths = [10, -1]\n"));
-  std::string message = message_of([&] { root.integers_or("widths", {}, 1); });
+  std::string message = testing::input_error_of([&] { root.integers_or("widths", {}, 1); });
   EXPECT_NE(message.find("found element -1"), std::string::npos) << message;
 }
 

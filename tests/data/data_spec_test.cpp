@@ -4,6 +4,7 @@
 
 #include "colo/core/error.h"
 #include "colo/data/dataset_registry.h"
+#include "support/input_error.h"
 #include "support/temp_dir.h"
 
 namespace colo::data {
@@ -16,12 +17,7 @@ DataSpec parse(const std::string& text) {
 }
 
 std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { parse(text); });
 }
 
 TEST(DataSpec, FashionMnistDefaultsToDebiansPath) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "support/input_error.h"
 #include "support/temp_dir.h"
 
 namespace colo::sched {
@@ -10,12 +11,7 @@ namespace {
 
 std::string error_of(const std::string& text) {
   testing::TempDir dir;
-  try {
-    parse_job_file(dir.write("jobs.toml", text));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { parse_job_file(dir.write("jobs.toml", text)); });
 }
 
 TEST(JobSpec, ReadsEveryField) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "support/input_error.h"
 #include "support/temp_dir.h"
 
 namespace colo::sched {
@@ -10,12 +11,7 @@ namespace {
 
 std::string error_of(const std::string& text) {
   testing::TempDir dir;
-  try {
-    read_trace(dir.write("t.csv", text));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { read_trace(dir.write("t.csv", text)); });
 }
 
 TEST(Trace, RoundTripsThroughCsvWithCommasInCommands) {

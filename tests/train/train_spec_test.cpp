@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "support/input_error.h"
 #include "support/temp_dir.h"
 
 namespace colo::train {
@@ -27,12 +28,7 @@ name = "cosine"
 
 std::string error_of(const std::string& text) {
   testing::TempDir dir;
-  try {
-    parse_train_spec(dir.write("spec.toml", text));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { parse_train_spec(dir.write("spec.toml", text)); });
 }
 
 TEST(TrainSpec, ParsesACompleteSpec) {
