@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   colo::cli::add_run_command(app, exit_code);
   colo::cli::add_queue_command(app, exit_code);
   colo::cli::add_replay_command(app, exit_code);
+  colo::cli::add_history_command(app, exit_code);
   colo::cli::add_submit_commands(app, exit_code);
   try {
     app.parse(argc, argv);
