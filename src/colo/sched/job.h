@@ -11,7 +11,7 @@ enum class JobState {
   kRunning,
   kCompleted,    // exited 0
   kFailed,       // exited non-zero (not out of memory), or out of retries
-  kOutOfMemory,  // died of GPU out-of-memory; goes to the recovery queue
+  kOutOfMemory,  // died of GPU out-of-memory; waits in the recovery queue (FAILED past the retry limit)
   kRequeued,     // lost its process (daemon restart, GPU gone); waits again
   kCancelled,
 };

@@ -9,12 +9,12 @@
 namespace colo::sched {
 namespace {
 
-class BestFitPolicy : public Policy {
+class BestFitPolicy : public CollocatingPolicy {
  public:
-  explicit BestFitPolicy(Thresholds t) : thresholds_(t) {}
+  using CollocatingPolicy::CollocatingPolicy;
   std::string name() const override { return "best-fit"; }
   bool filter(const JobRequest& job, const GpuView& gpu) const override {
-    if (!passes_collocation_thresholds(job, gpu, thresholds_)) return false;
+    if (!CollocatingPolicy::filter(job, gpu)) return false;
     if (gpu.jobs == 0) return true;
     double share = job.sm_share > 0 ? job.sm_share : 0.5;  // unknown: assume half a GPU
     return gpu.sm_activity + share <= 1.0 + 1e-9;
@@ -24,9 +24,6 @@ class BestFitPolicy : public Policy {
     double left = static_cast<double>(gpu.mem_free_bytes - job.mem_bytes.value_or(0)) / total;
     return (gpu.jobs > 0 ? 2.0 : 0.0) - left;
   }
-
- private:
-  Thresholds thresholds_;
 };
 
 }  // namespace

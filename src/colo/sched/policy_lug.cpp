@@ -5,17 +5,11 @@
 namespace colo::sched {
 namespace {
 
-class LugPolicy : public Policy {
+class LugPolicy : public CollocatingPolicy {
  public:
-  explicit LugPolicy(Thresholds t) : thresholds_(t) {}
+  using CollocatingPolicy::CollocatingPolicy;
   std::string name() const override { return "lug"; }
-  bool filter(const JobRequest& job, const GpuView& gpu) const override {
-    return passes_collocation_thresholds(job, gpu, thresholds_);
-  }
   double score(const JobRequest&, const GpuView& gpu) const override { return -gpu.sm_activity; }
-
- private:
-  Thresholds thresholds_;
 };
 
 }  // namespace

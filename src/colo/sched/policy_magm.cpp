@@ -5,19 +5,13 @@
 namespace colo::sched {
 namespace {
 
-class MagmPolicy : public Policy {
+class MagmPolicy : public CollocatingPolicy {
  public:
-  explicit MagmPolicy(Thresholds t) : thresholds_(t) {}
+  using CollocatingPolicy::CollocatingPolicy;
   std::string name() const override { return "magm"; }
-  bool filter(const JobRequest& job, const GpuView& gpu) const override {
-    return passes_collocation_thresholds(job, gpu, thresholds_);
-  }
   double score(const JobRequest&, const GpuView& gpu) const override {
     return static_cast<double>(gpu.mem_free_bytes);
   }
-
- private:
-  Thresholds thresholds_;
 };
 
 }  // namespace

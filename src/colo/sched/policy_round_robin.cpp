@@ -6,13 +6,10 @@
 namespace colo::sched {
 namespace {
 
-class RoundRobinPolicy : public Policy {
+class RoundRobinPolicy : public CollocatingPolicy {
  public:
-  explicit RoundRobinPolicy(Thresholds t) : thresholds_(t) {}
+  using CollocatingPolicy::CollocatingPolicy;
   std::string name() const override { return "round-robin"; }
-  bool filter(const JobRequest& job, const GpuView& gpu) const override {
-    return passes_collocation_thresholds(job, gpu, thresholds_);
-  }
   // The first index after the last pick scores highest, wrapping around.
   double score(const JobRequest&, const GpuView& gpu) const override {
     int distance = gpu.index - (last_ + 1);
@@ -22,7 +19,6 @@ class RoundRobinPolicy : public Policy {
   void placed(const JobRequest&, int gpu_index) override { last_ = gpu_index; }
 
  private:
-  Thresholds thresholds_;
   int last_ = -1;
 };
 

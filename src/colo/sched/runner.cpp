@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/gpu/simulated_device.h"
 #include "colo/sched/oom.h"
@@ -65,7 +66,8 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
     options_.mode = CollocationMode::kExclusive;  // one job at a time
   }
   if (options_.log_dir.empty()) options_.log_dir = store_.path() + ".logs";
-  make_directories(options_.log_dir);
+  std::string error = make_directories(options_.log_dir);
+  if (!error.empty()) throw InputError(options_.log_dir, "", "cannot create the job log directory: " + error);
 }
 
 Runner::~Runner() = default;

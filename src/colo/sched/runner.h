@@ -36,7 +36,8 @@ struct RunnerOptions {
 // job it did not start ended. Not thread-safe.
 class Runner {
  public:
-  // With no devices, jobs run one at a time without a GPU.
+  // With no devices, jobs run one at a time without a GPU. Throws
+  // InputError when the log directory cannot be created.
   Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptions options);
   ~Runner();
 
