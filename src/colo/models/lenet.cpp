@@ -37,19 +37,27 @@ class LeNet : public Classifier {
 
 }  // namespace
 
-ClassifierPtr build_lenet(const ModelSpec& spec, const data::InputShape& shape) {
+LenetGeometry lenet_geometry(const ModelSpec& spec, const data::InputShape& shape) {
   if (shape.tokens || shape.sample_shape.size() != 3) {
     throw InputError(spec.source, "model.name", "lenet needs image data [channels, height, width]");
   }
   int64_t height = shape.sample_shape[1], width = shape.sample_shape[2];
+  LenetGeometry geometry;
+  geometry.channels = shape.sample_shape[0];
   // Classic LeNet-5 sees 32x32; smaller images (MNIST's 28x28) are padded by 2.
-  int64_t padding = (height < 32 || width < 32) ? 2 : 0;
-  auto side = [&](int64_t size) { return ((size + 2 * padding - 4) / 2 - 4) / 2; };
+  geometry.padding = (height < 32 || width < 32) ? 2 : 0;
+  auto side = [&](int64_t size) { return ((size + 2 * geometry.padding - 4) / 2 - 4) / 2; };
   if (side(height) < 1 || side(width) < 1) {
     throw InputError(spec.source, "model.name", "lenet needs images of at least 12x12");
   }
-  return std::make_shared<LeNet>(shape.sample_shape[0], padding, 16 * side(height) * side(width),
-                                 shape.classes, activation_from_name(spec.activation));
+  geometry.flat = 16 * side(height) * side(width);
+  return geometry;
+}
+
+ClassifierPtr build_lenet(const ModelSpec& spec, const data::InputShape& shape) {
+  LenetGeometry g = lenet_geometry(spec, shape);
+  return std::make_shared<LeNet>(g.channels, g.padding, g.flat, shape.classes,
+                                 activation_from_name(spec.activation));
 }
 
 }  // namespace colo::models

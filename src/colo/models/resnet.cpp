@@ -65,7 +65,7 @@ class ResNet : public Classifier {
  public:
   ResNet(int64_t channels, int64_t classes, const std::vector<int64_t>& blocks, bool bottleneck,
          double width) {
-    auto scaled = [&](int64_t c) { return std::max<int64_t>(1, std::lround(c * width)); };
+    auto scaled = [&](int64_t c) { return resnet_scaled_channels(c, width); };
     int64_t in = scaled(64);
     stem_conv_ = register_module("stem_conv", conv(channels, in, 3, 1));
     stem_bn_ = register_module("stem_bn", torch::nn::BatchNorm2d(in));
@@ -98,13 +98,20 @@ class ResNet : public Classifier {
 
 }  // namespace
 
+std::vector<int64_t> resnet_stage_blocks(int64_t depth) {
+  return depth == 18 ? std::vector<int64_t>{2, 2, 2, 2} : std::vector<int64_t>{3, 4, 6, 3};
+}
+
+int64_t resnet_scaled_channels(int64_t planes, double width) {
+  return std::max<int64_t>(1, std::lround(planes * width));
+}
+
 ClassifierPtr build_resnet(const ModelSpec& spec, const data::InputShape& shape) {
   if (shape.tokens || shape.sample_shape.size() != 3) {
     throw InputError(spec.source, "model.name", "resnet needs image data [channels, height, width]");
   }
-  std::vector<int64_t> blocks = spec.depth == 18 ? std::vector<int64_t>{2, 2, 2, 2}
-                                                 : std::vector<int64_t>{3, 4, 6, 3};
-  return std::make_shared<ResNet>(shape.sample_shape[0], shape.classes, blocks, spec.depth == 50,
+  return std::make_shared<ResNet>(shape.sample_shape[0], shape.classes,
+                                  resnet_stage_blocks(spec.depth), spec.depth == 50,
                                   spec.width);
 }
 

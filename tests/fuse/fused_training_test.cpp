@@ -1,0 +1,270 @@
+// A fused array trained for some steps must end where N separate trainings
+// end: same seeds, same hyper-parameters, same batches.
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "colo/core/error.h"
+#include "colo/fuse/fused_classifier.h"
+#include "colo/fuse/fused_optimizer.h"
+#include "colo/fuse/model_array.h"
+#include "colo/models/model_registry.h"
+#include "colo/train/optimizer.h"
+
+namespace colo::fuse {
+namespace {
+
+constexpr int64_t kModels = 3;
+constexpr int kSteps = 4;
+
+struct Case {
+  models::ModelSpec model;
+  data::InputShape shape;
+};
+
+Case mlp_case() {
+  Case c;
+  c.model.name = "mlp";
+  c.model.widths = {32, 16};
+  c.shape.sample_shape = {1, 6, 6};
+  c.shape.classes = 5;
+  return c;
+}
+
+Case lenet_case() {
+  Case c;
+  c.model.name = "lenet";
+  c.shape.sample_shape = {1, 16, 16};
+  c.shape.classes = 10;
+  return c;
+}
+
+Case resnet_case() {
+  Case c;
+  c.model.name = "resnet";
+  c.model.depth = 18;
+  c.model.width = 0.125;
+  c.shape.sample_shape = {3, 8, 8};
+  c.shape.classes = 4;
+  return c;
+}
+
+// Model i's optimiser: the same kind, different rates and decays. Rates are
+// moderate on purpose: with Adam at lr 0.004 this resnet alone is chaotic in
+// float32 (a 1e-7 relative change of its input moves its parameters by 4e-3
+// after four steps), and no fused computation could match it to 1e-5.
+train::OptimizerSpec optimizer_for(const std::string& name, int64_t i) {
+  train::OptimizerSpec spec;
+  spec.name = name;
+  spec.lr = (name == "sgd" ? 0.05 : 0.0005) * static_cast<double>(i + 1);
+  spec.weight_decay = 0.01 * static_cast<double>(i);
+  spec.momentum = name == "sgd" ? 0.3 * static_cast<double>(i) : 0.0;
+  spec.beta1 = 0.9 - 0.05 * static_cast<double>(i);
+  spec.beta2 = 0.999 - 0.01 * static_cast<double>(i);
+  return spec;
+}
+
+struct Batch {
+  at::Tensor inputs, labels;
+};
+
+std::vector<Batch> batches(const data::InputShape& shape) {
+  at::manual_seed(1234);
+  std::vector<Batch> out;
+  std::vector<int64_t> dims{16};
+  dims.insert(dims.end(), shape.sample_shape.begin(), shape.sample_shape.end());
+  for (int i = 0; i < kSteps; ++i) {
+    out.push_back({at::randn(dims), at::randint(shape.classes, {16}, at::kLong)});
+  }
+  return out;
+}
+
+models::ClassifierPtr fresh_model(const Case& c, int64_t seed) {
+  at::manual_seed(static_cast<uint64_t>(100 + seed));
+  return models::build_model(c.model, c.shape);
+}
+
+// Model i trained alone with torch::optim.
+models::ClassifierPtr train_alone(const train::OptimizerSpec& spec,
+                                  models::ClassifierPtr model, const std::vector<Batch>& data) {
+  auto optimizer = train::make_optimizer(spec, model->parameters());
+  model->train();
+  for (const auto& batch : data) {
+    at::Tensor loss = at::cross_entropy_loss(model->forward(batch.inputs), batch.labels);
+    optimizer->zero_grad();
+    loss.backward();
+    optimizer->step();
+  }
+  return model;
+}
+
+// All models as one array; returns each model copied back out of the array.
+std::vector<models::ClassifierPtr> train_fused(const Case& c,
+                                               const std::vector<train::OptimizerSpec>& specs,
+                                               const std::vector<models::ClassifierPtr>& start,
+                                               const std::vector<Batch>& data) {
+  auto array = build_fused_model(std::vector<models::ModelSpec>(start.size(), c.model), c.shape);
+  load_models(*array, start);
+  FusedOptimizer optimizer(array->parameters(), specs);
+  array->train();
+  for (const auto& batch : data) {
+    at::Tensor logits = array->forward(batch.inputs);  // [N, B, classes]
+    int64_t n = logits.size(0), b = logits.size(1);
+    at::Tensor losses = at::cross_entropy_loss(logits.reshape({n * b, -1}), batch.labels.repeat({n}),
+                                               {}, at::Reduction::None)
+                            .view({n, b})
+                            .mean(1);
+    optimizer.zero_grad();
+    losses.sum().backward();
+    optimizer.step();
+  }
+  std::vector<models::ClassifierPtr> out;
+  for (int64_t i = 0; i < array->models(); ++i) {
+    auto model = fresh_model(c, 0);
+    store_model(*array, i, *model);
+    out.push_back(model);
+  }
+  return out;
+}
+
+// Relative difference ||a - b|| / ||b|| of the two models' parameters and
+// buffers taken as one vector (per tensor, a BatchNorm bias still near zero
+// would turn float rounding into a large ratio).
+double relative_error(const models::Classifier& a, const models::Classifier& b) {
+  auto b_params = b.named_parameters();
+  auto b_buffers = b.named_buffers();
+  double diff = 0, norm = 0;
+  auto add = [&](const at::Tensor& x, const at::Tensor& expected) {
+    at::Tensor e = expected.to(at::kDouble);
+    diff += (x.to(at::kDouble) - e).pow(2).sum().item<double>();
+    norm += e.pow(2).sum().item<double>();
+  };
+  for (const auto& item : a.named_parameters()) add(item.value(), b_params[item.key()]);
+  for (const auto& item : a.named_buffers()) add(item.value(), b_buffers[item.key()]);
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-12);
+}
+
+void expect_fused_equals_alone(const Case& c, const std::string& optimizer) {
+  auto data = batches(c.shape);
+  std::vector<train::OptimizerSpec> specs;
+  std::vector<models::ClassifierPtr> start;
+  for (int64_t i = 0; i < kModels; ++i) {
+    specs.push_back(optimizer_for(optimizer, i));
+    start.push_back(fresh_model(c, i));
+  }
+  auto fused = train_fused(c, specs, start, data);
+  for (int64_t i = 0; i < kModels; ++i) {
+    auto alone = train_alone(specs[i], fresh_model(c, i), data);
+    // The models moved: a fused result equal to its start would be vacuous.
+    EXPECT_GT(relative_error(*fresh_model(c, i), *alone), 1e-3);
+    EXPECT_LT(relative_error(*fused[i], *alone), 1e-5)
+        << c.model.name << " " << optimizer << " model " << i;
+  }
+}
+
+class FusedTraining : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedTraining, MlpArrayMatchesSeparateTraining) { expect_fused_equals_alone(mlp_case(), GetParam()); }
+TEST_P(FusedTraining, LenetArrayMatchesSeparateTraining) { expect_fused_equals_alone(lenet_case(), GetParam()); }
+TEST_P(FusedTraining, ResnetWithBatchNormMatchesSeparateTraining) {
+  expect_fused_equals_alone(resnet_case(), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, FusedTraining, ::testing::Values("sgd", "adam", "adamw"));
+
+TEST(FusedTrainingIsolation, OneModelsNanLeavesTheOthersExact) {
+  Case c = lenet_case();
+  auto data = batches(c.shape);
+  std::vector<train::OptimizerSpec> specs;
+  std::vector<models::ClassifierPtr> start;
+  for (int64_t i = 0; i < kModels; ++i) {
+    specs.push_back(optimizer_for("sgd", i));
+    start.push_back(fresh_model(c, i));
+  }
+  {
+    torch::NoGradGuard no_grad;
+    start[1]->named_parameters()["conv1.weight"].view({-1})[0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  auto fused = train_fused(c, specs, start, data);
+  EXPECT_TRUE(fused[1]->named_parameters()["fc3.weight"].isnan().any().item<bool>());
+  for (int64_t i : {0, 2}) {
+    auto alone = train_alone(specs[i], fresh_model(c, i), data);
+    EXPECT_FALSE(fused[i]->named_parameters()["fc3.weight"].isnan().any().item<bool>());
+    EXPECT_LT(relative_error(*fused[i], *alone), 1e-5) << "model " << i;
+  }
+}
+
+TEST(FusedModel, RejectsSpecsOfDifferentArchitectures) {
+  Case c = mlp_case();
+  models::ModelSpec other = c.model;
+  other.widths = {64};
+  EXPECT_THROW(build_fused_model({c.model, other}, c.shape), InputError);
+}
+
+TEST(FusedOptimizer, RejectsMixedOptimisersInOneArray) {
+  std::vector<at::Tensor> params{at::zeros({2, 3})};
+  EXPECT_THROW(FusedOptimizer(params, {optimizer_for("sgd", 0), optimizer_for("adam", 1)}),
+               std::invalid_argument);
+}
+
+TEST(ModelArray, SelectKeepsTheChosenModels) {
+  Case c = mlp_case();
+  std::vector<models::ClassifierPtr> start;
+  for (int64_t i = 0; i < 4; ++i) start.push_back(fresh_model(c, i));
+  auto array = build_fused_model(std::vector<models::ModelSpec>(4, c.model), c.shape);
+  load_models(*array, start);
+  auto compact = build_fused_model(std::vector<models::ModelSpec>(2, c.model), c.shape);
+  select_models(*array, {3, 1}, *compact);
+  auto out = fresh_model(c, 0);
+  store_model(*compact, 0, *out);
+  EXPECT_EQ(relative_error(*out, *start[3]), 0.0);
+  store_model(*compact, 1, *out);
+  EXPECT_EQ(relative_error(*out, *start[1]), 0.0);
+}
+
+}  // namespace
+}  // namespace colo::fuse
+
+namespace colo::fuse {
+namespace {
+
+// The optimiser alone, on fixed gradients: model i's slice moves exactly as
+// torch::optim moves the same tensor.
+class FusedOptimizerUpdate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedOptimizerUpdate, MatchesTorchOptimOnFixedGradients) {
+  at::manual_seed(7);
+  at::Tensor start = at::randn({kModels, 5, 4});
+  std::vector<at::Tensor> grads;
+  for (int s = 0; s < kSteps; ++s) grads.push_back(at::randn({kModels, 5, 4}));
+  std::vector<train::OptimizerSpec> specs;
+  for (int64_t i = 0; i < kModels; ++i) specs.push_back(optimizer_for(GetParam(), i));
+
+  at::Tensor fused = start.clone().requires_grad_(true);
+  FusedOptimizer optimizer({fused}, specs);
+  for (const auto& g : grads) {
+    optimizer.zero_grad();
+    fused.mutable_grad().copy_(g);
+    optimizer.step();
+  }
+  for (int64_t i = 0; i < kModels; ++i) {
+    at::Tensor alone = start[i].clone().requires_grad_(true);
+    auto reference = train::make_optimizer(specs[static_cast<size_t>(i)], {alone});
+    for (const auto& g : grads) {
+      reference->zero_grad();
+      alone.mutable_grad() = g[i].clone();
+      reference->step();
+    }
+    double error = ((fused[i] - alone).norm() / alone.norm()).item<double>();
+    EXPECT_LT(error, 1e-6) << GetParam() << " model " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, FusedOptimizerUpdate, ::testing::Values("sgd", "adam", "adamw"));
+
+}  // namespace
+}  // namespace colo::fuse
