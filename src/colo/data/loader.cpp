@@ -83,7 +83,7 @@ int64_t DataLoader::batches_per_epoch() const {
 Batch DataLoader::build(int64_t index, at::Generator& gen) const {
   int64_t start = index * options_.batch_size;
   int64_t count = std::min(options_.batch_size, split_.size() - start);
-  at::Tensor picks = order_.narrow(0, start, count).to(split_.inputs.device());
+  at::Tensor picks = order_.narrow(0, start, count);
   at::Tensor inputs = split_.inputs.index_select(0, picks);
   at::Tensor labels = split_.labels.index_select(0, picks);
   if (inputs.scalar_type() != at::kLong) {
@@ -140,6 +140,9 @@ void DataLoader::start_epoch(int64_t epoch) {
   at::Generator order_gen = at::detail::createCPUGenerator(epoch_seed(options_.seed, epoch));
   order_ = options_.shuffle ? at::randperm(split_.size(), order_gen, at::kLong)
                             : at::arange(split_.size(), at::kLong);
+  // A split held on the device is batched there without a host transfer per
+  // batch.
+  if (split_.inputs.device() != order_.device()) order_ = order_.to(split_.inputs.device());
   if (options_.prefetch > 0) {
     sync_gen_.reset();
     worker_ = std::thread([this, epoch] { produce(epoch); });

@@ -17,26 +17,12 @@
 #include "colo/gpu/torch_device.h"
 #include "colo/models/model_registry.h"
 #include "colo/train/checkpoint.h"
+#include "colo/train/loader_options.h"
 #include "colo/train/progress_line.h"
 #include "colo/train/schedule.h"
 
 namespace colo::train {
 namespace {
-
-data::LoaderOptions loader_options(const TrainSpec& spec, const data::Dataset& dataset,
-                                   const c10::Device& device, bool training) {
-  data::LoaderOptions options;
-  options.batch_size = training ? spec.batch_size : spec.eval_batch_size;
-  options.shuffle = training;
-  options.seed = spec.seed;
-  if (spec.data.normalize) std::tie(options.mean, options.std) = data::channel_stats(dataset.train);
-  options.augment = training && spec.data.augment;
-  options.pin_memory = spec.data.pin_memory;
-  options.prefetch = spec.data.prefetch;
-  options.on_device = spec.data.on_device;
-  options.device = device;
-  return options;
-}
 
 std::string progress_text(int64_t epoch, int64_t epochs, int64_t batch, int64_t batches,
                           double loss, double samples_per_s) {

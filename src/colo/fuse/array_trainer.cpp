@@ -1,0 +1,254 @@
+#include "colo/fuse/array_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "colo/core/error.h"
+#include "colo/core/stopwatch.h"
+#include "colo/data/loader.h"
+#include "colo/fuse/model_array.h"
+#include "colo/gpu/torch_device.h"
+#include "colo/models/model_registry.h"
+#include "colo/train/loader_options.h"
+#include "colo/train/schedule.h"
+
+#if COLO_HAS_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace colo::fuse {
+namespace {
+
+// Makes a side stream current on CUDA: graph capture refuses the default
+// stream, and every step, batch and evaluation must share one stream.
+class SideStream {
+ public:
+  explicit SideStream([[maybe_unused]] const c10::Device& device) {
+#if COLO_HAS_CUDA
+    if (device.is_cuda()) {
+      guard_.emplace(c10::cuda::getStreamFromPool(false, device.index()));
+    }
+#endif
+  }
+
+ private:
+#if COLO_HAS_CUDA
+  std::optional<c10::cuda::CUDAStreamGuard> guard_;
+#endif
+};
+
+void check_shareable(const std::vector<train::TrainSpec>& specs) {
+  if (specs.empty()) throw std::invalid_argument("ArrayTrainer: no models");
+  const train::TrainSpec& first = specs.front();
+  for (const auto& spec : specs) {
+    auto differs = [&](const char* field, bool different) {
+      if (different) {
+        throw InputError(spec.source, field,
+                         "models of one array must share this field (the fuser groups them)");
+      }
+    };
+    differs("batch_size", spec.batch_size != first.batch_size);
+    differs("eval_batch_size", spec.eval_batch_size != first.eval_batch_size);
+    differs("epochs", spec.epochs != first.epochs);
+    differs("max_steps", spec.max_steps != first.max_steps);
+    differs("optimizer.name", spec.optimizer.name != first.optimizer.name ||
+                                  spec.optimizer.nesterov != first.optimizer.nesterov);
+    differs("model", fusion_key(spec.model) != fusion_key(first.model));
+  }
+}
+
+}  // namespace
+
+ArrayTrainer::ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Dataset& dataset,
+                           c10::Device device, ArrayOptions options)
+    : specs_(std::move(specs)), dataset_(dataset), device_(device), options_(options) {
+  check_shareable(specs_);
+  const train::TrainSpec& first = specs_.front();
+  std::vector<models::ModelSpec> model_specs;
+  std::vector<models::ClassifierPtr> singles;
+  std::vector<train::OptimizerSpec> optimizer_specs;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    active_.push_back(static_cast<int64_t>(i));
+    model_specs.push_back(specs_[i].model);
+    optimizer_specs.push_back(specs_[i].optimizer);
+    at::manual_seed(specs_[i].seed);  // as the Trainer seeds before building
+    singles.push_back(models::build_model(specs_[i].model, dataset.shape));
+  }
+  array_ = build_fused_model(model_specs, dataset.shape);
+  load_models(*array_, singles);
+  array_->to(device_);
+  optimizer_ = std::make_unique<FusedOptimizer>(array_->parameters(), optimizer_specs);
+
+  steps_per_epoch_ = (dataset.train.size() + first.batch_size - 1) / first.batch_size;
+  total_steps_ = first.epochs * steps_per_epoch_;
+  if (first.max_steps > 0) total_steps_ = std::min(total_steps_, first.max_steps);
+  at::Tensor table = at::empty({std::max<int64_t>(total_steps_, 1), models()}, at::kFloat);
+  auto rows = table.accessor<float, 2>();
+  for (int64_t m = 0; m < models(); ++m) {
+    const train::TrainSpec& spec = specs_[static_cast<size_t>(m)];
+    train::LearningRateSchedule schedule(spec.schedule, spec.optimizer.lr, steps_per_epoch_,
+                                         total_steps_);
+    for (int64_t s = 0; s < table.size(0); ++s) rows[s][m] = static_cast<float>(schedule.lr_at(s));
+  }
+  optimizer_->set_lr_table(table);
+#if COLO_HAS_CUDA
+  if (device_.is_cuda() && options_.cudnn_benchmark) at::globalContext().setBenchmarkCuDNN(true);
+#endif
+  build_step();
+}
+
+ArrayTrainer::~ArrayTrainer() = default;
+
+void ArrayTrainer::build_step() {
+  step_ = std::make_unique<ArrayStep>(*array_, *optimizer_, options_.cuda_graph);
+}
+
+models::ClassifierPtr ArrayTrainer::extract(int64_t model) const {
+  auto found = std::find(active_.begin(), active_.end(), model);
+  if (found == active_.end()) throw std::invalid_argument("ArrayTrainer: model not in the array");
+  auto single = models::build_model(specs_[static_cast<size_t>(model)].model, dataset_.shape);
+  single->to(device_);
+  store_model(*array_, found - active_.begin(), *single);
+  return single;
+}
+
+void ArrayTrainer::keep_models(const std::vector<int64_t>& positions) {
+  std::vector<models::ModelSpec> model_specs;
+  std::vector<int64_t> survivors;
+  for (int64_t k : positions) {
+    survivors.push_back(active_[static_cast<size_t>(k)]);
+    model_specs.push_back(specs_[static_cast<size_t>(survivors.back())].model);
+  }
+  auto compact = build_fused_model(model_specs, dataset_.shape);
+  compact->to(device_);
+  select_models(*array_, positions, *compact);
+  auto optimizer = std::make_unique<FusedOptimizer>(optimizer_->select(positions, compact->parameters()));
+  step_.reset();
+  array_ = compact;
+  optimizer_ = std::move(optimizer);
+  active_ = survivors;
+  build_step();
+}
+
+std::vector<std::pair<double, double>> ArrayTrainer::evaluate() {
+  torch::NoGradGuard no_grad;
+  array_->eval();
+  data::DataLoader loader(dataset_.test,
+                          train::loader_options(specs_.front(), dataset_, device_, false));
+  loader.start_epoch(0);
+  auto on_device = at::TensorOptions().device(device_);
+  at::Tensor correct = at::zeros({models()}, on_device.dtype(at::kLong));
+  at::Tensor loss_sum = at::zeros({models()}, on_device.dtype(at::kDouble));
+  while (auto batch = loader.next()) {
+    at::Tensor logits = array_->forward(batch->inputs);
+    loss_sum += per_model_loss(logits, batch->labels).to(at::kDouble) *
+                static_cast<double>(batch->labels.size(0));
+    correct += logits.argmax(2).eq(batch->labels).sum(1);
+  }
+  double samples = static_cast<double>(std::max<int64_t>(loader.samples(), 1));
+  at::Tensor c = correct.cpu(), l = loss_sum.cpu();
+  std::vector<std::pair<double, double>> out;
+  for (int64_t k = 0; k < models(); ++k) {
+    out.emplace_back(static_cast<double>(c[k].item<int64_t>()) / samples, l[k].item<double>() / samples);
+  }
+  return out;
+}
+
+void ArrayTrainer::run(const EpochCallback& on_epoch, const Halving* halving,
+                       const StopCallback& on_stop) {
+  SideStream stream(device_);
+  Stopwatch wall;
+  const train::TrainSpec& first = specs_.front();
+  data::DataLoader loader(dataset_.train, train::loader_options(first, dataset_, device_, true));
+  at::manual_seed(first.seed);
+  int64_t step = 0;
+  for (int64_t epoch = 0; epoch < first.epochs && step < total_steps_; ++epoch) {
+    Stopwatch epoch_clock;
+    gpu::reset_peak_memory(device_);
+    array_->train();
+    loader.start_epoch(epoch);
+    step_->reset_totals();
+    int64_t samples = 0;
+    while (step < total_steps_) {
+      auto batch = loader.next();
+      if (!batch) break;
+      step_->run(batch->inputs, batch->labels);
+      samples += batch->labels.size(0);
+      ++step;
+    }
+    gpu::synchronize(device_);
+    double train_s = epoch_clock.elapsed_s();
+    auto tests = evaluate();
+    at::Tensor losses = step_->loss_sums().cpu(), correct = step_->correct().cpu();
+    std::optional<int64_t> peak = gpu::peak_memory_bytes(device_);
+    std::optional<int64_t> reserved = gpu::peak_reserved_bytes(device_);
+    for (int64_t k = 0; k < models(); ++k) {
+      int64_t model = active_[static_cast<size_t>(k)];
+      const train::TrainSpec& spec = specs_[static_cast<size_t>(model)];
+      train::LearningRateSchedule schedule(spec.schedule, spec.optimizer.lr, steps_per_epoch_,
+                                           total_steps_);
+      train::EpochRecord record;
+      record.epoch = epoch + 1;
+      record.step = step;
+      record.loss = losses[k].item<double>() / std::max<int64_t>(samples, 1);
+      record.train_accuracy =
+          static_cast<double>(correct[k].item<int64_t>()) / std::max<int64_t>(samples, 1);
+      record.samples_per_s = samples / std::max(train_s, 1e-9);
+      record.test_accuracy = tests[static_cast<size_t>(k)].first;
+      record.test_loss = tests[static_cast<size_t>(k)].second;
+      record.lr = schedule.lr_at(std::max<int64_t>(step - 1, 0));
+      record.peak_mem_bytes = peak;
+      record.peak_reserved_bytes = reserved;
+      record.epoch_s = epoch_clock.elapsed_s();
+      record.wall_s = wall.elapsed_s();
+      if (on_epoch) on_epoch(model, record);
+    }
+    bool rung = halving && std::find(halving->rungs.begin(), halving->rungs.end(), epoch + 1) !=
+                               halving->rungs.end();
+    if (rung && models() > 1) {
+      std::vector<int64_t> order(static_cast<size_t>(models()));
+      for (int64_t k = 0; k < models(); ++k) order[static_cast<size_t>(k)] = k;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return tests[static_cast<size_t>(a)].first > tests[static_cast<size_t>(b)].first;
+      });
+      auto kept = static_cast<size_t>(
+          std::max<int64_t>(1, std::llround(std::ceil(halving->keep * static_cast<double>(models())))));
+      if (kept < order.size()) {
+        for (size_t r = kept; r < order.size(); ++r) {
+          if (on_stop) on_stop(active_[static_cast<size_t>(order[r])], epoch + 1);
+        }
+        order.resize(kept);
+        std::sort(order.begin(), order.end());
+        keep_models(order);
+      }
+    }
+  }
+}
+
+double ArrayTrainer::train_steps(int64_t steps) {
+  SideStream stream(device_);
+  data::DataLoader loader(dataset_.train,
+                          train::loader_options(specs_.front(), dataset_, device_, true));
+  array_->train();
+  gpu::synchronize(device_);
+  Stopwatch clock;
+  int64_t done = 0;
+  for (int64_t epoch = 0; done < steps; ++epoch) {
+    loader.start_epoch(epoch);
+    while (done < steps) {
+      auto batch = loader.next();
+      if (!batch) break;
+      step_->run(batch->inputs, batch->labels);
+      ++done;
+    }
+  }
+  gpu::synchronize(device_);
+  return clock.elapsed_s();
+}
+
+}  // namespace colo::fuse

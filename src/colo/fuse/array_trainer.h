@@ -1,0 +1,86 @@
+#pragma once
+// Trains an array of models that share one architecture, batch size and data
+// as one fused model: one data pass feeds all of them.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "colo/data/dataset.h"
+#include "colo/fuse/array_step.h"
+#include "colo/fuse/fused_classifier.h"
+#include "colo/fuse/fused_optimizer.h"
+#include "colo/models/classifier.h"
+#include "colo/train/epoch_record.h"
+#include "colo/train/train_spec.h"
+
+namespace colo::fuse {
+
+struct ArrayOptions {
+  bool cuda_graph = true;       // capture the whole step on CUDA
+  bool cudnn_benchmark = true;  // let cuDNN time its algorithms (CUDA)
+};
+
+// Successive halving inside the array: after each epoch in `rungs`, the
+// models outside the best `keep` fraction (by test accuracy) stop training.
+struct Halving {
+  std::vector<int64_t> rungs;  // epochs, ascending
+  double keep = 0.5;
+};
+
+class ArrayTrainer {
+ public:
+  // `specs`: one per model; all share model architecture (fusion_key),
+  // batch_size, eval_batch_size, epochs, max_steps, data and the optimiser's
+  // name. Model i is initialised from specs[i].seed exactly as `colo train`
+  // initialises it; the data order follows specs[0].seed. Throws
+  // InputError when the specs cannot share an array.
+  ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Dataset& dataset,
+               c10::Device device, ArrayOptions options = {});
+  ~ArrayTrainer();
+
+  // Called after each epoch for each model still training: its position in
+  // the constructor's specs and its record (as `colo train` would write it;
+  // peak memory is the whole array's).
+  using EpochCallback = std::function<void(int64_t model, const train::EpochRecord&)>;
+  // Called when models stop at a halving rung.
+  using StopCallback = std::function<void(int64_t model, int64_t epoch)>;
+
+  // Trains to the end of the specs' epochs or step budget.
+  void run(const EpochCallback& on_epoch, const Halving* halving = nullptr,
+           const StopCallback& on_stop = {});
+
+  // Trains `steps` steps over the training split and waits for them; returns
+  // seconds. For throughput measurement.
+  double train_steps(int64_t steps);
+
+  // Copies the current parameters of the model at constructor position
+  // `model` (still training) into a single model.
+  models::ClassifierPtr extract(int64_t model) const;
+
+  int64_t models() const { return static_cast<int64_t>(active_.size()); }
+  bool graphed() const { return step_ && step_->graphed(); }
+  std::string graph_error() const { return step_ ? step_->graph_error() : ""; }
+
+ private:
+  void build_step();
+  void keep_models(const std::vector<int64_t>& positions);
+  std::vector<std::pair<double, double>> evaluate();  // per active model: (accuracy, loss)
+
+  std::vector<train::TrainSpec> specs_;
+  const data::Dataset& dataset_;
+  c10::Device device_;
+  ArrayOptions options_;
+  std::vector<int64_t> active_;  // constructor positions of the models in the array
+  FusedClassifierPtr array_;
+  std::unique_ptr<FusedOptimizer> optimizer_;
+  std::unique_ptr<ArrayStep> step_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+};
+
+}  // namespace colo::fuse

@@ -1,0 +1,90 @@
+#include "colo/fuse/array_trainer.h"
+
+#include <map>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "colo/data/dataset_registry.h"
+#include "colo/train/trainer.h"
+#include "support/temp_dir.h"
+
+namespace colo::fuse {
+namespace {
+
+std::string spec_text(const std::string& output, double lr, const std::string& schedule) {
+  return "seed = 3\ndevice = \"cpu\"\noutput = \"" + output + "\"\nepochs = 2\nbatch_size = 32\n"
+         "[model]\nname = \"mlp\"\nwidths = [16]\n"
+         "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 200\n"
+         "test_size = 128\nprefetch = 0\n"
+         "[optimizer]\nname = \"sgd\"\nlr = " + std::to_string(lr) + "\nmomentum = 0.9\n" + schedule;
+}
+
+// Each model of an array ends where `colo train` of its own spec ends: same
+// initialisation, same batches (the short last one included), same schedule.
+TEST(ArrayTrainer, EachModelEndsWhereItsOwnTrainingEnds) {
+  testing::TempDir dir;
+  std::vector<train::TrainSpec> specs;
+  const double lrs[] = {0.01, 0.05, 0.2};
+  for (int i = 0; i < 3; ++i) {
+    std::string name = "s" + std::to_string(i);
+    specs.push_back(train::parse_train_spec(dir.write(
+        name + ".toml", spec_text(dir.file(name), lrs[i], "[schedule]\nname = \"cosine\"\n"))));
+  }
+  data::Dataset dataset = data::load_dataset(specs[0].data);
+  ArrayTrainer array(specs, dataset, c10::Device(c10::kCPU));
+  std::map<int64_t, std::vector<train::EpochRecord>> records;
+  array.run([&](int64_t model, const train::EpochRecord& r) { records[model].push_back(r); });
+
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(records[i].size(), 2u);
+    train::Trainer alone(specs[static_cast<size_t>(i)]);
+    auto expected = alone.run(false);
+    auto fused = array.extract(i);
+    auto fused_params = fused->named_parameters();
+    double diff = 0, norm = 0;
+    for (const auto& item : alone.model().named_parameters()) {
+      diff += (fused_params[item.key()] - item.value()).pow(2).sum().item<double>();
+      norm += item.value().pow(2).sum().item<double>();
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-5) << "model " << i;
+    EXPECT_NEAR(records[i][1].test_accuracy, expected[1].test_accuracy, 1e-9) << "model " << i;
+    EXPECT_NEAR(records[i][1].loss, expected[1].loss, 1e-4) << "model " << i;
+    EXPECT_NEAR(records[i][1].lr, expected[1].lr, 1e-12) << "model " << i;
+  }
+}
+
+TEST(ArrayTrainer, HalvingStopsTheWorstModelsAtARung) {
+  testing::TempDir dir;
+  std::vector<train::TrainSpec> specs;
+  const double lrs[] = {1e-4, 0.1, 2e-4, 0.05};
+  for (int i = 0; i < 4; ++i) {
+    specs.push_back(train::parse_train_spec(dir.write(
+        "s" + std::to_string(i) + ".toml", spec_text(dir.file("o"), lrs[i], ""))));
+  }
+  data::Dataset dataset = data::load_dataset(specs[0].data);
+  ArrayTrainer array(specs, dataset, c10::Device(c10::kCPU));
+  std::map<int64_t, std::vector<train::EpochRecord>> records;
+  std::vector<int64_t> stopped;
+  Halving halving{{1}, 0.5};
+  array.run([&](int64_t model, const train::EpochRecord& r) { records[model].push_back(r); },
+            &halving, [&](int64_t model, int64_t epoch) {
+              EXPECT_EQ(epoch, 1);
+              stopped.push_back(model);
+            });
+  ASSERT_EQ(stopped.size(), 2u);
+  EXPECT_EQ(array.models(), 2);
+  double worst_kept = 1, best_stopped = 0;
+  for (int64_t m = 0; m < 4; ++m) {
+    bool was_stopped = std::find(stopped.begin(), stopped.end(), m) != stopped.end();
+    EXPECT_EQ(records[m].size(), was_stopped ? 1u : 2u) << "model " << m;
+    double acc = records[m][0].test_accuracy;
+    if (was_stopped) best_stopped = std::max(best_stopped, acc);
+    else worst_kept = std::min(worst_kept, acc);
+  }
+  EXPECT_GE(worst_kept, best_stopped);
+  EXPECT_THROW(array.extract(stopped[0]), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace colo::fuse
