@@ -16,30 +16,25 @@
 #include "colo/train/loader_options.h"
 #include "colo/train/schedule.h"
 
+#include <c10/core/StreamGuard.h>
+
 #if COLO_HAS_CUDA
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace colo::fuse {
 namespace {
 
-// Makes a side stream current on CUDA: graph capture refuses the default
-// stream, and every step, batch and evaluation must share one stream.
+// Makes `stream` current when there is one: graph capture refuses the
+// default stream, and every step, batch and evaluation must share one stream.
 class SideStream {
  public:
-  explicit SideStream([[maybe_unused]] const c10::Device& device) {
-#if COLO_HAS_CUDA
-    if (device.is_cuda()) {
-      guard_.emplace(c10::cuda::getStreamFromPool(false, device.index()));
-    }
-#endif
+  explicit SideStream(const std::optional<c10::Stream>& stream) {
+    if (stream) guard_.emplace(*stream);
   }
 
  private:
-#if COLO_HAS_CUDA
-  std::optional<c10::cuda::CUDAStreamGuard> guard_;
-#endif
+  std::optional<c10::StreamGuard> guard_;
 };
 
 void check_shareable(const std::vector<train::TrainSpec>& specs) {
@@ -97,7 +92,10 @@ ArrayTrainer::ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Data
   }
   optimizer_->set_lr_table(table);
 #if COLO_HAS_CUDA
-  if (device_.is_cuda() && options_.cudnn_benchmark) at::globalContext().setBenchmarkCuDNN(true);
+  if (device_.is_cuda()) {
+    if (options_.cudnn_benchmark) at::globalContext().setBenchmarkCuDNN(true);
+    stream_ = c10::cuda::getStreamFromPool(false, device_.index());
+  }
 #endif
   build_step();
 }
@@ -161,7 +159,7 @@ std::vector<std::pair<double, double>> ArrayTrainer::evaluate() {
 
 void ArrayTrainer::run(const EpochCallback& on_epoch, const Halving* halving,
                        const StopCallback& on_stop) {
-  SideStream stream(device_);
+  SideStream stream(stream_);
   Stopwatch wall;
   const train::TrainSpec& first = specs_.front();
   data::DataLoader loader(dataset_.train, train::loader_options(first, dataset_, device_, true));
@@ -231,21 +229,22 @@ void ArrayTrainer::run(const EpochCallback& on_epoch, const Halving* halving,
 }
 
 double ArrayTrainer::train_steps(int64_t steps) {
-  SideStream stream(device_);
-  data::DataLoader loader(dataset_.train,
-                          train::loader_options(specs_.front(), dataset_, device_, true));
+  SideStream stream(stream_);
+  if (!bench_loader_) {
+    bench_loader_ = std::make_unique<data::DataLoader>(
+        dataset_.train, train::loader_options(specs_.front(), dataset_, device_, true));
+    bench_loader_->start_epoch(bench_epoch_);
+  }
   array_->train();
   gpu::synchronize(device_);
   Stopwatch clock;
-  int64_t done = 0;
-  for (int64_t epoch = 0; done < steps; ++epoch) {
-    loader.start_epoch(epoch);
-    while (done < steps) {
-      auto batch = loader.next();
-      if (!batch) break;
-      step_->run(batch->inputs, batch->labels);
-      ++done;
+  for (int64_t done = 0; done < steps; ++done) {
+    auto batch = bench_loader_->next();
+    if (!batch) {
+      bench_loader_->start_epoch(++bench_epoch_);
+      batch = bench_loader_->next();
     }
+    step_->run(batch->inputs, batch->labels);
   }
   gpu::synchronize(device_);
   return clock.elapsed_s();

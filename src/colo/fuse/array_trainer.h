@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <c10/core/Device.h>
+#include <c10/core/Stream.h>
 
 #include "colo/data/dataset.h"
+#include "colo/data/loader.h"
 #include "colo/fuse/array_step.h"
 #include "colo/fuse/fused_classifier.h"
 #include "colo/fuse/fused_optimizer.h"
@@ -54,8 +57,9 @@ class ArrayTrainer {
   void run(const EpochCallback& on_epoch, const Halving* halving = nullptr,
            const StopCallback& on_stop = {});
 
-  // Trains `steps` steps over the training split and waits for them; returns
-  // seconds. For throughput measurement.
+  // Trains `steps` more steps over the training split (continuing where the
+  // last call stopped) and waits for them; returns seconds. For throughput
+  // measurement.
   double train_steps(int64_t steps);
 
   // Copies the current parameters of the model at constructor position
@@ -79,6 +83,9 @@ class ArrayTrainer {
   FusedClassifierPtr array_;
   std::unique_ptr<FusedOptimizer> optimizer_;
   std::unique_ptr<ArrayStep> step_;
+  std::optional<c10::Stream> stream_;  // CUDA: the side stream all work runs on
+  std::unique_ptr<data::DataLoader> bench_loader_;
+  int64_t bench_epoch_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
 };
