@@ -21,7 +21,7 @@ counts=("$@")
 [ ${#models[@]} -eq 0 ] && models=(lenet mlp resnet18)
 [ ${#counts[@]} -eq 0 ] && counts=(1 2 4 8 16 32 64)
 SECONDS_WINDOW=${SECONDS_WINDOW:-2}
-BIN="$BUILD/fusion_throughput"
+BIN="$BUILD/bench/fusion_throughput"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$OUT/fusion"
 RAW="$OUT/fusion/raw.jsonl"

@@ -27,12 +27,13 @@ nlohmann::json summary_of(const TempDir& dir) { return nlohmann::json::parse(rea
 TEST(ColoRun, CollocatesSmallJobsOnOneGpu) {
   TempDir dir;
   dir.write("jobs.toml", "[[job]]\nname = \"s\"\ncommand = \"sleep 1\"\nmem = \"10GiB\"\nsm_share = 0.2\narray = \"0-3\"\n");
-  Stopwatch clock;
   auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --policy magm --poll 0.1 --summary-json " + dir.file("sum.json"),
                       "COLO_SIMULATED_GPUS=1");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(summary_of(dir)["completed"], 4);
-  EXPECT_LT(clock.elapsed_s(), 3.5) << "four 1 s jobs side by side, not one after another";
+  // The batch's own span, so that a slow start of the colo process (loading
+  // LibTorch on a busy machine) does not count.
+  EXPECT_LT(summary_of(dir)["total_s"].get<double>(), 2.8) << "four 1 s jobs side by side, not one after another";
 }
 
 TEST(ColoRun, ExclusiveRunsOneJobPerGpu) {
@@ -79,10 +80,16 @@ TEST(ColoRun, BadJobFileChangesNothing) {
 TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {
   TempDir dir;
   dir.write("jobs.toml", "[[job]]\nname = \"j\"\nmem = \"30GiB\"\nsm_share = 0.3\narray = \"0-7\"\n"
-                         "command = \"sleep 1; echo $COLO_ARRAY_INDEX >> " + dir.file("ledger") + "\"\n");
+                         "command = \"touch " + dir.file("started") + "; sleep 1; echo $COLO_ARRAY_INDEX >> " +
+                         dir.file("ledger") + "\"\n");
   ChildProcess first({COLO_EXECUTABLE, "run", dir.file("jobs.toml"), "--store", dir.file("jobs.db"), "--poll", "0.1"},
                      {{"COLO_SIMULATED_GPUS", "1"}}, dir.file("first.log"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Kill it while its first jobs run (colo itself may take seconds to start).
+  Stopwatch waited;
+  while (!path_exists(dir.file("started")) && waited.elapsed_s() < 30) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ::kill(first.pid(), SIGKILL);
   first.wait();
   auto second = run_colo(dir, "run --store " + dir.file("jobs.db") + " --poll 0.1 --summary-json " + dir.file("sum.json"),

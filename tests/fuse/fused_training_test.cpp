@@ -24,6 +24,7 @@ constexpr int kSteps = 4;
 struct Case {
   models::ModelSpec model;
   data::InputShape shape;
+  at::ScalarType dtype = at::kFloat;
 };
 
 Case mlp_case() {
@@ -47,20 +48,17 @@ Case resnet_case() {
   Case c;
   c.model.name = "resnet";
   c.model.depth = 18;
-  c.model.width = 0.125;
+  c.model.width = 0.25;
   c.shape.sample_shape = {3, 8, 8};
   c.shape.classes = 4;
   return c;
 }
 
-// Model i's optimiser: the same kind, different rates and decays. Rates are
-// moderate on purpose: with Adam at lr 0.004 this resnet alone is chaotic in
-// float32 (a 1e-7 relative change of its input moves its parameters by 4e-3
-// after four steps), and no fused computation could match it to 1e-5.
+// Model i's optimiser: the same kind, different rates and decays.
 train::OptimizerSpec optimizer_for(const std::string& name, int64_t i) {
   train::OptimizerSpec spec;
   spec.name = name;
-  spec.lr = (name == "sgd" ? 0.05 : 0.0005) * static_cast<double>(i + 1);
+  spec.lr = (name == "sgd" ? 0.02 : 0.0005) * static_cast<double>(i + 1);
   spec.weight_decay = 0.01 * static_cast<double>(i);
   spec.momentum = name == "sgd" ? 0.3 * static_cast<double>(i) : 0.0;
   spec.beta1 = 0.9 - 0.05 * static_cast<double>(i);
@@ -72,20 +70,22 @@ struct Batch {
   at::Tensor inputs, labels;
 };
 
-std::vector<Batch> batches(const data::InputShape& shape) {
+std::vector<Batch> batches(const data::InputShape& shape, at::ScalarType dtype) {
   at::manual_seed(1234);
   std::vector<Batch> out;
-  std::vector<int64_t> dims{16};
+  std::vector<int64_t> dims{32};
   dims.insert(dims.end(), shape.sample_shape.begin(), shape.sample_shape.end());
   for (int i = 0; i < kSteps; ++i) {
-    out.push_back({at::randn(dims), at::randint(shape.classes, {16}, at::kLong)});
+    out.push_back({at::randn(dims).to(dtype), at::randint(shape.classes, {32}, at::kLong)});
   }
   return out;
 }
 
 models::ClassifierPtr fresh_model(const Case& c, int64_t seed) {
   at::manual_seed(static_cast<uint64_t>(100 + seed));
-  return models::build_model(c.model, c.shape);
+  auto model = models::build_model(c.model, c.shape);
+  model->to(c.dtype);
+  return model;
 }
 
 // Model i trained alone with torch::optim.
@@ -108,6 +108,7 @@ std::vector<models::ClassifierPtr> train_fused(const Case& c,
                                                const std::vector<models::ClassifierPtr>& start,
                                                const std::vector<Batch>& data) {
   auto array = build_fused_model(std::vector<models::ModelSpec>(start.size(), c.model), c.shape);
+  array->to(c.dtype);
   load_models(*array, start);
   FusedOptimizer optimizer(array->parameters(), specs);
   array->train();
@@ -148,8 +149,25 @@ double relative_error(const models::Classifier& a, const models::Classifier& b) 
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-12);
 }
 
-void expect_fused_equals_alone(const Case& c, const std::string& optimizer) {
-  auto data = batches(c.shape);
+// How far float32 rounding alone moves model i's separate training: the
+// relative change of its result when its inputs change by 1e-7 (relative).
+// A small ResNet can amplify rounding by orders of magnitude (a BatchNorm over
+// a nearly dead channel divides by sqrt(var + 1e-5)); no fused computation can
+// be closer to the reference than the reference is to itself.
+double noise_floor(const Case& c, const train::OptimizerSpec& spec, int64_t i,
+                   const std::vector<Batch>& data, const models::Classifier& reference) {
+  auto noisy = data;
+  at::manual_seed(99);
+  for (auto& b : noisy) b.inputs = b.inputs * (1 + 1e-7 * at::randn_like(b.inputs));
+  return relative_error(*train_alone(spec, fresh_model(c, i), noisy), reference);
+}
+
+// Fused and separate trainings agree to 1e-5 (relative) wherever the
+// separate training is itself reproducible to 1e-6 under rounding; where it
+// is not, to within 10x its own noise floor. Returns how many models were
+// held to the strict bound.
+int expect_fused_equals_alone(const Case& c, const std::string& optimizer) {
+  auto data = batches(c.shape, c.dtype);
   std::vector<train::OptimizerSpec> specs;
   std::vector<models::ClassifierPtr> start;
   for (int64_t i = 0; i < kModels; ++i) {
@@ -157,28 +175,44 @@ void expect_fused_equals_alone(const Case& c, const std::string& optimizer) {
     start.push_back(fresh_model(c, i));
   }
   auto fused = train_fused(c, specs, start, data);
+  int strict = 0;
   for (int64_t i = 0; i < kModels; ++i) {
     auto alone = train_alone(specs[i], fresh_model(c, i), data);
     // The models moved: a fused result equal to its start would be vacuous.
-    EXPECT_GT(relative_error(*fresh_model(c, i), *alone), 1e-3);
-    EXPECT_LT(relative_error(*fused[i], *alone), 1e-5)
-        << c.model.name << " " << optimizer << " model " << i;
+    EXPECT_GT(relative_error(*fresh_model(c, i), *alone), 1e-4);
+    double floor = c.dtype == at::kFloat ? noise_floor(c, specs[i], i, data, *alone) : 0.0;
+    double bound = floor < 1e-6 ? 1e-5 : 10 * floor;
+    strict += floor < 1e-6 ? 1 : 0;
+    EXPECT_LT(relative_error(*fused[i], *alone), bound)
+        << c.model.name << " " << optimizer << " model " << i << " (noise floor " << floor << ")";
   }
+  return strict;
 }
 
 class FusedTraining : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(FusedTraining, MlpArrayMatchesSeparateTraining) { expect_fused_equals_alone(mlp_case(), GetParam()); }
-TEST_P(FusedTraining, LenetArrayMatchesSeparateTraining) { expect_fused_equals_alone(lenet_case(), GetParam()); }
+TEST_P(FusedTraining, MlpArrayMatchesSeparateTraining) {
+  EXPECT_EQ(expect_fused_equals_alone(mlp_case(), GetParam()), kModels);
+}
+TEST_P(FusedTraining, LenetArrayMatchesSeparateTraining) {
+  EXPECT_EQ(expect_fused_equals_alone(lenet_case(), GetParam()), kModels);
+}
 TEST_P(FusedTraining, ResnetWithBatchNormMatchesSeparateTraining) {
-  expect_fused_equals_alone(resnet_case(), GetParam());
+  // At least one model per optimiser is held to the strict float32 bound.
+  EXPECT_GE(expect_fused_equals_alone(resnet_case(), GetParam()), 1);
+}
+// In float64 rounding is far below any amplification: every model, strict.
+TEST_P(FusedTraining, ResnetInFloat64MatchesSeparateTrainingForEveryModel) {
+  Case c = resnet_case();
+  c.dtype = at::kDouble;
+  EXPECT_EQ(expect_fused_equals_alone(c, GetParam()), kModels);
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, FusedTraining, ::testing::Values("sgd", "adam", "adamw"));
 
 TEST(FusedTrainingIsolation, OneModelsNanLeavesTheOthersExact) {
   Case c = lenet_case();
-  auto data = batches(c.shape);
+  auto data = batches(c.shape, c.dtype);
   std::vector<train::OptimizerSpec> specs;
   std::vector<models::ClassifierPtr> start;
   for (int64_t i = 0; i < kModels; ++i) {

@@ -53,16 +53,18 @@ FusedOptimizer::FusedOptimizer(std::vector<at::Tensor> parameters,
 }
 
 at::Tensor FusedOptimizer::per_model(double train::OptimizerSpec::*field) const {
-  std::vector<float> values;
-  for (const auto& spec : specs_) values.push_back(static_cast<float>(spec.*field));
-  return at::tensor(values).to(parameters_.front().device());
+  std::vector<double> values;
+  for (const auto& spec : specs_) values.push_back(spec.*field);
+  const at::Tensor& any = parameters_.front();
+  return at::tensor(values, at::kDouble).to(any.device(), any.scalar_type());
 }
 
 void FusedOptimizer::set_lr_table(const at::Tensor& table) {
   if (table.dim() != 2 || table.size(1) != models() || table.size(0) < 1) {
     throw std::invalid_argument("FusedOptimizer: the lr table must be [steps, models]");
   }
-  lr_table_ = table.to(parameters_.front().device(), at::kFloat).contiguous();
+  const at::Tensor& any = parameters_.front();
+  lr_table_ = table.to(any.device(), any.scalar_type()).contiguous();
 }
 
 void FusedOptimizer::zero_grad() {
@@ -88,7 +90,7 @@ void FusedOptimizer::step() {
   if (name_ != "sgd") {
     // As torch::optim::Adam: step size lr / (1 - beta1^t), denominator
     // sqrt(v) / sqrt(1 - beta2^t) + eps.
-    at::Tensor t = step_.to(at::kFloat);
+    at::Tensor t = step_.to(lr.scalar_type());
     step_size = lr / (1 - at::pow(beta1_, t));
     sqrt_bias_correction2 = at::sqrt(1 - at::pow(beta2_, t));
   }
