@@ -21,6 +21,9 @@ counts=("$@")
 [ ${#models[@]} -eq 0 ] && models=(lenet mlp resnet18)
 [ ${#counts[@]} -eq 0 ] && counts=(1 2 4 8 16 32 64)
 SECONDS_WINDOW=${SECONDS_WINDOW:-2}
+# STRATEGIES: which of sequential fused fused_cl pytorch concurrent mps to run.
+STRATEGIES=" ${STRATEGIES:-sequential fused fused_cl pytorch concurrent mps} "
+on() { [[ "$STRATEGIES" == *" $1 "* ]]; }
 BIN="$BUILD/bench/fusion_throughput"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$OUT/fusion"
@@ -93,13 +96,17 @@ many() {  # strategy model n
 
 for model in "${models[@]}"; do
   echo "== $model ==" | tee -a "$LOG"
-  single=$("$BIN" --model "$model" --mode single --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)
-  record sequential "$model" 1 "$single" "steady state of one process; N sequential processes have this aggregate"
+  if on sequential; then
+    single=$("$BIN" --model "$model" --mode single --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)
+    record sequential "$model" 1 "$single" "steady state of one process; N sequential processes have this aggregate"
+  fi
   for n in "${counts[@]}"; do
-    record fused "$model" "$n" "$("$BIN" --model "$model" --mode fused --models "$n" --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)"
-    record pytorch "$model" "$n" "$(python3 "$HERE/pytorch_fused.py" --model "$model" --models "$n" --seconds "$SECONDS_WINDOW" 2>>"$LOG" | tail -1)"
-    many concurrent "$model" "$n"
-    many mps "$model" "$n"
+    fused=("$BIN" --model "$model" --mode fused --models "$n" --seconds "$SECONDS_WINDOW" --sample)
+    on fused && record fused "$model" "$n" "$("${fused[@]}" 2>>"$LOG" | tail -1)"
+    on fused_cl && record fused_cl "$model" "$n" "$("${fused[@]}" --channels-last 2>>"$LOG" | tail -1)"
+    on pytorch && record pytorch "$model" "$n" "$(python3 "$HERE/pytorch_fused.py" --model "$model" --models "$n" --seconds "$SECONDS_WINDOW" 2>>"$LOG" | tail -1)"
+    on concurrent && many concurrent "$model" "$n"
+    on mps && many mps "$model" "$n"
     python3 - "$RAW" "$model" "$n" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -26,6 +26,7 @@ namespace colo::fuse {
 struct ArrayOptions {
   bool cuda_graph = true;       // capture the whole step on CUDA
   bool cudnn_benchmark = true;  // let cuDNN time its algorithms (CUDA)
+  bool channels_last = false;   // NHWC convolutions
 };
 
 // Successive halving inside the array: after each epoch in `rungs`, the

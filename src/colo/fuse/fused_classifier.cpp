@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "colo/core/error.h"
+#include "colo/fuse/fused_layers.h"
 #include "colo/fuse/fused_models.h"
 
 namespace colo::fuse {
@@ -28,6 +29,12 @@ const std::vector<FusedEntry>& registry() {
 }
 
 }  // namespace
+
+void FusedClassifier::set_channels_last(bool on) {
+  for (const auto& module : modules()) {
+    if (auto conv = std::dynamic_pointer_cast<FusedConv2d>(module)) conv->set_channels_last(on);
+  }
+}
 
 std::string fusion_key(const models::ModelSpec& spec) {
   std::ostringstream key;

@@ -25,6 +25,9 @@ class FusedClassifier : public torch::nn::Module {
   // inputs [B, ...] (one batch for every model) -> logits [N, B, classes].
   virtual at::Tensor forward(const at::Tensor& inputs) = 0;
 
+  // Puts every fused convolution in NHWC layout (see FusedConv2d).
+  void set_channels_last(bool on);
+
  private:
   int64_t models_;
 };

@@ -33,6 +33,11 @@ FusedConv2d::FusedConv2d(int64_t models, int64_t in_channels, int64_t out_channe
 at::Tensor FusedConv2d::run(const at::Tensor& x, int64_t groups) {
   at::Tensor w = weight.flatten(0, 1);
   at::Tensor b = bias.defined() ? bias.reshape({-1}) : at::Tensor();
+  if (channels_last_) {
+    return at::conv2d(x.contiguous(at::MemoryFormat::ChannelsLast),
+                      w.contiguous(at::MemoryFormat::ChannelsLast), b, {stride_, stride_},
+                      {padding_, padding_}, {1, 1}, groups);
+  }
   return at::conv2d(x, w, b, {stride_, stride_}, {padding_, padding_}, {1, 1}, groups);
 }
 

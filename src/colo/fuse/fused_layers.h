@@ -51,9 +51,14 @@ class FusedConv2d : public torch::nn::Module {
 
   at::Tensor weight, bias;  // [N, out, in, k, k], [N, out] (undefined without bias)
 
+  // Runs in NHWC memory layout (inputs and outputs channels-last), which
+  // cuDNN serves with faster grouped-convolution kernels on recent GPUs.
+  void set_channels_last(bool on) { channels_last_ = on; }
+
  private:
   at::Tensor run(const at::Tensor& x, int64_t groups);
   int64_t models_, stride_, padding_;
+  bool channels_last_ = false;
 };
 
 // N BatchNorm2d layers (momentum 0.1, eps 1e-5, as torch::nn::BatchNorm2d)
