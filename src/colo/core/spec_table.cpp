@@ -73,6 +73,11 @@ SpecTable SpecTable::root(const std::string& path) {
   return SpecTable(std::move(parsed), table, path, "");
 }
 
+bool SpecTable::is_table(const std::string& key) const {
+  const toml::node* node = table_->get(key);
+  return node != nullptr && node->is_table();
+}
+
 bool SpecTable::has(const std::string& key) const { return table_->contains(key); }
 
 std::string SpecTable::field(const std::string& key) const {
@@ -170,6 +175,26 @@ std::vector<int64_t> SpecTable::integers_or(const std::string& key,
     values.push_back(item.as_integer()->get());
   }
   return values;
+}
+
+std::vector<std::vector<int64_t>> SpecTable::integer_lists_or(
+    const std::string& key, std::vector<std::vector<int64_t>> fallback, int64_t min) const {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) return fallback;
+  std::string expected = "expected an array of arrays of integers >= " + std::to_string(min);
+  if (!node->is_array()) fail(key, expected + ", got " + describe(*node));
+  std::vector<std::vector<int64_t>> lists;
+  for (const toml::node& list : *node->as_array()) {
+    if (!list.is_array() || list.as_array()->empty()) fail(key, expected + ", found element " + describe(list));
+    lists.emplace_back();
+    for (const toml::node& item : *list.as_array()) {
+      if (!item.is_integer() || item.as_integer()->get() < min) {
+        fail(key, expected + ", found element " + describe(item));
+      }
+      lists.back().push_back(item.as_integer()->get());
+    }
+  }
+  return lists;
 }
 
 std::vector<double> SpecTable::numbers_or(const std::string& key,

@@ -31,6 +31,8 @@ class SpecTable {
   static SpecTable root(const std::string& path);
 
   bool has(const std::string& key) const;
+  // Whether `key` holds a sub-table (reading it is up to the caller).
+  bool is_table(const std::string& key) const;
   const std::string& source() const { return source_; }
   // Dotted name of `key` in this table, for messages.
   std::string field(const std::string& key) const;
@@ -47,6 +49,10 @@ class SpecTable {
   std::vector<int64_t> integers_or(const std::string& key, std::vector<int64_t> fallback,
                                    int64_t min) const;
   std::vector<double> numbers_or(const std::string& key, std::vector<double> fallback) const;
+  // An array of non-empty integer arrays, e.g. [[256, 128], [512]].
+  std::vector<std::vector<int64_t>> integer_lists_or(const std::string& key,
+                                                     std::vector<std::vector<int64_t>> fallback,
+                                                     int64_t min) const;
 
   std::vector<std::string> strings_or(const std::string& key, std::vector<std::string> fallback) const;
 

@@ -4,6 +4,7 @@
 
 #if COLO_HAS_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -90,6 +91,19 @@ void synchronize(const c10::Device& device) {
 #else
   (void)device;
 #endif
+}
+
+std::optional<int64_t> free_memory_bytes(const c10::Device& device) {
+#if COLO_HAS_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAGuard guard(device.index());
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return static_cast<int64_t>(free);
+  }
+#else
+  (void)device;
+#endif
+  return std::nullopt;
 }
 
 std::string describe_device(const c10::Device& device) {

@@ -34,6 +34,10 @@ std::optional<int64_t> peak_reserved_bytes(const c10::Device& device);
 // Waits for all work queued on `device`; no effect on the CPU.
 void synchronize(const c10::Device& device);
 
+// Device memory free right now (cudaMemGetInfo: outside every process's
+// caches); nullopt on the CPU.
+std::optional<int64_t> free_memory_bytes(const c10::Device& device);
+
 // Short description of the device for tables ("cpu", "cuda:0 NVIDIA H100").
 std::string describe_device(const c10::Device& device);
 

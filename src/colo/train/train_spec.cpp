@@ -4,8 +4,14 @@ namespace colo::train {
 
 TrainSpec parse_train_spec(const std::string& path) {
   SpecTable root = SpecTable::root(path);
+  TrainSpec spec = parse_train_spec_fields(root);
+  root.reject_unknown();
+  return spec;
+}
+
+TrainSpec parse_train_spec_fields(const SpecTable& root) {
   TrainSpec spec;
-  spec.source = path;
+  spec.source = root.source();
   spec.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
   spec.device = root.string_or("device", spec.device);
   spec.output = root.string_or("output", spec.output);
@@ -26,7 +32,6 @@ TrainSpec parse_train_spec(const std::string& path) {
   spec.optimizer = parse_optimizer_spec(optimizer ? &*optimizer : nullptr);
   auto schedule = root.table("schedule");
   spec.schedule = parse_schedule_spec(schedule ? &*schedule : nullptr);
-  root.reject_unknown();
   return spec;
 }
 

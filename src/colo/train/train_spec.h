@@ -31,6 +31,11 @@ struct TrainSpec {
 // the field and what was expected, before anything is written anywhere.
 TrainSpec parse_train_spec(const std::string& path);
 
+// Reads the training-spec fields of `root` (a whole file) without rejecting
+// the keys it does not know, for formats that extend a training spec (a
+// sweep file adds [sweep]). The caller calls root.reject_unknown().
+TrainSpec parse_train_spec_fields(const SpecTable& root);
+
 // Every field of the format with its default and meaning, for --help and docs.
 const char* train_spec_reference();
 

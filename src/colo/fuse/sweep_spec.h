@@ -1,0 +1,60 @@
+#pragma once
+// A sweep file (`colo sweep sweep.toml`): a training spec plus a [sweep]
+// table of axes over hyper-parameters; expands into one training spec per
+// model configuration.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/fuse/array_trainer.h"
+#include "colo/train/train_spec.h"
+
+namespace colo::fuse {
+
+// One axis: the values to take (grid, or random choice), or for `lr`,
+// `momentum`, `weight_decay` and `dropout` in random sampling a range.
+struct SweepAxis {
+  std::string name;  // lr | momentum | weight_decay | optimizer | seed | dropout | widths | width
+  std::vector<nlohmann::json> values;
+  bool range = false;
+  double min = 0, max = 0;
+  bool log = false;
+};
+
+struct SweepSpec {
+  train::TrainSpec base;
+  std::string sampling = "grid";  // grid | random
+  int64_t count = 0;              // random: configurations to draw; grid: 0 = all
+  uint64_t seed = 0;              // random sampling's generator
+  int64_t max_array = 0;          // models per array; 0 = as many as the device fits
+  bool cuda_graph = true;
+  bool channels_last = false;
+  bool halving_enabled = false;
+  Halving halving;
+  std::vector<SweepAxis> axes;    // in file order
+};
+
+// One model of the sweep: its position, the axis values it took, its spec.
+struct SweepConfig {
+  int64_t index = 0;
+  nlohmann::json values;  // axis name -> value
+  train::TrainSpec spec;
+};
+
+// Reads and validates a sweep file; throws InputError naming the file and
+// field before anything runs.
+SweepSpec parse_sweep_spec(const std::string& path);
+
+// The configurations: the cartesian product of the axes (grid, first axis
+// slowest, capped at `count` when set) or `count` random draws. Throws
+// InputError when a value does not fit the model (e.g. widths on a lenet).
+std::vector<SweepConfig> expand_sweep(const SweepSpec& spec);
+
+// What must be equal for configurations to share one fused array.
+std::string array_key(const train::TrainSpec& spec);
+
+}  // namespace colo::fuse

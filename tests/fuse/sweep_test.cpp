@@ -1,0 +1,109 @@
+#include "colo/fuse/sweep.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "colo/core/files.h"
+#include "colo/core/json_lines.h"
+#include "colo/core/paths.h"
+#include "support/input_error.h"
+#include "support/temp_dir.h"
+
+namespace colo::fuse {
+namespace {
+
+using testing::input_error_of;
+
+std::string base_text(const std::string& output, const std::string& model = "name = \"mlp\"\nwidths = [16]\n") {
+  return "seed = 1\ndevice = \"cpu\"\noutput = \"" + output + "\"\nepochs = 2\nbatch_size = 32\n"
+         "[model]\n" + model +
+         "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 256\ntest_size = 128\n"
+         "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n";
+}
+
+TEST(SweepSpec, GridIsTheProductOfTheAxesWithValuesApplied) {
+  testing::TempDir dir;
+  auto spec = parse_sweep_spec(dir.write("s.toml", base_text(dir.file("o")) +
+      "[sweep]\n[sweep.axes]\nlr = [0.01, 0.1, 0.3]\nseed = [4, 5]\nwidths = [[8], [32, 8]]\n"));
+  auto configs = expand_sweep(spec);
+  ASSERT_EQ(configs.size(), 12u);
+  std::set<std::string> seen;
+  for (const auto& c : configs) {
+    seen.insert(c.values.dump());
+    EXPECT_DOUBLE_EQ(c.spec.optimizer.lr, c.values["lr"].get<double>());
+    EXPECT_EQ(c.spec.seed, c.values["seed"].get<uint64_t>());
+    EXPECT_EQ(c.spec.model.widths, c.values["widths"].get<std::vector<int64_t>>());
+    EXPECT_DOUBLE_EQ(c.spec.optimizer.momentum, 0.9) << "fields no axis names stay as the base spec says";
+  }
+  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(configs[0].values["lr"], 0.01);
+  EXPECT_EQ(configs[11].values["lr"], 0.3) << "first axis slowest";
+}
+
+TEST(SweepSpec, RandomSamplingStaysInItsRangesAndIsReproducible) {
+  testing::TempDir dir;
+  std::string text = base_text(dir.file("o")) +
+      "[sweep]\nsampling = \"random\"\ncount = 50\nseed = 3\n[sweep.axes]\n"
+      "lr = { min = 1e-4, max = 1e-1, log = true }\noptimizer = [\"sgd\", \"adam\"]\n";
+  auto a = expand_sweep(parse_sweep_spec(dir.write("s.toml", text)));
+  auto b = expand_sweep(parse_sweep_spec(dir.write("s.toml", text)));
+  ASSERT_EQ(a.size(), 50u);
+  int below_1e3 = 0, adam = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double lr = a[i].spec.optimizer.lr;
+    EXPECT_GE(lr, 1e-4);
+    EXPECT_LE(lr, 1e-1);
+    below_1e3 += lr < 1e-3;
+    adam += a[i].spec.optimizer.name == "adam";
+    EXPECT_EQ(a[i].values, b[i].values);
+  }
+  EXPECT_GT(below_1e3, 5) << "log sampling puts a third of draws below 1e-3";
+  EXPECT_GT(adam, 10);
+  EXPECT_LT(adam, 40);
+}
+
+TEST(SweepSpec, BadSweepsAreRejectedWithTheField) {
+  testing::TempDir dir;
+  auto error = [&](const std::string& sweep, const std::string& model = "name = \"mlp\"\n") {
+    return input_error_of([&] { parse_sweep_spec(dir.write("s.toml", base_text(dir.file("o"), model) + sweep)); });
+  };
+  EXPECT_NE(error("").find("missing required table [sweep]"), std::string::npos);
+  EXPECT_NE(error("[sweep]\n[sweep.axes]\nlearning_rate = [0.1]\n").find("sweep.axes.learning_rate: unknown axis"),
+            std::string::npos);
+  EXPECT_NE(error("[sweep]\n[sweep.axes]\nwidths = [[8]]\n", "name = \"lenet\"\n").find("only mlp has hidden widths"),
+            std::string::npos);
+  EXPECT_NE(error("[sweep]\n[sweep.axes]\nlr = { min = 0.1, max = 1.0 }\n").find("ranges need sampling = \"random\""),
+            std::string::npos);
+  EXPECT_NE(error("[sweep]\nsampling = \"random\"\n[sweep.axes]\nlr = [0.1]\n").find("sweep.count"), std::string::npos);
+  EXPECT_NE(error("[sweep]\n[sweep.axes]\nlr = [-0.1]\n").find("sweep.axes.lr: expected a learning rate"),
+            std::string::npos);
+  EXPECT_NE(error("[sweep]\nhalving = { rungs = [2, 1] }\n[sweep.axes]\nlr = [0.1]\n").find("ascending"),
+            std::string::npos);
+  EXPECT_NE(error("[sweep]\n[sweep.axes]\noptimizer = [\"lion\"]\n").find("sweep.axes.optimizer"), std::string::npos);
+}
+
+TEST(Sweep, TrainsArraysWritesEveryModelAndRanksThem) {
+  testing::TempDir dir;
+  auto spec = parse_sweep_spec(dir.write("s.toml", base_text(dir.file("out")) +
+      "[sweep]\nmax_array = 2\n[sweep.axes]\nlr = [0.0001, 0.05, 0.2]\noptimizer = [\"sgd\", \"adam\"]\n"));
+  auto result = run_sweep(spec);
+  ASSERT_EQ(result.models.size(), 6u);
+  EXPECT_EQ(result.arrays, 4) << "sgd and adam apart, each group of 3 cut into arrays of at most 2";
+  for (size_t i = 1; i < result.models.size(); ++i) {
+    EXPECT_GE(result.models[i - 1].test_accuracy, result.models[i].test_accuracy);
+  }
+  EXPECT_GT(result.models.front().test_accuracy, 0.8);
+  for (int k = 0; k < 6; ++k) {
+    std::string model_dir = dir.file("out/model-" + std::to_string(k));
+    EXPECT_EQ(read_json_lines(model_dir + "/metrics.jsonl").size(), 2u) << k;
+    EXPECT_TRUE(path_exists(model_dir + "/model.pt")) << k;
+    EXPECT_TRUE(path_exists(model_dir + "/config.json")) << k;
+  }
+  EXPECT_EQ(read_json_lines(dir.file("out/sweep.jsonl")).size(), 12u);
+  auto results = nlohmann::json::parse(read_file(dir.file("out/results.json")));
+  EXPECT_EQ(results["models"].size(), 6u);
+}
+
+}  // namespace
+}  // namespace colo::fuse
