@@ -8,6 +8,7 @@
 #   bench/gpu/run.sh gpu        # build + the gpu layer's checks (NVML, energy, GPM, MPS)
 #   bench/gpu/run.sh sched      # build + a real trace replayed exclusive vs best-fit/MPS
 #   bench/gpu/run.sh fusion     # build + bench/fusion/run.sh (FUSION_ARGS picks models and N)
+#   bench/gpu/run.sh sweepcheck # build + a 32-model colo sweep against 4 sequential colo train
 #
 # Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
 set -uo pipefail
@@ -61,6 +62,10 @@ if want fusion; then
   # FUSION_ARGS: models and counts for bench/fusion/run.sh, e.g. "lenet -- 1 32".
   # shellcheck disable=SC2086
   bench/fusion/run.sh "$BUILD" "$OUT" ${FUSION_ARGS:-} | tee -a "$summary"
+fi
+
+if want sweepcheck; then
+  bench/fusion/sweep_check.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
 if want train; then
