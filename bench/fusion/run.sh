@@ -78,8 +78,8 @@ many() {  # strategy model n
   local strategy=$1 model=$2 n=$3 dir="$OUT/fusion/procs"
   rm -rf "$dir"; mkdir -p "$dir"
   local start_at
-  start_at=$(python3 -c "import time; print(time.time() + 6 + 0.3 * $n)")
-  local cmd="$BIN --model $model --mode single --seconds $SECONDS_WINDOW --start-at $start_at"
+  start_at=$(python3 -c "import time; print(time.time() + 6 + 0.6 * $n)")
+  local cmd="timeout 240 $BIN --model $model --mode single --seconds $SECONDS_WINDOW --start-at $start_at"
   if [ "$strategy" = mps ]; then
     "$BUILD/colo" mps run --count "$n" -- sh -c \
       "exec $cmd \$( [ \"\$COLO_MPS_CLIENT_INDEX\" = 0 ] && echo --sample ) >$dir/\$COLO_MPS_CLIENT_INDEX.json 2>>$LOG" \
@@ -97,15 +97,15 @@ many() {  # strategy model n
 for model in "${models[@]}"; do
   echo "== $model ==" | tee -a "$LOG"
   if on sequential; then
-    single=$("$BIN" --model "$model" --mode single --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)
+    single=$(timeout 240 "$BIN" --model "$model" --mode single --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)
     record sequential "$model" 1 "$single" "steady state of one process; N sequential processes have this aggregate"
   fi
   for n in "${counts[@]}"; do
     warm=30; [ "$model" = resnet18 ] && warm=8
-    fused=("$BIN" --model "$model" --mode fused --models "$n" --seconds "$SECONDS_WINDOW" --warmup-steps $warm --sample)
+    fused=(timeout 240 "$BIN" --model "$model" --mode fused --models "$n" --seconds "$SECONDS_WINDOW" --warmup-steps $warm --sample)
     on fused && record fused "$model" "$n" "$("${fused[@]}" 2>>"$LOG" | tail -1)"
     on fused_cl && record fused_cl "$model" "$n" "$("${fused[@]}" --channels-last 2>>"$LOG" | tail -1)"
-    on pytorch && record pytorch "$model" "$n" "$(python3 "$HERE/pytorch_fused.py" --model "$model" --models "$n" --seconds "$SECONDS_WINDOW" 2>>"$LOG" | tail -1)"
+    on pytorch && record pytorch "$model" "$n" "$(timeout 240 python3 "$HERE/pytorch_fused.py" --model "$model" --models "$n" --seconds "$SECONDS_WINDOW" 2>>"$LOG" | tail -1)"
     # A ResNet-18 process holds ~1.8 GB with its CUDA context: 64 of them do not fit 80 GB.
     if [ "$model" = resnet18 ] && [ "$n" -gt 32 ]; then
       for s in concurrent mps; do on $s && record $s "$model" "$n" "" "not run: $n processes x ~1.8 GB exceed the GPU's memory"; done
