@@ -26,7 +26,7 @@ for i, k in enumerate(picks):
     c = json.load(open(f"{d}/sweep/model-{k}/config.json"))
     o = c["optimizer"]
     text = base.replace('output = "runs/sweep_lenet"', f'output = "{d}/alone-{i}"')
-    text = text.replace("seed = 0\n", f"seed = {c['seed']}\n", 1)
+    text = text.replace("seed = 0\n", f"seed = {c['seed']}\nshuffle_seed = {c['shuffle_seed']}\n", 1)
     text = text.replace("lr = 0.05\nmomentum = 0.9\n",
                         f"lr = {o['lr']}\nmomentum = {o['momentum']}\nweight_decay = {o['weight_decay']}\n")
     open(f"{d}/alone-{i}.toml", "w").write(text)

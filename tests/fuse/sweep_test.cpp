@@ -98,7 +98,8 @@ TEST(Sweep, TrainsArraysWritesEveryModelAndRanksThem) {
     std::string model_dir = dir.file("out/model-" + std::to_string(k));
     EXPECT_EQ(read_json_lines(model_dir + "/metrics.jsonl").size(), 2u) << k;
     EXPECT_TRUE(path_exists(model_dir + "/model.pt")) << k;
-    EXPECT_TRUE(path_exists(model_dir + "/config.json")) << k;
+    auto config = nlohmann::json::parse(read_file(model_dir + "/config.json"));
+    EXPECT_EQ(config["shuffle_seed"], 1) << "the array's batch order, so colo train can repeat model " << k;
   }
   EXPECT_EQ(read_json_lines(dir.file("out/sweep.jsonl")).size(), 12u);
   auto results = nlohmann::json::parse(read_file(dir.file("out/results.json")));

@@ -41,7 +41,7 @@ class ArrayTrainer {
   // `specs`: one per model; all share model architecture (fusion_key),
   // batch_size, eval_batch_size, epochs, max_steps, data and the optimiser's
   // name. Model i is initialised from specs[i].seed exactly as `colo train`
-  // initialises it; the data order follows specs[0].seed. Throws
+  // initialises it; the data order follows specs[0].data_order_seed(). Throws
   // InputError when the specs cannot share an array.
   ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Dataset& dataset,
                c10::Device device, ArrayOptions options = {});

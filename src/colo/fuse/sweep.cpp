@@ -23,6 +23,7 @@ nlohmann::json effective_config(const SweepConfig& config) {
   return {{"model", config.index},
           {"values", config.values},
           {"seed", s.seed},
+          {"shuffle_seed", s.shuffle_seed},
           {"model_name", s.model.name},
           {"optimizer", {{"name", s.optimizer.name}, {"lr", s.optimizer.lr},
                          {"momentum", s.optimizer.momentum}, {"weight_decay", s.optimizer.weight_decay},

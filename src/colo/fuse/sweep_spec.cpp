@@ -178,6 +178,11 @@ std::vector<SweepConfig> expand_sweep(const SweepSpec& sweep) {
     }
     configs.push_back(std::move(config));
   }
+  // An array shares one batch order; each model's spec says which, so that
+  // `colo train` of that spec repeats the model's training alone.
+  for (auto& config : configs) {
+    if (config.spec.shuffle_seed < 0) config.spec.shuffle_seed = static_cast<int64_t>(sweep.base.data_order_seed());
+  }
   return configs;
 }
 

@@ -7,7 +7,7 @@ data::LoaderOptions loader_options(const TrainSpec& spec, const data::Dataset& d
   data::LoaderOptions options;
   options.batch_size = training ? spec.batch_size : spec.eval_batch_size;
   options.shuffle = training;
-  options.seed = spec.seed;
+  options.seed = spec.data_order_seed();
   if (spec.data.normalize) std::tie(options.mean, options.std) = data::channel_stats(dataset.train);
   options.augment = training && spec.data.augment;
   options.pin_memory = spec.data.pin_memory;

@@ -13,6 +13,7 @@ TrainSpec parse_train_spec_fields(const SpecTable& root) {
   TrainSpec spec;
   spec.source = root.source();
   spec.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
+  spec.shuffle_seed = root.integer_or("shuffle_seed", -1, -1);
   spec.device = root.string_or("device", spec.device);
   spec.output = root.string_or("output", spec.output);
   if (spec.output.empty()) root.fail("output", "expected a directory path");
@@ -39,6 +40,8 @@ const char* train_spec_reference() {
   return R"(Training spec (TOML). Every field, with its default:
 
   seed = 0                 model initialisation, shuffling, augmentation, dropout
+  shuffle_seed = -1        batch order and augmentation only (-1 = seed); colo sweep
+                           writes it so that one model of an array can be retrained alone
   device = "auto"          auto (first CUDA device if any, else cpu) | cpu | cuda | cuda:N
   output = "runs/train"    directory for metrics.jsonl, checkpoint.pt, spec.toml
   epochs = 1               passes over the training split

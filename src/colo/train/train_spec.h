@@ -23,6 +23,8 @@ struct TrainSpec {
   int64_t eval_batch_size = 1024;
   int64_t checkpoint_every = 1;  // epochs between checkpoints; 0 = never
   uint64_t seed = 0;
+  int64_t shuffle_seed = -1;     // batch order and augmentation; -1 = seed
+  uint64_t data_order_seed() const { return shuffle_seed >= 0 ? static_cast<uint64_t>(shuffle_seed) : seed; }
   std::string device = "auto";   // auto | cpu | cuda | cuda:N
   std::string output = "runs/train";
 };
