@@ -24,6 +24,7 @@ const std::vector<FusedEntry>& registry() {
       {"mlp", build_fused_mlp},
       {"lenet", build_fused_lenet},
       {"resnet", build_fused_resnet},
+      {"transformer", build_fused_transformer},
   };
   return entries;
 }

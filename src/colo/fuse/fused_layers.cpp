@@ -1,5 +1,7 @@
 #include "colo/fuse/fused_layers.h"
 
+#include <cmath>
+
 #include <ATen/ATen.h>
 
 namespace colo::fuse {
@@ -13,13 +15,43 @@ FusedLinear::FusedLinear(int64_t models, int64_t in_features, int64_t out_featur
 }
 
 at::Tensor FusedLinear::forward(const at::Tensor& x) {
-  return at::baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2));
+  if (x.dim() == 3) return at::baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2));
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.size(1);
+  return at::baddbmm(bias.unsqueeze(1), x.reshape({models_, -1, x.size(-1)}), weight.transpose(1, 2))
+      .view(shape);
 }
 
 at::Tensor FusedLinear::forward_shared(const at::Tensor& x) {
   int64_t out = weight.size(1);
-  at::Tensor y = at::addmm(bias.reshape({-1}), x, weight.reshape({models_ * out, -1}).t());
-  return y.view({x.size(0), models_, out}).transpose(0, 1);
+  at::Tensor rows = x.reshape({-1, x.size(-1)});
+  at::Tensor y = at::addmm(bias.reshape({-1}), rows, weight.reshape({models_ * out, -1}).t());
+  // [rows, N*out] -> [N, rows, out] -> [N, B, ..., out]
+  std::vector<int64_t> shape{models_};
+  for (int64_t i = 0; i + 1 < x.dim(); ++i) shape.push_back(x.size(i));
+  shape.push_back(out);
+  return y.view({rows.size(0), models_, out}).transpose(0, 1).reshape(shape);
+}
+
+FusedEmbedding::FusedEmbedding(int64_t models, int64_t vocab, int64_t dim) {
+  weight = register_parameter("weight", at::empty({models, vocab, dim}));
+}
+
+at::Tensor FusedEmbedding::forward(const at::Tensor& tokens) {
+  std::vector<int64_t> shape{weight.size(0)};
+  for (int64_t size : tokens.sizes()) shape.push_back(size);
+  shape.push_back(weight.size(2));
+  return weight.index_select(1, tokens.reshape({-1})).view(shape);
+}
+
+at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const FusedDropout& dropout,
+                                bool training) {
+  int64_t n = qkv.size(0), b = qkv.size(1), t = qkv.size(2), d = qkv.size(3) / 3, hd = d / heads;
+  // [N, B, T, 3, H, hd] -> 3 x [N, B, H, T, hd]
+  at::Tensor parts = qkv.view({n, b, t, 3, heads, hd}).permute({3, 0, 1, 4, 2, 5});
+  at::Tensor scores = at::matmul(parts[0], parts[1].transpose(-2, -1)) / std::sqrt(double(hd));
+  at::Tensor attention = dropout.forward(at::softmax(scores, -1), training);
+  return at::matmul(attention, parts[2]).transpose(2, 3).reshape({n, b, t, d});
 }
 
 FusedConv2d::FusedConv2d(int64_t models, int64_t in_channels, int64_t out_channels,

@@ -25,10 +25,10 @@ class FusedLinear : public torch::nn::Module {
  public:
   FusedLinear(int64_t models, int64_t in_features, int64_t out_features);
 
-  // x [N, B, in] -> [N, B, out].
+  // x [N, B, ..., in] -> [N, B, ..., out].
   at::Tensor forward(const at::Tensor& x);
-  // x [B, in], the same input for every model -> [N, B, out] (one GEMM with
-  // N*out columns instead of N copies of the input).
+  // x [B, ..., in], the same input for every model -> [N, B, ..., out] (one
+  // GEMM with N*out columns instead of N copies of the input).
   at::Tensor forward_shared(const at::Tensor& x);
 
   at::Tensor weight, bias;  // [N, out, in], [N, out]
@@ -72,6 +72,24 @@ class FusedBatchNorm2d : public torch::nn::Module {
 
   at::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 };
+
+// N embedding tables (torch::nn::Embedding's "weight" [vocab, dim] stacked).
+class FusedEmbedding : public torch::nn::Module {
+ public:
+  FusedEmbedding(int64_t models, int64_t vocab, int64_t dim);
+
+  // tokens [B, ...] int64, the same for every model -> [N, B, ..., dim].
+  at::Tensor forward(const at::Tensor& tokens);
+
+  at::Tensor weight;  // [N, vocab, dim]
+};
+
+// Multi-head self-attention of N models at once, without its projections:
+// qkv [N, B, T, 3*D] (queries, keys, values side by side, as a single
+// model's qkv layer produces them) -> [N, B, T, D], each model attending
+// over its own tokens; `dropout` drops attention weights per model.
+at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const class FusedDropout& dropout,
+                                bool training);
 
 // N LayerNorms over the last dimension of a model-major tensor.
 class FusedLayerNorm : public torch::nn::Module {

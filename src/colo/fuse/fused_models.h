@@ -16,6 +16,8 @@ FusedClassifierPtr build_fused_mlp(const std::vector<models::ModelSpec>& specs,
                                    const data::InputShape& shape);
 FusedClassifierPtr build_fused_lenet(const std::vector<models::ModelSpec>& specs,
                                      const data::InputShape& shape);
+FusedClassifierPtr build_fused_transformer(const std::vector<models::ModelSpec>& specs,
+                                           const data::InputShape& shape);
 FusedClassifierPtr build_fused_resnet(const std::vector<models::ModelSpec>& specs,
                                       const data::InputShape& shape);
 

@@ -79,7 +79,9 @@ void apply(const SweepSpec& sweep, const std::string& name, const nlohmann::json
   } else if (name == "seed") {
     spec.seed = value.get<uint64_t>();
   } else if (name == "dropout") {
-    if (spec.model.name != "mlp") throw InputError(src, "sweep.axes.dropout", "only mlp takes dropout in a fused array");
+    if (spec.model.name != "mlp" && spec.model.name != "transformer") {
+      throw InputError(src, "sweep.axes.dropout", "only mlp and transformer take dropout");
+    }
     spec.model.dropout = number_in(0, 0.99, "a dropout rate in [0, 0.99]");
   } else if (name == "widths") {
     if (spec.model.name != "mlp") throw InputError(src, "sweep.axes.widths", "only mlp has hidden widths");
