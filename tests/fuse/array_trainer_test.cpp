@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "colo/core/error.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/train/trainer.h"
 #include "support/temp_dir.h"
@@ -84,6 +85,58 @@ TEST(ArrayTrainer, HalvingStopsTheWorstModelsAtARung) {
   }
   EXPECT_GE(worst_kept, best_stopped);
   EXPECT_THROW(array.extract(stopped[0]), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace colo::fuse
+
+namespace colo::fuse {
+namespace {
+
+// Two arrays of different architectures from one data pass: each ends where
+// it ends when trained on its own.
+TEST(SideBySide, ArraysOfDifferentModelsShareOneDataPassAndMatchTrainingApart) {
+  testing::TempDir dir;
+  std::string mlp = spec_text(dir.file("a"), 0.05, "");
+  std::string wide = mlp;
+  wide.replace(wide.find("widths = [16]"), 13, "widths = [32, 8]");
+  std::vector<train::TrainSpec> small{train::parse_train_spec(dir.write("a.toml", mlp))};
+  std::vector<train::TrainSpec> big{train::parse_train_spec(dir.write("b.toml", wide)),
+                                    train::parse_train_spec(dir.write("c.toml", wide))};
+  big[1].optimizer.lr = 0.2;
+  data::Dataset dataset = data::load_dataset(small[0].data);
+  ArrayTrainer a(small, dataset, c10::Device(c10::kCPU)), b(big, dataset, c10::Device(c10::kCPU));
+  std::map<std::pair<size_t, int64_t>, int> epochs;
+  train_side_by_side({&a, &b}, [&](size_t array, int64_t model, const train::EpochRecord&) {
+    ++epochs[{array, model}];
+  });
+  EXPECT_EQ(epochs.size(), 3u);
+  for (const auto& [key, count] : epochs) EXPECT_EQ(count, 2);
+
+  ArrayTrainer a_alone(small, dataset, c10::Device(c10::kCPU)), b_alone(big, dataset, c10::Device(c10::kCPU));
+  a_alone.run({});
+  b_alone.run({});
+  auto same = [](const models::ClassifierPtr& x, const models::ClassifierPtr& y) {
+    auto yp = y->named_parameters();
+    for (const auto& item : x->named_parameters()) {
+      if (!item.value().allclose(yp[item.key()], 1e-6, 1e-7)) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(same(a.extract(0), a_alone.extract(0)));
+  EXPECT_TRUE(same(b.extract(0), b_alone.extract(0)));
+  EXPECT_TRUE(same(b.extract(1), b_alone.extract(1)));
+  EXPECT_FALSE(same(b.extract(0), b.extract(1))) << "the two big models differ (different rates)";
+}
+
+TEST(SideBySide, ArraysWithDifferentBatchSizesAreRefused) {
+  testing::TempDir dir;
+  auto spec = train::parse_train_spec(dir.write("a.toml", spec_text(dir.file("a"), 0.05, "")));
+  auto other = spec;
+  other.batch_size = 64;
+  data::Dataset dataset = data::load_dataset(spec.data);
+  ArrayTrainer a({spec}, dataset, c10::Device(c10::kCPU)), b({other}, dataset, c10::Device(c10::kCPU));
+  EXPECT_THROW(train_side_by_side({&a, &b}, {}), InputError);
 }
 
 }  // namespace

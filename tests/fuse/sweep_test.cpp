@@ -106,5 +106,20 @@ TEST(Sweep, TrainsArraysWritesEveryModelAndRanksThem) {
   EXPECT_EQ(results["models"].size(), 6u);
 }
 
+TEST(Sweep, SideBySideTrainsEveryArrayInOnePassWithTheSameResults) {
+  testing::TempDir dir;
+  std::string axes = "[sweep.axes]\nlr = [0.01, 0.05, 0.2]\nwidths = [[16], [32, 8]]\n";
+  auto apart = run_sweep(parse_sweep_spec(dir.write("a.toml", base_text(dir.file("a")) + "[sweep]\nmax_array = 2\n" + axes)));
+  auto together = run_sweep(parse_sweep_spec(dir.write(
+      "b.toml", base_text(dir.file("b")) + "[sweep]\nmax_array = 2\nside_by_side = true\n" + axes)));
+  ASSERT_EQ(apart.models.size(), together.models.size());
+  EXPECT_EQ(together.arrays, 4);
+  for (size_t i = 0; i < apart.models.size(); ++i) {
+    EXPECT_EQ(apart.models[i].index, together.models[i].index);
+    EXPECT_NEAR(apart.models[i].test_accuracy, together.models[i].test_accuracy, 1e-9);
+    EXPECT_NEAR(apart.models[i].loss, together.models[i].loss, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace colo::fuse

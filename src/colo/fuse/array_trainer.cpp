@@ -16,6 +16,7 @@
 #include "colo/train/loader_options.h"
 #include "colo/train/schedule.h"
 
+#include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 
 #if COLO_HAS_CUDA
@@ -159,73 +160,119 @@ std::vector<std::pair<double, double>> ArrayTrainer::evaluate() {
   return out;
 }
 
+void ArrayTrainer::begin_epoch() {
+  array_->train();
+  step_->reset_totals();
+}
+
+void ArrayTrainer::train_batch(const data::Batch& batch) {
+#if COLO_HAS_CUDA
+  if (stream_) {
+    // The batch was cut on the caller's stream: wait for it, and keep its
+    // memory from being reused while this stream still reads it.
+    c10::Event ready(c10::DeviceType::CUDA);
+    ready.record(c10::cuda::getCurrentCUDAStream(device_.index()));
+    ready.block(*stream_);
+    batch.inputs.record_stream(*stream_);
+    batch.labels.record_stream(*stream_);
+  }
+#endif
+  SideStream stream(stream_);
+  step_->run(batch.inputs, batch.labels);
+}
+
+void ArrayTrainer::end_epoch(int64_t epoch, int64_t step, int64_t samples, double train_s,
+                             const Stopwatch& epoch_clock, const Stopwatch& wall,
+                             const EpochCallback& on_epoch, const Halving* halving,
+                             const StopCallback& on_stop) {
+  SideStream stream(stream_);
+  auto tests = evaluate();
+  at::Tensor losses = step_->loss_sums().cpu(), correct = step_->correct().cpu();
+  std::optional<int64_t> peak = gpu::peak_memory_bytes(device_);
+  std::optional<int64_t> reserved = gpu::peak_reserved_bytes(device_);
+  for (int64_t k = 0; k < models(); ++k) {
+    int64_t model = active_[static_cast<size_t>(k)];
+    const train::TrainSpec& spec = specs_[static_cast<size_t>(model)];
+    train::LearningRateSchedule schedule(spec.schedule, spec.optimizer.lr, steps_per_epoch_, total_steps_);
+    train::EpochRecord record;
+    record.epoch = epoch + 1;
+    record.step = step;
+    record.loss = losses[k].item<double>() / std::max<int64_t>(samples, 1);
+    record.train_accuracy = static_cast<double>(correct[k].item<int64_t>()) / std::max<int64_t>(samples, 1);
+    record.samples_per_s = samples / std::max(train_s, 1e-9);
+    record.test_accuracy = tests[static_cast<size_t>(k)].first;
+    record.test_loss = tests[static_cast<size_t>(k)].second;
+    record.lr = schedule.lr_at(std::max<int64_t>(step - 1, 0));
+    record.peak_mem_bytes = peak;
+    record.peak_reserved_bytes = reserved;
+    record.epoch_s = epoch_clock.elapsed_s();
+    record.wall_s = wall.elapsed_s();
+    if (on_epoch) on_epoch(model, record);
+  }
+  bool rung = halving && std::find(halving->rungs.begin(), halving->rungs.end(), epoch + 1) !=
+                             halving->rungs.end();
+  if (!rung || models() < 2) return;
+  std::vector<int64_t> order(static_cast<size_t>(models()));
+  for (int64_t k = 0; k < models(); ++k) order[static_cast<size_t>(k)] = k;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return tests[static_cast<size_t>(a)].first > tests[static_cast<size_t>(b)].first;
+  });
+  auto kept = static_cast<size_t>(
+      std::max<int64_t>(1, std::llround(std::ceil(halving->keep * static_cast<double>(models())))));
+  if (kept >= order.size()) return;
+  for (size_t r = kept; r < order.size(); ++r) {
+    if (on_stop) on_stop(active_[static_cast<size_t>(order[r])], epoch + 1);
+  }
+  order.resize(kept);
+  std::sort(order.begin(), order.end());
+  keep_models(order);
+}
+
 void ArrayTrainer::run(const EpochCallback& on_epoch, const Halving* halving,
                        const StopCallback& on_stop) {
-  SideStream stream(stream_);
+  train_side_by_side({this}, [&](size_t, int64_t model, const train::EpochRecord& r) { if (on_epoch) on_epoch(model, r); },
+                     halving, [&](size_t, int64_t model, int64_t epoch) { if (on_stop) on_stop(model, epoch); });
+}
+
+void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch,
+                        const Halving* halving, const GroupStopCallback& on_stop) {
+  if (members.empty()) throw std::invalid_argument("train_side_by_side: no arrays");
+  const ArrayTrainer& lead = *members.front();
+  const train::TrainSpec& first = lead.specs_.front();
+  for (const ArrayTrainer* m : members) {
+    const train::TrainSpec& s = m->specs_.front();
+    if (&m->dataset_ != &lead.dataset_ || m->device_ != lead.device_ || s.batch_size != first.batch_size ||
+        s.epochs != first.epochs || m->total_steps_ != lead.total_steps_ ||
+        s.data_order_seed() != first.data_order_seed()) {
+      throw InputError(s.source, "batch_size",
+                       "arrays trained side by side share one data set, device, batch size, "
+                       "epochs and batch order");
+    }
+  }
   Stopwatch wall;
-  const train::TrainSpec& first = specs_.front();
-  data::DataLoader loader(dataset_.train, train::loader_options(first, dataset_, device_, true));
+  data::DataLoader loader(lead.dataset_.train, train::loader_options(first, lead.dataset_, lead.device_, true));
   at::manual_seed(first.seed);
   int64_t step = 0;
-  for (int64_t epoch = 0; epoch < first.epochs && step < total_steps_; ++epoch) {
+  for (int64_t epoch = 0; epoch < first.epochs && step < lead.total_steps_; ++epoch) {
     Stopwatch epoch_clock;
-    gpu::reset_peak_memory(device_);
-    array_->train();
+    gpu::reset_peak_memory(lead.device_);
+    for (ArrayTrainer* m : members) m->begin_epoch();
     loader.start_epoch(epoch);
-    step_->reset_totals();
     int64_t samples = 0;
-    while (step < total_steps_) {
+    while (step < lead.total_steps_) {
       auto batch = loader.next();
       if (!batch) break;
-      step_->run(batch->inputs, batch->labels);
+      for (ArrayTrainer* m : members) m->train_batch(*batch);
       samples += batch->labels.size(0);
       ++step;
     }
-    gpu::synchronize(device_);
+    gpu::synchronize(lead.device_);
     double train_s = epoch_clock.elapsed_s();
-    auto tests = evaluate();
-    at::Tensor losses = step_->loss_sums().cpu(), correct = step_->correct().cpu();
-    std::optional<int64_t> peak = gpu::peak_memory_bytes(device_);
-    std::optional<int64_t> reserved = gpu::peak_reserved_bytes(device_);
-    for (int64_t k = 0; k < models(); ++k) {
-      int64_t model = active_[static_cast<size_t>(k)];
-      const train::TrainSpec& spec = specs_[static_cast<size_t>(model)];
-      train::LearningRateSchedule schedule(spec.schedule, spec.optimizer.lr, steps_per_epoch_,
-                                           total_steps_);
-      train::EpochRecord record;
-      record.epoch = epoch + 1;
-      record.step = step;
-      record.loss = losses[k].item<double>() / std::max<int64_t>(samples, 1);
-      record.train_accuracy =
-          static_cast<double>(correct[k].item<int64_t>()) / std::max<int64_t>(samples, 1);
-      record.samples_per_s = samples / std::max(train_s, 1e-9);
-      record.test_accuracy = tests[static_cast<size_t>(k)].first;
-      record.test_loss = tests[static_cast<size_t>(k)].second;
-      record.lr = schedule.lr_at(std::max<int64_t>(step - 1, 0));
-      record.peak_mem_bytes = peak;
-      record.peak_reserved_bytes = reserved;
-      record.epoch_s = epoch_clock.elapsed_s();
-      record.wall_s = wall.elapsed_s();
-      if (on_epoch) on_epoch(model, record);
-    }
-    bool rung = halving && std::find(halving->rungs.begin(), halving->rungs.end(), epoch + 1) !=
-                               halving->rungs.end();
-    if (rung && models() > 1) {
-      std::vector<int64_t> order(static_cast<size_t>(models()));
-      for (int64_t k = 0; k < models(); ++k) order[static_cast<size_t>(k)] = k;
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return tests[static_cast<size_t>(a)].first > tests[static_cast<size_t>(b)].first;
-      });
-      auto kept = static_cast<size_t>(
-          std::max<int64_t>(1, std::llround(std::ceil(halving->keep * static_cast<double>(models())))));
-      if (kept < order.size()) {
-        for (size_t r = kept; r < order.size(); ++r) {
-          if (on_stop) on_stop(active_[static_cast<size_t>(order[r])], epoch + 1);
-        }
-        order.resize(kept);
-        std::sort(order.begin(), order.end());
-        keep_models(order);
-      }
+    for (size_t i = 0; i < members.size(); ++i) {
+      members[i]->end_epoch(
+          epoch, step, samples, train_s, epoch_clock, wall,
+          [&](int64_t model, const train::EpochRecord& r) { if (on_epoch) on_epoch(i, model, r); }, halving,
+          [&](int64_t model, int64_t e) { if (on_stop) on_stop(i, model, e); });
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
+#include "colo/core/stopwatch.h"
 #include "colo/data/dataset.h"
 #include "colo/data/loader.h"
 #include "colo/fuse/array_step.h"
@@ -35,6 +36,20 @@ struct Halving {
   std::vector<int64_t> rungs;  // epochs, ascending
   double keep = 0.5;
 };
+
+class ArrayTrainer;
+
+// Called per array (its position in the members list) and model.
+using GroupEpochCallback = std::function<void(size_t array, int64_t model, const train::EpochRecord&)>;
+using GroupStopCallback = std::function<void(size_t array, int64_t model, int64_t epoch)>;
+
+// Trains several arrays (of different architectures, which cannot fuse) in
+// one process from one data pass: each batch is cut once and fed to every
+// array, each array on its own CUDA stream, so small arrays fill the gaps of
+// big ones. On the CPU they run in turn. The arrays must share the data set
+// object, device, batch size, epochs and batch order (InputError otherwise).
+void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch,
+                        const Halving* halving = nullptr, const GroupStopCallback& on_stop = {});
 
 class ArrayTrainer {
  public:
@@ -72,6 +87,13 @@ class ArrayTrainer {
   std::string graph_error() const { return step_ ? step_->graph_error() : ""; }
 
  private:
+  friend void train_side_by_side(const std::vector<ArrayTrainer*>&, const GroupEpochCallback&,
+                                 const Halving*, const GroupStopCallback&);
+  void begin_epoch();
+  void train_batch(const data::Batch& batch);
+  void end_epoch(int64_t epoch, int64_t step, int64_t samples, double train_s, const Stopwatch& epoch_clock,
+                 const Stopwatch& wall, const EpochCallback& on_epoch, const Halving* halving,
+                 const StopCallback& on_stop);
   void build_step();
   void keep_models(const std::vector<int64_t>& positions);
   std::vector<std::pair<double, double>> evaluate();  // per active model: (accuracy, loss)

@@ -132,13 +132,10 @@ SweepResult run_sweep(const SweepSpec& spec) {
   options.cuda_graph = spec.cuda_graph;
   options.channels_last = spec.channels_last;
 
+  std::map<int64_t, std::unique_ptr<JsonLinesWriter>> metrics;
   for (size_t a = 0; a < arrays.size(); ++a) {
-    const auto& members = arrays[a];
-    result.array_sizes.push_back(static_cast<int64_t>(members.size()));
-    std::vector<train::TrainSpec> specs;
-    std::map<int64_t, std::unique_ptr<JsonLinesWriter>> metrics;
-    for (const SweepConfig* config : members) {
-      specs.push_back(config->spec);
+    result.array_sizes.push_back(static_cast<int64_t>(arrays[a].size()));
+    for (const SweepConfig* config : arrays[a]) {
       std::string dir = base.output + "/model-" + std::to_string(config->index);
       make_directories(dir);
       write_file_atomically(dir + "/config.json", effective_config(*config).dump(2) + "\n");
@@ -148,63 +145,82 @@ SweepResult run_sweep(const SweepSpec& spec) {
       r.values = config->values;
       r.array = static_cast<int64_t>(a);
     }
-    std::printf("array %zu/%zu: %zu models (%s)\n", a + 1, arrays.size(), members.size(),
-                array_key(specs.front()).c_str());
+  }
+
+  int64_t last_epoch = 0, epoch_models = 0, best_model = -1;
+  double epoch_best = 0, epoch_rate = 0;
+  auto report_epoch = [&]() {
+    if (last_epoch == 0) return;
+    std::printf("  epoch %lld/%lld: %lld models, best test acc %s (model %lld), %.0f samples/s\n",
+                static_cast<long long>(last_epoch), static_cast<long long>(base.epochs),
+                static_cast<long long>(epoch_models), percent(epoch_best, 2).c_str(),
+                static_cast<long long>(best_model), epoch_rate);
     std::fflush(stdout);
-    ArrayTrainer trainer(specs, dataset, device, options);
-    int64_t last_epoch = 0, epoch_models = 0;
-    double epoch_best = 0, epoch_rate = 0;
-    int64_t best_model = -1;
-    auto report_epoch = [&]() {
-      if (last_epoch == 0) return;
-      std::printf("  epoch %lld/%lld: %lld models, best test acc %s (model %lld), %.0f samples/s\n",
-                  static_cast<long long>(last_epoch), static_cast<long long>(base.epochs),
-                  static_cast<long long>(epoch_models), percent(epoch_best, 2).c_str(),
-                  static_cast<long long>(best_model), epoch_rate);
-      std::fflush(stdout);
-    };
-    auto on_epoch = [&](int64_t position, const train::EpochRecord& record) {
-      const SweepConfig* config = members[static_cast<size_t>(position)];
-      if (record.epoch != last_epoch) {
-        report_epoch();
-        last_epoch = record.epoch;
-        epoch_best = 0;
-        epoch_rate = 0;
-        epoch_models = 0;
-      }
-      ++epoch_models;
-      nlohmann::json line = train::to_json(record);
-      metrics[config->index]->write(line);
-      line["model"] = config->index;
-      line["array"] = a;
-      line["values"] = config->values;
-      sweep_log.write(line);
-      SweepModelResult& r = by_index[config->index];
-      r.epochs = record.epoch;
-      r.test_accuracy = record.test_accuracy;
-      r.best_test_accuracy = std::max(r.best_test_accuracy, record.test_accuracy);
-      r.loss = record.loss;
-      epoch_rate += record.samples_per_s;
-      if (record.test_accuracy >= epoch_best) {
-        epoch_best = record.test_accuracy;
-        best_model = config->index;
-      }
-    };
-    auto on_stop = [&](int64_t position, int64_t) {
-      by_index[members[static_cast<size_t>(position)]->index].stopped = true;
-    };
-    trainer.run(on_epoch, spec.halving_enabled ? &spec.halving : nullptr, on_stop);
+    last_epoch = 0;
+  };
+  auto record_epoch = [&](size_t a, int64_t position, const train::EpochRecord& record) {
+    const SweepConfig* config = arrays[a][static_cast<size_t>(position)];
+    if (record.epoch != last_epoch) {
+      report_epoch();
+      last_epoch = record.epoch;
+      epoch_best = epoch_rate = 0;
+      epoch_models = 0;
+    }
+    ++epoch_models;
+    nlohmann::json line = train::to_json(record);
+    metrics[config->index]->write(line);
+    line["model"] = config->index;
+    line["array"] = a;
+    line["values"] = config->values;
+    sweep_log.write(line);
+    SweepModelResult& r = by_index[config->index];
+    r.epochs = record.epoch;
+    r.test_accuracy = record.test_accuracy;
+    r.best_test_accuracy = std::max(r.best_test_accuracy, record.test_accuracy);
+    r.loss = record.loss;
+    epoch_rate += record.samples_per_s;
+    if (record.test_accuracy >= epoch_best) {
+      epoch_best = record.test_accuracy;
+      best_model = config->index;
+    }
+  };
+  // Trains arrays [from, to) of the plan in one data pass, then saves them.
+  auto train_arrays = [&](size_t from, size_t to) {
+    std::vector<std::unique_ptr<ArrayTrainer>> trainers;
+    std::vector<ArrayTrainer*> members;
+    for (size_t a = from; a < to; ++a) {
+      std::vector<train::TrainSpec> specs;
+      for (const SweepConfig* config : arrays[a]) specs.push_back(config->spec);
+      std::printf("array %zu/%zu: %zu models (%s)\n", a + 1, arrays.size(), specs.size(),
+                  array_key(specs.front()).c_str());
+      trainers.push_back(std::make_unique<ArrayTrainer>(specs, dataset, device, options));
+      members.push_back(trainers.back().get());
+    }
+    std::fflush(stdout);
+    train_side_by_side(
+        members, [&](size_t i, int64_t position, const train::EpochRecord& r) { record_epoch(from + i, position, r); },
+        spec.halving_enabled ? &spec.halving : nullptr,
+        [&](size_t i, int64_t position, int64_t) { by_index[arrays[from + i][static_cast<size_t>(position)]->index].stopped = true; });
     report_epoch();
-    if (!trainer.graph_error().empty()) {
-      std::printf("  note: CUDA graph capture failed, the array ran eagerly: %s\n", trainer.graph_error().c_str());
+    for (size_t i = 0; i < trainers.size(); ++i) {
+      if (!trainers[i]->graph_error().empty()) {
+        std::printf("  note: CUDA graph capture failed, array %zu ran eagerly: %s\n", from + i + 1,
+                    trainers[i]->graph_error().c_str());
+      }
+      const auto& members_of = arrays[from + i];
+      for (size_t position = 0; position < members_of.size(); ++position) {
+        const SweepConfig* config = members_of[position];
+        if (by_index[config->index].stopped) continue;
+        torch::serialize::OutputArchive archive;
+        trainers[i]->extract(static_cast<int64_t>(position))->save(archive);
+        archive.save_to(base.output + "/model-" + std::to_string(config->index) + "/model.pt");
+      }
     }
-    for (size_t position = 0; position < members.size(); ++position) {
-      const SweepConfig* config = members[position];
-      if (by_index[config->index].stopped) continue;
-      torch::serialize::OutputArchive archive;
-      trainer.extract(static_cast<int64_t>(position))->save(archive);
-      archive.save_to(base.output + "/model-" + std::to_string(config->index) + "/model.pt");
-    }
+  };
+  if (spec.side_by_side) {
+    train_arrays(0, arrays.size());
+  } else {
+    for (size_t a = 0; a < arrays.size(); ++a) train_arrays(a, a + 1);
   }
   result.total_s = wall.elapsed_s();
   for (auto& [index, r] : by_index) result.models.push_back(r);

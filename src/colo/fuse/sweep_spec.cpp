@@ -109,6 +109,7 @@ SweepSpec parse_sweep_spec(const std::string& path) {
   spec.max_array = sweep->integer_or("max_array", 0, 0, 4096);
   spec.cuda_graph = sweep->boolean_or("cuda_graph", spec.cuda_graph);
   spec.channels_last = sweep->boolean_or("channels_last", spec.channels_last);
+  spec.side_by_side = sweep->boolean_or("side_by_side", spec.side_by_side);
   if (auto halving = sweep->table("halving")) {
     spec.halving_enabled = true;
     spec.halving.rungs = halving->integers_or("rungs", {}, 1);

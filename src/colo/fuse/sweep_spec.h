@@ -33,6 +33,7 @@ struct SweepSpec {
   int64_t max_array = 0;          // models per array; 0 = as many as the device fits
   bool cuda_graph = true;
   bool channels_last = false;
+  bool side_by_side = false;      // all arrays in one data pass, each on its own CUDA stream
   bool halving_enabled = false;
   Halving halving;
   std::vector<SweepAxis> axes;    // in file order
