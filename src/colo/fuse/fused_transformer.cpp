@@ -3,6 +3,7 @@
 #include "colo/core/error.h"
 #include "colo/fuse/fused_layers.h"
 #include "colo/fuse/fused_models.h"
+#include "colo/models/transformer.h"
 
 namespace colo::fuse {
 namespace {
@@ -62,9 +63,7 @@ class FusedTransformer : public FusedClassifier {
     if (token_embedding_) {
       x = token_embedding_->forward(inputs);
     } else {
-      int64_t b = inputs.size(0), c = inputs.size(1), p = patch_size_;
-      at::Tensor patches = inputs.unfold(2, p, p).unfold(3, p, p).permute({0, 2, 3, 1, 4, 5});
-      x = patch_embedding_->forward_shared(patches.reshape({b, -1, c * p * p}));
+      x = patch_embedding_->forward_shared(models::image_patches(inputs, patch_size_));
     }
     x = dropout_.forward(x + position_, is_training());  // [N, B, T, D]
     for (auto& block : blocks_) x = block->forward(x);

@@ -74,10 +74,7 @@ class Transformer : public Classifier {
     if (token_embedding_) {
       x = token_embedding_->forward(inputs);
     } else {
-      int64_t b = inputs.size(0), c = inputs.size(1), p = patch_size_;
-      // [B, C, H, W] -> [B, H/p, W/p, C, p, p] -> [B, T, C*p*p]
-      at::Tensor patches = inputs.unfold(2, p, p).unfold(3, p, p).permute({0, 2, 3, 1, 4, 5});
-      x = patch_embedding_->forward(patches.reshape({b, -1, c * p * p}));
+      x = patch_embedding_->forward(image_patches(inputs, patch_size_));
     }
     x = x + position_;
     if (dropout_ > 0) x = at::dropout(x, dropout_, is_training());
@@ -97,6 +94,12 @@ class Transformer : public Classifier {
 };
 
 }  // namespace
+
+at::Tensor image_patches(const at::Tensor& images, int64_t patch_size) {
+  int64_t b = images.size(0), c = images.size(1), p = patch_size;
+  // [B, C, H, W] -> [B, H/p, W/p, C, p, p] -> [B, T, C*p*p]
+  return images.unfold(2, p, p).unfold(3, p, p).permute({0, 2, 3, 1, 4, 5}).reshape({b, -1, c * p * p});
+}
 
 ClassifierPtr build_transformer(const ModelSpec& spec, const data::InputShape& shape) {
   if (shape.tokens) {
