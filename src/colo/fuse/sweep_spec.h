@@ -32,7 +32,7 @@ struct SweepSpec {
   uint64_t seed = 0;              // random sampling's generator
   int64_t max_array = 0;          // models per array; 0 = as many as the device fits
   bool cuda_graph = true;
-  bool channels_last = false;
+  bool channels_last = false;     // default: true for resnet (measured faster), else false
   bool side_by_side = false;      // all arrays in one data pass, each on its own CUDA stream
   bool halving_enabled = false;
   Halving halving;
