@@ -1,5 +1,6 @@
 # colo: the two commands of the README.
-#   make demo   install what is missing, build, train the quickstart model
+#   make demo   install what is missing, build, train the quickstart model, then
+#               sweep 8 configurations of it as fused arrays
 #   make test   install what is missing, build, run every test through CTest
 
 BUILD ?= build
@@ -26,6 +27,7 @@ test: build
 
 demo: build
 	./$(BUILD)/colo train examples/quickstart.toml
+	./$(BUILD)/colo sweep examples/sweep_quickstart.toml
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,48 @@
+// `colo sweep` as a user runs it.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/colo_process.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+
+namespace colo {
+namespace {
+
+using testing::run_colo;
+using testing::TempDir;
+
+std::string sweep_text(const std::string& output, const std::string& axes) {
+  return "device = \"cpu\"\noutput = \"" + output + "\"\nepochs = 1\nbatch_size = 32\n"
+         "[model]\nname = \"mlp\"\nwidths = [16]\n"
+         "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 256\ntest_size = 128\n"
+         "[optimizer]\nname = \"sgd\"\nlr = 0.05\n[sweep]\n[sweep.axes]\n" + axes;
+}
+
+TEST(ColoSweep, TrainsEveryConfigurationAndPrintsTheRanking) {
+  TempDir dir;
+  dir.write("s.toml", sweep_text(dir.file("out"), "lr = [0.001, 0.1]\nwidths = [[16], [8, 8]]\n"));
+  auto run = run_colo(dir, "sweep " + dir.file("s.toml") + " --max-array 4");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("array 1/2: 2 models"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("rank"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("sweep: 4 models in 2 arrays"), std::string::npos) << run.out;
+  auto results = nlohmann::json::parse(read_file(dir.file("out/results.json")));
+  EXPECT_EQ(results["models"].size(), 4u);
+}
+
+TEST(ColoSweep, BadSweepFileIsRejectedAndWritesNothing) {
+  TempDir dir;
+  dir.write("s.toml", sweep_text(dir.file("out"), "lr = [0.1]\nwidth = [0.5]\n"));
+  auto run = run_colo(dir, "sweep " + dir.file("s.toml"));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("sweep.axes.width: only resnet has a width multiplier"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("out")));
+  auto missing = run_colo(dir, "sweep " + dir.file("nope.toml"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("nope.toml"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace colo
