@@ -39,6 +39,14 @@ TEST(ColoSweep, BadSweepFileIsRejectedAndWritesNothing) {
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("sweep.axes.width: only resnet has a width multiplier"), std::string::npos) << run.err;
   EXPECT_FALSE(path_exists(dir.file("out")));
+  std::string no_data = sweep_text(dir.file("out2"), "lr = [0.1]\n");
+  no_data.replace(no_data.find("name = \"synthetic\""), 18, "name = \"fashion-mnist\"\npath = \"" + dir.file("none") + "\"");
+  no_data.replace(no_data.find("shape = [1, 6, 6]\nclasses = 4\ntrain_size = 256\ntest_size = 128\n"), 63, "");
+  dir.write("d.toml", no_data);
+  auto no_dataset = run_colo(dir, "sweep " + dir.file("d.toml"));
+  EXPECT_EQ(no_dataset.status, 2) << no_dataset.err;
+  EXPECT_NE(no_dataset.err.find(dir.file("none")), std::string::npos) << no_dataset.err;
+  EXPECT_FALSE(path_exists(dir.file("out2"))) << "nothing written when the data is missing";
   auto missing = run_colo(dir, "sweep " + dir.file("nope.toml"));
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("nope.toml"), std::string::npos) << missing.err;

@@ -5,6 +5,8 @@
 #include <optional>
 
 #include <ATen/ATen.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "colo/core/error.h"
@@ -16,9 +18,6 @@
 #include "colo/train/loader_options.h"
 #include "colo/train/schedule.h"
 
-#include <c10/core/Event.h>
-#include <c10/core/StreamGuard.h>
-
 #if COLO_HAS_CUDA
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -27,7 +26,8 @@ namespace colo::fuse {
 namespace {
 
 // Makes `stream` current when there is one: graph capture refuses the
-// default stream, and every step, batch and evaluation must share one stream.
+// default stream, and an array's steps, graph and evaluation share its own
+// stream (batches come from the caller's stream; see train_batch).
 class SideStream {
  public:
   explicit SideStream(const std::optional<c10::Stream>& stream) {

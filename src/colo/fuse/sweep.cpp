@@ -107,8 +107,8 @@ SweepResult run_sweep(const SweepSpec& spec) {
   std::vector<SweepConfig> configs = expand_sweep(spec);
   const train::TrainSpec& base = spec.base;
   c10::Device device = gpu::resolve_device(base.device, base.source, "device");
-  ensure_writable_dir(base.output, base.source, "output");
   data::Dataset dataset = data::load_dataset(base.data);
+  ensure_writable_dir(base.output, base.source, "output");  // after every input is read
   std::printf("sweep: %zu configurations of %s on %s (%s)\n", configs.size(), base.model.name.c_str(),
               dataset.name.c_str(), gpu::describe_device(device).c_str());
   std::fflush(stdout);
