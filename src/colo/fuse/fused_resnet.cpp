@@ -18,18 +18,11 @@ class FusedResidualBlock : public torch::nn::Module {
  public:
   FusedResidualBlock(int64_t models, int64_t in, int64_t planes, int64_t stride, bool bottleneck)
       : models_(models) {
-    int64_t out = bottleneck ? planes * 4 : planes;
-    if (bottleneck) {
-      add_conv(in, planes, 1, 1);
-      add_conv(planes, planes, 3, stride);
-      add_conv(planes, out, 1, 1);
-    } else {
-      add_conv(in, planes, 3, stride);
-      add_conv(planes, out, 3, 1);
-    }
-    if (stride != 1 || in != out) {
-      shortcut_conv_ = register_module("shortcut_conv", conv(models, in, out, 1, stride));
-      shortcut_bn_ = register_module("shortcut_bn", std::make_shared<FusedBatchNorm2d>(models, out));
+    models::BlockPlan plan = models::resnet_block_plan(in, planes, stride, bottleneck);
+    for (const models::BlockConv& c : plan.convs) add_conv(c.in, c.out, c.kernel, c.stride);
+    if (plan.shortcut) {
+      shortcut_conv_ = register_module("shortcut_conv", conv(models, in, plan.out, 1, stride));
+      shortcut_bn_ = register_module("shortcut_bn", std::make_shared<FusedBatchNorm2d>(models, plan.out));
     }
   }
 

@@ -19,22 +19,15 @@ torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) 
                                .bias(false));
 }
 
-// A residual block: basic (two 3x3) or bottleneck (1x1, 3x3, 1x1 with 4x expansion).
+// A residual block as resnet_block_plan lays it out.
 class ResidualBlock : public torch::nn::Module {
  public:
   ResidualBlock(int64_t in, int64_t planes, int64_t stride, bool bottleneck) {
-    int64_t out = bottleneck ? planes * 4 : planes;
-    if (bottleneck) {
-      add_conv(in, planes, 1, 1);
-      add_conv(planes, planes, 3, stride);
-      add_conv(planes, out, 1, 1);
-    } else {
-      add_conv(in, planes, 3, stride);
-      add_conv(planes, out, 3, 1);
-    }
-    if (stride != 1 || in != out) {
-      shortcut_conv_ = register_module("shortcut_conv", conv(in, out, 1, stride));
-      shortcut_bn_ = register_module("shortcut_bn", torch::nn::BatchNorm2d(out));
+    BlockPlan plan = resnet_block_plan(in, planes, stride, bottleneck);
+    for (const BlockConv& c : plan.convs) add_conv(c.in, c.out, c.kernel, c.stride);
+    if (plan.shortcut) {
+      shortcut_conv_ = register_module("shortcut_conv", conv(in, plan.out, 1, stride));
+      shortcut_bn_ = register_module("shortcut_bn", torch::nn::BatchNorm2d(plan.out));
     }
   }
 
@@ -97,6 +90,18 @@ class ResNet : public Classifier {
 };
 
 }  // namespace
+
+BlockPlan resnet_block_plan(int64_t in, int64_t planes, int64_t stride, bool bottleneck) {
+  BlockPlan plan;
+  plan.out = bottleneck ? planes * 4 : planes;
+  if (bottleneck) {
+    plan.convs = {{in, planes, 1, 1}, {planes, planes, 3, stride}, {planes, plan.out, 1, 1}};
+  } else {
+    plan.convs = {{in, planes, 3, stride}, {planes, plan.out, 3, 1}};
+  }
+  plan.shortcut = stride != 1 || in != plan.out;
+  return plan;
+}
 
 std::vector<int64_t> resnet_stage_blocks(int64_t depth) {
   return depth == 18 ? std::vector<int64_t>{2, 2, 2, 2} : std::vector<int64_t>{3, 4, 6, 3};

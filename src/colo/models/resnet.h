@@ -14,6 +14,20 @@ namespace colo::models {
 // blocks with 4x expansion.
 std::vector<int64_t> resnet_stage_blocks(int64_t depth);
 
+// The layout of one residual block, shared by the model and its fused form:
+// basic (two 3x3) or bottleneck (1x1, 3x3, 1x1 with 4x expansion), each
+// convolution followed by BatchNorm, plus a 1x1 projection shortcut when the
+// stride or the width changes.
+struct BlockConv {
+  int64_t in, out, kernel, stride;
+};
+struct BlockPlan {
+  std::vector<BlockConv> convs;
+  int64_t out = 0;
+  bool shortcut = false;  // shortcut conv: in -> out, 1x1, the block's stride
+};
+BlockPlan resnet_block_plan(int64_t in, int64_t planes, int64_t stride, bool bottleneck);
+
 // Channels of a stage of `planes` under the width multiplier (at least 1).
 int64_t resnet_scaled_channels(int64_t planes, double width);
 
