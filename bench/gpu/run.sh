@@ -9,6 +9,8 @@
 #   bench/gpu/run.sh sched      # build + a real trace replayed exclusive vs best-fit/MPS
 #   bench/gpu/run.sh fusion     # build + bench/fusion/run.sh (FUSION_ARGS picks models and N)
 #   bench/gpu/run.sh sweepcheck # build + a 32-model colo sweep against 4 sequential colo train
+#   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
+#   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
 #
 # Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
 set -uo pipefail
@@ -66,6 +68,16 @@ fi
 
 if want sweepcheck; then
   bench/fusion/sweep_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want sidebyside; then
+  bench/fusion/side_by_side_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want estimate; then
+  # ESTIMATE_ARGS: rows, workers, time limit (s), first row; see bench/estimate/collect.sh.
+  # shellcheck disable=SC2086
+  bench/estimate/collect.sh "$BUILD" "$OUT" ${ESTIMATE_ARGS:-} | tee -a "$summary"
 fi
 
 if want train; then

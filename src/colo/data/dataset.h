@@ -26,6 +26,14 @@ struct InputShape {
   int64_t vocab = 0;
 };
 
+// What a data set looks like, known before reading it.
+struct DatasetShape {
+  InputShape input;
+  int64_t train_size = 0;
+  int64_t test_size = 0;
+  int64_t stored_bytes_per_sample = 0;  // as the reader holds it (uint8 images: 1 per value)
+};
+
 struct Dataset {
   std::string name;
   Split train;

@@ -17,6 +17,8 @@ struct DatasetEntry {
   bool synthetic = false;    // takes shape/classes/sizes instead of a path
   // Reads the data set; throws InputError naming the offending file.
   std::function<Dataset(const DataSpec&)> read;
+  // Sample shape and split sizes without reading anything (estimates).
+  std::function<DatasetShape(const DataSpec&)> shape;
 };
 
 // Names of all registered data sets, in registration order.
@@ -25,6 +27,10 @@ std::vector<std::string> dataset_names();
 // The entry for `name`; throws std::out_of_range for an unknown name
 // (callers validate names with dataset_names() first).
 const DatasetEntry& find_dataset(const std::string& name);
+
+// The shape and split sizes of the data set `spec` names, its limits
+// applied, without reading it.
+DatasetShape dataset_shape(const DataSpec& spec);
 
 // Reads the data set `spec` names and applies its train/test limits.
 Dataset load_dataset(const DataSpec& spec);

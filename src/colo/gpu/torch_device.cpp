@@ -106,6 +106,29 @@ std::optional<int64_t> free_memory_bytes(const c10::Device& device) {
   return std::nullopt;
 }
 
+std::optional<int64_t> reserved_bytes(const c10::Device& device) {
+#if COLO_HAS_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.reserved_bytes[0].current;
+  }
+#else
+  (void)device;
+#endif
+  return std::nullopt;
+}
+
+void release_cached_memory(const c10::Device& device) {
+#if COLO_HAS_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::device_synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+#else
+  (void)device;
+#endif
+}
+
 std::string describe_device(const c10::Device& device) {
 #if COLO_HAS_CUDA
   if (device.is_cuda()) {

@@ -38,6 +38,14 @@ void synchronize(const c10::Device& device);
 // caches); nullopt on the CPU.
 std::optional<int64_t> free_memory_bytes(const c10::Device& device);
 
+// Bytes the caching allocator holds from the driver right now; nullopt on
+// the CPU.
+std::optional<int64_t> reserved_bytes(const c10::Device& device);
+
+// Waits for `device`, then hands every cached block no tensor uses back to
+// the driver, so the next peak window starts from what is really live.
+void release_cached_memory(const c10::Device& device);
+
 // Short description of the device for tables ("cpu", "cuda:0 NVIDIA H100").
 std::string describe_device(const c10::Device& device);
 

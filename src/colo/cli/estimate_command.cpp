@@ -1,0 +1,104 @@
+#include "colo/cli/estimate_command.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/error.h"
+#include "colo/core/table.h"
+#include "colo/estimate/analytical_estimator.h"
+#include "colo/estimate/learned_estimator.h"
+#include "colo/estimate/probe_estimator.h"
+
+namespace colo::cli {
+namespace {
+
+struct EstimateOptions {
+  std::string spec, summary, learned, device = "cuda";
+  bool probe = false, json = false;
+};
+
+nlohmann::json to_json(const estimate::MemoryEstimate& e) {
+  nlohmann::json j{{"estimator", e.estimator}, {"known", e.known}, {"reason", e.reason}};
+  if (e.known) j["bytes"] = e.bytes, j["uncertainty"] = e.uncertainty;
+  if (e.breakdown) {
+    const auto& b = *e.breakdown;
+    j["breakdown"] = {{"parameters", b.parameters}, {"gradients", b.gradients},
+                      {"optimizer", b.optimizer},   {"activations", b.activations},
+                      {"data", b.data},             {"workspace", b.workspace},
+                      {"context", b.context}};
+  }
+  return j;
+}
+
+void print_breakdown(const estimate::MemoryBreakdown& b) {
+  std::printf("\nanalytical breakdown at the peak\n");
+  TablePrinter table({{"part", 12}, {"bytes", 14}, {"", 11}});
+  table.header();
+  auto row = [&](const char* name, int64_t bytes) {
+    table.row({name, std::to_string(bytes), bytes_human(static_cast<double>(bytes))});
+  };
+  row("parameters", b.parameters);
+  row("gradients", b.gradients);
+  row("optimizer", b.optimizer);
+  row("activations", b.activations);
+  row("data", b.data);
+  row("workspace", b.workspace);
+  row("context", b.context);
+  row("total", b.total());
+}
+
+int run_estimate(const EstimateOptions& o) {
+  estimate::EstimateRequest request;
+  if (!o.spec.empty()) request.spec = train::parse_train_spec(o.spec);
+  if (!o.summary.empty()) request.summary = estimate::read_model_summary(o.summary);
+  if (!request.spec && !request.summary) {
+    throw InputError("colo estimate", "", "a training spec or --summary FILE");
+  }
+  std::vector<estimate::EstimatorPtr> estimators{std::make_shared<estimate::AnalyticalEstimator>()};
+  if (o.probe) estimators.push_back(std::make_shared<estimate::ProbeEstimator>(o.device));
+  if (!o.learned.empty()) estimators.push_back(estimate::LearnedEstimator::load(o.learned));
+
+  std::vector<estimate::MemoryEstimate> results;
+  for (const auto& estimator : estimators) results.push_back(estimator->estimate(request));
+  if (o.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& e : results) all.push_back(to_json(e));
+    std::printf("%s\n", all.dump(2).c_str());
+    return 0;
+  }
+  TablePrinter table({{"estimator", 10}, {"peak", 11}, {"+/-", 10}, {"note", 4}});
+  table.header();
+  for (const auto& e : results) {
+    if (e.known) {
+      table.row({e.estimator, bytes_human(static_cast<double>(e.bytes)),
+                 bytes_human(static_cast<double>(e.uncertainty)), "  " + e.reason});
+    } else {
+      table.row({e.estimator, "unknown", "", "  " + e.reason});
+    }
+  }
+  if (results.front().breakdown) print_breakdown(*results.front().breakdown);
+  return 0;
+}
+
+}  // namespace
+
+void add_estimate_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<EstimateOptions>();
+  CLI::App* cmd = app.add_subcommand("estimate", "Estimate the peak GPU memory of a training job");
+  cmd->add_option("spec", o->spec, "training spec (docs/train-spec.md)");
+  cmd->add_option("--summary", o->summary, "model summary file instead of a spec (docs/estimate-format.md)");
+  cmd->add_flag("--probe", o->probe, "also run two training steps on the GPU and measure");
+  cmd->add_option("--device", o->device, "device the probe runs on (cuda | cuda:N)");
+  cmd->add_option("--learned", o->learned, "a learned estimator file (bench/results/estimate/learned.pt)");
+  cmd->add_flag("--json", o->json, "print JSON instead of tables");
+  cmd->footer(
+      "\nThe analytical estimator records the model's autograd graph on the CPU and replays one\n"
+      "training job's allocations (three steps and an evaluation pass) through a model of\n"
+      "PyTorch's caching allocator; the CUDA context and library workspaces come from the\n"
+      "reference GPU's measured profile. Nothing is written.");
+  cmd->callback([o, &exit_code] { exit_code = run_estimate(*o); });
+}
+
+}  // namespace colo::cli

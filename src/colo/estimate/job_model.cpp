@@ -1,0 +1,51 @@
+#include "colo/estimate/job_model.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include "colo/data/dataset_registry.h"
+#include "colo/models/model_registry.h"
+
+namespace colo::estimate {
+
+std::string model_family(const std::string& model_name) {
+  if (model_name == "mlp") return "mlp";
+  if (model_name == "lenet" || model_name == "resnet") return "cnn";
+  if (model_name == "transformer") return "transformer";
+  return "other";
+}
+
+std::string summary_optimizer(const train::OptimizerSpec& spec) {
+  if (spec.name == "sgd") return spec.momentum > 0 ? "momentum" : "sgd";
+  return spec.name;
+}
+
+JobModel describe_job(const train::TrainSpec& spec) {
+  data::DatasetShape shape = data::dataset_shape(spec.data);
+  at::manual_seed(spec.seed);
+  models::ClassifierPtr model = models::build_model(spec.model, shape.input);
+  JobModel job;
+  job.graph = record_training_graph(*model, shape.input);
+  job.parameter_count = models::parameter_count(*model);
+
+  StepConfig& step = job.step;
+  step.batch_size = std::min(spec.batch_size, std::max<int64_t>(shape.train_size, 1));
+  step.eval_batch_size = std::min(spec.eval_batch_size, shape.test_size);
+  const train::OptimizerSpec& opt = spec.optimizer;
+  if (opt.name == "sgd") {
+    step.optimizer_state_tensors = opt.momentum > 0 ? 1 : 0;
+    step.optimizer_temporaries = (opt.weight_decay > 0 ? 1 : 0) + (opt.nesterov ? 1 : 0);
+  } else {
+    step.optimizer_state_tensors = 2;
+    step.optimizer_temporaries = 2 + (opt.name == "adam" && opt.weight_decay > 0 ? 1 : 0);
+  }
+  if (spec.data.on_device) {
+    step.resident_data_bytes = (shape.train_size + shape.test_size) * (shape.stored_bytes_per_sample + 8);
+  }
+  job.summary = summarize_graph(job.graph, step.batch_size, model_family(spec.model.name),
+                                summary_optimizer(opt));
+  return job;
+}
+
+}  // namespace colo::estimate

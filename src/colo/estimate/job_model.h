@@ -1,0 +1,31 @@
+#pragma once
+// A colo training spec turned into what the estimators reason about: the
+// model's recorded training graph, the step's configuration and a summary.
+
+#include <string>
+
+#include "colo/estimate/model_summary.h"
+#include "colo/estimate/step_simulation.h"
+#include "colo/estimate/training_graph.h"
+#include "colo/train/train_spec.h"
+
+namespace colo::estimate {
+
+struct JobModel {
+  TrainingGraph graph;
+  StepConfig step;            // library_workspace_bytes left 0: device-specific
+  ModelSummary summary;
+  int64_t parameter_count = 0;
+};
+
+// Builds the spec's model on the CPU (no data is read) and records its graph.
+// Throws InputError when the model does not fit the data's shape.
+JobModel describe_job(const train::TrainSpec& spec);
+
+// "mlp", "cnn" or "transformer" for a zoo model name.
+std::string model_family(const std::string& model_name);
+
+// The optimiser's name as a summary spells it ("momentum" for SGD with momentum).
+std::string summary_optimizer(const train::OptimizerSpec& spec);
+
+}  // namespace colo::estimate

@@ -1,0 +1,222 @@
+#include "colo/estimate/step_simulation.h"
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+#include <vector>
+
+#include "colo/estimate/caching_allocator_model.h"
+
+namespace colo::estimate {
+namespace {
+
+enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kWorkspace, kKinds };
+
+// Allocations by kind over the allocator model, remembering the mix at the peak.
+class Memory {
+ public:
+  int64_t allocate(Kind kind, int64_t bytes, const char* phase) {
+    int64_t id = next_id_++;
+    if (bytes <= 0) return id;
+    allocator_.allocate(id, bytes);
+    int64_t size = CachingAllocatorModel::rounded_size(bytes);
+    sizes_[id] = {kind, size};
+    live_[kind] += size;
+    if (allocator_.allocated() > peak_.peak_allocated) {
+      peak_.peak_allocated = allocator_.allocated();
+      peak_.parameters = live_[kParameters];
+      peak_.gradients = live_[kGradients];
+      peak_.optimizer = live_[kOptimizer];
+      peak_.activations = live_[kActivations];
+      peak_.data = live_[kData];
+      peak_.workspace = live_[kWorkspace];
+      peak_.phase = phase;
+    }
+    return id;
+  }
+  void free(int64_t id) {
+    auto it = sizes_.find(id);
+    if (it == sizes_.end()) return;
+    live_[it->second.first] -= it->second.second;
+    allocator_.free(id);
+    sizes_.erase(it);
+  }
+  SimulatedPeak result() const {
+    SimulatedPeak p = peak_;
+    p.peak_reserved = allocator_.peak_reserved();
+    return p;
+  }
+
+ private:
+  CachingAllocatorModel allocator_;
+  std::unordered_map<int64_t, std::pair<Kind, int64_t>> sizes_;
+  std::array<int64_t, kKinds> live_{};
+  int64_t next_id_ = 0;
+  SimulatedPeak peak_;
+};
+
+class Simulation {
+ public:
+  Simulation(const TrainingGraph& graph, const StepConfig& config) : g_(graph), c_(config) {}
+
+  SimulatedPeak run() {
+    for (int64_t bytes : g_.parameter_bytes) params_.push_back(mem_.allocate(kParameters, bytes, "setup"));
+    if (c_.resident_data_bytes > 0) mem_.allocate(kData, c_.resident_data_bytes, "setup");
+    for (int step = 0; step < 3; ++step) train_step(step == 0);
+    evaluate();
+    return mem_.result();
+  }
+
+ private:
+  int64_t bytes(int tensor, int64_t batch) const { return g_.tensors[tensor].bytes(batch); }
+
+  void hold(int tensor) {
+    if (g_.tensors[tensor].storage >= 0) ++holders_[g_.tensors[tensor].storage];
+  }
+
+  // The model's output: what cross entropy's log-softmax reads.
+  int logits_tensor() const {
+    for (size_t k = g_.ops.size(); k-- > 0;) {
+      if (g_.ops[k].name.rfind("LogSoftmaxBackward", 0) == 0 && !g_.ops[k].inputs.empty()) {
+        return g_.ops[k].inputs.front();
+      }
+    }
+    return -1;
+  }
+
+  // Frees storage `s` once nothing holds it.
+  void release(int s) {
+    if (s < 0 || --holders_[s] > 0) return;
+    mem_.free(storage_id_[s]);
+  }
+
+  void train_step(bool first) {
+    const int64_t b = c_.batch_size;
+    int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "forward");
+    int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "forward");
+    if (first && c_.library_workspace_bytes > 0) {
+      mem_.allocate(kWorkspace, c_.library_workspace_bytes, "forward");
+    }
+    // Forward: each storage is held by its pending readers and by the
+    // backward nodes that saved it.
+    holders_.assign(g_.tensors.size(), 0);
+    storage_id_.assign(g_.tensors.size(), -1);
+    for (const GraphOp& op : g_.ops) {
+      for (int t : op.inputs) hold(t);
+      for (int t : op.saved) hold(t);
+    }
+    // The trainer keeps the logits (for accuracy) to the end of the step.
+    const int logits = logits_tensor();
+    if (logits >= 0) hold(logits);
+    std::vector<int64_t> extras(g_.ops.size(), -1);
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      const GraphOp& op = g_.ops[i];
+      for (int t : op.outputs) {
+        if (!g_.tensors[t].owns_memory) continue;
+        storage_id_[t] = mem_.allocate(kActivations, bytes(t, b), "forward");
+        ++holders_[t];  // the op's own reference until its readers are done
+      }
+      int64_t extra = op.extra_saved_fixed + op.extra_saved_per_sample * b;
+      if (extra > 0) extras[i] = mem_.allocate(kActivations, extra, "forward");
+      for (int t : op.inputs) release(g_.tensors[t].storage);
+      for (int t : op.outputs) {
+        if (g_.tensors[t].owns_memory) release(t);
+      }
+    }
+
+    // zero_grad(set_to_none) frees last step's gradients.
+    for (int64_t id : grads_) mem_.free(id);
+    grads_.assign(g_.parameter_bytes.size(), -1);
+
+    // Backward, last op first: gradients of an op's inputs are allocated,
+    // then its saved tensors and its outputs' gradients are let go.
+    std::vector<int64_t> grad_of(g_.tensors.size(), -1);
+    std::vector<bool> grad_shared(g_.tensors.size(), false);
+    for (size_t k = g_.ops.size(); k-- > 0;) {
+      const GraphOp& op = g_.ops[k];
+      for (int t : op.new_grads) {
+        if (grad_of[t] < 0) grad_of[t] = mem_.allocate(kActivations, bytes(t, b), "backward");
+      }
+      for (int t : op.inputs) {
+        if (grad_of[t] < 0 && !op.outputs.empty() && grad_of[op.outputs.front()] >= 0) {
+          grad_of[t] = grad_of[op.outputs.front()];  // a view's gradient is a view
+          grad_shared[op.outputs.front()] = true;
+        }
+      }
+      for (int p : op.param_inputs) {
+        if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
+      }
+      for (int t : op.saved) release(g_.tensors[t].storage);
+      if (extras[k] >= 0) mem_.free(extras[k]);
+      for (int t : op.outputs) {
+        if (grad_of[t] >= 0 && !grad_shared[t]) mem_.free(grad_of[t]);
+      }
+    }
+    for (size_t p = 0; p < grads_.size(); ++p) {
+      if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
+    }
+
+    // Optimiser: state created on the first step, temporaries per parameter.
+    for (size_t p = 0; p < g_.parameter_bytes.size(); ++p) {
+      if (first) {
+        for (int s = 0; s < c_.optimizer_state_tensors; ++s) {
+          mem_.allocate(kOptimizer, g_.parameter_bytes[p], "optimizer");
+        }
+      }
+      std::vector<int64_t> temps;
+      for (int s = 0; s < c_.optimizer_temporaries; ++s) {
+        temps.push_back(mem_.allocate(kActivations, g_.parameter_bytes[p], "optimizer"));
+      }
+      for (int64_t id : temps) mem_.free(id);
+    }
+    if (logits >= 0) release(g_.tensors[logits].storage);
+    mem_.free(inputs);
+    mem_.free(labels);
+  }
+
+  // No-grad forward at the evaluation batch: each output lives until its
+  // last reader has run.
+  void evaluate() {
+    const int64_t b = c_.eval_batch_size;
+    if (b <= 0) return;
+    int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "evaluation");
+    int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "evaluation");
+    holders_.assign(g_.tensors.size(), 0);
+    storage_id_.assign(g_.tensors.size(), -1);
+    for (const GraphOp& op : g_.ops) {
+      for (int t : op.inputs) {
+        if (g_.tensors[t].storage >= 0) ++holders_[g_.tensors[t].storage];
+      }
+    }
+    for (const GraphOp& op : g_.ops) {
+      bool dropout = op.extra_saved_per_sample > 0 && op.name.rfind("Mul", 0) == 0;
+      for (int t : op.outputs) {
+        if (!g_.tensors[t].owns_memory || dropout) continue;
+        storage_id_[t] = mem_.allocate(kActivations, bytes(t, b), "evaluation");
+        ++holders_[t];
+      }
+      for (int t : op.inputs) release(g_.tensors[t].storage);
+      for (int t : op.outputs) {
+        if (g_.tensors[t].owns_memory && !dropout) release(t);
+      }
+    }
+    for (size_t t = 0; t < storage_id_.size(); ++t) mem_.free(storage_id_[t]);
+    mem_.free(inputs);
+    mem_.free(labels);
+  }
+
+  const TrainingGraph& g_;
+  const StepConfig& c_;
+  Memory mem_;
+  std::vector<int64_t> params_, grads_;
+  std::vector<int> holders_;
+  std::vector<int64_t> storage_id_;
+};
+
+}  // namespace
+
+SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config) {
+  return Simulation(graph, config).run();
+}
+
+}  // namespace colo::estimate

@@ -1,0 +1,275 @@
+#include "colo/estimate/training_graph.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <sstream>
+#include <unordered_map>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/version.h>
+
+namespace colo::estimate {
+namespace {
+
+using torch::autograd::Node;
+
+// What an op's backward keeps, from PyTorch's derivative formulas.
+enum class Saves { kNothing, kInputs, kFirstInput, kOutputs, kEverything };
+
+struct OpRule {
+  Saves saves = Saves::kEverything;
+  std::vector<int> saved_edges;   // kInputs: which input positions (empty = all)
+  bool view = false;              // outputs share the first input's memory
+  bool grad_is_view = false;      // its input gradient is a view of its output gradient
+  int64_t extra_bytes_per_output_element = 0;  // saved non-input, non-output tensors
+  bool modelled = true;
+};
+
+std::string base_name(std::string name) {
+  while (!name.empty() && std::isdigit(static_cast<unsigned char>(name.back()))) name.pop_back();
+  return name;
+}
+
+OpRule rule_for(const std::string& name) {
+  static const std::set<std::string> kGradViews{
+      "ViewBackward", "ReshapeAliasBackward", "UnsafeViewBackward", "TBackward",
+      "TransposeBackward", "PermuteBackward", "SqueezeBackward", "UnsqueezeBackward",
+      "AliasBackward", "DetachBackward"};
+  static const std::set<std::string> kOtherViews{
+      "ExpandBackward", "AsStridedBackward", "SelectBackward", "SliceBackward", "NarrowBackward",
+      "SplitBackward", "SplitWithSizesBackward", "UnbindBackward", "ChunkBackward",
+      "DiagonalBackward", "UnfoldBackward"};
+  static const std::set<std::string> kSaveNothing{
+      "AddBackward", "SubBackward", "RsubBackward", "NegBackward", "MeanBackward", "SumBackward",
+      "CloneBackward", "CatBackward", "StackBackward", "ToCopyBackward", "EmbeddingBackward",
+      "IndexSelectBackward", "RepeatBackward", "ConstantPadNdBackward", "FlipBackward",
+      "RollBackward", "ScaleBackward"};
+  static const std::set<std::string> kSaveFirstInput{
+      "ConvolutionBackward", "NativeBatchNormBackward", "CudnnBatchNormBackward",
+      "NativeLayerNormBackward", "GeluBackward", "ThresholdBackward", "SiluBackward",
+      "AvgPool2DBackward", "AdaptiveAvgPool2DBackward", "NllLossBackward"};
+  static const std::set<std::string> kSaveOutputs{
+      "ReluBackward", "TanhBackward", "SigmoidBackward", "SoftmaxBackward", "LogSoftmaxBackward",
+      "ExpBackward", "EluBackward"};
+  std::string base = base_name(name);
+  OpRule rule;
+  if (kGradViews.count(base)) {
+    rule.saves = Saves::kNothing, rule.view = true, rule.grad_is_view = true;
+  } else if (kOtherViews.count(base)) {
+    rule.saves = Saves::kNothing, rule.view = true;
+  } else if (kSaveNothing.count(base) || name == "MulBackward1" || name == "DivBackward1") {
+    rule.saves = Saves::kNothing;
+  } else if (kSaveFirstInput.count(base)) {
+    rule.saves = Saves::kFirstInput;
+    // Max pooling keeps the argmax of every output element as int64.
+  } else if (base == "MaxPool2DWithIndicesBackward") {
+    rule.saves = Saves::kFirstInput, rule.extra_bytes_per_output_element = 8;
+  } else if (kSaveOutputs.count(base)) {
+    rule.saves = Saves::kOutputs;
+  } else if (base == "AddmmBackward" || base == "BaddbmmBackward") {
+    rule.saves = Saves::kInputs, rule.saved_edges = {1, 2};
+  } else if (base == "MmBackward" || base == "BmmBackward" || name == "MulBackward0" ||
+             name == "DivBackward0") {
+    rule.saves = Saves::kInputs;
+  } else if (base == "NativeDropoutBackward") {
+    rule.saves = Saves::kNothing, rule.extra_bytes_per_output_element = 1;
+  } else {
+    rule.modelled = false;
+  }
+  return rule;
+}
+
+// The shape a node records for one of its gradient inputs (the forward
+// output's shape). LibTorch 1.13 keeps the accessor private; its shape-error
+// message prints the same list.
+std::vector<int64_t> metadata_shape(const Node& node, uint32_t slot) {
+  const auto& meta = node.input_metadata(slot);
+  std::vector<int64_t> shape;
+#if TORCH_VERSION_MAJOR >= 2
+  for (const auto& size : meta.shape_as_dim_vector()) shape.push_back(size.expect_int());
+#else
+  std::string text = meta.incompatible_shape_error_message(slot, at::empty({0})).str();
+  auto open = text.rfind('['), close = text.rfind(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    throw std::runtime_error("cannot read a shape from the autograd graph");
+  }
+  std::stringstream list(text.substr(open + 1, close - open - 1));
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(item));
+  }
+#endif
+  return shape;
+}
+
+int64_t metadata_numel(const Node& node, uint32_t slot) {
+  int64_t numel = 1;
+  for (int64_t d : metadata_shape(node, slot)) numel *= d;
+  return numel;
+}
+
+int64_t metadata_bytes(const Node& node, uint32_t slot) {
+  return metadata_numel(node, slot) * static_cast<int64_t>(node.input_metadata(slot).dtype().itemsize());
+}
+
+bool is_accumulate_grad(const Node& node) {
+  return node.name().find("AccumulateGrad") != std::string::npos;
+}
+
+// One recording at one batch size; sizes in bytes at that batch.
+struct Recording {
+  TrainingGraph graph;           // sizes as fixed_bytes only
+  std::vector<int64_t> extra;    // per op: extra saved bytes
+};
+
+Recording record_at(models::Classifier& model, const data::InputShape& input, int64_t batch) {
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
+  at::Tensor x = input.tokens ? at::randint(0, std::max<int64_t>(input.vocab, 1), shape, at::kLong)
+                              : at::randn(shape);
+  at::Tensor y = at::randint(0, std::max<int64_t>(input.classes, 1), {batch}, at::kLong);
+  at::Tensor loss = at::cross_entropy_loss(model.forward(x), y);
+  if (!loss.grad_fn()) throw std::runtime_error("the model has no trainable parameters in its graph");
+
+  std::vector<std::shared_ptr<Node>> nodes;
+  std::set<Node*> seen;
+  std::vector<std::shared_ptr<Node>> frontier{loss.grad_fn()};
+  while (!frontier.empty()) {
+    auto node = frontier.back();
+    frontier.pop_back();
+    if (!seen.insert(node.get()).second) continue;
+    nodes.push_back(node);
+    for (const auto& edge : node->next_edges()) {
+      if (edge.function) frontier.push_back(edge.function);
+    }
+  }
+  std::sort(nodes.begin(), nodes.end(),
+            [](const auto& a, const auto& b) { return a->sequence_nr() < b->sequence_nr(); });
+
+  Recording rec;
+  TrainingGraph& g = rec.graph;
+  std::map<std::pair<Node*, uint32_t>, int> tensor_of;
+  std::map<Node*, int> param_of;
+  for (const auto& node : nodes) {
+    if (!is_accumulate_grad(*node)) continue;
+    param_of[node.get()] = static_cast<int>(g.parameter_bytes.size());
+    g.parameter_bytes.push_back(metadata_bytes(*node, 0));
+  }
+  for (const auto& node : nodes) {
+    if (is_accumulate_grad(*node)) continue;
+    OpRule rule = rule_for(node->name());
+    GraphOp op;
+    op.name = node->name();
+    op.view = rule.view;
+    op.modelled = rule.modelled;
+    if (!rule.modelled) g.unmodelled.push_back(op.name);
+    int first_input = -1;
+    bool first_is_external = false;
+    std::vector<int> edge_tensor;
+    for (size_t e = 0; e < node->next_edges().size(); ++e) {
+      const auto& edge = node->next_edges()[e];
+      int id = -1;
+      if (!edge.function) {
+        if (e == 0) first_is_external = true;
+      } else if (auto p = param_of.find(edge.function.get()); p != param_of.end()) {
+        op.param_inputs.push_back(p->second);
+        if (e == 0) first_is_external = true;
+      } else if (auto t = tensor_of.find({edge.function.get(), edge.input_nr}); t != tensor_of.end()) {
+        id = t->second;
+        op.inputs.push_back(id);
+        if (!rule.grad_is_view) op.new_grads.push_back(id);
+        if (e == 0) first_input = id;
+      }
+      edge_tensor.push_back(id);
+    }
+    int64_t output_elements = 0;
+    for (uint32_t i = 0; i < node->num_inputs(); ++i) {
+      int id = static_cast<int>(g.tensors.size());
+      GraphTensor t;
+      t.storage = id;
+      t.fixed_bytes = metadata_bytes(*node, i);
+      if (rule.view && (first_input >= 0 || first_is_external)) {
+        // A view keeps the viewed tensor's memory alive and adds none; a
+        // view of a parameter or of the data lives in memory counted elsewhere.
+        t.owns_memory = false;
+        t.storage = first_input >= 0 ? g.tensors[first_input].storage : -1;
+      }
+      g.tensors.push_back(t);
+      tensor_of[{node.get(), i}] = id;
+      op.outputs.push_back(id);
+      output_elements += metadata_numel(*node, i);
+    }
+    int64_t extra = rule.extra_bytes_per_output_element * output_elements;
+    switch (rule.saves) {
+      case Saves::kNothing: break;
+      case Saves::kFirstInput:
+        if (first_input >= 0) op.saved.push_back(first_input);
+        break;
+      case Saves::kOutputs: op.saved = op.outputs; break;
+      case Saves::kInputs:
+        for (size_t e = 0; e < edge_tensor.size(); ++e) {
+          bool wanted = rule.saved_edges.empty() ||
+                        std::find(rule.saved_edges.begin(), rule.saved_edges.end(), e) != rule.saved_edges.end();
+          if (!wanted) continue;
+          if (edge_tensor[e] >= 0) {
+            op.saved.push_back(edge_tensor[e]);
+          } else if (!node->next_edges()[e].function && rule.saved_edges.empty()) {
+            // An operand without a gradient (a dropout mask on the GPU: one
+            // byte per element).
+            extra += output_elements;
+          }
+        }
+        break;
+      case Saves::kEverything:
+        op.saved = op.inputs;
+        op.saved.insert(op.saved.end(), op.outputs.begin(), op.outputs.end());
+        break;
+    }
+    rec.extra.push_back(extra);
+    g.ops.push_back(std::move(op));
+  }
+  int64_t input_numel = 1;
+  for (int64_t d : input.sample_shape) input_numel *= d;
+  g.input_bytes_per_sample = input_numel * (input.tokens ? 8 : 4);
+  return rec;
+}
+
+}  // namespace
+
+int64_t TrainingGraph::total_parameter_bytes() const {
+  int64_t total = 0;
+  for (int64_t b : parameter_bytes) total += b;
+  return total;
+}
+
+TrainingGraph record_training_graph(models::Classifier& model, const data::InputShape& input) {
+  constexpr int64_t kSmall = 2, kLarge = 4;
+  bool was_training = model.is_training();
+  model.train();
+  Recording a = record_at(model, input, kSmall);
+  Recording b = record_at(model, input, kLarge);
+  model.train(was_training);
+  if (a.graph.ops.size() != b.graph.ops.size() || a.graph.tensors.size() != b.graph.tensors.size()) {
+    throw std::runtime_error("the model's graph changes with the batch size; it cannot be estimated analytically");
+  }
+  TrainingGraph g = std::move(b.graph);
+  auto fit = [&](int64_t small, int64_t large, int64_t* fixed, int64_t* per_sample) {
+    *per_sample = (large - small) / (kLarge - kSmall);
+    *fixed = small - *per_sample * kSmall;
+  };
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    fit(a.graph.tensors[i].fixed_bytes, g.tensors[i].fixed_bytes, &g.tensors[i].fixed_bytes,
+        &g.tensors[i].per_sample_bytes);
+  }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    fit(a.extra[i], b.extra[i], &g.ops[i].extra_saved_fixed, &g.ops[i].extra_saved_per_sample);
+  }
+  std::sort(g.unmodelled.begin(), g.unmodelled.end());
+  g.unmodelled.erase(std::unique(g.unmodelled.begin(), g.unmodelled.end()), g.unmodelled.end());
+  return g;
+}
+
+}  // namespace colo::estimate

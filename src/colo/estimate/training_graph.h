@@ -1,0 +1,56 @@
+#pragma once
+// The autograd graph of one training step, recorded on the CPU and described
+// as tensors whose sizes are affine in the batch size.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "colo/data/dataset.h"
+#include "colo/models/classifier.h"
+
+namespace colo::estimate {
+
+// A tensor of the forward pass. Its logical size at batch size B is
+// fixed_bytes + per_sample_bytes * B (also the size of its gradient).
+struct GraphTensor {
+  int64_t fixed_bytes = 0;
+  int64_t per_sample_bytes = 0;
+  bool owns_memory = true;     // false for views
+  int storage = 0;             // the tensor whose memory it uses; -1: a parameter's or the data's
+  int64_t bytes(int64_t batch) const { return fixed_bytes + per_sample_bytes * batch; }
+};
+
+// One operation of the forward pass, in execution order.
+struct GraphOp {
+  std::string name;                 // the backward node's name, e.g. "ConvolutionBackward0"
+  std::vector<int> inputs;          // forward tensors it reads that need a gradient
+  std::vector<int> outputs;         // tensors it produced
+  std::vector<int> saved;           // forward tensors its backward keeps (inputs or outputs)
+  std::vector<int> param_inputs;    // indices into GraphTrace::parameter_bytes it reads
+  std::vector<int> new_grads;       // input tensors whose gradient backward allocates anew
+  int64_t extra_saved_fixed = 0;    // saved tensors that are not inputs or outputs
+  int64_t extra_saved_per_sample = 0;  // (max-pool indices, dropout masks)
+  bool view = false;                // outputs alias the first input
+  bool modelled = true;             // false: unknown op, assumed to save everything
+};
+
+// A model's training step: loss = cross_entropy(model(x), y).
+struct TrainingGraph {
+  std::vector<GraphTensor> tensors;
+  std::vector<GraphOp> ops;
+  std::vector<int64_t> parameter_bytes;  // one entry per trainable parameter
+  int64_t input_bytes_per_sample = 0;    // the batch as the model reads it
+  int64_t label_bytes_per_sample = 8;
+  std::vector<std::string> unmodelled;   // op names the rules do not know
+
+  int64_t total_parameter_bytes() const;
+};
+
+// Records the graph of `model` in training mode on the CPU at two small batch
+// sizes and fits each tensor's size as affine in the batch. `input` is one
+// sample's shape; token inputs are int64 in [0, vocab). Throws
+// std::runtime_error if the two recordings differ in structure.
+TrainingGraph record_training_graph(models::Classifier& model, const data::InputShape& input);
+
+}  // namespace colo::estimate
