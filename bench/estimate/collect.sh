@@ -9,8 +9,9 @@
 set -uo pipefail
 BUILD=${1:?build dir}; OUT=${2:?out dir}
 ROWS=${3:-2400}; WORKERS=${4:-4}; LIMIT=${5:-420}; START=${6:-0}
-dir="$OUT/estimate"
-mkdir -p "$dir"
+# Work in a scratch folder; only the merged rows, contexts and logs go to OUT.
+dir=${SCRATCH:-/tmp/colo-estimate}
+rm -rf "$dir"; mkdir -p "$dir" "$OUT/estimate"
 bin="$BUILD/bench/collect_memory"
 for model in mlp lenet resnet transformer; do
   "$bin" --context-only "$model" >>"$dir/context.jsonl" 2>>"$dir/collect.log"
@@ -26,4 +27,6 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 head -1 "$dir/rows-0.csv" >"$dir/memory_rows.csv"
 for ((w = 0; w < WORKERS; w++)); do tail -n +2 "$dir/rows-$w.csv" >>"$dir/memory_rows.csv"; done
+cp "$dir/memory_rows.csv" "$dir/context.jsonl" "$OUT/estimate/"
+cat "$dir"/collect*.log >"$OUT/estimate/collect.log"
 echo "estimate: $(( $(wc -l <"$dir/memory_rows.csv") - 1 )) rows, $(cat "$dir"/collect-*.log | grep -c '^row ') failed; contexts: $(grep -o '"context_bytes": [0-9-]*' "$dir/context.jsonl" | awk '{printf "%d MiB ", $2/1048576}')"
