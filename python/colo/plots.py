@@ -1,6 +1,7 @@
 """PNG reports of colo results.
 
     python3 python/colo/plots.py report DIR
+    python3 python/colo/plots.py estimate DIR
 
 DIR is what `colo simulate --out DIR` wrote (summary.json and
 jobs_<policy>_<mode>.jsonl); any sampler CSV in it (`colo monitor --out
@@ -8,6 +9,10 @@ DIR/x.csv`) is plotted too. Writes policies.png (total time and energy per
 policy), gantt_<policy>_<mode>.png (jobs on GPUs over time) and
 timeline_<name>.png (memory, SM activity, power over time). Prints the
 paths it wrote.
+
+`estimate DIR` reads DIR/estimates.csv (bench/estimate/evaluate_estimators)
+and writes DIR/estimate_vs_measured.png: each estimator's estimate against
+the measured footprint on the held-out rows, log-log, with the +-10% band.
 """
 import csv
 import glob
@@ -111,8 +116,39 @@ def report(directory):
     return written
 
 
+def estimate_plot(directory):
+    rows = [r for r in csv.DictReader(open(os.path.join(directory, "estimates.csv"))) if r["heldout"] == "1"]
+    gib = 2.0 ** 30
+    names = [("analytical", "analytical"), ("probe", "probe"), ("learned", "learned")]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5), sharex=True, sharey=True)
+    colours = {"mlp": "tab:blue", "lenet": "tab:orange", "resnet": "tab:red", "transformer": "tab:green"}
+    for ax, (column, title) in zip(axes, names):
+        for model, colour in colours.items():
+            pts = [(int(r["measured_footprint"]) / gib, int(r[column]) / gib)
+                   for r in rows if r["model"] == model and int(r[column]) > 0]
+            if pts:
+                ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=8, c=colour, label=model, alpha=0.7)
+        lo, hi = 0.5, 100
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        ax.plot([lo, hi], [lo * 0.9, hi * 0.9], "k:", lw=0.8)
+        ax.plot([lo, hi], [lo * 1.1, hi * 1.1], "k:", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{title} ({len(rows)} held-out jobs)")
+        ax.set_xlabel("measured peak footprint (GiB)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("estimate (GiB)")
+    axes[0].legend()
+    fig.tight_layout()
+    path = os.path.join(directory, "estimate_vs_measured.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "report":
+    commands = {"report": report, "estimate": estimate_plot}
+    if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
-    for p in report(sys.argv[2]):
+    for p in commands[sys.argv[1]](sys.argv[2]):
         print(p)

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/cli/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/interrupt_cleanup.h"
 #include "colo/core/paths.h"
@@ -121,6 +122,7 @@ int run_batch(const RunArgs& args) {
 
   sched::JobStore store(store_path);
   if (!specs.empty()) {
+    fill_memory_estimates(specs, &store);
     auto ids = store.submit(specs);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/cli/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/units.h"
 #include "colo/sched/store.h"
@@ -63,6 +64,7 @@ int run_submit(const SubmitArgs& args) {
     specs.push_back(spec);
   }
   sched::JobStore store(args.store);
+  fill_memory_estimates(specs, &store);
   for (int64_t id : store.submit(specs)) std::printf("%lld\n", static_cast<long long>(id));
   return 0;
 }

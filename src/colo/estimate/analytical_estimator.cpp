@@ -1,5 +1,7 @@
 #include "colo/estimate/analytical_estimator.h"
 
+#include <cmath>
+
 #include "colo/core/error.h"
 #include "colo/estimate/job_model.h"
 
@@ -15,17 +17,18 @@ MemoryEstimate MemoryEstimate::unknown(std::string estimator, std::string reason
 AnalyticalEstimator::AnalyticalEstimator(DeviceProfile profile) : profile_(std::move(profile)) {}
 
 MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& profile) {
-  StepConfig step = job.step;
-  step.library_workspace_bytes = profile.library_workspace_bytes;
-  SimulatedPeak peak = simulate_training(job.graph, step);
+  SimulatedPeak peak = simulate_training(job.graph, job.step);
+  const double factor = profile.fragmentation_of(job.model_name, peak.phase);
+  const auto reserved = static_cast<int64_t>(std::llround(factor * static_cast<double>(peak.peak_reserved)));
   MemoryBreakdown b;
   b.parameters = peak.parameters;
   b.gradients = peak.gradients;
   b.optimizer = peak.optimizer;
   b.activations = peak.activations;
   b.data = peak.data;
-  // The allocator's rounding and cached-but-free blocks count as workspace.
-  b.workspace = peak.workspace + (peak.peak_reserved - peak.peak_allocated);
+  // Library workspaces, the allocator's rounding and its cached-but-free
+  // blocks count as workspace.
+  b.workspace = profile.library_workspace_bytes + peak.workspace + (reserved - peak.peak_allocated);
   b.context = profile.context_bytes;
   MemoryEstimate e;
   e.estimator = "analytical";

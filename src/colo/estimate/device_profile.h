@@ -2,6 +2,7 @@
 // What a GPU adds to every job's footprint, outside the job's own tensors.
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace colo::estimate {
@@ -10,6 +11,18 @@ struct DeviceProfile {
   std::string name;
   int64_t context_bytes = 0;            // CUDA context, kernels and library handles (not in the allocator)
   int64_t library_workspace_bytes = 0;  // cuBLAS/cuDNN workspaces the allocator holds from the first step
+  // Measured reservation over the modelled one, keyed "model/phase" (e.g.
+  // "resnet/evaluation": where the replay puts the peak) or "model": what the
+  // real allocator's fragmentation, kernel workspaces and C++ temporaries add
+  // on this device. 1 where unmeasured.
+  std::map<std::string, double> fragmentation;
+
+  double fragmentation_of(const std::string& model, const std::string& phase) const {
+    for (const std::string& key : {model + "/" + phase, model}) {
+      if (auto it = fragmentation.find(key); it != fragmentation.end()) return it->second;
+    }
+    return 1.0;
+  }
 };
 
 // The profile measured for colo's reference GPU (see

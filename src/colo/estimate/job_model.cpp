@@ -25,9 +25,15 @@ JobModel describe_job(const train::TrainSpec& spec) {
   data::DatasetShape shape = data::dataset_shape(spec.data);
   at::manual_seed(spec.seed);
   models::ClassifierPtr model = models::build_model(spec.model, shape.input);
+  return describe_job_from_graph(spec, record_training_graph(*model, shape.input));
+}
+
+JobModel describe_job_from_graph(const train::TrainSpec& spec, TrainingGraph graph) {
+  data::DatasetShape shape = data::dataset_shape(spec.data);
   JobModel job;
-  job.graph = record_training_graph(*model, shape.input);
-  job.parameter_count = models::parameter_count(*model);
+  job.graph = std::move(graph);
+  job.parameter_count = job.graph.total_parameter_bytes() / 4;
+  job.model_name = spec.model.name;
 
   StepConfig& step = job.step;
   step.batch_size = std::min(spec.batch_size, std::max<int64_t>(shape.train_size, 1));

@@ -16,11 +16,15 @@ struct JobModel {
   StepConfig step;            // library_workspace_bytes left 0: device-specific
   ModelSummary summary;
   int64_t parameter_count = 0;
+  std::string model_name;     // the zoo's name ("resnet"), the key of device calibrations
 };
 
 // Builds the spec's model on the CPU (no data is read) and records its graph.
 // Throws InputError when the model does not fit the data's shape.
 JobModel describe_job(const train::TrainSpec& spec);
+
+// The same from a graph recorded earlier for this spec's model.
+JobModel describe_job_from_graph(const train::TrainSpec& spec, TrainingGraph graph);
 
 // "mlp", "cnn" or "transformer" for a zoo model name.
 std::string model_family(const std::string& model_name);

@@ -23,6 +23,7 @@ struct LearnedEstimator::Networks {
   at::Tensor feature_mean, feature_std;
   double target_mean = 0, target_std = 1;   // of log2(bytes)
   double residual_std = 0;                  // training residual, log2 units
+  int64_t hidden = 0, bins = 0;
   torch::nn::Sequential regressor{nullptr}, classifier{nullptr};
 
   static torch::nn::Sequential mlp(int64_t in, int64_t hidden, int64_t out) {
@@ -84,6 +85,8 @@ std::shared_ptr<LearnedEstimator> LearnedEstimator::fit(const std::vector<Learne
   at::Tensor y_scaled = (y - nets->target_mean) / nets->target_std;
   at::Tensor labels = at::tensor(bins, at::kLong);
 
+  nets->hidden = options.hidden;
+  nets->bins = max_bin + 1;
   nets->regressor = Networks::mlp(features, options.hidden, 1);
   nets->classifier = Networks::mlp(features, options.hidden, max_bin + 1);
   torch::optim::Adam reg_opt(nets->regressor->parameters(), torch::optim::AdamOptions(options.lr));
@@ -112,7 +115,8 @@ void LearnedEstimator::save(const std::string& path) const {
   archive.write("feature_mean", nets_->feature_mean);
   archive.write("feature_std", nets_->feature_std);
   archive.write("scalars", at::tensor({nets_->target_mean, nets_->target_std, nets_->residual_std,
-                                       static_cast<double>(bin_bytes_)}, at::kDouble));
+                                       static_cast<double>(bin_bytes_), static_cast<double>(nets_->hidden),
+                                       static_cast<double>(nets_->bins)}, at::kDouble));
   torch::serialize::OutputArchive reg, cls;
   nets_->regressor->save(reg);
   nets_->classifier->save(cls);
@@ -142,12 +146,11 @@ std::shared_ptr<LearnedEstimator> LearnedEstimator::load(const std::string& path
     torch::serialize::InputArchive reg, cls;
     archive.read("regressor", reg);
     archive.read("classifier", cls);
-    // Layer sizes come from the stored weights.
-    at::Tensor w0, w_last;
-    reg.read("0.weight", w0);
-    cls.read("4.weight", w_last);
-    nets->regressor = Networks::mlp(w0.size(1), w0.size(0), 1);
-    nets->classifier = Networks::mlp(w0.size(1), w0.size(0), w_last.size(0));
+    nets->hidden = static_cast<int64_t>(scalars[4].item<double>());
+    nets->bins = static_cast<int64_t>(scalars[5].item<double>());
+    const int64_t features = nets->feature_mean.size(0);
+    nets->regressor = Networks::mlp(features, nets->hidden, 1);
+    nets->classifier = Networks::mlp(features, nets->hidden, nets->bins);
     nets->regressor->load(reg);
     nets->classifier->load(cls);
     return std::make_shared<LearnedEstimator>(nets, bin_bytes, std::move(profile));

@@ -246,7 +246,9 @@ int64_t TrainingGraph::total_parameter_bytes() const {
 }
 
 TrainingGraph record_training_graph(models::Classifier& model, const data::InputShape& input) {
-  constexpr int64_t kSmall = 2, kLarge = 4;
+  // Small batches fix an affine size cheaply; a batch of one can take other
+  // code paths (squeezed matmuls), so two and three.
+  constexpr int64_t kSmall = 2, kLarge = 3;
   bool was_training = model.is_training();
   model.train();
   Recording a = record_at(model, input, kSmall);

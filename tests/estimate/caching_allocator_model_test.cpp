@@ -1,0 +1,63 @@
+#include "colo/estimate/caching_allocator_model.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::estimate {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+TEST(CachingAllocatorModel, RoundsRequestsTo512Bytes) {
+  EXPECT_EQ(CachingAllocatorModel::rounded_size(1), 512);
+  EXPECT_EQ(CachingAllocatorModel::rounded_size(512), 512);
+  EXPECT_EQ(CachingAllocatorModel::rounded_size(513), 1024);
+}
+
+TEST(CachingAllocatorModel, ReservesSegmentsBySizeClass) {
+  CachingAllocatorModel small;
+  small.allocate(1, 1000);
+  EXPECT_EQ(small.reserved(), 2 * kMiB);  // small pool segment
+  small.allocate(2, 1000);
+  EXPECT_EQ(small.reserved(), 2 * kMiB) << "the second small block is cut from the same segment";
+  EXPECT_EQ(small.allocated(), 2048);
+
+  CachingAllocatorModel medium;
+  medium.allocate(1, 5 * kMiB);
+  EXPECT_EQ(medium.reserved(), 20 * kMiB);
+  medium.allocate(2, 5 * kMiB);
+  EXPECT_EQ(medium.reserved(), 20 * kMiB);
+
+  CachingAllocatorModel large;
+  large.allocate(1, 11 * kMiB + 1);
+  EXPECT_EQ(large.reserved(), 12 * kMiB);  // rounded to 2 MiB
+}
+
+TEST(CachingAllocatorModel, ReusesAndMergesFreedBlocks) {
+  CachingAllocatorModel a;
+  a.allocate(1, 30 * kMiB);
+  a.allocate(2, 30 * kMiB);
+  a.free(1);
+  a.free(2);
+  EXPECT_EQ(a.allocated(), 0);
+  a.allocate(3, 20 * kMiB);
+  EXPECT_EQ(a.reserved(), 60 * kMiB) << "a freed block is reused";
+  // Two adjacent free blocks of one segment merge; separate segments do not.
+  a.free(3);
+  a.allocate(4, 50 * kMiB);
+  EXPECT_EQ(a.reserved(), 110 * kMiB);
+  EXPECT_EQ(a.peak_reserved(), 110 * kMiB);
+  EXPECT_EQ(a.peak_allocated(), 60 * kMiB);
+}
+
+TEST(CachingAllocatorModel, MergesNeighboursWithinASegment) {
+  CachingAllocatorModel a;
+  a.allocate(1, 4 * kMiB);  // one 20 MiB segment holds 1, 2 and the rest
+  a.allocate(2, 4 * kMiB);
+  a.free(1);
+  a.free(2);
+  a.allocate(3, 18 * kMiB);
+  EXPECT_EQ(a.reserved(), 20 * kMiB) << "the whole segment is one free block again";
+}
+
+}  // namespace
+}  // namespace colo::estimate
