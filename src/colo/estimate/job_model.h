@@ -13,7 +13,7 @@ namespace colo::estimate {
 
 struct JobModel {
   TrainingGraph graph;
-  StepConfig step;            // library_workspace_bytes left 0: device-specific
+  StepConfig step;
   ModelSummary summary;
   int64_t parameter_count = 0;
   std::string model_name;     // the zoo's name ("resnet"), the key of device calibrations

@@ -10,7 +10,7 @@
 namespace colo::estimate {
 namespace {
 
-enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kWorkspace, kKinds };
+enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kKinds };
 
 // Allocations by kind over the allocator model, remembering the mix at the peak.
 class Memory {
@@ -29,7 +29,6 @@ class Memory {
       peak_.optimizer = live_[kOptimizer];
       peak_.activations = live_[kActivations];
       peak_.data = live_[kData];
-      peak_.workspace = live_[kWorkspace];
       peak_.phase = phase;
     }
     return id;
@@ -94,9 +93,6 @@ class Simulation {
     const int64_t b = c_.batch_size;
     int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "forward");
     int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "forward");
-    if (first && c_.library_workspace_bytes > 0) {
-      mem_.allocate(kWorkspace, c_.library_workspace_bytes, "forward");
-    }
     // Forward: each storage is held by its pending readers and by the
     // backward nodes that saved it.
     holders_.assign(g_.tensors.size(), 0);

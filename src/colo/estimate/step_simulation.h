@@ -15,12 +15,11 @@ struct StepConfig {
   int optimizer_state_tensors = 0;    // per parameter: SGD momentum 1, Adam/AdamW 2
   int optimizer_temporaries = 0;      // per parameter while it is updated
   int64_t resident_data_bytes = 0;    // a data set held on the device
-  int64_t library_workspace_bytes = 0;  // cuBLAS/cuDNN workspaces held from the first step on
 };
 
 // Bytes live at the allocated peak, by kind, and the allocator's peaks.
 struct SimulatedPeak {
-  int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, data = 0, workspace = 0;
+  int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, data = 0;
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;          // the caching allocator's peak (includes rounding)
   std::string phase;                  // "forward", "backward", "optimizer" or "evaluation"
