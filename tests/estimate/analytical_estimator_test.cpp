@@ -90,6 +90,25 @@ TEST(AnalyticalEstimator, GrowsWithTheBatch) {
   EXPECT_EQ(pools, 2);
 }
 
+TEST(AnalyticalEstimator, FusedArraysScaleWithTheModelCount) {
+  testing::TempDir dir;
+  auto spec = write_spec(dir, spec_text("name = \"mlp\"\nwidths = [32]", "name = \"sgd\"\nmomentum = 0.9", 8));
+  JobModel one = describe_job(spec);
+  JobModel four = describe_array_job(spec, 4);
+  EXPECT_EQ(four.graph.total_parameter_bytes(), 4 * one.graph.total_parameter_bytes());
+  for (int64_t batch : {8, 512}) {
+    EXPECT_EQ(saved_bytes(four.graph, batch), 4 * saved_bytes(one.graph, batch))
+        << "every model keeps its own activations, batch " << batch;
+  }
+  DeviceProfile profile{"test", 0, 0, {}};
+  auto e1 = analytical_estimate(one, profile), e4 = analytical_estimate(four, profile);
+  // Stacked [4, 32, 784], [4, 32], [4, 10, 32], [4, 10] floats, each rounded to 512 bytes.
+  const int64_t stacked = 401408 + 512 + 5120 + 512;
+  EXPECT_EQ(e4.breakdown->parameters, stacked);
+  EXPECT_EQ(e4.breakdown->optimizer, stacked) << "one momentum buffer per stacked parameter";
+  EXPECT_GE(e4.bytes, e1.bytes);
+}
+
 TEST(AnalyticalEstimator, AnswersUnknownWithoutASpec) {
   AnalyticalEstimator estimator(DeviceProfile{"test", 0, 0});
   EXPECT_FALSE(estimator.estimate(EstimateRequest{}).known);

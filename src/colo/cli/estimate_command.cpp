@@ -17,6 +17,7 @@ namespace {
 struct EstimateOptions {
   std::string spec, summary, learned, device = "cuda";
   bool probe = false, json = false;
+  int64_t array = 1;
 };
 
 nlohmann::json to_json(const estimate::MemoryEstimate& e) {
@@ -56,7 +57,11 @@ int run_estimate(const EstimateOptions& o) {
   if (!request.spec && !request.summary) {
     throw InputError("colo estimate", "", "a training spec or --summary FILE");
   }
-  std::vector<estimate::EstimatorPtr> estimators{std::make_shared<estimate::AnalyticalEstimator>()};
+  std::vector<estimate::EstimatorPtr> estimators{std::make_shared<estimate::AnalyticalEstimator>(
+      estimate::default_device_profile(), o.array)};
+  if (o.array > 1 && (o.probe || !o.learned.empty())) {
+    throw InputError("--array", "", "only the analytical estimator knows fused arrays; drop --probe and --learned");
+  }
   if (o.probe) estimators.push_back(std::make_shared<estimate::ProbeEstimator>(o.device));
   if (!o.learned.empty()) estimators.push_back(estimate::LearnedEstimator::load(o.learned));
 
@@ -93,6 +98,8 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", o->device, "device the probe runs on (cuda | cuda:N)");
   cmd->add_option("--learned", o->learned, "a learned estimator file (bench/results/estimate/learned.pt)");
   cmd->add_flag("--json", o->json, "print JSON instead of tables");
+  cmd->add_option("--array", o->array, "estimate N copies trained as one fused array (colo sweep)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->footer(
       "\nThe analytical estimator records the model's autograd graph on the CPU and replays one\n"
       "training job's allocations (three steps and an evaluation pass) through a model of\n"

@@ -14,7 +14,8 @@ MemoryEstimate MemoryEstimate::unknown(std::string estimator, std::string reason
   return e;
 }
 
-AnalyticalEstimator::AnalyticalEstimator(DeviceProfile profile) : profile_(std::move(profile)) {}
+AnalyticalEstimator::AnalyticalEstimator(DeviceProfile profile, int64_t array_models)
+    : profile_(std::move(profile)), array_models_(array_models) {}
 
 MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& profile) {
   SimulatedPeak peak = simulate_training(job.graph, job.step);
@@ -49,7 +50,9 @@ MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& pro
 MemoryEstimate AnalyticalEstimator::estimate(const EstimateRequest& request) {
   if (!request.spec) return MemoryEstimate::unknown(name(), "needs a colo training spec");
   try {
-    return analytical_estimate(describe_job(*request.spec), profile_);
+    return analytical_estimate(array_models_ > 1 ? describe_array_job(*request.spec, array_models_)
+                                                 : describe_job(*request.spec),
+                               profile_);
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {

@@ -11,13 +11,16 @@ namespace colo::estimate {
 
 class AnalyticalEstimator : public Estimator {
  public:
-  explicit AnalyticalEstimator(DeviceProfile profile = default_device_profile());
+  // `array_models` > 1 estimates that many copies of the spec's model trained
+  // as one fused array (colo sweep).
+  explicit AnalyticalEstimator(DeviceProfile profile = default_device_profile(), int64_t array_models = 1);
   std::string name() const override { return "analytical"; }
   // Needs request.spec; unknown for anything else.
   MemoryEstimate estimate(const EstimateRequest& request) override;
 
  private:
   DeviceProfile profile_;
+  int64_t array_models_;
 };
 
 // The analytical estimate of an already described job (see job_model.h).

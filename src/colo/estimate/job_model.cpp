@@ -3,8 +3,11 @@
 #include <algorithm>
 
 #include <ATen/ATen.h>
+#include <torch/utils.h>
 
 #include "colo/data/dataset_registry.h"
+#include "colo/fuse/array_step.h"
+#include "colo/fuse/fused_classifier.h"
 #include "colo/models/model_registry.h"
 
 namespace colo::estimate {
@@ -26,6 +29,18 @@ JobModel describe_job(const train::TrainSpec& spec) {
   at::manual_seed(spec.seed);
   models::ClassifierPtr model = models::build_model(spec.model, shape.input);
   return describe_job_from_graph(spec, record_training_graph(*model, shape.input));
+}
+
+JobModel describe_array_job(const train::TrainSpec& spec, int64_t models) {
+  data::DatasetShape shape = data::dataset_shape(spec.data);
+  fuse::FusedClassifierPtr array =
+      fuse::build_fused_model(std::vector<models::ModelSpec>(static_cast<size_t>(models), spec.model), shape.input);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : array->parameters()) p.normal_(0, 0.01);  // built uninitialised
+  }
+  auto loss = [&](const at::Tensor& x, const at::Tensor& y) { return fuse::per_model_loss(array->forward(x), y).sum(); };
+  return describe_job_from_graph(spec, record_training_graph(*array, loss, shape.input));
 }
 
 JobModel describe_job_from_graph(const train::TrainSpec& spec, TrainingGraph graph) {

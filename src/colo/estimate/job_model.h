@@ -23,6 +23,10 @@ struct JobModel {
 // Throws InputError when the model does not fit the data's shape.
 JobModel describe_job(const train::TrainSpec& spec);
 
+// The same for `models` copies of the spec's model trained as one fused array
+// (colo sweep); the step keeps the array's optimiser state.
+JobModel describe_array_job(const train::TrainSpec& spec, int64_t models);
+
 // The same from a graph recorded earlier for this spec's model.
 JobModel describe_job_from_graph(const train::TrainSpec& spec, TrainingGraph graph);
 

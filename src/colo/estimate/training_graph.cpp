@@ -125,13 +125,13 @@ struct Recording {
   std::vector<int64_t> extra;    // per op: extra saved bytes
 };
 
-Recording record_at(models::Classifier& model, const data::InputShape& input, int64_t batch) {
+Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
   at::Tensor x = input.tokens ? at::randint(0, std::max<int64_t>(input.vocab, 1), shape, at::kLong)
                               : at::randn(shape);
   at::Tensor y = at::randint(0, std::max<int64_t>(input.classes, 1), {batch}, at::kLong);
-  at::Tensor loss = at::cross_entropy_loss(model.forward(x), y);
+  at::Tensor loss = loss_of(x, y);
   if (!loss.grad_fn()) throw std::runtime_error("the model has no trainable parameters in its graph");
 
   std::vector<std::shared_ptr<Node>> nodes;
@@ -246,13 +246,20 @@ int64_t TrainingGraph::total_parameter_bytes() const {
 }
 
 TrainingGraph record_training_graph(models::Classifier& model, const data::InputShape& input) {
+  return record_training_graph(
+      model, [&](const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(model.forward(x), y); },
+      input);
+}
+
+TrainingGraph record_training_graph(torch::nn::Module& model, const LossOf& loss,
+                                    const data::InputShape& input) {
   // Small batches fix an affine size cheaply; a batch of one can take other
   // code paths (squeezed matmuls), so two and three.
   constexpr int64_t kSmall = 2, kLarge = 3;
   bool was_training = model.is_training();
   model.train();
-  Recording a = record_at(model, input, kSmall);
-  Recording b = record_at(model, input, kLarge);
+  Recording a = record_at(loss, input, kSmall);
+  Recording b = record_at(loss, input, kLarge);
   model.train(was_training);
   if (a.graph.ops.size() != b.graph.ops.size() || a.graph.tensors.size() != b.graph.tensors.size()) {
     throw std::runtime_error("the model's graph changes with the batch size; it cannot be estimated analytically");

@@ -3,6 +3,7 @@
 // as tensors whose sizes are affine in the batch size.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,18 @@ struct TrainingGraph {
   int64_t total_parameter_bytes() const;
 };
 
-// Records the graph of `model` in training mode on the CPU at two small batch
-// sizes and fits each tensor's size as affine in the batch. `input` is one
-// sample's shape; token inputs are int64 in [0, vocab). Throws
-// std::runtime_error if the two recordings differ in structure.
+// A training step's loss from a batch of inputs and labels.
+using LossOf = std::function<at::Tensor(const at::Tensor& inputs, const at::Tensor& labels)>;
+
+// Records the graph of `loss` (built on `module`, in training mode) on the
+// CPU at two small batch sizes and fits each tensor's size as affine in the
+// batch. `input` is one sample's shape; token inputs are int64 in
+// [0, vocab). Throws std::runtime_error if the two recordings differ in
+// structure.
+TrainingGraph record_training_graph(torch::nn::Module& module, const LossOf& loss,
+                                    const data::InputShape& input);
+
+// The same for a classifier trained with cross entropy.
 TrainingGraph record_training_graph(models::Classifier& model, const data::InputShape& input);
 
 }  // namespace colo::estimate
