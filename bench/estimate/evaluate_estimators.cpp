@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   std::string cache_path;
   app.add_option("--graph-cache", cache_path, "JSON Lines cache of recorded graphs (read, then extended)");
   app.add_option("--workspace-mib", workspace_mib, "library workspace (default: the device profile's)");
+
   CLI11_PARSE(app, argc, argv);
   at::set_num_threads(2);
 
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
     }
     auto raw = colo::estimate::analytical_estimate(job, uncalibrated);
     s.simulated_reserved = raw.bytes - raw.breakdown->context;
-    s.family = job.model_name + "/" + colo::estimate::simulate_training(job.graph, job.step).phase;
+    s.family = job.model_name + "/" + raw.reason.substr(raw.reason.rfind(' ') + 1);
     if (!rows[i]["probe_reserved"].empty()) s.probe = std::stoll(rows[i]["probe_reserved"]) + profile.context_bytes;
     s.summary = job.summary;
     scored.push_back(s);

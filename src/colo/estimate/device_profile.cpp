@@ -16,17 +16,17 @@ DeviceProfile default_device_profile() {
   p.library_workspace_bytes = 69206016;
   p.fragmentation = {
         {"lenet/backward", 1.0000},
-        {"lenet/evaluation", 1.1818},
+        {"lenet/evaluation", 1.0000},
         {"mlp/backward", 0.9302},
         {"mlp/evaluation", 0.9784},
         {"mlp/forward", 0.9587},
-        {"mlp/optimizer", 0.9821},
-        {"resnet/backward", 1.2823},
-        {"resnet/evaluation", 1.4769},
-        {"resnet/forward", 1.3158},
-        {"transformer/backward", 1.0249},
-        {"transformer/evaluation", 1.1569},
-        {"transformer/forward", 1.0172}};
+        {"mlp/optimizer", 0.9805},
+        {"resnet/backward", 1.2320},
+        {"resnet/evaluation", 1.2129},
+        {"resnet/forward", 1.2242},
+        {"transformer/backward", 0.9679},
+        {"transformer/evaluation", 0.9122},
+        {"transformer/forward", 0.9704}};
   return p;
 }
 

@@ -15,7 +15,7 @@ struct DeviceProfile {
   // "resnet/evaluation": where the replay puts the peak) or "model": what the
   // real allocator's fragmentation, kernel workspaces and C++ temporaries add
   // on this device. 1 where unmeasured.
-  std::map<std::string, double> fragmentation;
+  std::map<std::string, double> fragmentation{};
 
   double fragmentation_of(const std::string& model, const std::string& phase) const {
     for (const std::string& key : {model + "/" + phase, model}) {

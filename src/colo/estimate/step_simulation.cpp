@@ -184,6 +184,10 @@ class Simulation {
         if (g_.tensors[t].storage >= 0) ++holders_[g_.tensors[t].storage];
       }
     }
+    // A layer's input is let go one op late: in C++ (and Python) model code
+    // a temporary lives to the end of its expression and a variable until it
+    // is reassigned, so `y = bn(conv(y))` holds y, conv(y) and bn(...) at once.
+    std::vector<int> pending;
     for (const GraphOp& op : g_.ops) {
       bool dropout = op.extra_saved_per_sample > 0 && op.name.rfind("Mul", 0) == 0;
       for (int t : op.outputs) {
@@ -191,11 +195,14 @@ class Simulation {
         storage_id_[t] = mem_.allocate(kActivations, bytes(t, b), "evaluation");
         ++holders_[t];
       }
-      for (int t : op.inputs) release(g_.tensors[t].storage);
+      for (int s : pending) release(s);
+      pending.clear();
+      for (int t : op.inputs) pending.push_back(g_.tensors[t].storage);
       for (int t : op.outputs) {
-        if (g_.tensors[t].owns_memory && !dropout) release(t);
+        if (g_.tensors[t].owns_memory && !dropout) pending.push_back(t);
       }
     }
+    for (int s : pending) release(s);
     for (size_t t = 0; t < storage_id_.size(); ++t) mem_.free(storage_id_[t]);
     mem_.free(inputs);
     mem_.free(labels);
