@@ -5,7 +5,6 @@
 #include <set>
 #include <stdexcept>
 #include <sstream>
-#include <unordered_map>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
