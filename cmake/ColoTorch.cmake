@@ -29,3 +29,37 @@ if(TORCH_CXX_FLAGS)
   separate_arguments(_colo_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
   target_compile_options(colo_torch INTERFACE ${_colo_torch_flags})
 endif()
+
+# c10d backends this LibTorch can give colo's dist/ layer: Gloo needs gloo's
+# headers (Debian's libgloo-dev; the PyTorch wheel ships none), NCCL a CUDA
+# build and nccl.h. Each is tried by compiling its c10d header.
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
+if(EXISTS "${CMAKE_SOURCE_DIR}/.deps/root/usr/include")
+  list(APPEND CMAKE_REQUIRED_INCLUDES "${CMAKE_SOURCE_DIR}/.deps/root/usr/include")
+endif()
+set(CMAKE_REQUIRED_FLAGS "-std=c++17 ${TORCH_CXX_FLAGS}")
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)  # compile only: the headers are the question
+check_cxx_source_compiles("
+#define USE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+int main() { return 0; }" COLO_HAS_GLOO)
+set(COLO_HAS_NCCL 0)
+if(COLO_HAS_CUDA)
+  check_cxx_source_compiles("
+#define USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+int main() { return 0; }" COLO_HAS_NCCL_COMPILES)
+  if(COLO_HAS_NCCL_COMPILES)
+    set(COLO_HAS_NCCL 1)
+  endif()
+endif()
+if(NOT COLO_HAS_GLOO)
+  set(COLO_HAS_GLOO 0)
+else()
+  set(COLO_HAS_GLOO 1)
+endif()
+unset(CMAKE_TRY_COMPILE_TARGET_TYPE)
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_FLAGS)
+message(STATUS "colo: c10d Gloo=${COLO_HAS_GLOO} NCCL=${COLO_HAS_NCCL}")

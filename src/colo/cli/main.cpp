@@ -11,6 +11,7 @@
 #include "colo/cli/run_command.h"
 #include "colo/cli/simulate_command.h"
 #include "colo/cli/submit_command.h"
+#include "colo/cli/dist_command.h"
 #include "colo/cli/estimate_command.h"
 #include "colo/cli/sweep_command.h"
 #include "colo/cli/train_command.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   colo::cli::add_train_command(app, exit_code);
   colo::cli::add_sweep_command(app, exit_code);
   colo::cli::add_estimate_command(app, exit_code);
+  colo::cli::add_dist_command(app, exit_code);
   colo::cli::add_gpus_command(app, exit_code);
   colo::cli::add_monitor_command(app, exit_code);
   colo::cli::add_mps_command(app, exit_code);

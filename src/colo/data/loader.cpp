@@ -59,6 +59,11 @@ std::pair<std::vector<double>, std::vector<double>> channel_stats(const Split& s
 
 DataLoader::DataLoader(Split split, LoaderOptions options)
     : split_(std::move(split)), options_(std::move(options)) {
+  if (options_.shard_count < 1 || options_.shard_rank < 0 ||
+      options_.shard_rank >= options_.shard_count) {
+    throw std::invalid_argument("DataLoader: shard " + std::to_string(options_.shard_rank) +
+                                " of " + std::to_string(options_.shard_count) + " does not exist");
+  }
   if (options_.on_device) {
     split_.inputs = split_.inputs.to(options_.device);
     split_.labels = split_.labels.to(options_.device);
@@ -77,11 +82,12 @@ DataLoader::~DataLoader() { stop_worker(); }
 
 int64_t DataLoader::batches_per_epoch() const {
   int64_t n = split_.size(), b = options_.batch_size;
+  if (options_.shard_count > 1) return n / (b * options_.shard_count);
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 Batch DataLoader::build(int64_t index, at::Generator& gen) const {
-  int64_t start = index * options_.batch_size;
+  int64_t start = (index * options_.shard_count + options_.shard_rank) * options_.batch_size;
   int64_t count = std::min(options_.batch_size, split_.size() - start);
   at::Tensor picks = order_.narrow(0, start, count);
   at::Tensor inputs = split_.inputs.index_select(0, picks);

@@ -35,6 +35,14 @@ struct LoaderOptions {
   int64_t prefetch = 2;      // batches built ahead on a background thread
   bool on_device = false;    // hold the split on `device` and batch there
   c10::Device device = c10::Device(c10::DeviceType::CPU);
+  // Data-parallel sharding: batch k of an epoch is slice `shard_rank` of the
+  // k-th global batch of batch_size * shard_count samples of the shared
+  // order, so the shards of one epoch are disjoint and together equal the
+  // batches of one loader with the summed batch. A sharded loader
+  // (shard_count > 1) drops the last partial global batch, so every shard
+  // serves the same number of batches.
+  int64_t shard_rank = 0;
+  int64_t shard_count = 1;
 };
 
 // Per-channel mean and standard deviation of a split's inputs after scaling

@@ -67,6 +67,19 @@ void FusedOptimizer::set_lr_table(const at::Tensor& table) {
   lr_table_ = table.to(any.device(), any.scalar_type()).contiguous();
 }
 
+void FusedOptimizer::set_learning_rate(double lr) {
+  lr_table_ = at::Tensor();
+  lr_.fill_(lr);
+}
+
+std::vector<at::Tensor> FusedOptimizer::state() const {
+  std::vector<at::Tensor> tensors;
+  for (const auto& m : first_moment_) if (m.defined()) tensors.push_back(m);
+  for (const auto& v : second_moment_) if (v.defined()) tensors.push_back(v);
+  tensors.push_back(step_);
+  return tensors;
+}
+
 void FusedOptimizer::zero_grad() {
   for (auto& p : parameters_) {
     if (p.grad().defined()) {

@@ -23,6 +23,16 @@ class FusedOptimizer {
   // min(k, steps - 1). Without a table every model keeps its spec's lr.
   void set_lr_table(const at::Tensor& table);
 
+  // Every model's learning rate from now on (drops the lr table); no host
+  // synchronisation.
+  void set_learning_rate(double lr);
+
+  // The optimiser's state, to read or overwrite in place: the first moments
+  // (SGD momentum buffers or Adam's exp_avg) of every parameter where they
+  // exist, then the second moments (Adam's exp_avg_sq), then the step
+  // counter [1] (int64). Two optimisers built alike list alike tensors.
+  std::vector<at::Tensor> state() const;
+
   // Sets every gradient to zero in place (allocating it the first time), so
   // gradients keep their addresses from step to step (CUDA-graph safe).
   void zero_grad();

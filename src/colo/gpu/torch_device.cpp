@@ -5,6 +5,7 @@
 #if COLO_HAS_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -88,6 +89,22 @@ std::optional<int64_t> peak_reserved_bytes(const c10::Device& device) {
 void synchronize(const c10::Device& device) {
 #if COLO_HAS_CUDA
   if (device.is_cuda()) c10::cuda::device_synchronize();
+#else
+  (void)device;
+#endif
+}
+
+void synchronize_current_stream(const c10::Device& device) {
+#if COLO_HAS_CUDA
+  if (device.is_cuda()) c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+#else
+  (void)device;
+#endif
+}
+
+void make_current(const c10::Device& device) {
+#if COLO_HAS_CUDA
+  if (device.is_cuda()) c10::cuda::set_device(device.index());
 #else
   (void)device;
 #endif

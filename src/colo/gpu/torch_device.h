@@ -34,6 +34,13 @@ std::optional<int64_t> peak_reserved_bytes(const c10::Device& device);
 // Waits for all work queued on `device`; no effect on the CPU.
 void synchronize(const c10::Device& device);
 
+// Waits for the work queued on `device`'s current stream only (work on
+// other streams, e.g. communication, may still run); no effect on the CPU.
+void synchronize_current_stream(const c10::Device& device);
+
+// Makes `device` the current CUDA device of this thread; no effect on the CPU.
+void make_current(const c10::Device& device);
+
 // Device memory free right now (cudaMemGetInfo: outside every process's
 // caches); nullopt on the CPU.
 std::optional<int64_t> free_memory_bytes(const c10::Device& device);

@@ -1,0 +1,57 @@
+#include "colo/cli/dist_command.h"
+
+#include <unistd.h>
+
+#include <memory>
+
+#include "colo/core/error.h"
+#include "colo/dist/cluster_spec.h"
+#include "colo/dist/launcher.h"
+#include "colo/dist/rendezvous.h"
+#include "colo/dist/worker.h"
+
+namespace colo::cli {
+namespace {
+
+// This program's own path, so the launcher can start copies of it.
+std::string self_program() {
+  char path[4096] = {};
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this program's path (/proc/self/exe)");
+  return std::string(path, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+void add_dist_command(CLI::App& app, int& exit_code) {
+  auto path = std::make_shared<std::string>();
+  auto output = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "dist", "Train one model data-parallel over many workers: allreduce, parameter server, switch");
+  cmd->add_option("cluster", *path, "cluster file: a training spec plus a [cluster] table (docs/cluster-format.md)");
+  cmd->add_option("--output", *output, "override the spec's output directory");
+  cmd->footer(
+      "\nOn one host colo starts the workers and servers itself (one worker per GPU where there are\n"
+      "GPUs). Under torchrun, srun or mpirun each process finds its rank in the environment\n"
+      "(RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_*, with MASTER_ADDR/MASTER_PORT).\n"
+      "Per-step records go to OUTPUT/steps-rank<R>.jsonl, evaluations to OUTPUT/eval.jsonl,\n"
+      "the summary to OUTPUT/result.json.");
+  cmd->callback([=, &exit_code] {
+    if (path->empty()) throw InputError("colo dist", "", "give a cluster file (colo dist cluster.toml)");
+    dist::ClusterSpec spec = dist::parse_cluster_spec(*path);
+    if (!output->empty()) spec.train.output = *output;
+    if (auto member = dist::membership_from_environment()) {
+      dist::run_rank(spec, *member);
+      exit_code = 0;
+      return;
+    }
+    std::vector<std::string> argv{self_program(), "dist", *path};
+    if (!output->empty()) {
+      argv.push_back("--output");
+      argv.push_back(*output);
+    }
+    exit_code = dist::launch_local(spec, argv);
+  });
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,115 @@
+#include "colo/dist/cluster_spec.h"
+
+#include <algorithm>
+
+#include "colo/core/spec_table.h"
+
+namespace colo::dist {
+namespace {
+
+void parse_rendezvous(const SpecTable& cluster, const std::string& value) {
+  if (value.rfind("file://", 0) == 0 && value.size() > 7) return;
+  if (value.rfind("tcp://", 0) == 0) {
+    auto colon = value.rfind(':');
+    if (colon > 6) {
+      std::string port = value.substr(colon + 1);
+      bool digits = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+      if (digits && port.size() <= 5 && std::stoi(port) <= 65535) return;
+    }
+  }
+  cluster.fail("rendezvous", "expected tcp://HOST:PORT (port 0 picks a free one) or file:///PATH, got \"" +
+                                 value + "\"");
+}
+
+SimulationSpec parse_simulation(const SpecTable& table, int64_t workers) {
+  SimulationSpec sim;
+  sim.compute_ms_per_sample = table.number_or("compute_ms_per_sample", sim.compute_ms_per_sample, 1e-6, 1e6);
+  sim.server_bandwidth_gbps = table.number_or("server_bandwidth_gbps", sim.server_bandwidth_gbps, 1e-3, 1e6);
+  sim.server_latency_us = table.number_or("server_latency_us", sim.server_latency_us, 0, 1e7);
+  sim.max_time_s = table.number_or("max_time_s", sim.max_time_s, 1e-3, 1e7);
+  sim.eval_every_s = table.number_or("eval_every_s", sim.eval_every_s, 1e-4, 1e6);
+  sim.strategies = table.strings_or("strategies", sim.strategies);
+  for (const auto& s : sim.strategies) {
+    if (s != "allreduce" && s != "ps-sync" && s != "ps-async" && s != "switch") {
+      table.fail("strategies", "expected names among allreduce, ps-sync, ps-async, switch, got " + s);
+    }
+  }
+  for (const auto& w : table.tables("worker")) {
+    SimulatedWorker worker;
+    worker.speed = w.number_or("speed", worker.speed, 1e-3, 1e3);
+    worker.bandwidth_gbps = w.number_or("bandwidth_gbps", worker.bandwidth_gbps, 1e-3, 1e6);
+    worker.latency_us = w.number_or("latency_us", worker.latency_us, 0, 1e7);
+    w.reject_unknown();
+    sim.workers.push_back(worker);
+  }
+  if (sim.workers.empty()) sim.workers.assign(static_cast<size_t>(workers), SimulatedWorker{});
+  table.reject_unknown();
+  return sim;
+}
+
+}  // namespace
+
+train::OptimizerSpec server_optimizer(const train::OptimizerSpec& optimizer,
+                                      const ParamServerOptions& options, int64_t workers) {
+  train::OptimizerSpec applied = optimizer;
+  if (options.mode != "sync" && options.momentum_compensation && applied.name == "sgd") {
+    double implicit = 1.0 - 1.0 / static_cast<double>(workers);
+    applied.momentum = std::max(0.0, applied.momentum - implicit);
+    if (applied.momentum == 0) applied.nesterov = false;
+  }
+  return applied;
+}
+
+ClusterSpec parse_cluster_spec(const std::string& path) {
+  SpecTable root = SpecTable::root(path);
+  ClusterSpec spec;
+  spec.train = train::parse_train_spec_fields(root);
+  auto cluster = root.table("cluster");
+  if (!cluster) root.fail("cluster", "missing required table [cluster] (a plain training spec runs with colo train)");
+  spec.workers = cluster->integer_or("workers", spec.workers, 1, 1024);
+  spec.strategy = cluster->choice_or("strategy", spec.strategy, {"allreduce", "param_server", "switch"});
+  spec.servers = cluster->integer_or("servers", spec.uses_servers() ? 1 : 0, 0, 1024);
+  if (spec.uses_servers() && spec.servers < 1) {
+    cluster->fail("servers", "strategy \"" + spec.strategy + "\" needs at least 1 server");
+  }
+  spec.backend = cluster->choice_or("backend", spec.backend, {"auto", "gloo", "nccl"});
+  spec.rendezvous = cluster->string_or("rendezvous", spec.rendezvous);
+  parse_rendezvous(*cluster, spec.rendezvous);
+  spec.timeout_s = cluster->number_or("timeout_s", spec.timeout_s, 1, 86400);
+  spec.eval_every = cluster->integer_or("eval_every", spec.eval_every, 0);
+  spec.target_accuracy = cluster->number_or("target_accuracy", spec.target_accuracy, 0, 1);
+  cluster->reject_unknown();
+
+  if (auto t = root.table("allreduce")) {
+    spec.allreduce.bucket_mib = t->number_or("bucket_mib", spec.allreduce.bucket_mib, 0.001, 4096);
+    spec.allreduce.compression = t->choice_or("compression", spec.allreduce.compression, {"none", "bf16", "fp16"});
+    spec.allreduce.topk = t->number_or("topk", spec.allreduce.topk, 0, 1);
+    if (spec.allreduce.topk > 0 && spec.allreduce.compression != "none") {
+      t->fail("topk", "top-k sparsification sends float32 values; set compression = \"none\"");
+    }
+    t->reject_unknown();
+  }
+  if (auto t = root.table("param_server")) {
+    spec.param_server.mode = t->choice_or("mode", spec.param_server.mode, {"sync", "async", "ssp"});
+    spec.param_server.staleness = t->integer_or("staleness", spec.param_server.staleness, 0, 1000000);
+    spec.param_server.momentum_compensation =
+        t->boolean_or("momentum_compensation", spec.param_server.momentum_compensation);
+    t->reject_unknown();
+  }
+  if (spec.strategy == "switch") spec.param_server.mode = "async";
+  if (auto t = root.table("switch")) {
+    spec.switch_rule.min_steps = t->integer_or("min_steps", spec.switch_rule.min_steps, 0);
+    spec.switch_rule.window = t->integer_or("window", spec.switch_rule.window, 1, 1000000);
+    spec.switch_rule.smoothing = t->number_or("smoothing", spec.switch_rule.smoothing, 0, 0.9999);
+    spec.switch_rule.min_improvement = t->number_or("min_improvement", spec.switch_rule.min_improvement, 0, 1);
+    t->reject_unknown();
+  }
+  auto simulate = root.table("simulate");
+  spec.simulate = simulate ? parse_simulation(*simulate, spec.workers)
+                           : SimulationSpec{.workers = std::vector<SimulatedWorker>(
+                                                static_cast<size_t>(spec.workers))};
+  root.reject_unknown();
+  return spec;
+}
+
+}  // namespace colo::dist

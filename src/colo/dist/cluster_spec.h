@@ -1,0 +1,84 @@
+#pragma once
+// A cluster file (`colo dist cluster.toml`): a training spec plus how many
+// workers and servers train it and with which data-parallel strategy.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "colo/train/train_spec.h"
+
+namespace colo::dist {
+
+// [allreduce]: synchronous gradient averaging.
+struct AllreduceOptions {
+  double bucket_mib = 25;            // gradient bucket size; buckets reduce while backward runs
+  std::string compression = "none";  // none | bf16 | fp16: wire type of the gradients
+  double topk = 0;                   // fraction of each bucket's entries sent (0 = dense), with error feedback
+};
+
+// [param_server]: servers hold key ranges of the parameters and apply the optimiser.
+struct ParamServerOptions {
+  std::string mode = "async";  // sync | async | ssp (switch always uses async)
+  int64_t staleness = 2;       // ssp: a worker may run this many steps ahead of the slowest
+  // async/ssp with SGD: the servers lower the momentum by the momentum that
+  // asynchrony itself adds, 1 - 1/workers (Mitliagkas et al., "Asynchrony
+  // begets momentum", 2016): max(0, momentum - (1 - 1/workers)).
+  bool momentum_compensation = true;
+};
+
+// The optimiser a parameter server applies: the spec's, with momentum
+// compensation in the asynchronous modes.
+train::OptimizerSpec server_optimizer(const train::OptimizerSpec& optimizer,
+                                      const ParamServerOptions& options, int64_t workers);
+
+// [switch]: the loss-plateau rule that moves a run from allreduce to async PS.
+struct SwitchRule {
+  int64_t min_steps = 100;       // never switch before this many steps
+  int64_t window = 50;           // steps over which improvement is measured
+  double smoothing = 0.9;        // EMA factor of the loss (0 = raw loss)
+  double min_improvement = 0.02; // switch when the smoothed loss fell by less than this fraction over `window`
+};
+
+// One simulated worker (`colo dist simulate`).
+struct SimulatedWorker {
+  double speed = 1.0;            // relative speed: step compute time = base / speed
+  double bandwidth_gbps = 10.0;  // link bandwidth, gigabits per second
+  double latency_us = 50.0;      // link latency (alpha)
+};
+
+// [simulate]: the cluster `colo dist simulate` models.
+struct SimulationSpec {
+  double compute_ms_per_sample = 0.05;  // a speed-1 worker's compute time per training sample
+  double server_bandwidth_gbps = 10.0;  // each server's link
+  double server_latency_us = 50.0;
+  double max_time_s = 120;              // simulated time budget per strategy
+  double eval_every_s = 1.0;            // simulated seconds between evaluations
+  std::vector<std::string> strategies{"allreduce", "ps-sync", "ps-async", "switch"};
+  std::vector<SimulatedWorker> workers;  // [[simulate.worker]]; empty = `workers` copies of the default
+};
+
+struct ClusterSpec {
+  train::TrainSpec train;   // batch_size is per worker
+  int64_t workers = 2;
+  int64_t servers = 0;      // param_server and switch need at least 1
+  std::string strategy = "allreduce";  // allreduce | param_server | switch
+  std::string backend = "auto";        // auto | gloo | nccl
+  std::string rendezvous = "tcp://127.0.0.1:0";  // tcp://HOST:PORT (0 = a free port) or file:///PATH
+  double timeout_s = 60;    // a collective or message that takes longer fails the run
+  int64_t eval_every = 0;   // steps between test evaluations on rank 0; 0 = at the end of each epoch
+  double target_accuracy = 0;  // time-to-accuracy is reported against this (0 = not reported)
+  AllreduceOptions allreduce;
+  ParamServerOptions param_server;
+  SwitchRule switch_rule;
+  SimulationSpec simulate;
+
+  bool uses_servers() const { return strategy != "allreduce"; }
+  int64_t world() const { return workers + (uses_servers() ? servers : 0); }
+};
+
+// Reads and validates a cluster file; throws InputError naming the file, the
+// field and what was expected.
+ClusterSpec parse_cluster_spec(const std::string& path);
+
+}  // namespace colo::dist

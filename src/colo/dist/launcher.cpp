@@ -1,0 +1,137 @@
+#include "colo/dist/launcher.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/files.h"
+#include "colo/core/interrupt_cleanup.h"
+#include "colo/core/paths.h"
+#include "colo/core/subprocess.h"
+#include "colo/core/table.h"
+#include "colo/dist/rendezvous.h"
+
+namespace colo::dist {
+namespace {
+
+std::string role_of(const ClusterSpec& spec, int64_t rank) {
+  return rank < spec.workers ? "worker " + std::to_string(rank)
+                             : "server " + std::to_string(rank - spec.workers);
+}
+
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+std::string log_tail(const std::string& path, int lines) {
+  if (!path_exists(path)) return "";
+  std::string text = read_file(path);
+  size_t at = text.size();
+  for (int n = 0; n <= lines && at != std::string::npos && at > 0; ++n) at = text.rfind('\n', at - 1);
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+}  // namespace
+
+int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) {
+  const std::string& out = spec.train.output;
+  ensure_writable_dir(out, spec.train.source, "output");
+  std::string rendezvous = spec.rendezvous;
+  if (rendezvous.rfind("tcp://", 0) == 0 && rendezvous.substr(rendezvous.rfind(':')) == ":0") {
+    rendezvous = rendezvous.substr(0, rendezvous.rfind(':') + 1) + std::to_string(free_tcp_port());
+  }
+  if (rendezvous.rfind("file://", 0) == 0 && path_exists(rendezvous.substr(7))) {
+    remove_tree(rendezvous.substr(7));  // a store file left by an earlier run would confuse this one
+  }
+  std::fprintf(stderr, "colo dist: %lld workers%s, strategy %s, rendezvous %s\n",
+               static_cast<long long>(spec.workers),
+               spec.uses_servers() ? (" + " + std::to_string(spec.servers) + " servers").c_str() : "",
+               spec.strategy.c_str(), rendezvous.c_str());
+
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  int64_t threads = std::max<int64_t>(1, cores / spec.world());
+  std::vector<ChildProcess> children;
+  std::vector<std::string> logs;
+  nlohmann::json listing = nlohmann::json::array();
+  for (int64_t rank = 0; rank < spec.world(); ++rank) {
+    EnvironmentOverrides env{{"COLO_DIST_RANK", std::to_string(rank)},
+                             {"COLO_DIST_WORLD", std::to_string(spec.world())},
+                             {"COLO_DIST_RENDEZVOUS", rendezvous}};
+    // The processes share this host's cores; OpenMP threads that outnumber
+    // them spin against each other.
+    if (!std::getenv("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = std::to_string(threads);
+    std::string log = out + "/rank" + std::to_string(rank) + ".log";
+    if (path_exists(log)) remove_tree(log);
+    children.emplace_back(argv, env, rank == 0 ? "" : log);
+    logs.push_back(rank == 0 ? "" : log);
+    listing.push_back({{"rank", rank}, {"role", role_of(spec, rank)}, {"pid", children.back().pid()},
+                       {"log", logs.back()}});
+  }
+  write_file_atomically(out + "/processes.json", listing.dump(2) + "\n");
+  int cleanup = add_interrupt_cleanup([&children] {
+    for (auto& child : children) child.terminate(3.0);
+  });
+
+  std::vector<bool> ended(children.size(), false);
+  size_t running = children.size();
+  int failure = 0;
+  while (running > 0) {
+    for (size_t rank = 0; rank < children.size(); ++rank) {
+      if (ended[rank]) continue;
+      auto status = children[rank].poll();
+      if (!status) continue;
+      ended[rank] = true;
+      --running;
+      if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) continue;
+      std::fprintf(stderr, "colo dist: rank %zu (%s, pid %d) %s; stopping the other %zu processes\n", rank,
+                   role_of(spec, static_cast<int64_t>(rank)).c_str(), children[rank].pid(),
+                   how_it_ended(*status).c_str(), running);
+      std::string tail = log_tail(logs[rank], 5);
+      if (!tail.empty()) std::fprintf(stderr, "--- end of %s ---\n%s", logs[rank].c_str(), tail.c_str());
+      failure = 1;
+      break;
+    }
+    if (failure) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (failure) {
+    for (size_t rank = 0; rank < children.size(); ++rank) {
+      if (!ended[rank]) children[rank].terminate(3.0);
+    }
+  }
+  remove_interrupt_cleanup(cleanup);
+  if (failure) return 1;
+  print_result_table(out);
+  return 0;
+}
+
+void print_result_table(const std::string& output) {
+  std::string path = output + "/result.json";
+  if (!path_exists(path)) return;
+  auto r = nlohmann::json::parse(read_file(path));
+  std::string strategy = r.value("strategy", "");
+  if (!r.value("mode", std::string()).empty()) strategy += "/" + r.value("mode", std::string());
+  TablePrinter table({{"strategy", 22}, {"workers", 8}, {"steps", 7}, {"train s", 9}, {"samples/s", 11},
+                      {"test acc", 9}, {"to target s", 12}, {"compute ms", 11}, {"comm ms", 9},
+                      {"wait ms", 9}, {"MB/step", 9}});
+  table.header();
+  auto ms = [&](const char* key) { return fixed(1000 * r.value(key, 0.0), 2); };
+  table.row({strategy, std::to_string(r.value("workers", 0)), std::to_string(r.value("steps", 0)),
+             fixed(r.value("train_s", 0.0), 2), fixed(r.value("samples_per_s", 0.0), 0),
+             fixed(r.value("test_accuracy", 0.0), 4),
+             r["time_to_target_s"].is_number() ? fixed(r["time_to_target_s"].get<double>(), 2) : "-",
+             ms("mean_compute_s"), ms("mean_communication_s"), ms("mean_waiting_s"),
+             fixed(r.value("bytes_sent_per_step", 0.0) / 1e6, 3)});
+  std::printf("results: %s/result.json, per-step records %s/steps-rank*.jsonl, evaluations %s/eval.jsonl\n",
+              output.c_str(), output.c_str(), output.c_str());
+}
+
+}  // namespace colo::dist

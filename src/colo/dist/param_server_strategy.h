@@ -1,0 +1,53 @@
+#pragma once
+// The worker side of the parameter server: after backward, push this
+// worker's gradients to every server (each its key range) and pull back the
+// parameters the servers answer with. Sync, async or SSP is the servers'
+// mode; the worker code is the same.
+
+#include <memory>
+#include <vector>
+
+#include "colo/dist/cluster_spec.h"
+#include "colo/dist/flat_model.h"
+#include "colo/dist/flat_optimizer.h"
+#include "colo/dist/rendezvous.h"
+#include "colo/dist/strategy.h"
+#include "colo/dist/van.h"
+
+namespace colo::dist {
+
+class ParamServerStrategy : public Strategy {
+ public:
+  // Connects to every server and waits for the first parameters. Worker 0
+  // first sends each server its key range of the current parameters and of
+  // `optimizer`'s state (so a switch continues where all-reduce left off).
+  ParamServerStrategy(FlatModel& model, const FlatOptimizer& optimizer, Rendezvous& rendezvous,
+                      const ClusterSpec& spec, int worker);
+  ~ParamServerStrategy() override;
+
+  std::string name() const override { return "ps-" + mode_; }
+  void begin_step() override;
+  ExchangeCost finish_step(int64_t step, double lr) override;
+  bool synchronous() const override { return mode_ == "sync"; }
+  void finish() override;
+
+ private:
+  // Receives every server's kParams into the model; returns the longest hold.
+  double pull();
+
+  FlatModel& model_;
+  std::string mode_;
+  int worker_;
+  double timeout_s_;
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
+  std::vector<Connection> servers_;
+  at::Tensor host_values_;     // [P] on the CPU, received into
+  at::Tensor host_gradients_;  // [P] on the CPU, sent from
+  bool finished_ = false;
+};
+
+// Tells every server that `worker` is done without ever having pushed (a
+// switch run that never switched).
+void release_servers(Rendezvous& rendezvous, const ClusterSpec& spec, int worker);
+
+}  // namespace colo::dist

@@ -1,0 +1,44 @@
+#pragma once
+// Strategy-Switch: all-reduce until the loss plateaus (PlateauDetector),
+// then the asynchronous parameter server from the same parameters and
+// optimiser state, in the same processes, without a restart.
+
+#include <memory>
+
+#include "colo/dist/allreduce_strategy.h"
+#include "colo/dist/param_server_strategy.h"
+#include "colo/dist/switch_rule.h"
+
+namespace colo::dist {
+
+class SwitchStrategy : public Strategy {
+ public:
+  SwitchStrategy(FlatModel& model, FlatOptimizer& optimizer, Communicator& group,
+                 Rendezvous& rendezvous, const ClusterSpec& spec, int worker);
+
+  std::string name() const override { return server_ ? server_->name() : "allreduce"; }
+  void begin_step() override;
+  ExchangeCost finish_step(int64_t step, double lr) override;
+  bool synchronous() const override { return !server_; }
+  void finish() override;
+
+  // Feeds the step's loss averaged over all workers (identical on every
+  // worker, so they all switch after the same step). Returns true on the
+  // step the switch happens.
+  bool observe_mean_loss(double loss);
+  // The step after which the run switched; -1 while still all-reducing.
+  int64_t switched_at() const { return switched_at_; }
+
+ private:
+  FlatModel& model_;
+  FlatOptimizer& optimizer_;
+  Rendezvous& rendezvous_;
+  const ClusterSpec& spec_;
+  int worker_;
+  AllreduceStrategy allreduce_;
+  PlateauDetector detector_;
+  std::unique_ptr<ParamServerStrategy> server_;
+  int64_t switched_at_ = -1;
+};
+
+}  // namespace colo::dist

@@ -1,0 +1,231 @@
+#include "colo/dist/worker.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+#include "colo/core/json_lines.h"
+#include "colo/core/stopwatch.h"
+#include "colo/data/dataset_registry.h"
+#include "colo/data/loader.h"
+#include "colo/dist/allreduce_strategy.h"
+#include "colo/dist/communicator.h"
+#include "colo/dist/flat_model.h"
+#include "colo/dist/flat_optimizer.h"
+#include "colo/dist/param_server.h"
+#include "colo/dist/param_server_strategy.h"
+#include "colo/dist/switch_strategy.h"
+#include "colo/gpu/torch_device.h"
+#include "colo/models/model_registry.h"
+#include "colo/train/loader_options.h"
+#include "colo/train/schedule.h"
+
+namespace colo::dist {
+namespace {
+
+// Worker r trains on cuda:(r mod visible GPUs) unless the spec names a device.
+c10::Device worker_device(const ClusterSpec& spec, int rank) {
+  c10::Device device = gpu::resolve_device(spec.train.device, spec.train.source, "device");
+  bool named_index = spec.train.device.rfind("cuda:", 0) == 0;
+  if (device.is_cuda() && !named_index) {
+    int count = std::max(1, gpu::cuda_device_count());
+    device = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(rank % count));
+  }
+  return device;
+}
+
+std::string backend_for(const ClusterSpec& spec, const c10::Device& device) {
+  if (spec.backend != "auto") return spec.backend;
+  return device.is_cuda() ? "nccl" : "gloo";
+}
+
+double evaluate(models::Classifier& model, const data::Dataset& dataset, const ClusterSpec& spec,
+                const c10::Device& device, double* loss) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  data::DataLoader loader(dataset.test, train::loader_options(spec.train, dataset, device, false));
+  loader.start_epoch(0);
+  double correct = 0, loss_sum = 0;
+  while (auto batch = loader.next()) {
+    at::Tensor logits = model.forward(batch->inputs);
+    loss_sum += at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::Sum).item<double>();
+    correct += static_cast<double>(logits.argmax(1).eq(batch->labels).sum().item<int64_t>());
+  }
+  model.train();
+  double samples = static_cast<double>(std::max<int64_t>(loader.samples(), 1));
+  *loss = loss_sum / samples;
+  return correct / samples;
+}
+
+std::unique_ptr<Strategy> make_strategy(const ClusterSpec& spec, FlatModel& flat, FlatOptimizer& optimizer,
+                                        Communicator& group, Rendezvous& rendezvous, int rank) {
+  if (spec.strategy == "allreduce") return std::make_unique<AllreduceStrategy>(flat, optimizer, group, spec.allreduce);
+  if (spec.strategy == "switch") {
+    return std::make_unique<SwitchStrategy>(flat, optimizer, group, rendezvous, spec, rank);
+  }
+  return std::make_unique<ParamServerStrategy>(flat, optimizer, rendezvous, spec, rank);
+}
+
+// The bytes of a float32 tensor, as it lies in memory (little-endian here).
+std::string raw_floats(const at::Tensor& values) {
+  at::Tensor host = values.to(at::kCPU).contiguous();
+  return std::string(static_cast<const char*>(host.data_ptr()), static_cast<size_t>(host.numel()) * 4);
+}
+
+}  // namespace
+
+void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
+  c10::Device device = worker_device(spec, rank);
+  gpu::make_current(device);
+  std::string backend = backend_for(spec, device);
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_s * 1000));
+  Communicator group(rendezvous, "workers", rank, static_cast<int>(spec.workers), backend, device, timeout);
+
+  data::Dataset dataset = data::load_dataset(spec.train.data);
+  at::manual_seed(spec.train.seed);
+  models::ClassifierPtr model = models::build_model(spec.train.model, dataset.shape);
+  model->to(device);
+  model->train();
+  FlatModel flat(*model);
+  // Every worker starts from worker 0's parameters, whatever its generator did.
+  group.broadcast(flat.values(), 0).wait();
+  FlatOptimizer optimizer(flat.values(), flat.gradients(), spec.train.optimizer);
+  std::unique_ptr<Strategy> strategy = make_strategy(spec, flat, optimizer, group, rendezvous, rank);
+  auto* switching = dynamic_cast<SwitchStrategy*>(strategy.get());
+
+  data::LoaderOptions options = train::loader_options(spec.train, dataset, device, true);
+  options.shard_rank = rank;
+  options.shard_count = spec.workers;
+  data::DataLoader loader(dataset.train, options);
+  int64_t per_epoch = loader.batches_per_epoch();
+  if (per_epoch == 0) {
+    throw std::runtime_error("the training split has fewer samples than one global batch (" +
+                             std::to_string(spec.train.batch_size * spec.workers) + ")");
+  }
+  int64_t total_steps = spec.train.epochs * per_epoch;
+  if (spec.train.max_steps > 0) total_steps = std::min(total_steps, spec.train.max_steps);
+  train::LearningRateSchedule schedule(spec.train.schedule, spec.train.optimizer.lr, per_epoch, total_steps);
+
+  const std::string& out = spec.train.output;
+  JsonLinesWriter steps(out + "/steps-rank" + std::to_string(rank) + ".jsonl", JsonLinesWriter::Mode::kTruncate);
+  std::unique_ptr<JsonLinesWriter> evals;
+  if (rank == 0) evals = std::make_unique<JsonLinesWriter>(out + "/eval.jsonl", JsonLinesWriter::Mode::kTruncate);
+
+  Stopwatch wall;
+  double eval_s = 0, time_to_target = -1, accuracy = 0, test_loss = 0;
+  double sum_compute = 0, sum_comm = 0, sum_wait = 0;
+  int64_t sum_bytes = 0, step = 0, samples = 0;
+  auto record_eval = [&](int64_t epoch) {
+    Stopwatch clock;
+    accuracy = evaluate(*model, dataset, spec, device, &test_loss);
+    eval_s += clock.elapsed_s();
+    double train_s = wall.elapsed_s() - eval_s;
+    if (time_to_target < 0 && spec.target_accuracy > 0 && accuracy >= spec.target_accuracy) time_to_target = train_s;
+    evals->write({{"step", step}, {"epoch", epoch}, {"train_s", train_s}, {"test_accuracy", accuracy},
+                  {"test_loss", test_loss}, {"strategy", strategy->name()}});
+    std::fprintf(stderr, "step %lld  %s  train %.1f s  test accuracy %.4f\n", static_cast<long long>(step),
+                 strategy->name().c_str(), train_s, accuracy);
+  };
+
+  for (int64_t epoch = 0; epoch < spec.train.epochs && step < total_steps; ++epoch) {
+    loader.start_epoch(epoch);
+    while (step < total_steps) {
+      Stopwatch clock;
+      auto batch = loader.next();
+      if (!batch) break;
+      double lr = schedule.lr_at(step);
+      strategy->begin_step();
+      at::Tensor loss = at::cross_entropy_loss(model->forward(batch->inputs), batch->labels);
+      loss.backward();
+      gpu::synchronize_current_stream(device);
+      double compute_s = clock.elapsed_s();
+      ExchangeCost cost = strategy->finish_step(step, lr);
+      double loss_value = loss.item<double>();
+      std::string phase = strategy->name();
+      if (strategy->synchronous()) {
+        // Every worker's loss and compute time: the mean loss drives a
+        // switch; the slowest compute time says how long this one waited.
+        at::Tensor mine = at::tensor({loss_value, compute_s}, at::kDouble).to(device);
+        std::vector<at::Tensor> all;
+        for (int64_t r = 0; r < spec.workers; ++r) all.push_back(at::empty_like(mine));
+        group.allgather(all, mine).wait();
+        at::Tensor table = at::stack(all).cpu();
+        double mean_loss = table.select(1, 0).mean().item<double>();
+        double slowest = table.select(1, 1).max().item<double>();
+        cost.waiting_s = std::min(cost.communication_s, slowest - compute_s);
+        cost.communication_s -= cost.waiting_s;
+        if (switching && switching->observe_mean_loss(mean_loss) && rank == 0) {
+          std::fprintf(stderr, "step %lld: loss plateaued (smoothed improvement below %.3f over %lld steps); "
+                       "switching to the asynchronous parameter server\n", static_cast<long long>(step + 1),
+                       spec.switch_rule.min_improvement, static_cast<long long>(spec.switch_rule.window));
+        }
+      }
+      ++step;
+      samples += batch->labels.size(0);
+      sum_compute += compute_s;
+      sum_comm += cost.communication_s;
+      sum_wait += cost.waiting_s;
+      sum_bytes += cost.bytes_sent;
+      steps.write({{"rank", rank}, {"step", step}, {"epoch", epoch + 1}, {"strategy", phase},
+                   {"loss", loss_value}, {"compute_s", compute_s}, {"communication_s", cost.communication_s},
+                   {"waiting_s", cost.waiting_s}, {"bytes_sent", cost.bytes_sent},
+                   {"step_s", clock.elapsed_s()}, {"wall_s", wall.elapsed_s()}});
+      if (!std::isfinite(loss_value)) throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value));
+      if (rank == 0 && spec.eval_every > 0 && step % spec.eval_every == 0) record_eval(epoch + 1);
+    }
+    if (rank == 0 && (spec.eval_every == 0 || step % spec.eval_every != 0)) record_eval(epoch + 1);
+  }
+  strategy->finish();
+  if (strategy->synchronous()) group.barrier();
+  write_file_atomically(out + "/params-rank" + std::to_string(rank) + ".f32", raw_floats(flat.values()));
+  if (rank != 0) return;
+  double train_s = wall.elapsed_s() - eval_s;
+  double n = static_cast<double>(std::max<int64_t>(step, 1));
+  nlohmann::json result{{"strategy", spec.strategy},
+                        {"mode", spec.strategy == "param_server" ? spec.param_server.mode : ""},
+                        {"workers", spec.workers},
+                        {"servers", spec.uses_servers() ? spec.servers : 0},
+                        {"backend", backend},
+                        {"device", gpu::describe_device(device)},
+                        {"parameters", flat.size()},
+                        {"steps", step},
+                        {"batch_per_worker", spec.train.batch_size},
+                        {"train_s", train_s},
+                        {"samples_per_s", static_cast<double>(samples * spec.workers) / std::max(train_s, 1e-9)},
+                        {"test_accuracy", accuracy},
+                        {"test_loss", test_loss},
+                        {"target_accuracy", spec.target_accuracy},
+                        {"time_to_target_s", time_to_target >= 0 ? nlohmann::json(time_to_target) : nlohmann::json()},
+                        {"switched_at_step", switching ? switching->switched_at() : -1},
+                        {"mean_compute_s", sum_compute / n},
+                        {"mean_communication_s", sum_comm / n},
+                        {"mean_waiting_s", sum_wait / n},
+                        {"bytes_sent_per_step", static_cast<double>(sum_bytes) / n}};
+  write_file_atomically(out + "/result.json", result.dump(2) + "\n");
+}
+
+void run_rank(const ClusterSpec& spec, const Membership& member) {
+  if (member.world != spec.world()) {
+    throw std::runtime_error("the run has " + std::to_string(member.world) + " processes but " +
+                             spec.train.source + " asks for " + std::to_string(spec.world()) + " (" +
+                             std::to_string(spec.workers) + " workers + " +
+                             std::to_string(spec.world() - spec.workers) + " servers)");
+  }
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_s * 1000));
+  Rendezvous rendezvous(member, timeout);
+  if (member.rank < spec.workers) {
+    run_worker(spec, rendezvous, member.rank);
+  } else {
+    at::set_num_threads(1);  // elementwise updates; spare the cores for the workers
+    ServerReport report = run_param_server(spec, rendezvous, member.rank - spec.workers);
+    std::fprintf(stderr, "server %lld: %lld pushes, %lld updates, replies held %.2f s in all\n",
+                 static_cast<long long>(member.rank - spec.workers), static_cast<long long>(report.pushes),
+                 static_cast<long long>(report.updates), report.held_s);
+  }
+}
+
+}  // namespace colo::dist

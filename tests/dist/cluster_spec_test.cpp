@@ -1,0 +1,102 @@
+#include "colo/dist/cluster_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "support/input_error.h"
+#include "support/temp_dir.h"
+
+namespace colo::dist {
+namespace {
+
+const char* kBase = R"(
+output = "out"
+[model]
+name = "mlp"
+[data]
+name = "synthetic"
+shape = [8]
+)";
+
+std::string error_for(const testing::TempDir& dir, const std::string& extra) {
+  std::string path = dir.write("cluster.toml", std::string(kBase) + extra);
+  return testing::input_error_of([&] { parse_cluster_spec(path); });
+}
+
+TEST(ClusterSpec, ReadsEveryTable) {
+  testing::TempDir dir;
+  std::string path = dir.write("cluster.toml", std::string(kBase) + R"(
+[cluster]
+workers = 4
+servers = 2
+strategy = "param_server"
+rendezvous = "tcp://10.0.0.1:29500"
+[param_server]
+mode = "ssp"
+staleness = 3
+[simulate]
+compute_ms_per_sample = 0.1
+[[simulate.worker]]
+speed = 0.33
+[[simulate.worker]]
+bandwidth_gbps = 100
+)");
+  ClusterSpec spec = parse_cluster_spec(path);
+  EXPECT_EQ(spec.workers, 4);
+  EXPECT_EQ(spec.world(), 6);
+  EXPECT_EQ(spec.param_server.mode, "ssp");
+  EXPECT_EQ(spec.param_server.staleness, 3);
+  ASSERT_EQ(spec.simulate.workers.size(), 2u);
+  EXPECT_DOUBLE_EQ(spec.simulate.workers[0].speed, 0.33);
+  EXPECT_DOUBLE_EQ(spec.simulate.workers[1].bandwidth_gbps, 100);
+}
+
+TEST(ClusterSpec, AllreduceNeedsNoServersAndSwitchIsAsync) {
+  testing::TempDir dir;
+  ClusterSpec allreduce = parse_cluster_spec(dir.write("a.toml", std::string(kBase) + "[cluster]\nworkers = 3\n"));
+  EXPECT_EQ(allreduce.world(), 3);
+  EXPECT_EQ(allreduce.simulate.workers.size(), 3u);
+  ClusterSpec sw = parse_cluster_spec(dir.write("s.toml", std::string(kBase) +
+                                                          "[cluster]\nstrategy = \"switch\"\n"
+                                                          "[param_server]\nmode = \"sync\"\n"));
+  EXPECT_EQ(sw.servers, 1);
+  EXPECT_EQ(sw.param_server.mode, "async");
+}
+
+TEST(ClusterSpec, RejectsBadFilesNamingTheField) {
+  testing::TempDir dir;
+  EXPECT_NE(error_for(dir, "").find("[cluster]"), std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\nstrategy = \"gossip\"\n").find("cluster.strategy"), std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\nworkers = 0\n").find("cluster.workers"), std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\nstrategy = \"param_server\"\nservers = 0\n").find("at least 1 server"),
+            std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\nrendezvous = \"10.0.0.1:29500\"\n").find("cluster.rendezvous"),
+            std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\nworkrs = 2\n").find("cluster.workrs"), std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\n[allreduce]\ntopk = 0.01\ncompression = \"bf16\"\n").find("allreduce.topk"),
+            std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\n[param_server]\nmode = \"eventual\"\n").find("param_server.mode"),
+            std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\n[simulate]\nstrategies = [\"ring\"]\n").find("simulate.strategies"),
+            std::string::npos);
+  testing::TempDir empty;
+  EXPECT_NE(testing::input_error_of([&] { parse_cluster_spec(empty.file("missing.toml")); }).find("missing.toml"),
+            std::string::npos);
+}
+
+TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
+  train::OptimizerSpec sgd;
+  sgd.momentum = 0.9;
+  ParamServerOptions options;
+  options.mode = "async";
+  EXPECT_NEAR(server_optimizer(sgd, options, 2).momentum, 0.4, 1e-12);
+  EXPECT_NEAR(server_optimizer(sgd, options, 4).momentum, 0.15, 1e-12);
+  EXPECT_EQ(server_optimizer(sgd, options, 16).momentum, 0.0);
+  options.mode = "sync";
+  EXPECT_EQ(server_optimizer(sgd, options, 4).momentum, 0.9);
+  options.mode = "async";
+  options.momentum_compensation = false;
+  EXPECT_EQ(server_optimizer(sgd, options, 4).momentum, 0.9);
+}
+
+}  // namespace
+}  // namespace colo::dist

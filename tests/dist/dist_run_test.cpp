@@ -1,0 +1,200 @@
+// Multi-process `colo dist` runs on loopback (Gloo), checked against what
+// the same training does in one process.
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "cli/colo_process.h"
+#include "colo/core/files.h"
+#include "colo/core/json_lines.h"
+#include "colo/core/subprocess.h"
+#include "colo/data/dataset_registry.h"
+#include "colo/data/loader.h"
+#include "colo/dist/cluster_spec.h"
+#include "colo/models/model_registry.h"
+#include "colo/train/loader_options.h"
+#include "colo/train/optimizer.h"
+#include "support/temp_dir.h"
+
+namespace colo::dist {
+namespace {
+
+using testing::TempDir;
+
+// A Fashion-MNIST MLP cluster file with `cluster` as its [cluster] table
+// body and `extra` appended.
+std::string cluster_file(const TempDir& dir, const std::string& name, const std::string& cluster,
+                         const std::string& extra = "", const std::string& limits = "train_limit = 2048\n",
+                         int64_t max_steps = 8) {
+  std::string text = "seed = 4\ndevice = \"cpu\"\noutput = \"" + dir.file(name) + "\"\nepochs = 2\n" +
+                     "max_steps = " + std::to_string(max_steps) + "\nbatch_size = 32\n" +
+                     "[model]\nname = \"mlp\"\nwidths = [64, 32]\n"
+                     "[data]\nname = \"fashion-mnist\"\nprefetch = 0\n" + limits +
+                     "[optimizer]\nname = \"sgd\"\nlr = 0.1\nmomentum = 0.9\n"
+                     "[cluster]\n" + cluster + extra;
+  return dir.write(name + ".toml", text);
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::string bytes = read_file(path);
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+at::Tensor parameters_of(const TempDir& dir, const std::string& run, int rank) {
+  auto values = read_floats(dir.file(run + "/params-rank" + std::to_string(rank) + ".f32"));
+  return torch::tensor(values);
+}
+
+double relative_difference(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
+}
+
+testing::ColoRun run_dist(const TempDir& dir, const std::string& file) {
+  return testing::run_colo(dir, "dist " + file, "OMP_NUM_THREADS=1");
+}
+
+// The same training in one process with the summed batch (2 x 32).
+at::Tensor single_process_parameters(const std::string& file, int64_t workers) {
+  ClusterSpec spec = parse_cluster_spec(file);
+  data::Dataset dataset = data::load_dataset(spec.train.data);
+  at::manual_seed(spec.train.seed);
+  auto model = models::build_model(spec.train.model, dataset.shape);
+  auto optimizer = train::make_optimizer(spec.train.optimizer, model->parameters());
+  data::LoaderOptions options = train::loader_options(spec.train, dataset, at::kCPU, true);
+  options.batch_size *= workers;
+  options.drop_last = true;
+  data::DataLoader loader(dataset.train, options);
+  loader.start_epoch(0);
+  for (int64_t step = 0; step < spec.train.max_steps; ++step) {
+    auto batch = loader.next();
+    optimizer->zero_grad();
+    at::cross_entropy_loss(model->forward(batch->inputs), batch->labels).backward();
+    optimizer->step();
+  }
+  std::vector<at::Tensor> flat;
+  for (const auto& p : model->parameters()) flat.push_back(p.detach().reshape({-1}));
+  return torch::cat(flat);
+}
+
+TEST(DistRun, AllreduceReplicasAreIdenticalAndEqualOneProcessWithTheSummedBatch) {
+  TempDir dir;
+  std::string file = cluster_file(dir, "ar", "workers = 2\n", "[allreduce]\nbucket_mib = 0.01\n");
+  auto run = run_dist(dir, file);
+  ASSERT_EQ(run.status, 0) << run.err;
+  at::Tensor rank0 = parameters_of(dir, "ar", 0), rank1 = parameters_of(dir, "ar", 1);
+  EXPECT_TRUE(rank0.equal(rank1)) << "replicas differ by " << relative_difference(rank1, rank0);
+  at::Tensor reference = single_process_parameters(file, 2);
+  ASSERT_EQ(reference.numel(), rank0.numel());
+  EXPECT_LT(relative_difference(rank0, reference), 1e-5);
+  // The run moved the parameters at all (the comparison is not vacuous).
+  EXPECT_GT(relative_difference(single_process_parameters(cluster_file(dir, "none", "workers = 2\n", "", "train_limit = 2048\n", 1), 2), reference), 1e-3);
+  auto result = nlohmann::json::parse(read_file(dir.file("ar/result.json")));
+  EXPECT_EQ(result["steps"], 8);
+  EXPECT_GT(result["bytes_sent_per_step"].get<double>(), 0);
+  EXPECT_EQ(read_json_lines(dir.file("ar/steps-rank1.jsonl")).size(), 8u);
+}
+
+TEST(DistRun, CompressedAllreduceKeepsReplicasIdentical) {
+  TempDir dir;
+  for (const std::string& codec : {std::string("compression = \"bf16\"\n"), std::string("topk = 0.05\n")}) {
+    std::string name = codec[0] == 'c' ? "bf16" : "topk";
+    auto run = run_dist(dir, cluster_file(dir, name, "workers = 3\n", "[allreduce]\nbucket_mib = 0.01\n" + codec));
+    ASSERT_EQ(run.status, 0) << run.err;
+    at::Tensor rank0 = parameters_of(dir, name, 0);
+    EXPECT_TRUE(rank0.equal(parameters_of(dir, name, 1))) << name;
+    EXPECT_TRUE(rank0.equal(parameters_of(dir, name, 2))) << name;
+    auto steps = read_json_lines(dir.file(name + "/steps-rank0.jsonl"));
+    EXPECT_LT(steps.back()["loss"].get<double>(), steps.front()["loss"].get<double>()) << name;
+  }
+}
+
+TEST(DistRun, SynchronousParameterServerEqualsAllreduce) {
+  TempDir dir;
+  ASSERT_EQ(run_dist(dir, cluster_file(dir, "ar", "workers = 2\n")).status, 0);
+  auto run = run_dist(dir, cluster_file(dir, "ps", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n",
+                                        "[param_server]\nmode = \"sync\"\n"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  at::Tensor allreduce = parameters_of(dir, "ar", 0);
+  EXPECT_LT(relative_difference(parameters_of(dir, "ps", 0), allreduce), 1e-5);
+  EXPECT_LT(relative_difference(parameters_of(dir, "ps", 1), allreduce), 1e-5);
+}
+
+TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
+  TempDir dir;
+  const std::string full = "";  // the whole of Fashion-MNIST, two epochs
+  std::map<std::string, std::string> runs{
+      {"allreduce", "workers = 2\n"},
+      {"async", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n"},
+      {"switch", "workers = 2\nstrategy = \"switch\"\nservers = 2\n"}};
+  std::map<std::string, double> accuracy;
+  for (const auto& [name, cluster] : runs) {
+    std::string extra = name == "switch" ? "[switch]\nmin_steps = 200\nwindow = 100\n" : "";
+    auto run = run_dist(dir, cluster_file(dir, name, cluster, extra, full, 0));
+    ASSERT_EQ(run.status, 0) << name << ": " << run.err;
+    auto result = nlohmann::json::parse(read_file(dir.file(name + "/result.json")));
+    accuracy[name] = result["test_accuracy"].get<double>();
+    if (name == "switch") EXPECT_GT(result["switched_at_step"].get<int64_t>(), 0);
+  }
+  EXPECT_GT(accuracy["allreduce"], 0.80);
+  EXPECT_GE(accuracy["async"], accuracy["allreduce"] - 0.01);
+  EXPECT_GE(accuracy["switch"], accuracy["allreduce"] - 0.01);
+}
+
+// Starts a long run, kills worker 1 once it is training, and expects the
+// run to stop with a message naming it (not to hang).
+void expect_killed_worker_fails_the_run(const std::string& cluster) {
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", cluster, "", "train_limit = 2048\n", 1000000);
+  ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string steps = dir.file("run/steps-rank1.jsonl");
+  while (!(path_exists(steps) && file_size(steps) > 0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
+  auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
+  pid_t worker = processes[1]["pid"].get<pid_t>();
+  ASSERT_EQ(::kill(worker, SIGKILL), 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  std::optional<int> status;
+  while (!(status = colo.poll()) && std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!status) colo.terminate(1.0);
+  ASSERT_TRUE(status.has_value()) << "colo dist still running 30 s after a worker died";
+  EXPECT_EQ(exit_code_of(*status), 1);
+  std::string log = read_file(dir.file("colo.log"));
+  EXPECT_NE(log.find("rank 1 (worker 1, pid " + std::to_string(worker) + ") was killed by signal 9"),
+            std::string::npos) << log;
+  for (const auto& p : processes) EXPECT_FALSE(process_alive(p["pid"].get<pid_t>())) << p.dump();
+}
+
+TEST(DistRun, KilledWorkerFailsAllreduceRunClearly) { expect_killed_worker_fails_the_run("workers = 3\n"); }
+
+TEST(DistRun, KilledWorkerFailsParameterServerRunClearly) {
+  expect_killed_worker_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n");
+}
+
+TEST(DistRun, BadClusterFileExitsWithStatus2) {
+  TempDir dir;
+  auto run = run_dist(dir, cluster_file(dir, "bad", "workers = 2\nstrategy = \"gossip\"\n"));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("cluster.strategy"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("bad")));
+  auto missing = run_dist(dir, dir.file("nope.toml"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("nope.toml"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace colo::dist
