@@ -11,6 +11,9 @@
 #   bench/gpu/run.sh sweepcheck # build + a 32-model colo sweep against 4 sequential colo train
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
+#   bench/gpu/run.sh dist       # build + bench/dist/run.sh (DIST_ARGS: busbw scaling tta); 2-4 GPUs
+#
+# BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw").
 #
 # Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
 set -uo pipefail
@@ -37,7 +40,8 @@ if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log
   tail -40 "$OUT/build.log"; exit 1
 fi
 grep -E "colo: LibTorch" "$OUT/build.log"
-if ! cmake --build "$BUILD" -j "$(nproc)" >>"$OUT/build.log" 2>&1; then
+# shellcheck disable=SC2086
+if ! cmake --build "$BUILD" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >>"$OUT/build.log" 2>&1; then
   grep -E -A8 "error" "$OUT/build.log" | head -120; exit 1
 fi
 note "build: $(( $(date +%s) - start )) s"
@@ -74,6 +78,11 @@ fi
 
 if want sidebyside; then
   bench/fusion/side_by_side_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want dist; then
+  # shellcheck disable=SC2086
+  bench/dist/run.sh "$BUILD" "$OUT" ${DIST_ARGS:-} | tee -a "$summary"
 fi
 
 if want estimate; then
