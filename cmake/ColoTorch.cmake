@@ -46,6 +46,8 @@ check_cxx_source_compiles("
 int main() { return 0; }" COLO_HAS_GLOO)
 set(COLO_HAS_NCCL 0)
 if(COLO_HAS_CUDA)
+  # Torch's config found the toolkit; its headers (cuda.h) are not in TORCH_INCLUDE_DIRS.
+  list(APPEND CMAKE_REQUIRED_INCLUDES ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS})
   check_cxx_source_compiles("
 #define USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
