@@ -110,4 +110,7 @@ $extra")
   done
 fi
 rm -rf "$SCRATCH"
-python3 bench/dist/summarize.py "$OUT"
+python3 bench/dist/summarize.py "$OUT" | tee "$OUT/table.txt"
+# Few files come back from the device machine: one archive plus the summary.
+cp "$OUT/summary.json" "$OUT/table.txt" "$(dirname "$OUT")/" 2>/dev/null
+tar czf "$(dirname "$OUT")/dist.tgz" -C "$(dirname "$OUT")" dist && rm -rf "$OUT"
