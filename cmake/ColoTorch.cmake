@@ -51,8 +51,8 @@ if(COLO_HAS_CUDA)
   check_cxx_source_compiles("
 #define USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-int main() { return 0; }" COLO_HAS_NCCL_COMPILES)
-  if(COLO_HAS_NCCL_COMPILES)
+int main() { return 0; }" COLO_HAS_NCCL_HEADERS)
+  if(COLO_HAS_NCCL_HEADERS)
     set(COLO_HAS_NCCL 1)
   endif()
 endif()
