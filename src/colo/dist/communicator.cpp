@@ -33,6 +33,10 @@ using GroupBase = c10d::ProcessGroup;
 struct Pending::Impl {
   c10::intrusive_ptr<c10d::Work> work;
   std::chrono::milliseconds timeout;
+  // NCCL's wait() with a timeout blocks the host and polls in millisecond
+  // sleeps; without one it only orders the current stream after the
+  // collective. NCCL's own watchdog enforces the group's timeout.
+  bool host_wait;
 };
 
 Pending::Pending() = default;
@@ -41,7 +45,11 @@ Pending::Pending(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 void Pending::wait() {
   if (!impl_ || !impl_->work) return;
   try {
-    impl_->work->wait(impl_->timeout);
+    if (impl_->host_wait) {
+      impl_->work->wait(impl_->timeout);
+    } else {
+      impl_->work->wait();
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("a collective failed (a peer died or timed out): ") + e.what());
   }
@@ -57,7 +65,7 @@ struct Communicator::Impl {
   c10::intrusive_ptr<GroupBase> group;
 
   Pending pending(c10::intrusive_ptr<c10d::Work> work) const {
-    return Pending(std::make_shared<Pending::Impl>(Pending::Impl{std::move(work), timeout}));
+    return Pending(std::make_shared<Pending::Impl>(Pending::Impl{std::move(work), timeout, backend != "nccl"}));
   }
 };
 

@@ -19,8 +19,9 @@ namespace colo::dist {
 bool gloo_available();
 bool nccl_available();
 
-// A pending collective or message; wait() throws std::runtime_error when the
-// peer is gone or the timeout passed.
+// A pending collective; wait() throws std::runtime_error when a peer is gone
+// or the timeout passed. For NCCL, wait() orders the current CUDA stream
+// after the collective and returns without blocking the host.
 class Pending {
  public:
   struct Impl;
