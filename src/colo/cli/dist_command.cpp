@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "colo/core/error.h"
+#include "colo/dist/cluster_simulator.h"
 #include "colo/dist/cluster_spec.h"
 #include "colo/dist/launcher.h"
 #include "colo/dist/rendezvous.h"
@@ -36,8 +37,25 @@ void add_dist_command(CLI::App& app, int& exit_code) {
       "(RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_*, with MASTER_ADDR/MASTER_PORT).\n"
       "Per-step records go to OUTPUT/steps-rank<R>.jsonl, evaluations to OUTPUT/eval.jsonl,\n"
       "the summary to OUTPUT/result.json.");
+  auto sim_path = std::make_shared<std::string>();
+  CLI::App* simulate = cmd->add_subcommand(
+      "simulate", "Simulate the strategies on a heterogeneous cluster (virtual time, real training)");
+  simulate->add_option("cluster", *sim_path, "cluster file with a [simulate] table")->required();
+  simulate->add_option("--output", *output, "override the spec's output directory");
+  simulate->footer(
+      "\nWorkers of different speeds and links of different bandwidth and latency (alpha-beta) set the\n"
+      "virtual time of every step; the model really trains on its data with the simulated staleness.\n"
+      "Writes OUTPUT/simulate.jsonl and OUTPUT/simulate-summary.json; plot with\n"
+      "python3 python/colo/plots.py dist-sim OUTPUT.");
+  simulate->callback([=, &exit_code] {
+    dist::ClusterSpec spec = dist::parse_cluster_spec(*sim_path);
+    if (!output->empty()) spec.train.output = *output;
+    dist::simulate_cluster(spec);
+    exit_code = 0;
+  });
   cmd->callback([=, &exit_code] {
-    if (path->empty()) throw InputError("colo dist", "", "give a cluster file (colo dist cluster.toml)");
+    if (!simulate->parsed() && path->empty()) throw InputError("colo dist", "", "give a cluster file (colo dist cluster.toml)");
+    if (simulate->parsed()) return;
     dist::ClusterSpec spec = dist::parse_cluster_spec(*path);
     if (!output->empty()) spec.train.output = *output;
     if (auto member = dist::membership_from_environment()) {

@@ -24,6 +24,7 @@ void parse_rendezvous(const SpecTable& cluster, const std::string& value) {
 SimulationSpec parse_simulation(const SpecTable& table, int64_t workers) {
   SimulationSpec sim;
   sim.compute_ms_per_sample = table.number_or("compute_ms_per_sample", sim.compute_ms_per_sample, 1e-6, 1e6);
+  sim.model_mb = table.number_or("model_mb", sim.model_mb, 0, 1e6);
   sim.server_bandwidth_gbps = table.number_or("server_bandwidth_gbps", sim.server_bandwidth_gbps, 1e-3, 1e6);
   sim.server_latency_us = table.number_or("server_latency_us", sim.server_latency_us, 0, 1e7);
   sim.max_time_s = table.number_or("max_time_s", sim.max_time_s, 1e-3, 1e7);

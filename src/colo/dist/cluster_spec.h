@@ -50,6 +50,7 @@ struct SimulatedWorker {
 // [simulate]: the cluster `colo dist simulate` models.
 struct SimulationSpec {
   double compute_ms_per_sample = 0.05;  // a speed-1 worker's compute time per training sample
+  double model_mb = 0;                  // bytes on the wire per push/pull, in MB (0 = the model's float32 size)
   double server_bandwidth_gbps = 10.0;  // each server's link
   double server_latency_us = 50.0;
   double max_time_s = 120;              // simulated time budget per strategy

@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/grad_mode.h>
 
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
@@ -14,6 +13,7 @@
 #include "colo/data/loader.h"
 #include "colo/dist/allreduce_strategy.h"
 #include "colo/dist/communicator.h"
+#include "colo/dist/evaluation.h"
 #include "colo/dist/flat_model.h"
 #include "colo/dist/flat_optimizer.h"
 #include "colo/dist/param_server.h"
@@ -41,24 +41,6 @@ c10::Device worker_device(const ClusterSpec& spec, int rank) {
 std::string backend_for(const ClusterSpec& spec, const c10::Device& device) {
   if (spec.backend != "auto") return spec.backend;
   return device.is_cuda() ? "nccl" : "gloo";
-}
-
-double evaluate(models::Classifier& model, const data::Dataset& dataset, const ClusterSpec& spec,
-                const c10::Device& device, double* loss) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  data::DataLoader loader(dataset.test, train::loader_options(spec.train, dataset, device, false));
-  loader.start_epoch(0);
-  double correct = 0, loss_sum = 0;
-  while (auto batch = loader.next()) {
-    at::Tensor logits = model.forward(batch->inputs);
-    loss_sum += at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::Sum).item<double>();
-    correct += static_cast<double>(logits.argmax(1).eq(batch->labels).sum().item<int64_t>());
-  }
-  model.train();
-  double samples = static_cast<double>(std::max<int64_t>(loader.samples(), 1));
-  *loss = loss_sum / samples;
-  return correct / samples;
 }
 
 std::unique_ptr<Strategy> make_strategy(const ClusterSpec& spec, FlatModel& flat, FlatOptimizer& optimizer,
@@ -98,6 +80,12 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   auto* switching = dynamic_cast<SwitchStrategy*>(strategy.get());
 
   data::LoaderOptions options = train::loader_options(spec.train, dataset, device, true);
+  data::LoaderOptions test_options = options;
+  test_options.batch_size = spec.train.eval_batch_size;
+  test_options.shuffle = false;
+  test_options.augment = false;
+  test_options.shard_rank = 0;
+  test_options.shard_count = 1;
   options.shard_rank = rank;
   options.shard_count = spec.workers;
   data::DataLoader loader(dataset.train, options);
@@ -121,7 +109,7 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   int64_t sum_bytes = 0, step = 0, samples = 0;
   auto record_eval = [&](int64_t epoch) {
     Stopwatch clock;
-    accuracy = evaluate(*model, dataset, spec, device, &test_loss);
+    accuracy = test_accuracy(*model, dataset.test, test_options, &test_loss);
     eval_s += clock.elapsed_s();
     double train_s = wall.elapsed_s() - eval_s;
     if (time_to_target < 0 && spec.target_accuracy > 0 && accuracy >= spec.target_accuracy) time_to_target = train_s;

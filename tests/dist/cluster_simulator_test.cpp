@@ -1,0 +1,81 @@
+#include "colo/dist/cluster_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "colo/dist/link_model.h"
+#include "support/temp_dir.h"
+
+namespace colo::dist {
+namespace {
+
+TEST(LinkModel, AlphaBetaCosts) {
+  // 1 MB over 8 Gbit/s (1 GB/s) with 50 us latency: 1.05 ms.
+  EXPECT_NEAR(transfer_s(1e6, 8, 50), 1.05e-3, 1e-12);
+  std::vector<SimulatedWorker> ring{{1, 8, 0}, {1, 4, 10}, {1, 8, 0}, {1, 8, 0}};
+  // 2 (W-1) rounds of bytes/W over the slowest link (4 Gbit/s) with the worst latency.
+  EXPECT_NEAR(ring_allreduce_s(4e6, ring), 6 * (10e-6 + 1e6 * 8 / 4e9), 1e-12);
+  SimulationSpec sim;
+  sim.workers = ring;
+  sim.server_bandwidth_gbps = 8;
+  sim.server_latency_us = 0;
+  // Two servers each carry half; four workers' shares: 4 * 2 MB at 1 GB/s = 8 ms,
+  // longer than the slowest worker link (4 MB at 0.5 GB/s = 8 ms + 10 us).
+  EXPECT_NEAR(sync_ps_exchange_s(4e6, sim, 2), 2 * (8e-3 + 10e-6), 1e-12);
+  EXPECT_NEAR(server_transfer_s(4e6, sim, 2), 2e-3, 1e-12);
+}
+
+// Two workers (10 and 20 ms of compute per batch), 1 ms per 1 MB transfer,
+// one server: the schedule worked out by hand.
+TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
+  testing::TempDir dir;
+  std::string path = dir.write("cluster.toml", R"(
+output = ")" + dir.file("out") + R"("
+batch_size = 10
+[model]
+name = "mlp"
+widths = [8]
+[data]
+name = "synthetic"
+shape = [4]
+train_size = 200
+test_size = 20
+[cluster]
+workers = 2
+servers = 1
+strategy = "param_server"
+[simulate]
+compute_ms_per_sample = 1.0
+model_mb = 1.0
+server_bandwidth_gbps = 8
+server_latency_us = 0
+max_time_s = 0.05
+eval_every_s = 0.01
+strategies = ["allreduce", "ps-async"]
+[[simulate.worker]]
+speed = 1.0
+bandwidth_gbps = 8
+latency_us = 0
+[[simulate.worker]]
+speed = 0.5
+bandwidth_gbps = 8
+latency_us = 0
+)");
+  auto runs = simulate_cluster(parse_cluster_spec(path));
+  ASSERT_EQ(runs.size(), 2u);
+  // All-reduce: 20 ms (slowest worker) + 2 rounds of 0.5 MB at 1 GB/s = 21 ms a step;
+  // steps end at 21 and 42 ms within the 50 ms budget.
+  EXPECT_NEAR(runs[0].step_s, 0.021, 1e-12);
+  EXPECT_EQ(runs[0].updates, 2);
+  EXPECT_EQ(runs[0].samples, 2 * 2 * 10);
+  // Async: a push arrives after compute + 1 ms upload, the server takes
+  // 2 ms (in and out), the reply 1 ms. Updates land at 13 (w0), 23 (w1),
+  // 27 (w0), 41 (w0) and 47 ms (w1); w0's next would land at 55 ms, past the budget.
+  // Staleness (updates between pull and push): 0, 1, 1, 0, 2.
+  EXPECT_EQ(runs[1].updates, 5);
+  EXPECT_NEAR(runs[1].mean_staleness, 0.8, 1e-12);
+  // Evaluations at 0, 10, ..., 50 ms.
+  EXPECT_EQ(runs[1].evaluations.size(), 6u);
+}
+
+}  // namespace
+}  // namespace colo::dist
