@@ -2,6 +2,8 @@
 
     python3 python/colo/plots.py report DIR
     python3 python/colo/plots.py estimate DIR
+    python3 python/colo/plots.py dist DIR
+    python3 python/colo/plots.py dist-sim DIR
 
 DIR is what `colo simulate --out DIR` wrote (summary.json and
 jobs_<policy>_<mode>.jsonl); any sampler CSV in it (`colo monitor --out
@@ -13,6 +15,15 @@ paths it wrote.
 `estimate DIR` reads DIR/estimates.csv (bench/estimate/evaluate_estimators)
 and writes DIR/estimate_vs_measured.png: each estimator's estimate against
 the measured footprint on the held-out rows, log-log, with the +-10% band.
+
+`dist DIR` reads the runs under DIR (each a `colo dist` output with
+eval.jsonl and steps-rank0.jsonl; bench/results/dist/tta-*) and writes
+DIR/dist_loss.png (training loss against wall time) and
+DIR/dist_accuracy.png (test accuracy against training time).
+
+`dist-sim DIR` reads DIR/simulate.jsonl (`colo dist simulate`) and writes
+DIR/simulated_accuracy.png: test accuracy against simulated time per
+strategy, with the target accuracy.
 """
 import csv
 import glob
@@ -146,8 +157,77 @@ def estimate_plot(directory):
     return [path]
 
 
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def dist_plot(directory):
+    runs = sorted(d for d in glob.glob(os.path.join(directory, "*")) if os.path.exists(os.path.join(d, "eval.jsonl")))
+    written = []
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for run in runs:
+        steps = read_jsonl(os.path.join(run, "steps-rank0.jsonl"))
+        window = 20
+        smoothed = [sum(s["loss"] for s in steps[max(0, i - window):i + 1]) / len(steps[max(0, i - window):i + 1])
+                    for i in range(len(steps))]
+        ax.plot([s["wall_s"] for s in steps], smoothed, label=os.path.basename(run))
+    ax.set_xlabel("wall time (s, evaluations included)")
+    ax.set_ylabel(f"training loss (worker 0, mean of {20} steps)")
+    ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    path = os.path.join(directory, "dist_loss.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    target = None
+    for run in runs:
+        evals = read_jsonl(os.path.join(run, "eval.jsonl"))
+        ax.plot([e["train_s"] for e in evals], [e["test_accuracy"] for e in evals], marker=".", label=os.path.basename(run))
+        result = os.path.join(run, "result.json")
+        if os.path.exists(result):
+            target = json.load(open(result)).get("target_accuracy") or target
+    if target:
+        ax.axhline(target, color="k", ls=":", lw=0.8, label=f"target {target}")
+    ax.set_xlabel("training time (s, evaluations excluded)")
+    ax.set_ylabel("test accuracy")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    path = os.path.join(directory, "dist_accuracy.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+def dist_sim_plot(directory):
+    records = read_jsonl(os.path.join(directory, "simulate.jsonl"))
+    summary = json.load(open(os.path.join(directory, "simulate-summary.json")))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for strategy in dict.fromkeys(r["strategy"] for r in records):
+        rs = [r for r in records if r["strategy"] == strategy]
+        ax.plot([r["time_s"] for r in rs], [r["test_accuracy"] for r in rs], marker=".", label=strategy)
+    if summary.get("target_accuracy"):
+        ax.axhline(summary["target_accuracy"], color="k", ls=":", lw=0.8, label="target")
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(f"{summary['workers']} simulated workers, {summary['servers']} server(s)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    path = os.path.join(directory, "simulated_accuracy.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
 if __name__ == "__main__":
-    commands = {"report": report, "estimate": estimate_plot}
+    commands = {"report": report, "estimate": estimate_plot, "dist": dist_plot, "dist-sim": dist_sim_plot}
     if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     for p in commands[sys.argv[1]](sys.argv[2]):
