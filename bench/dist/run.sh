@@ -73,9 +73,21 @@ keep() {  # copies what a run left that is worth keeping (not the parameters)
   cp "$SCRATCH/$1"/*.json "$SCRATCH/$1"/*.jsonl "$OUT/$1/" 2>/dev/null
 }
 
+# SCALING_VARIANTS: extra [allreduce] settings to compare, e.g.
+# "default overlap=false channels=4" (default: just the defaults).
+variant_table() {
+  case $1 in
+    default) echo "" ;;
+    overlap=false) echo $'[allreduce]\noverlap = false' ;;
+    channels=*) echo $'[allreduce]\nnccl_channels = '"${1#channels=}" ;;
+  esac
+}
 if want scaling; then
   counts=(1 2)
   [ "$GPUS" -ge 4 ] && counts=(1 2 4)
+  for variant in ${SCALING_VARIANTS:-default}; do
+  suffix=""
+  [ "$variant" != default ] && suffix="-${variant//=/}"
   for W in "${counts[@]}"; do
     steps=200
     data="name = \"synthetic\"
@@ -85,9 +97,11 @@ train_size = $((W * 128 * steps))
 test_size = 1024
 on_device = true
 prefetch = 0"
-    f=$(resnet_file "scaling-$W" "$W" allreduce "$data" "$steps" 1 "")
-    "$COLO" dist "$f" >"$OUT/scaling-$W.log" 2>&1 || { echo "scaling $W failed"; tail -5 "$OUT/scaling-$W.log"; }
-    keep "scaling-$W"
+    name="scaling$suffix-$W"
+    f=$(resnet_file "$name" "$W" allreduce "$data" "$steps" 1 "$(variant_table "$variant")")
+    "$COLO" dist "$f" >"$OUT/$name.log" 2>&1 || { echo "$name failed"; tail -5 "$OUT/$name.log"; }
+    keep "$name"
+  done
   done
 fi
 

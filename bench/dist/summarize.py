@@ -1,5 +1,6 @@
 """Summarises bench/dist/run.sh's results directory: prints a table and
 writes summary.json (the fields issue 7 asks for)."""
+import glob
 import json
 import os
 import subprocess
@@ -56,6 +57,17 @@ def main(out):
         eff = rates[w] / (w * rates[1]) if rates.get(w) and rates.get(1) else None
         summary[f"allreduce_eff_{w}gpu"] = eff
 
+    # Variants of the scaling runs (SCALING_VARIANTS): scaling-<variant>-<W>.
+    variants = {}
+    for path in sorted(glob.glob(os.path.join(out, "scaling-*-*"))):
+        name = os.path.basename(path)
+        variant, w = name[len("scaling-"):].rsplit("-", 1)
+        variants.setdefault(variant, {})[int(w)] = throughput(path)
+    for variant, by_w in variants.items():
+        for w in (2, 4):
+            if by_w.get(w) and by_w.get(1):
+                summary[f"allreduce_eff_{w}gpu_{variant}"] = by_w[w] / (w * by_w[1])
+
     tta = {}
     target = None
     rows = []
@@ -91,6 +103,11 @@ def main(out):
             eff = summary.get(f"allreduce_eff_{w}gpu")
             print(f"resnet-18 allreduce {w} GPU(s): {rate:.0f} samples/s" +
                   (f", efficiency {eff:.3f}" if eff else ""))
+    for variant, by_w in variants.items():
+        print(f"variant {variant}: " + ", ".join(
+            f"{w} GPU(s) {rate:.0f} samples/s" + (f" (eff {summary[f'allreduce_eff_{w}gpu_{variant}']:.3f})"
+                                                  if f"allreduce_eff_{w}gpu_{variant}" in summary else "")
+            for w, rate in sorted(by_w.items()) if rate))
     print(f"{'strategy':>10} {'steps':>6} {'train s':>8} {'samples/s':>10} {'acc':>7} {'tta s':>7} "
           f"{'comp ms':>8} {'comm ms':>8} {'wait ms':>8} {'switch@':>8}")
     for r in rows:

@@ -10,7 +10,7 @@ namespace colo::dist {
 
 AllreduceStrategy::AllreduceStrategy(FlatModel& model, FlatOptimizer& optimizer, Communicator& group,
                                      const AllreduceOptions& options)
-    : model_(model), optimizer_(optimizer), group_(group) {
+    : model_(model), optimizer_(optimizer), group_(group), overlap_(options.overlap) {
   // Buckets hold consecutive parameters from the last to the first, the
   // order in which backward produces their gradients.
   const auto& slots = model_.slots();
@@ -52,7 +52,7 @@ void AllreduceStrategy::begin_step() {
 }
 
 void AllreduceStrategy::parameter_ready(size_t index) {
-  if (!enabled_) return;
+  if (!enabled_ || !overlap_) return;
   Bucket& bucket = buckets_[index];
   if (--bucket.pending == 0) {
     launch(bucket);
@@ -68,7 +68,8 @@ void AllreduceStrategy::launch(Bucket& bucket) {
 ExchangeCost AllreduceStrategy::finish_step(int64_t, double lr) {
   Stopwatch clock;
   // Parameters that took no part in this step's graph never fire their
-  // hook; their buckets go now, in index order on every worker.
+  // hook (and without overlap no hook launches anything); their buckets go
+  // now, in index order on every worker.
   for (size_t i = 0; i < buckets_.size(); ++i) {
     if (!buckets_[i].launched) {
       launch(buckets_[i]);

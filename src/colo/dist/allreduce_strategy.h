@@ -57,7 +57,8 @@ class AllreduceStrategy : public Strategy {
   std::vector<Bucket> buckets_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<size_t> launch_order_;
-  bool enabled_ = true;  // bucket indices in the order they were launched this step
+  bool enabled_ = true;
+  bool overlap_ = true;  // bucket indices in the order they were launched this step
 };
 
 }  // namespace colo::dist

@@ -85,6 +85,8 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
     spec.allreduce.bucket_mib = t->number_or("bucket_mib", spec.allreduce.bucket_mib, 0.001, 4096);
     spec.allreduce.compression = t->choice_or("compression", spec.allreduce.compression, {"none", "bf16", "fp16"});
     spec.allreduce.topk = t->number_or("topk", spec.allreduce.topk, 0, 1);
+    spec.allreduce.overlap = t->boolean_or("overlap", spec.allreduce.overlap);
+    spec.allreduce.nccl_channels = t->integer_or("nccl_channels", spec.allreduce.nccl_channels, 0, 64);
     if (spec.allreduce.topk > 0 && spec.allreduce.compression != "none") {
       t->fail("topk", "top-k sparsification sends float32 values; set compression = \"none\"");
     }

@@ -15,6 +15,8 @@ struct AllreduceOptions {
   double bucket_mib = 25;            // gradient bucket size; buckets reduce while backward runs
   std::string compression = "none";  // none | bf16 | fp16: wire type of the gradients
   double topk = 0;                   // fraction of each bucket's entries sent (0 = dense), with error feedback
+  bool overlap = true;               // reduce buckets while backward runs (false: all after backward)
+  int64_t nccl_channels = 0;         // NCCL: at most this many channels (SMs) per collective (0 = NCCL's choice)
 };
 
 // [param_server]: servers hold key ranges of the parameters and apply the optimiser.

@@ -1,6 +1,7 @@
 #include "colo/dist/worker.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 
 #include <ATen/ATen.h>
@@ -64,6 +65,13 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   c10::Device device = worker_device(spec, rank);
   gpu::make_current(device);
   std::string backend = backend_for(spec, device);
+  // Fewer NCCL channels leave more SMs to the backward pass the reductions
+  // overlap; a value the user exported wins.
+  if (backend == "nccl" && spec.allreduce.nccl_channels > 0) {
+    std::string channels = std::to_string(spec.allreduce.nccl_channels);
+    ::setenv("NCCL_MAX_NCHANNELS", channels.c_str(), 0);
+    ::setenv("NCCL_MAX_CTAS", channels.c_str(), 0);
+  }
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_s * 1000));
   Communicator group(rendezvous, "workers", rank, static_cast<int>(spec.workers), backend, device, timeout);
 
