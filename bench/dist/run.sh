@@ -89,7 +89,7 @@ if want scaling; then
   suffix=""
   [ "$variant" != default ] && suffix="-${variant//=/}"
   for W in "${counts[@]}"; do
-    steps=200
+    steps=${SCALING_STEPS:-200}
     data="name = \"synthetic\"
 shape = [3, 32, 32]
 classes = 10

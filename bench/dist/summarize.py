@@ -59,7 +59,7 @@ def main(out):
 
     # Variants of the scaling runs (SCALING_VARIANTS): scaling-<variant>-<W>.
     variants = {}
-    for path in sorted(glob.glob(os.path.join(out, "scaling-*-*"))):
+    for path in sorted(p for p in glob.glob(os.path.join(out, "scaling-*-*")) if os.path.isdir(p)):
         name = os.path.basename(path)
         variant, w = name[len("scaling-"):].rsplit("-", 1)
         variants.setdefault(variant, {})[int(w)] = throughput(path)
