@@ -99,6 +99,18 @@ JobRecord read_row(const Statement& s) {
 
 }  // namespace
 
+nlohmann::json to_json(const JobRecord& r) {
+  nlohmann::json j = {{"id", r.id}, {"spec", to_json(r.spec)}, {"state", to_string(r.state)},
+                      {"submit_s", r.submit_s}, {"gpu", r.gpu}, {"attempts", r.attempts},
+                      {"oom_deaths", r.oom_deaths}, {"reason", r.reason}, {"energy_j", r.energy_j},
+                      {"log", r.log_path}};
+  if (r.start_s) j["start_s"] = *r.start_s;
+  if (r.end_s) j["end_s"] = *r.end_s;
+  if (r.exit_code) j["exit_code"] = *r.exit_code;
+  if (r.peak_mem_bytes) j["peak_mem_bytes"] = *r.peak_mem_bytes;
+  return j;
+}
+
 std::string default_store_path() {
   const char* state = std::getenv("XDG_STATE_HOME");
   const char* home = std::getenv("HOME");

@@ -32,6 +32,10 @@ struct JobRecord {
   std::string log_path;
 };
 
+// A record as JSON (`colo show`, colod's API): the spec, state, times,
+// placement, attempts, exit code, peak memory, energy, log.
+nlohmann::json to_json(const JobRecord& record);
+
 // The path used when none is given: $XDG_STATE_HOME/colo/jobs.db, else
 // ~/.local/state/colo/jobs.db.
 std::string default_store_path();
