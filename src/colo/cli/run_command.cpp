@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/cli/daemon_client.h"
 #include "colo/cli/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/interrupt_cleanup.h"
@@ -96,6 +97,23 @@ std::string duration_cell(const sched::JobRecord& job) {
   double end = job.end_s.value_or(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   return fixed(end - *job.start_s, 1);
+}
+
+// The fields of a record the queue table shows, from colod's JSON.
+sched::JobRecord record_from_json(const nlohmann::json& j) {
+  sched::JobRecord r;
+  r.id = j.at("id").get<int64_t>();
+  r.spec = sched::job_spec_from_json(j.at("spec"));
+  r.state = sched::job_state_from_string(j.at("state").get<std::string>()).value_or(sched::JobState::kPending);
+  r.submit_s = j.value("submit_s", 0.0);
+  r.gpu = j.value("gpu", -1);
+  r.attempts = j.value("attempts", 0);
+  r.reason = j.value("reason", "");
+  if (j.contains("start_s")) r.start_s = j["start_s"].get<double>();
+  if (j.contains("end_s")) r.end_s = j["end_s"].get<double>();
+  if (j.contains("exit_code")) r.exit_code = j["exit_code"].get<int>();
+  if (j.contains("peak_mem_bytes")) r.peak_mem_bytes = j["peak_mem_bytes"].get<int64_t>();
+  return r;
 }
 
 void print_jobs(const std::vector<sched::JobRecord>& jobs) {
@@ -261,10 +279,18 @@ void add_queue_command(CLI::App& app, int& exit_code) {
   auto store_path = std::make_shared<std::string>(sched::default_store_path());
   CLI::App* cmd = app.add_subcommand("queue", "List the jobs of a store (like squeue and sacct together)");
   cmd->add_option("--store", *store_path, "job store")->capture_default_str();
-  cmd->callback([store_path, &exit_code] {
+  cmd->callback([store_path, cmd, &exit_code] {
+    exit_code = 0;
+    if (cmd->count("--store") == 0) {
+      if (auto daemon = DaemonClient::find()) {
+        std::vector<sched::JobRecord> jobs;
+        for (const auto& j : daemon->get("/jobs")) jobs.push_back(record_from_json(j));
+        print_jobs(jobs);
+        return;
+      }
+    }
     sched::JobStore store(*store_path);
     print_jobs(store.list());
-    exit_code = 0;
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/cli/daemon_client.h"
 #include "colo/cli/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/units.h"
@@ -30,7 +31,7 @@ struct SubmitArgs {
   std::vector<std::string> command;
 };
 
-int run_submit(const SubmitArgs& args) {
+int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon) {
   std::vector<sched::JobSpec> specs;
   if (!args.job_file.empty()) {
     if (!args.command.empty()) throw InputError("colo submit", "", "expected a job file or a command after --, not both");
@@ -63,10 +64,27 @@ int run_submit(const SubmitArgs& args) {
     }
     specs.push_back(spec);
   }
+  if (daemon) {
+    sched::JobStore history(daemon->store());
+    fill_memory_estimates(specs, &history);
+    nlohmann::json body = nlohmann::json::array();
+    for (const auto& spec : specs) {
+      for (const auto& one : sched::expand_array(spec)) body.push_back(sched::to_json(one));
+    }
+    nlohmann::json reply = daemon->post("/jobs", body);
+    for (const auto& id : reply["ids"]) std::printf("%lld\n", id.get<long long>());
+    return 0;
+  }
   sched::JobStore store(args.store);
   fill_memory_estimates(specs, &store);
   for (int64_t id : store.submit(specs)) std::printf("%lld\n", static_cast<long long>(id));
   return 0;
+}
+
+// The running colod, unless the command names a store itself.
+std::optional<DaemonClient> daemon_unless_store(const CLI::App* cmd) {
+  if (cmd->count("--store") > 0) return std::nullopt;
+  return DaemonClient::find();
 }
 
 int64_t parse_id(const std::string& text) {
@@ -77,18 +95,6 @@ int64_t parse_id(const std::string& text) {
   } catch (const std::exception&) {
   }
   throw InputError("job id", "", "expected a positive integer, got \"" + text + "\"");
-}
-
-nlohmann::json record_json(const sched::JobRecord& r) {
-  nlohmann::json j = {{"id", r.id}, {"spec", sched::to_json(r.spec)}, {"state", sched::to_string(r.state)},
-                      {"submit_s", r.submit_s}, {"gpu", r.gpu}, {"attempts", r.attempts},
-                      {"oom_deaths", r.oom_deaths}, {"reason", r.reason}, {"energy_j", r.energy_j},
-                      {"log", r.log_path}};
-  if (r.start_s) j["start_s"] = *r.start_s;
-  if (r.end_s) j["end_s"] = *r.end_s;
-  if (r.exit_code) j["exit_code"] = *r.exit_code;
-  if (r.peak_mem_bytes) j["peak_mem_bytes"] = *r.peak_mem_bytes;
-  return j;
 }
 
 sched::JobRecord find(const sched::JobStore& store, int64_t id) {
@@ -111,26 +117,40 @@ void add_submit_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--priority", submit->priority, "higher runs first")->capture_default_str();
   cmd->add_option("--array", submit->array, "FIRST-LAST: one job per index, COLO_ARRAY_INDEX set");
   cmd->add_option("command", submit->command, "command (after --)");
-  cmd->footer("\nPrints the new job ids. `colo run --store DB --serve` runs them.");
-  cmd->callback([submit, &exit_code] { exit_code = run_submit(*submit); });
+  cmd->footer("\nPrints the new job ids. Without --store, a running colod takes them (docs/cli-colod.md);\n"
+              "else they go to the default store, which `colo run --serve` or a later colod runs.");
+  cmd->callback([submit, cmd, &exit_code] { exit_code = run_submit(*submit, daemon_unless_store(cmd)); });
 
   auto store_path = std::make_shared<std::string>(sched::default_store_path());
   auto ids = std::make_shared<std::vector<std::string>>();
   CLI::App* show = app.add_subcommand("show", "Print a job as JSON");
   show->add_option("--store", *store_path, "job store")->capture_default_str();
   show->add_option("id", *ids, "job id")->required();
-  show->callback([store_path, ids, &exit_code] {
+  show->callback([store_path, ids, show, &exit_code] {
+    exit_code = 0;
+    if (auto daemon = daemon_unless_store(show)) {
+      for (const auto& id : *ids) std::printf("%s\n", daemon->get("/jobs/" + std::to_string(parse_id(id))).dump(1).c_str());
+      return;
+    }
     sched::JobStore store(*store_path);
-    for (const auto& id : *ids) std::printf("%s\n", record_json(find(store, parse_id(id))).dump(1).c_str());
+    for (const auto& id : *ids) std::printf("%s\n", sched::to_json(find(store, parse_id(id))).dump(1).c_str());
     exit_code = 0;
   });
 
   CLI::App* cancel = app.add_subcommand("cancel", "Cancel jobs (a running one is stopped by its runner)");
   cancel->add_option("--store", *store_path, "job store")->capture_default_str();
   cancel->add_option("ids", *ids, "job ids")->required();
-  cancel->callback([store_path, ids, &exit_code] {
-    sched::JobStore store(*store_path);
+  cancel->callback([store_path, ids, cancel, &exit_code] {
     exit_code = 0;
+    if (auto daemon = daemon_unless_store(cancel)) {
+      for (const auto& text : *ids) {
+        auto reply = daemon->post("/jobs/" + std::to_string(parse_id(text)) + "/cancel", nlohmann::json::object());
+        std::printf("%lld: %s -> %s\n", reply["id"].get<long long>(), reply["before"].get<std::string>().c_str(),
+                    reply["after"].get<std::string>().c_str());
+      }
+      return;
+    }
+    sched::JobStore store(*store_path);
     for (const auto& text : *ids) {
       int64_t id = parse_id(text);
       auto before = store.cancel(id);
@@ -145,9 +165,23 @@ void add_submit_commands(CLI::App& app, int& exit_code) {
   logs->add_option("--store", *store_path, "job store")->capture_default_str();
   logs->add_option("id", *ids, "job id")->required()->expected(1);
   logs->add_flag("-f,--follow", *follow, "keep printing until the job is final");
-  logs->callback([store_path, ids, follow, &exit_code] {
-    sched::JobStore store(*store_path);
+  logs->callback([store_path, ids, follow, logs, &exit_code] {
     int64_t id = parse_id(ids->at(0));
+    exit_code = 0;
+    if (auto daemon = daemon_unless_store(logs)) {
+      size_t offset = 0;
+      while (true) {
+        bool final = false;
+        std::string chunk =
+            daemon->get_text("/jobs/" + std::to_string(id) + "/log?offset=" + std::to_string(offset), &final);
+        offset += chunk.size();
+        std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+        std::fflush(stdout);
+        if (!*follow || final) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    }
+    sched::JobStore store(*store_path);
     std::streamoff offset = 0;
     while (true) {
       sched::JobRecord job = find(store, id);

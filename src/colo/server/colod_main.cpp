@@ -1,0 +1,84 @@
+// colod: the colo daemon. Runs the jobs of a store on this machine's GPUs
+// (the same scheduler as `colo run`) and serves the HTTP/JSON API that
+// `colo submit`, `colo queue`, `colo show`, `colo cancel` and `colo logs`
+// talk to, on 127.0.0.1 with a token file only its user can read.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "colo/core/error.h"
+#include "colo/core/interrupt_cleanup.h"
+#include "colo/core/log.h"
+#include "colo/gpu/device.h"
+#include "colo/sched/runner.h"
+#include "colo/server/daemon_info.h"
+#include "colo/server/http_api.h"
+#include "colo/server/token.h"
+
+int main(int argc, char** argv) {
+  colo::init_logging();
+  CLI::App app{"colod: the colo daemon (scheduler + HTTP API on 127.0.0.1)"};
+  std::string state_dir = colo::server::state_directory();
+  std::string store, policy = "best-fit", mode = "mps", recovery = "alone";
+  int port = 0;
+  double poll_s = 0.5;
+  app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
+      ->capture_default_str();
+  app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
+  app.add_option("--port", port, "TCP port on 127.0.0.1 (0: a free one, written to STATE_DIR/colod.json)");
+  app.add_option("--policy", policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
+  app.add_option("--mode", mode, "exclusive | shared | mps")->capture_default_str();
+  app.add_option("--recovery", recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
+  app.add_option("--poll", poll_s, "seconds between scheduling rounds")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : colo::kExitBadInput;
+  }
+  try {
+    if (store.empty()) store = state_dir + "/jobs.db";
+    if (auto running = colo::server::find_daemon(state_dir)) {
+      std::fprintf(stderr, "colod: already running (pid %d, port %d) for %s\n", running->pid, running->port,
+                   state_dir.c_str());
+      return 1;
+    }
+    colo::sched::RunnerOptions options;
+    options.policy = policy;
+    options.mode = colo::sched::collocation_mode_from_string(mode);
+    options.recovery.rule = colo::sched::recovery_rule_from_string(recovery);
+    options.poll_interval_s = poll_s;
+    colo::sched::make_policy(policy);
+    std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
+
+    auto devices = colo::gpu::discover_devices();
+    colo::sched::JobStore scheduler_store(store);
+    colo::sched::Runner runner(scheduler_store, devices, options);
+    runner.recover();
+    colo::server::HttpApi api(store, token, devices);
+    colo::server::HttpServer http(api, "127.0.0.1", port);
+    colo::server::publish_daemon(state_dir, {"127.0.0.1", http.port(), static_cast<int>(::getpid()), store});
+    int pid = static_cast<int>(::getpid());
+    colo::add_interrupt_cleanup([&runner, state_dir, pid] {
+      colo::server::withdraw_daemon(state_dir, pid);
+      runner.stop_all("colod stopped");
+    });
+    std::fprintf(stderr, "colod: pid %d serving %s on http://127.0.0.1:%d (token in %s), %zu GPU(s), policy %s, mode %s\n",
+                 pid, store.c_str(), http.port(), colo::server::token_path(state_dir).c_str(), devices.size(),
+                 policy.c_str(), mode.c_str());
+    while (true) {  // ends with SIGINT/SIGTERM: running jobs are stopped and requeued
+      runner.step();
+      std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+    }
+  } catch (const colo::InputError& e) {
+    std::fprintf(stderr, "colod: error: %s\n", e.what());
+    return colo::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "colod: error: %s\n", e.what());
+    return 1;
+  }
+}

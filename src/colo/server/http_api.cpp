@@ -1,0 +1,247 @@
+#include "colo/server/http_api.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "colo/sched/job.h"
+
+namespace colo::server {
+namespace {
+
+const char* kJson = "application/json";
+
+void reply_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(nlohmann::json{{"error", message}}.dump() + "\n", kJson);
+}
+
+// A job from a request body, validated; throws std::invalid_argument with
+// the offending field.
+sched::JobSpec job_from(const nlohmann::json& j, size_t index) {
+  std::string where = "job " + std::to_string(index) + ": ";
+  if (!j.is_object()) throw std::invalid_argument(where + "expected a JSON object");
+  for (const char* required : {"name", "command"}) {
+    if (!j.contains(required)) throw std::invalid_argument(where + "missing field \"" + required + "\"");
+  }
+  sched::JobSpec spec;
+  try {
+    spec = sched::job_spec_from_json(j);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(where + "a field has the wrong type (" + e.what() + ")");
+  }
+  if (spec.command.empty() || spec.command.front().empty()) throw std::invalid_argument(where + "\"command\" is empty");
+  if (spec.gpus < 1) throw std::invalid_argument(where + "\"gpus\" must be >= 1");
+  if (spec.mem_bytes && *spec.mem_bytes < 0) throw std::invalid_argument(where + "\"mem_bytes\" must be >= 0");
+  if (spec.sm_share && (*spec.sm_share < 0 || *spec.sm_share > 1)) {
+    throw std::invalid_argument(where + "\"sm_share\" must be in [0, 1]");
+  }
+  return spec;
+}
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+HttpApi::HttpApi(const std::string& store_path, std::string token, std::vector<gpu::DevicePtr> devices)
+    : store_(store_path), token_(std::move(token)), devices_(std::move(devices)) {}
+
+HttpApi::~HttpApi() = default;
+
+std::string HttpApi::metrics() {
+  std::vector<sched::JobRecord> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs = store_.list();
+  }
+  std::map<std::string, int> by_state;
+  for (auto state : {sched::JobState::kPending, sched::JobState::kRunning, sched::JobState::kCompleted,
+                     sched::JobState::kFailed, sched::JobState::kOutOfMemory, sched::JobState::kRequeued,
+                     sched::JobState::kCancelled}) {
+    by_state[sched::to_string(state)] = 0;
+  }
+  int64_t oom = 0;
+  double energy = 0;
+  for (const auto& j : jobs) {
+    ++by_state[sched::to_string(j.state)];
+    oom += j.oom_deaths;
+    energy += j.energy_j;
+  }
+  std::ostringstream out;
+  out << "# HELP colo_jobs Jobs in the store by state.\n# TYPE colo_jobs gauge\n";
+  for (const auto& [state, count] : by_state) out << "colo_jobs{state=\"" << state << "\"} " << count << "\n";
+  out << "# HELP colo_oom_deaths_total Job attempts that died of GPU out-of-memory.\n"
+         "# TYPE colo_oom_deaths_total counter\ncolo_oom_deaths_total " << oom << "\n";
+  out << "# HELP colo_job_energy_joules_total Energy attributed to jobs.\n"
+         "# TYPE colo_job_energy_joules_total counter\ncolo_job_energy_joules_total " << energy << "\n";
+  if (!devices_.empty()) {
+    out << "# HELP colo_gpu_memory_used_bytes Device memory in use.\n# TYPE colo_gpu_memory_used_bytes gauge\n";
+    std::ostringstream sm, power;
+    for (auto& device : devices_) {
+      gpu::DeviceSample s = device->sample();
+      std::string label = "{gpu=\"" + std::to_string(s.index) + "\"}";
+      out << "colo_gpu_memory_used_bytes" << label << " " << s.mem_used_bytes << "\n";
+      if (s.sm_active || s.gpu_util) sm << "colo_gpu_sm_activity" << label << " " << s.sm_active.value_or(*s.gpu_util) << "\n";
+      if (s.power_w) power << "colo_gpu_power_watts" << label << " " << *s.power_w << "\n";
+    }
+    if (!sm.str().empty()) out << "# TYPE colo_gpu_sm_activity gauge\n" << sm.str();
+    if (!power.str().empty()) out << "# TYPE colo_gpu_power_watts gauge\n" << power.str();
+  }
+  return out.str();
+}
+
+std::string HttpApi::dashboard(const std::string& token) {
+  std::vector<sched::JobRecord> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs = store_.list();
+  }
+  std::ostringstream page;
+  page << "<!doctype html><html><head><meta charset=\"utf-8\"><title>colod</title>"
+       << "<meta http-equiv=\"refresh\" content=\"5; url=/?token=" << html_escape(token) << "\">"
+       << "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}"
+       << ".RUNNING{color:#06c}.COMPLETED{color:#080}.FAILED,.OUT_OF_MEMORY{color:#c00}</style></head><body>"
+       << "<h1>colod</h1><h2>GPUs</h2><table><tr><th>gpu</th><th>name</th><th>memory used</th>"
+       << "<th>SM activity</th><th>power W</th></tr>";
+  for (auto& device : devices_) {
+    gpu::DeviceSample s = device->sample();
+    page << "<tr><td>" << s.index << "</td><td>" << html_escape(device->info().name) << "</td><td>"
+         << s.mem_used_bytes / (1 << 20) << " / " << s.mem_total_bytes / (1 << 20) << " MiB</td><td>"
+         << (s.sm_active ? std::to_string(*s.sm_active) : "-") << "</td><td>"
+         << (s.power_w ? std::to_string(*s.power_w) : "-") << "</td></tr>";
+  }
+  if (devices_.empty()) page << "<tr><td colspan=5>no GPU: jobs run one at a time</td></tr>";
+  page << "</table><h2>Jobs</h2><table><tr><th>id</th><th>name</th><th>state</th><th>gpu</th><th>tries</th>"
+       << "<th>exit</th><th>reason</th></tr>";
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+    const auto& j = *it;
+    std::string state = sched::to_string(j.state);
+    page << "<tr class=\"" << state << "\"><td>" << j.id << "</td><td>" << html_escape(j.spec.name) << "</td><td>"
+         << state << "</td><td>" << (j.gpu >= 0 ? std::to_string(j.gpu) : "-") << "</td><td>" << j.attempts
+         << "</td><td>" << (j.exit_code ? std::to_string(*j.exit_code) : "-") << "</td><td>"
+         << html_escape(j.reason) << "</td></tr>";
+  }
+  page << "</table></body></html>\n";
+  return page.str();
+}
+
+void HttpApi::mount(httplib::Server& server) {
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
+    std::string given = req.get_param_value("token");
+    std::string header = req.get_header_value("Authorization");
+    if (header.rfind("Bearer ", 0) == 0) given = header.substr(7);
+    if (given != token_) {
+      reply_error(res, 401, "missing or wrong token (Authorization: Bearer <the token file's contents>)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  server.Post("/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded()) return reply_error(res, 400, "the body is not JSON");
+    std::vector<sched::JobSpec> specs;
+    try {
+      if (body.is_array()) {
+        for (size_t i = 0; i < body.size(); ++i) specs.push_back(job_from(body[i], i));
+      } else {
+        specs.push_back(job_from(body, 0));
+      }
+    } catch (const std::invalid_argument& e) {
+      return reply_error(res, 400, e.what());
+    }
+    if (specs.empty()) return reply_error(res, 400, "no jobs in the body");
+    std::vector<int64_t> ids;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ids = store_.submit(specs);
+    }
+    res.status = 201;
+    res.set_content(nlohmann::json{{"ids", ids}}.dump() + "\n", kJson);
+  });
+  server.Get("/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    std::vector<sched::JobState> states;
+    std::string wanted = req.get_param_value("state");
+    std::stringstream list(wanted);
+    for (std::string name; std::getline(list, name, ',');) {
+      if (name.empty()) continue;
+      auto state = sched::job_state_from_string(name);
+      if (!state) return reply_error(res, 400, "unknown state \"" + name + "\"");
+      states.push_back(*state);
+    }
+    nlohmann::json out = nlohmann::json::array();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& j : store_.list(states)) out.push_back(sched::to_json(j));
+    res.set_content(out.dump() + "\n", kJson);
+  });
+  server.Get(R"(/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    int64_t id = std::stoll(req.matches[1]);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto job = store_.get(id);
+    if (!job) return reply_error(res, 404, "no job " + std::to_string(id));
+    res.set_content(sched::to_json(*job).dump() + "\n", kJson);
+  });
+  server.Post(R"(/jobs/(\d+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+    int64_t id = std::stoll(req.matches[1]);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto before = store_.cancel(id);
+    if (!before) return reply_error(res, 404, "no job " + std::to_string(id));
+    std::string after = sched::is_final(*before) ? sched::to_string(*before) : "CANCELLED";
+    res.set_content(nlohmann::json{{"id", id}, {"before", sched::to_string(*before)}, {"after", after}}.dump() + "\n", kJson);
+  });
+  server.Get(R"(/jobs/(\d+)/log)", [this](const httplib::Request& req, httplib::Response& res) {
+    int64_t id = std::stoll(req.matches[1]);
+    std::optional<sched::JobRecord> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job = store_.get(id);
+    }
+    if (!job) return reply_error(res, 404, "no job " + std::to_string(id));
+    std::streamoff offset = req.has_param("offset") ? std::stoll(req.get_param_value("offset")) : 0;
+    std::string chunk;
+    if (!job->log_path.empty()) {
+      std::ifstream in(job->log_path, std::ios::binary);
+      in.seekg(offset);
+      chunk.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    res.set_header("X-Colo-Final", sched::is_final(job->state) ? "1" : "0");
+    res.set_content(chunk, "text/plain");
+  });
+  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics(), "text/plain; version=0.0.4");
+  });
+  server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dashboard(token_), "text/html; charset=utf-8");
+  });
+}
+
+HttpServer::HttpServer(HttpApi& api, const std::string& host, int port)
+    : server_(std::make_unique<httplib::Server>()) {
+  api.mount(*server_);
+  port_ = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (port_ <= 0) throw std::runtime_error("colod cannot listen on " + host + ":" + std::to_string(port));
+  thread_ = std::make_unique<std::thread>([this] { server_->listen_after_bind(); });
+}
+
+HttpServer::~HttpServer() {
+  server_->stop();
+  if (thread_ && thread_->joinable()) thread_->join();
+}
+
+}  // namespace colo::server

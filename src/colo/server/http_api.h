@@ -1,0 +1,65 @@
+#pragma once
+// colod's HTTP/JSON API over a job store. Every route but /healthz needs
+// the token (header "Authorization: Bearer TOKEN", or ?token=TOKEN for a
+// browser):
+//   POST /jobs                 body: a job (JSON, as sched::to_json(JobSpec)) or an array of them
+//                              -> {"ids": [...]}; 400 naming the field for a bad job
+//   GET  /jobs[?state=S,...]   -> [record, ...]
+//   GET  /jobs/ID              -> record; 404 for an unknown id
+//   POST /jobs/ID/cancel       -> {"id", "before", "after"}
+//   GET  /jobs/ID/log?offset=N -> the log from byte N (header X-Colo-Final: 1 once the job is final)
+//   GET  /metrics              -> Prometheus text: jobs by state, OOM deaths, energy, GPU telemetry
+//   GET  /                     -> an HTML dashboard (refreshes every 5 s)
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "colo/gpu/device.h"
+#include "colo/sched/store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace colo::server {
+
+class HttpApi {
+ public:
+  // Opens its own connection to the store at `store_path` (SQLite in WAL
+  // mode lets the scheduler keep its own). `devices` feed /metrics and the
+  // dashboard (may be empty).
+  HttpApi(const std::string& store_path, std::string token, std::vector<gpu::DevicePtr> devices);
+  ~HttpApi();
+
+  // Adds the routes and the token check to `server`.
+  void mount(httplib::Server& server);
+
+  // The Prometheus exposition of the store and devices right now.
+  std::string metrics();
+  // The dashboard page; `token` goes into its refresh link.
+  std::string dashboard(const std::string& token);
+
+ private:
+  std::mutex mutex_;  // the store connection is used by one handler at a time
+  sched::JobStore store_;
+  std::string token_;
+  std::vector<gpu::DevicePtr> devices_;
+};
+
+// Serves `api` on HOST:PORT (PORT 0: a free one) on a background thread.
+class HttpServer {
+ public:
+  HttpServer(HttpApi& api, const std::string& host, int port);
+  ~HttpServer();  // stops listening and joins the thread
+  int port() const { return port_; }
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  int port_ = 0;
+  std::unique_ptr<std::thread> thread_;
+};
+
+}  // namespace colo::server

@@ -1,0 +1,103 @@
+// colod as a user runs it: the job commands reach it over HTTP, and a
+// kill -9 of the daemon loses no job.
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+#include "colo/core/subprocess.h"
+#include "colo/server/daemon_info.h"
+#include "support/temp_dir.h"
+
+namespace colo::server {
+namespace {
+
+class ColodTest : public ::testing::Test {
+ protected:
+  EnvironmentOverrides env() const { return {{"XDG_STATE_HOME", dir_.path()}, {"COLO_PROGRESS", "0"}}; }
+
+  std::unique_ptr<ChildProcess> start_daemon() {
+    auto daemon = std::make_unique<ChildProcess>(std::vector<std::string>{COLOD_EXECUTABLE, "--poll", "0.1"}, env(),
+                                                 dir_.file("colod.log"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!find_daemon(dir_.path() + "/colo") && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return daemon;
+  }
+
+  ProcessResult colo(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{COLO_EXECUTABLE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, env(), "", 60);
+  }
+
+  nlohmann::json show(int id) { return nlohmann::json::parse(colo({"show", std::to_string(id)}).output); }
+
+  // Polls `colo show` until the job is in a final state.
+  nlohmann::json wait_final(int id) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    nlohmann::json job;
+    while (std::chrono::steady_clock::now() < deadline) {
+      job = show(id);
+      std::string state = job["state"];
+      if (state == "COMPLETED" || state == "FAILED" || state == "CANCELLED") return job;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return job;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(ColodTest, JobCommandsTalkToTheDaemon) {
+  auto daemon = start_daemon();
+  auto info = find_daemon(dir_.path() + "/colo");
+  ASSERT_TRUE(info) << read_file(dir_.file("colod.log"));
+  auto second = run_process({COLOD_EXECUTABLE}, env(), "", 20);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.output.find("already running"), std::string::npos) << second.output;
+
+  auto submitted = colo({"submit", "--name", "greet", "--", "sh", "-c", "echo hello from colod"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  EXPECT_EQ(submitted.output, "1\n");
+  auto job = wait_final(1);
+  EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(colo({"logs", "1"}).output, "hello from colod\n") << job.dump();
+  EXPECT_NE(colo({"queue"}).output.find("greet"), std::string::npos);
+  auto bad = colo({"show", "7"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("no job 7"), std::string::npos) << bad.output;
+  daemon->terminate(5);
+  daemon->wait();
+  EXPECT_FALSE(find_daemon(dir_.path() + "/colo"));
+  EXPECT_FALSE(path_exists(dir_.path() + "/colo/colod.json"));
+}
+
+TEST_F(ColodTest, KillNineOfTheDaemonLosesNoJob) {
+  auto daemon = start_daemon();
+  ASSERT_EQ(colo({"submit", "--name", "slow", "--", "sh", "-c", "sleep 1.5; echo slow done"}).exit_code, 0);
+  ASSERT_EQ(colo({"submit", "--name", "queued", "--", "sh", "-c", "echo queued done"}).exit_code, 0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (show(1)["state"] != "RUNNING" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(daemon->pid(), SIGKILL);
+  daemon->wait();
+  // Without a daemon the commands read the store directly.
+  EXPECT_NE(colo({"queue"}).output.find("queued"), std::string::npos);
+  auto restarted = start_daemon();
+  EXPECT_EQ(wait_final(1)["state"], "COMPLETED");
+  EXPECT_EQ(wait_final(2)["state"], "COMPLETED");
+  EXPECT_EQ(colo({"logs", "2"}).output, "queued done\n");
+  restarted->terminate(5);
+}
+
+}  // namespace
+}  // namespace colo::server
