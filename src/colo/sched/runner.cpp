@@ -1,5 +1,7 @@
 #include "colo/sched/runner.h"
 
+#include "colo/sched/mps_limit.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -196,7 +198,9 @@ bool Runner::start(const JobRecord& job) {
     if (options_.mode == CollocationMode::kMps && !simulated) {
       std::optional<int> percentage;
       if (request.sm_share > 0) percentage = std::clamp(static_cast<int>(std::ceil(request.sm_share * 100)), 1, 100);
-      for (const auto& [k, v] : mps_for(*g)->client_environment(percentage, std::nullopt)) env[k] = v;
+      std::optional<int64_t> limit;
+      if (options_.mps_memory_limits) limit = mps_memory_limit(request, options_.thresholds);
+      for (const auto& [k, v] : mps_for(*g)->client_environment(percentage, limit)) env[k] = v;
       env["CUDA_VISIBLE_DEVICES"] = "0";  // the daemon exposes only its own GPU
     }
   } else {

@@ -27,6 +27,9 @@ struct RunnerOptions {
   std::string log_dir;            // per-job logs and exit-status files
   std::string mps_dir;            // private MPS pipe/log dirs (mode mps)
   std::string mps_control = "nvidia-cuda-mps-control";
+  // mode mps: each job may pin at most its estimate plus the margin
+  // (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT; see mps_limit.h).
+  bool mps_memory_limits = true;
 };
 
 // One scheduler over one store and the devices it was given. Jobs run as

@@ -1,0 +1,19 @@
+#pragma once
+// How much device memory an MPS client may pin (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT),
+// so that a job that outgrows its estimate dies of its own OOM instead of
+// starving its neighbours.
+
+#include <cstdint>
+#include <optional>
+
+#include "colo/sched/policy.h"
+
+namespace colo::sched {
+
+// The limit for `request`: its estimate plus the placement margin; under
+// the peak + margin recovery rule, at least the free memory it was placed
+// for. None for a job of unknown size or one recovering alone on a GPU
+// (it may use the whole device).
+std::optional<int64_t> mps_memory_limit(const JobRequest& request, const Thresholds& thresholds);
+
+}  // namespace colo::sched

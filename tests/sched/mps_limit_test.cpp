@@ -1,0 +1,26 @@
+#include "colo/sched/mps_limit.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::sched {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+TEST(MpsMemoryLimit, EstimatePlusMarginAndNoneWhenUnknownOrAlone) {
+  Thresholds thresholds;
+  thresholds.mem_margin_bytes = kGiB;
+  JobRequest request;
+  EXPECT_FALSE(mps_memory_limit(request, thresholds));  // size unknown
+  request.mem_bytes = 2 * kGiB;
+  EXPECT_EQ(mps_memory_limit(request, thresholds), 3 * kGiB);
+  // Recovering under the peak + margin rule: the room it was placed for.
+  request.min_free_bytes = 5 * kGiB;
+  EXPECT_EQ(mps_memory_limit(request, thresholds), 5 * kGiB);
+  // Recovering alone: the whole device is its.
+  request.must_run_alone = true;
+  EXPECT_FALSE(mps_memory_limit(request, thresholds));
+}
+
+}  // namespace
+}  // namespace colo::sched
