@@ -11,6 +11,7 @@
 #   bench/gpu/run.sh sweepcheck # build + a 32-model colo sweep against 4 sequential colo train
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
+#   bench/gpu/run.sh power      # build + power against SM activity (bench/gpu/power_curve.sh)
 #   bench/gpu/run.sh dist       # build + bench/dist/run.sh (DIST_ARGS: busbw scaling tta); 2-4 GPUs
 #
 # BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw").
@@ -78,6 +79,10 @@ fi
 
 if want sidebyside; then
   bench/fusion/side_by_side_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want power; then
+  bench/gpu/power_curve.sh "$BUILD" "$OUT" | tee "$OUT/power_fit.json" | tee -a "$summary"
 fi
 
 if want dist; then
