@@ -32,8 +32,8 @@ def main(path):
         per_workload.setdefault(r["workload"], []).append((x, p))
     if len(points) < 10:
         sys.exit(f"{path}: too few samples with activity and power ({len(points)})")
-    best = min((fit(points, g / 20), g / 20) for g in range(2, 41))
-    (idle, span, rms), gamma = best[0], best[1]
+    gamma = min((g / 20 for g in range(2, 41)), key=lambda g: fit(points, g)[2])
+    idle, span, rms = fit(points, gamma)
     linear = fit(points, 1.0)
     result = {
         "samples": len(points),

@@ -40,6 +40,7 @@ TEST(SimulatedDevice, ActivityCombinesAndOversubscriptionSlowsEveryJob) {
 TEST(SimulatedDevice, PowerFollowsActivityAndEnergyIntegratesIt) {
   SimulatedGpuSpec spec;
   spec.idle_power_w = 100;
+  spec.busy_floor_power_w = 100;
   spec.max_power_w = 500;
   SimulatedDevice gpu(0, spec);
   gpu.advance(10);                  // idle: 100 W x 10 s
@@ -49,6 +50,22 @@ TEST(SimulatedDevice, PowerFollowsActivityAndEnergyIntegratesIt) {
   EXPECT_DOUBLE_EQ(gpu.energy_j(), 2500);
   EXPECT_DOUBLE_EQ(gpu.now_s(), 15);
   EXPECT_DOUBLE_EQ(*gpu.sample().energy_j, 2500);
+}
+
+TEST(SimulatedDevice, AJobLiftsPowerToTheBusyFloorEvenWhenItsSmActivityIsZero) {
+  SimulatedGpuSpec spec;
+  spec.idle_power_w = 70;
+  spec.busy_floor_power_w = 120;
+  spec.max_power_w = 520;
+  SimulatedDevice gpu(0, spec);
+  EXPECT_DOUBLE_EQ(gpu.power_w(), 70);
+  gpu.place(1, {1, kGiB, 0.0});
+  EXPECT_DOUBLE_EQ(gpu.power_w(), 120);
+  gpu.place(2, {2, kGiB, 0.25});    // 120 + 400 x 0.25
+  EXPECT_DOUBLE_EQ(gpu.power_w(), 220);
+  gpu.remove(1);
+  gpu.remove(2);
+  EXPECT_DOUBLE_EQ(gpu.power_w(), 70);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ SimulationOptions options(int gpus, const std::string& policy, CollocationMode m
   o.policy = policy;
   o.mode = mode;
   o.gpu.idle_power_w = 100;
+  o.gpu.busy_floor_power_w = 100;
   o.gpu.max_power_w = 500;
   return o;
 }

@@ -20,7 +20,8 @@ double SimulatedDevice::activity_locked() const {
 }
 
 double SimulatedDevice::power_locked() const {
-  return spec_.idle_power_w + (spec_.max_power_w - spec_.idle_power_w) * activity_locked();
+  if (loads_.empty()) return spec_.idle_power_w;
+  return spec_.busy_floor_power_w + (spec_.max_power_w - spec_.busy_floor_power_w) * activity_locked();
 }
 
 int64_t SimulatedDevice::mem_used_bytes() const {

@@ -13,8 +13,13 @@ struct SimulatedGpuSpec {
   std::string name = "Simulated GPU 80GB";
   int64_t mem_total_bytes = int64_t{80} << 30;
   int sm_count = 132;
-  double idle_power_w = 70.0;
-  double max_power_w = 700.0;   // at SM activity 1
+  // Power measured on an H100 SXM (bench/results/gpu/power_curve.json):
+  // 71 W with no process on it, about 117 W once a job holds a context even
+  // at near-zero SM activity, rising linearly (a fitted exponent of 0.9) to
+  // about 540 W at SM activity 1.
+  double idle_power_w = 71.0;        // no job on the device
+  double busy_floor_power_w = 117.0; // a job on it, SM activity 0
+  double max_power_w = 540.0;        // at SM activity 1
 };
 
 // What one job asks of a simulated GPU when it runs alone there.
@@ -26,7 +31,8 @@ struct SimulatedLoad {
 
 // A GPU in virtual time. Memory adds up; SM activity combines as
 // min(1, sum of the jobs' activities) and, past 1, every job slows down by
-// the same factor (progress_rate); power is idle + (max - idle) x activity;
+// the same factor (progress_rate); power is idle without jobs, else
+// busy_floor + (max - busy_floor) x activity;
 // energy integrates power over the time advanced. Thread-safe.
 class SimulatedDevice : public Device {
  public:
