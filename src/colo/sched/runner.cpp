@@ -1,5 +1,6 @@
 #include "colo/sched/runner.h"
 
+#include "colo/gpu/energy.h"
 #include "colo/sched/mps_limit.h"
 
 #include <signal.h>
@@ -113,9 +114,12 @@ void Runner::observe_devices() {
   for (size_t g = 0; g < devices_.size(); ++g) {
     gpu::DeviceSample sample = devices_[g]->sample();
     auto previous = last_sample_.find(static_cast<int>(g));
+    // The device's energy since the last round: the energy counter's
+    // difference where the driver has one, else integrated power; split
+    // among its jobs by SM share below.
     double energy = 0;
-    if (previous != last_sample_.end() && sample.power_w) {
-      energy = *sample.power_w * std::max(0.0, sample.time_s - previous->second.time_s);
+    if (previous != last_sample_.end()) {
+      energy = gpu::energy_between({previous->second, sample}, previous->second.time_s, sample.time_s).energy_j;
     }
     last_sample_[static_cast<int>(g)] = sample;
     if (!has_gpus_) continue;
