@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # GPU-machine replay of a real trace (bench/sched/make_replay_trace.py) under
 # exclusive and under best-fit with MPS, each inside `colo monitor` so that
-# the whole device's energy is counted. Writes $OUT/sched_*.json and prints
-# the comparison.
+# the whole device's energy is counted. Writes $OUT/sched_*.json, the GPU
+# timelines $OUT/timeline_<policy>.csv (memory, SM activity, power every
+# 0.5 s; `python3 python/colo/plots.py report DIR` draws them) and prints the
+# comparison.
 set -uo pipefail
 BUILD=$1
 OUT=$2
@@ -11,7 +13,8 @@ work=$(mktemp -d)
 python3 bench/sched/make_replay_trace.py "$COLO" "$work/trace.csv"
 cp "$work/trace.csv" "$OUT/sched_trace.csv"
 run() {  # policy mode
-  timeout 260 "$COLO" monitor --interval 0.5 --summary-json "$work/monitor_$1.json" -- \
+  timeout 260 "$COLO" monitor --interval 0.5 --summary-json "$work/monitor_$1.json" \
+    --out "$OUT/timeline_$1.csv" -- \
     "$COLO" replay "$work/trace.csv" --policy "$1" --mode "$2" --poll 0.25 --store "$work/$1/jobs.db" \
     --summary-json "$work/replay_$1.json" >"$work/replay_$1.txt" 2>&1
   echo "replay $1/$2: exit $?"
