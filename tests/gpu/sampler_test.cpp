@@ -74,7 +74,7 @@ TEST(Sampler, WritesJsonLinesForOtherExtensions) {
   sampler.stop();
   auto records = read_json_lines(dir.file("s.jsonl"));
   ASSERT_GE(records.size(), 2u);
-  EXPECT_DOUBLE_EQ(records[0]["power_w"].get<double>(), 70.0);
+  EXPECT_DOUBLE_EQ(records[0]["power_w"].get<double>(), SimulatedGpuSpec{}.idle_power_w);  // no job on it
   EXPECT_EQ(records[1]["index"], 1);
 }
 

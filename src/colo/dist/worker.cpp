@@ -65,6 +65,11 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   c10::Device device = worker_device(spec, rank);
   gpu::make_current(device);
   std::string backend = backend_for(spec, device);
+  if (backend == "nccl" && spec.workers > gpu::cuda_device_count()) {
+    throw std::runtime_error("NCCL needs one GPU per worker: " + std::to_string(spec.workers) + " workers but " +
+                             std::to_string(gpu::cuda_device_count()) + " visible GPU(s) (" + spec.train.source +
+                             ": lower cluster.workers, or set backend = \"gloo\")");
+  }
   // Fewer NCCL channels leave more SMs to the backward pass the reductions
   // overlap; a value the user exported wins.
   if (backend == "nccl" && spec.allreduce.nccl_channels > 0) {
