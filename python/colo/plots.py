@@ -157,6 +157,14 @@ def estimate_plot(directory):
     return [path]
 
 
+def save(fig, directory, name):
+    path = os.path.join(directory, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def read_jsonl(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -177,11 +185,7 @@ def dist_plot(directory):
     ax.set_yscale("log")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    path = os.path.join(directory, "dist_loss.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(save(fig, directory, "dist_loss.png"))
 
     fig, ax = plt.subplots(figsize=(8, 5))
     target = None
@@ -197,11 +201,7 @@ def dist_plot(directory):
     ax.set_ylabel("test accuracy")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    path = os.path.join(directory, "dist_accuracy.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(save(fig, directory, "dist_accuracy.png"))
     return written
 
 
@@ -219,11 +219,7 @@ def dist_sim_plot(directory):
     ax.set_title(f"{summary['workers']} simulated workers, {summary['servers']} server(s)")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    path = os.path.join(directory, "simulated_accuracy.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save(fig, directory, "simulated_accuracy.png")]
 
 
 if __name__ == "__main__":

@@ -43,13 +43,7 @@ struct ReplayArgs {
 
 // Runner options from the flags; validates names before anything is written.
 sched::RunnerOptions runner_options(const SchedulingArgs& args) {
-  sched::RunnerOptions options;
-  options.policy = args.policy;
-  options.mode = sched::collocation_mode_from_string(args.mode);
-  options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
-  options.poll_interval_s = args.poll_s;
-  sched::make_policy(options.policy);
-  return options;
+  return sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s);
 }
 
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {

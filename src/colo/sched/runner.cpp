@@ -1,8 +1,5 @@
 #include "colo/sched/runner.h"
 
-#include "colo/gpu/energy.h"
-#include "colo/sched/mps_limit.h"
-
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -17,7 +14,9 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
+#include "colo/sched/mps_limit.h"
 #include "colo/sched/oom.h"
 
 namespace colo::sched {
@@ -321,6 +320,17 @@ void Runner::stop_all(const std::string& reason) {
   }
   active_.clear();
   mps_.clear();
+}
+
+RunnerOptions runner_options_from_names(const std::string& policy, const std::string& mode,
+                                        const std::string& recovery, double poll_interval_s) {
+  RunnerOptions options;
+  options.policy = policy;
+  options.mode = collocation_mode_from_string(mode);
+  options.recovery.rule = recovery_rule_from_string(recovery);
+  options.poll_interval_s = poll_interval_s;
+  make_policy(options.policy);  // validates the name
+  return options;
 }
 
 }  // namespace colo::sched

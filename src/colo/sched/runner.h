@@ -32,6 +32,12 @@ struct RunnerOptions {
   bool mps_memory_limits = true;
 };
 
+// Options from the names a user gives (policy, collocation mode, recovery
+// rule) and the polling interval; throws InputError for an unknown name
+// before anything runs.
+RunnerOptions runner_options_from_names(const std::string& policy, const std::string& mode,
+                                        const std::string& recovery, double poll_interval_s);
+
 // One scheduler over one store and the devices it was given. Jobs run as
 // `/bin/sh` wrappers in their own process groups, with stdout and stderr in
 // `<log_dir>/job-<id>.log` and their exit status written to

@@ -47,12 +47,7 @@ int main(int argc, char** argv) {
                    state_dir.c_str());
       return 1;
     }
-    colo::sched::RunnerOptions options;
-    options.policy = policy;
-    options.mode = colo::sched::collocation_mode_from_string(mode);
-    options.recovery.rule = colo::sched::recovery_rule_from_string(recovery);
-    options.poll_interval_s = poll_s;
-    colo::sched::make_policy(policy);
+    colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s);
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
     auto devices = colo::gpu::discover_devices();
