@@ -121,5 +121,33 @@ TEST(Sweep, SideBySideTrainsEveryArrayInOnePassWithTheSameResults) {
   }
 }
 
+TEST(Sweep, AnArrayThatRunsOutOfMemoryIsSplitAndRetrainedFromScratch) {
+  testing::TempDir dir;
+  std::string axes = "[sweep.axes]\nlr = [0.01, 0.05, 0.1, 0.2]\n";
+  auto whole = run_sweep(parse_sweep_spec(dir.write("a.toml", base_text(dir.file("a")) + "[sweep]\nmax_array = 4\n" + axes)));
+  ::setenv("COLO_FAULT_OOM_ABOVE", "1", 1);  // arrays of 2 or more "run out of memory" after epoch 1
+  auto split = run_sweep(parse_sweep_spec(dir.write("b.toml", base_text(dir.file("b")) + "[sweep]\nmax_array = 4\n" + axes)));
+  ::unsetenv("COLO_FAULT_OOM_ABOVE");
+  EXPECT_EQ(whole.arrays, 1);
+  EXPECT_EQ(split.arrays, 4) << "4 -> 2 + 2 -> 1 + 1 + 1 + 1";
+  EXPECT_EQ(split.array_sizes, (std::vector<int64_t>{1, 1, 1, 1}));
+  ASSERT_EQ(split.models.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    // Each model's metrics start again with the retry: two epochs, no leftovers.
+    auto records = read_json_lines(dir.file("b/model-" + std::to_string(k) + "/metrics.jsonl"));
+    ASSERT_EQ(records.size(), 2u) << k;
+    EXPECT_EQ(records[0]["epoch"], 1);
+    EXPECT_TRUE(path_exists(dir.file("b/model-" + std::to_string(k) + "/model.pt")));
+  }
+  // Trained alone, each model ends as it did inside the whole array.
+  for (size_t i = 0; i < whole.models.size(); ++i) {
+    EXPECT_EQ(whole.models[i].index, split.models[i].index);
+    EXPECT_NEAR(whole.models[i].loss, split.models[i].loss, 1e-4);
+  }
+  int splits = 0;
+  for (const auto& line : read_json_lines(dir.file("b/sweep.jsonl"))) splits += line.value("event", "") == "oom_split";
+  EXPECT_EQ(splits, 3);
+}
+
 }  // namespace
 }  // namespace colo::fuse

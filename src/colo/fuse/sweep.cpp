@@ -1,5 +1,7 @@
 #include "colo/fuse/sweep.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -75,6 +77,16 @@ void print_ranking(const SweepResult& result) {
   }
   if (std::any_of(result.models.begin(), result.models.end(), [](const auto& m) { return m.stopped; })) {
     std::printf("* stopped at a halving rung\n");
+  }
+}
+
+// Fault injection for tests: with COLO_FAULT_OOM_ABOVE=N, an array of more
+// than N models runs out of device memory after its first epoch.
+void simulate_oom_for_tests(size_t models, int64_t epoch) {
+  const char* limit = std::getenv("COLO_FAULT_OOM_ABOVE");
+  if (limit && epoch == 1 && static_cast<int64_t>(models) > std::atoll(limit)) {
+    throw c10::OutOfMemoryError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                                "simulated out of memory (COLO_FAULT_OOM_ABOVE=" + std::string(limit) + ")");
   }
 }
 
@@ -160,6 +172,7 @@ SweepResult run_sweep(const SweepSpec& spec) {
   };
   auto record_epoch = [&](size_t a, int64_t position, const train::EpochRecord& record) {
     const SweepConfig* config = arrays[a][static_cast<size_t>(position)];
+    simulate_oom_for_tests(arrays[a].size(), record.epoch);
     if (record.epoch != last_epoch) {
       report_epoch();
       last_epoch = record.epoch;
@@ -220,8 +233,42 @@ SweepResult run_sweep(const SweepSpec& spec) {
   if (spec.side_by_side) {
     train_arrays(0, arrays.size());
   } else {
-    for (size_t a = 0; a < arrays.size(); ++a) train_arrays(a, a + 1);
+    for (size_t a = 0; a < arrays.size(); ++a) {
+      try {
+        train_arrays(a, a + 1);
+      } catch (const c10::OutOfMemoryError& e) {
+        // The capacity estimate was too generous: split the array in two
+        // and train both halves from scratch (down to single models).
+        if (arrays[a].size() < 2) throw;
+        gpu::release_cached_memory(device);
+        std::vector<const SweepConfig*> first(arrays[a].begin(), arrays[a].begin() + arrays[a].size() / 2);
+        std::vector<const SweepConfig*> second(arrays[a].begin() + arrays[a].size() / 2, arrays[a].end());
+        nlohmann::json models = nlohmann::json::array();
+        for (const SweepConfig* config : arrays[a]) {
+          models.push_back(config->index);
+          std::string dir = base.output + "/model-" + std::to_string(config->index);
+          metrics[config->index] = std::make_unique<JsonLinesWriter>(dir + "/metrics.jsonl", JsonLinesWriter::Mode::kTruncate);
+          SweepModelResult fresh;
+          fresh.index = config->index;
+          fresh.values = config->values;
+          by_index[config->index] = fresh;
+        }
+        std::printf("array %zu ran out of device memory with %zu models; retrying as %zu + %zu\n", a + 1,
+                    arrays[a].size(), first.size(), second.size());
+        sweep_log.write({{"event", "oom_split"}, {"array", a}, {"models", models},
+                         {"into", {first.size(), second.size()}}, {"error", e.what_without_backtrace()}});
+        arrays[a] = std::move(first);
+        arrays.insert(arrays.begin() + static_cast<std::ptrdiff_t>(a) + 1, std::move(second));
+        for (size_t b = a; b < arrays.size(); ++b) {
+          for (const SweepConfig* config : arrays[b]) by_index[config->index].array = static_cast<int64_t>(b);
+        }
+        --a;  // train the first half next
+      }
+    }
   }
+  result.arrays = static_cast<int64_t>(arrays.size());
+  result.array_sizes.clear();
+  for (const auto& members : arrays) result.array_sizes.push_back(static_cast<int64_t>(members.size()));
   result.total_s = wall.elapsed_s();
   for (auto& [index, r] : by_index) result.models.push_back(r);
   std::stable_sort(result.models.begin(), result.models.end(),
