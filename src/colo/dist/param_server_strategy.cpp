@@ -37,12 +37,9 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
   pull();
 }
 
-ParamServerStrategy::~ParamServerStrategy() {
-  try {
-    finish();
-  } catch (...) {
-  }
-}
+// No kDone here: a worker that fails mid-run must look to the servers like
+// one that went away (they then fail the run), not like one that finished.
+ParamServerStrategy::~ParamServerStrategy() = default;
 
 void ParamServerStrategy::begin_step() { model_.zero_grad(); }
 
