@@ -5,6 +5,7 @@
 #endif
 
 #include "colo/core/error.h"
+#include "colo/sched/store.h"
 #include "colo/server/daemon_info.h"
 #include "colo/server/token.h"
 
@@ -33,7 +34,7 @@ nlohmann::json DaemonClient::post(const std::string&, const nlohmann::json&) con
 std::string DaemonClient::get_text(const std::string&, bool*) const { throw std::runtime_error("built without colod"); }
 #else
 std::optional<DaemonClient> DaemonClient::find() {
-  std::string state = server::state_directory();
+  std::string state = sched::state_directory();
   auto info = server::find_daemon(state);
   if (!info) return std::nullopt;
   return DaemonClient(info->host, info->port, server::read_token(server::token_path(state)), info->store);

@@ -38,10 +38,7 @@ class Training {
     optimizer_ = std::make_unique<FlatOptimizer>(global_, gradient_, spec.train.optimizer);
     int64_t workers = static_cast<int64_t>(spec.simulate.workers.size());
     data::LoaderOptions shared = train::loader_options(spec.train, dataset_, kCpu, true);
-    test_options_ = shared;
-    test_options_.batch_size = spec.train.eval_batch_size;
-    test_options_.shuffle = false;
-    test_options_.augment = false;
+    test_options_ = test_loader_options(shared, spec.train.eval_batch_size);
     for (int64_t w = 0; w < workers; ++w) {
       data::LoaderOptions options = shared;
       options.shard_rank = w;

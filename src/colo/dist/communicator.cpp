@@ -80,9 +80,7 @@ Communicator::Communicator(Rendezvous& rendezvous, const std::string& name, int 
   if (backend == "gloo") {
 #if COLO_HAS_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    std::string host = rendezvous.member().rendezvous.rfind("tcp://127.", 0) == 0 ? "127.0.0.1" : "";
-    options->devices.push_back(host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                            : c10d::ProcessGroupGloo::createDeviceForHostname(host));
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rendezvous.local_host()));
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
 #else
     throw std::runtime_error("this build of colo has no Gloo (c10d's ProcessGroupGloo headers were not found)");

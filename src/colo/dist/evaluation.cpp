@@ -6,6 +6,16 @@
 
 namespace colo::dist {
 
+data::LoaderOptions test_loader_options(const data::LoaderOptions& training, int64_t eval_batch_size) {
+  data::LoaderOptions options = training;
+  options.batch_size = eval_batch_size;
+  options.shuffle = false;
+  options.augment = false;
+  options.shard_rank = 0;
+  options.shard_count = 1;
+  return options;
+}
+
 double test_accuracy(models::Classifier& model, const data::Split& test, const data::LoaderOptions& options,
                      double* loss) {
   torch::NoGradGuard no_grad;

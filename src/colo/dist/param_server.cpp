@@ -1,7 +1,5 @@
 #include "colo/dist/param_server.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -16,13 +14,6 @@
 namespace colo::dist {
 namespace {
 
-std::string this_host(const Rendezvous& rendezvous) {
-  if (rendezvous.member().rendezvous.rfind("tcp://127.", 0) == 0) return "127.0.0.1";
-  char name[256] = {};
-  ::gethostname(name, sizeof(name) - 1);
-  return name;
-}
-
 // A reply not sent yet: to `connection`, held since `since`.
 struct HeldReply {
   size_t connection;
@@ -33,7 +24,7 @@ struct HeldReply {
 class Server {
  public:
   Server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index)
-      : spec_(spec), index_(index), listener_(this_host(rendezvous)),
+      : spec_(spec), index_(index), listener_(rendezvous.local_host()),
         clock_(static_cast<size_t>(spec.workers), 0) {
     rendezvous.set(server_address_key(index), listener_.address());
   }

@@ -103,6 +103,13 @@ Rendezvous::Rendezvous(const Membership& member, std::chrono::milliseconds timeo
 Rendezvous::~Rendezvous() = default;
 
 const Membership& Rendezvous::member() const { return impl_->member; }
+
+std::string Rendezvous::local_host() const {
+  if (impl_->member.rendezvous.rfind("tcp://127.", 0) == 0) return "127.0.0.1";
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
 std::chrono::milliseconds Rendezvous::timeout() const { return impl_->timeout; }
 Rendezvous::Impl& Rendezvous::impl() { return *impl_; }
 

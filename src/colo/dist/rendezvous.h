@@ -39,6 +39,9 @@ class Rendezvous {
   Rendezvous& operator=(const Rendezvous&) = delete;
 
   const Membership& member() const;
+  // The address this process offers its peers: 127.0.0.1 when the run meets
+  // on a loopback rendezvous (one host), else this host's name.
+  std::string local_host() const;
   std::chrono::milliseconds timeout() const;
   void set(const std::string& key, const std::string& value);
   // Waits until `key` is set (throws std::runtime_error after the timeout).

@@ -93,12 +93,7 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   auto* switching = dynamic_cast<SwitchStrategy*>(strategy.get());
 
   data::LoaderOptions options = train::loader_options(spec.train, dataset, device, true);
-  data::LoaderOptions test_options = options;
-  test_options.batch_size = spec.train.eval_batch_size;
-  test_options.shuffle = false;
-  test_options.augment = false;
-  test_options.shard_rank = 0;
-  test_options.shard_count = 1;
+  data::LoaderOptions test_options = test_loader_options(options, spec.train.eval_batch_size);
   options.shard_rank = rank;
   options.shard_count = spec.workers;
   data::DataLoader loader(dataset.train, options);

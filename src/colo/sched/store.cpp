@@ -111,12 +111,14 @@ nlohmann::json to_json(const JobRecord& r) {
   return j;
 }
 
-std::string default_store_path() {
+std::string state_directory() {
   const char* state = std::getenv("XDG_STATE_HOME");
   const char* home = std::getenv("HOME");
   std::string base = state && *state ? state : std::string(home ? home : "/tmp") + "/.local/state";
-  return base + "/colo/jobs.db";
+  return base + "/colo";
 }
+
+std::string default_store_path() { return state_directory() + "/jobs.db"; }
 
 JobStore::JobStore(const std::string& path) : path_(path) {
   size_t slash = path.find_last_of('/');

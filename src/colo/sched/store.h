@@ -36,8 +36,10 @@ struct JobRecord {
 // placement, attempts, exit code, peak memory, energy, log.
 nlohmann::json to_json(const JobRecord& record);
 
-// The path used when none is given: $XDG_STATE_HOME/colo/jobs.db, else
-// ~/.local/state/colo/jobs.db.
+// colo's state directory: $XDG_STATE_HOME/colo, else ~/.local/state/colo.
+std::string state_directory();
+
+// The path used when none is given: state_directory()/jobs.db.
 std::string default_store_path();
 
 // An open store. Each method is one transaction, so a crash (kill -9) at any

@@ -23,7 +23,7 @@
 int main(int argc, char** argv) {
   colo::init_logging();
   CLI::App app{"colod: the colo daemon (scheduler + HTTP API on 127.0.0.1)"};
-  std::string state_dir = colo::server::state_directory();
+  std::string state_dir = colo::sched::state_directory();
   std::string store, policy = "best-fit", mode = "mps", recovery = "alone";
   int port = 0;
   double poll_s = 0.5;

@@ -2,8 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "colo/core/files.h"
@@ -11,13 +9,6 @@
 #include "colo/core/subprocess.h"
 
 namespace colo::server {
-
-std::string state_directory() {
-  const char* state = std::getenv("XDG_STATE_HOME");
-  const char* home = std::getenv("HOME");
-  std::string base = state && *state ? state : std::string(home ? home : "/tmp") + "/.local/state";
-  return base + "/colo";
-}
 
 std::string daemon_info_path(const std::string& state_dir) { return state_dir + "/colod.json"; }
 std::string token_path(const std::string& state_dir) { return state_dir + "/token"; }

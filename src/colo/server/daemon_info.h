@@ -1,6 +1,7 @@
 #pragma once
 // Where a running colod can be found: `<state dir>/colod.json` (its
-// address, port, pid and store) beside `<state dir>/token`.
+// address, port, pid and store) beside `<state dir>/token`; the state
+// directory is sched::state_directory() unless colod is told otherwise.
 
 #include <optional>
 #include <string>
@@ -14,8 +15,6 @@ struct DaemonInfo {
   std::string store;
 };
 
-// colo's state directory: $XDG_STATE_HOME/colo, else ~/.local/state/colo.
-std::string state_directory();
 std::string daemon_info_path(const std::string& state_dir);
 std::string token_path(const std::string& state_dir);
 
