@@ -2,21 +2,24 @@
 # GPU-machine replay of a real trace (bench/sched/make_replay_trace.py) under
 # exclusive and under best-fit with MPS, each inside `colo monitor` so that
 # the whole device's energy is counted. Writes $OUT/sched_*.json, the GPU
-# timelines $OUT/timeline_<policy>.csv (memory, SM activity, power every
-# 0.5 s; `python3 python/colo/plots.py report DIR` draws them) and prints the
+# timelines (memory, SM activity, power every 0.5 s) and a `colo report`
+# directory $OUT/sched_report.tgz (summary.json with the monitor's energy,
+# jobs_<policy>_<mode>.jsonl, timeline_<policy>.csv; `colo report DIR`
+# draws the Gantt charts, timelines and the policy bars), and prints the
 # comparison.
 set -uo pipefail
 BUILD=$1
 OUT=$2
 COLO=$PWD/$BUILD/colo
 work=$(mktemp -d)
+mkdir -p "$work/report"
 python3 bench/sched/make_replay_trace.py "$COLO" "$work/trace.csv"
 cp "$work/trace.csv" "$OUT/sched_trace.csv"
 run() {  # policy mode
   timeout 260 "$COLO" monitor --interval 0.5 --summary-json "$work/monitor_$1.json" \
-    --out "$OUT/timeline_$1.csv" -- \
+    --out "$work/report/timeline_$1.csv" -- \
     "$COLO" replay "$work/trace.csv" --policy "$1" --mode "$2" --poll 0.25 --store "$work/$1/jobs.db" \
-    --summary-json "$work/replay_$1.json" >"$work/replay_$1.txt" 2>&1
+    --summary-json "$work/replay_$1.json" --out "$work/report_$1" >"$work/replay_$1.txt" 2>&1
   echo "replay $1/$2: exit $?"
   tail -3 "$work/replay_$1.txt"
 }
@@ -47,9 +50,22 @@ summary = {
     "exclusive": ex, "best": bf,
 }
 json.dump(summary, open(f"{w}/sched_summary.json", "w"), indent=1)
+# One `colo report` directory for both runs, energy from the device counter.
+runs = []
+for policy, energy in (("exclusive", e_ex), ("best-fit", e_bf)):
+    try:
+        run = json.load(open(f"{w}/report_{policy}/summary.json"))[0]
+    except Exception:
+        continue
+    run["energy_j"] = energy
+    runs.append(run)
+json.dump(runs, open(f"{w}/report/summary.json", "w"), indent=1)
 for k in ["jobs", "exclusive_total_s", "best_total_s", "speedup_vs_exclusive", "exclusive_energy_j", "best_energy_j",
           "energy_reduction_vs_exclusive", "jobs_lost", "oom_events", "oom_unrecovered"]:
     print(f"sched {k}: {summary[k]}")
 PY
 cp "$work/sched_summary.json" "$OUT/sched_summary.json"
+cp "$work"/report_*/jobs_*.jsonl "$work/report/" 2>/dev/null
+"$COLO" report "$work/report" | tail -8
+tar -C "$work/report" -czf "$OUT/sched_report.tgz" .
 tar -C "$work" --exclude='*.db*' -czf "$OUT/sched_raw.tgz" . 2>/dev/null

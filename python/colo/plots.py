@@ -37,15 +37,30 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def time_unit(seconds):
+    """A divisor and label that keep a span of `seconds` readable."""
+    if seconds < 600:
+        return 1.0, "s"
+    if seconds < 3 * 3600:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
+def energy_unit(joules):
+    if joules < 1e6:
+        return 1e3, "kJ"
+    return 3.6e6, "kWh"
+
+
 def policies_plot(summary, path):
     names = [f"{r['policy']}\n{r['mode']}" for r in summary]
-    hours = [r["total_s"] / 3600 for r in summary]
-    kwh = [r["energy_j"] / 3.6e6 for r in summary]
+    t_div, t_label = time_unit(max(r["total_s"] for r in summary))
+    e_div, e_label = energy_unit(max(r["energy_j"] for r in summary))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    axes[0].bar(names, hours, color="tab:blue")
-    axes[0].set_ylabel("total time (h)")
-    axes[1].bar(names, kwh, color="tab:orange")
-    axes[1].set_ylabel("energy (kWh)")
+    axes[0].bar(names, [r["total_s"] / t_div for r in summary], color="tab:blue")
+    axes[0].set_ylabel(f"total time ({t_label})")
+    axes[1].bar(names, [r["energy_j"] / e_div for r in summary], color="tab:orange")
+    axes[1].set_ylabel(f"energy ({e_label})")
     for ax in axes:
         ax.tick_params(axis="x", labelsize=8)
     fig.suptitle("Trace by policy")
@@ -56,24 +71,28 @@ def policies_plot(summary, path):
 
 def gantt_plot(jobs, title, path):
     fig, ax = plt.subplots(figsize=(10, 4))
-    gpus = sorted({j["gpu"] for j in jobs if j["gpu"] >= 0})
-    lanes = {}  # per GPU, stack overlapping jobs in sub-lanes
-    colors = {"COMPLETED": "tab:green", "FAILED": "tab:red"}
-    for j in sorted(jobs, key=lambda j: j["start_s"]):
-        if j["gpu"] < 0 or j["start_s"] < 0 or j["end_s"] < 0:
-            continue
+    placed = [j for j in jobs if j["gpu"] >= 0 and j["start_s"] >= 0 and j["end_s"] >= 0]
+    gpus = sorted({j["gpu"] for j in placed})
+    div, label = time_unit(max([j["end_s"] for j in placed] + [1]))
+    lanes, assigned = {}, []  # per GPU, overlapping jobs stacked in sub-lanes
+    for j in sorted(placed, key=lambda j: j["start_s"]):
         ends = lanes.setdefault(j["gpu"], [])
         lane = next((i for i, e in enumerate(ends) if e <= j["start_s"]), len(ends))
         if lane == len(ends):
             ends.append(0)
         ends[lane] = j["end_s"]
-        y = j["gpu"] + min(lane, 7) / 8.0
-        ax.barh(y, (j["end_s"] - j["start_s"]) / 3600, left=j["start_s"] / 3600, height=1 / 8.0,
-                color=colors.get(j["state"], "tab:gray"), edgecolor="none")
+        assigned.append((j, lane))
+    height = 1.0 / max([len(e) for e in lanes.values()] + [1])
+    colors = {"COMPLETED": "tab:green", "FAILED": "tab:red"}
+    for j, lane in assigned:
+        # A job that completed after running out of memory: its last attempt, in orange.
+        color = "tab:orange" if j.get("oom_deaths", 0) and j["state"] == "COMPLETED" else colors.get(j["state"], "tab:gray")
+        ax.barh(j["gpu"] - 0.5 + (lane + 0.5) * height, (j["end_s"] - j["start_s"]) / div, left=j["start_s"] / div,
+                height=height * 0.9, color=color, edgecolor="none")
     ax.set_yticks(gpus)
     ax.set_yticklabels([f"GPU {g}" for g in gpus])
-    ax.set_xlabel("time (h)")
-    ax.set_title(title)
+    ax.set_xlabel(f"time ({label})")
+    ax.set_title(title + "  (green: completed, orange: completed after an OOM, red: failed)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

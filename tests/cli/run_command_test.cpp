@@ -13,6 +13,7 @@
 
 #include "cli/colo_process.h"
 #include "colo/core/files.h"
+#include "colo/core/json_lines.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
 
@@ -116,7 +117,7 @@ TEST(ColoReplay, SubmitsJobsAtTheirOffsetsAndRunsThemAll) {
       "0,a,1,1,0.2,1073741824,0,date +%s.%N > ") + dir.file("a") + "\n"
       "1.0,b,1,1,0.2,1073741824,0,date +%s.%N > " + dir.file("b") + "\n");
   auto run = testing::run_colo(dir, "replay " + dir.file("trace.csv") + " --policy magm --poll 0.05 --summary-json " +
-                                        dir.file("sum.json"),
+                                        dir.file("sum.json") + " --out " + dir.file("report"),
                                "COLO_SIMULATED_GPUS=1");
   ASSERT_EQ(run.status, 0) << run.err;
   auto summary = nlohmann::json::parse(read_file(dir.file("sum.json")));
@@ -124,6 +125,22 @@ TEST(ColoReplay, SubmitsJobsAtTheirOffsetsAndRunsThemAll) {
   EXPECT_EQ(summary["jobs_lost"], 0);
   double a = std::stod(read_file(dir.file("a"))), b = std::stod(read_file(dir.file("b")));
   EXPECT_GE(b - a, 0.9) << "b was submitted a second after a";
+
+  // --out: what `colo report` reads, with times from the replay's start.
+  auto runs = nlohmann::json::parse(read_file(dir.file("report/summary.json")));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["policy"], "magm");
+  EXPECT_EQ(runs[0]["completed"], 2);
+  auto jobs = read_json_lines(dir.file("report/jobs_magm_mps.jsonl"));
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[1]["name"], "b");
+  EXPECT_EQ(jobs[1]["state"], "COMPLETED");
+  EXPECT_EQ(jobs[1]["gpu"], 0);
+  double b_submit = jobs[1]["submit_s"], b_start = jobs[1]["start_s"], b_end = jobs[1]["end_s"];
+  EXPECT_NEAR(b_submit, 1.0, 0.5);
+  EXPECT_LE(b_submit, b_start);
+  EXPECT_LT(b_start, b_end);
+  EXPECT_LT(b_end, summary["total_s"].get<double>() + 0.5);
 }
 
 TEST(ColoReplay, TraceJobWithoutACommandIsRejected) {

@@ -9,6 +9,8 @@
 #include "colo/cli/daemon_client.h"
 #include "colo/cli/job_memory.h"
 #include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/json_lines.h"
 #include "colo/core/interrupt_cleanup.h"
 #include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
@@ -39,6 +41,7 @@ struct RunArgs {
 struct ReplayArgs {
   SchedulingArgs scheduling;
   std::string trace;
+  std::string out;  // a `colo report` directory: summary.json and jobs_<policy>_<mode>.jsonl
 };
 
 // Runner options from the flags; validates names before anything is written.
@@ -88,8 +91,7 @@ struct BatchTotals {
 
 std::string duration_cell(const sched::JobRecord& job) {
   if (!job.start_s) return "-";
-  double end = job.end_s.value_or(
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  double end = job.end_s.value_or(unix_time_s());
   return fixed(end - *job.start_s, 1);
 }
 
@@ -166,6 +168,23 @@ int run_batch(const RunArgs& args) {
   return totals.failed > 0 || totals.lost > 0 ? 1 : 0;
 }
 
+// Writes what `colo report` reads, as `colo simulate --out` does: a one-run
+// summary.json and a record per job with times in seconds from `t0`
+// (the replay's start). A job that was retried shows its last attempt.
+void write_report_directory(const std::string& dir, const nlohmann::json& summary, const SchedulingArgs& scheduling,
+                            const std::vector<sched::JobRecord>& jobs, double t0) {
+  auto since_start = [t0](const std::optional<double>& t) { return t ? *t - t0 : -1.0; };
+  JsonLinesWriter out(dir + "/jobs_" + scheduling.policy + "_" + scheduling.mode + ".jsonl",
+                      JsonLinesWriter::Mode::kTruncate);
+  for (const auto& j : jobs) {
+    out.write({{"id", j.id}, {"name", j.spec.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu},
+               {"submit_s", j.submit_s - t0}, {"start_s", since_start(j.start_s)}, {"end_s", since_start(j.end_s)},
+               {"attempts", j.attempts}, {"oom_deaths", j.oom_deaths}, {"energy_j", j.energy_j},
+               {"peak_mem_bytes", j.peak_mem_bytes.value_or(0)}});
+  }
+  write_file_atomically(dir + "/summary.json", nlohmann::json::array({summary}).dump(1) + "\n");
+}
+
 // Submits each trace job at its offset while the runner works; returns when
 // every job is final.
 int run_replay(const ReplayArgs& args) {
@@ -180,8 +199,10 @@ int run_replay(const ReplayArgs& args) {
   std::string store_path = scheduling.store.empty()
                                ? args.trace + ".replay-" + scheduling.policy + "-" + scheduling.mode + "/jobs.db"
                                : scheduling.store;
+  if (!args.out.empty()) ensure_writable_dir(args.out, "--out", "");
   sched::JobStore store(store_path);
   if (!store.list().empty()) throw InputError(store_path, "", "expected a new store for a replay");
+  double t0 = unix_time_s();
   sched::Runner runner(store, gpu::discover_devices(), options);
   int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo replay was interrupted"); });
   Stopwatch wall;
@@ -209,12 +230,11 @@ int run_replay(const ReplayArgs& args) {
   BatchTotals totals(jobs);
   std::printf("replay %s/%s: %d completed, %d failed, %d OOM deaths, %d lost, %.1f s\n", scheduling.policy.c_str(),
               scheduling.mode.c_str(), totals.completed, totals.failed, totals.oom_events, totals.lost, total_s);
-  if (!scheduling.summary_json.empty()) {
-    nlohmann::json summary = totals.to_json(scheduling, total_s);
-    summary["trace"] = args.trace;
-    summary["jobs"] = jobs.size();
-    write_file_atomically(scheduling.summary_json, summary.dump(1) + "\n");
-  }
+  nlohmann::json summary = totals.to_json(scheduling, total_s);
+  summary["trace"] = args.trace;
+  summary["jobs"] = jobs.size();
+  if (!scheduling.summary_json.empty()) write_file_atomically(scheduling.summary_json, summary.dump(1) + "\n");
+  if (!args.out.empty()) write_report_directory(args.out, summary, scheduling, jobs, t0);
   return totals.failed > 0 || totals.lost > 0 ? 1 : 0;
 }
 
@@ -227,6 +247,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   cmd->add_option("trace", args->trace, "trace CSV with commands (docs/trace-format.md)")->required();
   cmd->add_option("--store", args->scheduling.store, "new job store (default: <trace>.replay-<policy>-<mode>/jobs.db)");
   add_scheduling_options(cmd, args->scheduling);
+  cmd->add_option("--out", args->out, "write summary.json and jobs_<policy>_<mode>.jsonl here (for colo report)");
   cmd->callback([args, &exit_code] { exit_code = run_replay(*args); });
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Monotonic wall-clock timing in seconds.
+// Wall-clock time in seconds: monotonic intervals and the Unix time of now.
 
 #include <chrono>
 
@@ -18,5 +18,11 @@ class Stopwatch {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start_;
 };
+
+// Seconds since the Unix epoch (the system clock: comparable across
+// processes and restarts, unlike Stopwatch).
+inline double unix_time_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace colo

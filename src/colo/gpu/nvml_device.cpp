@@ -3,15 +3,13 @@
 #include <chrono>
 #include <thread>
 
+#include "colo/core/stopwatch.h"
+
 namespace colo::gpu {
 namespace {
 
 double steady_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double unix_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::vector<MigInstance> mig_instances(const nvml::Api& api, nvml::DeviceHandle handle) {
@@ -118,7 +116,7 @@ DeviceSample NvmlDevice::sample() {
   s.index = info_.index;
   read_gpm(s);
   s.time_s = steady_s();
-  s.unix_s = unix_s();
+  s.unix_s = unix_time_s();
   nvml::MemoryV2 memory2{nvml::kMemoryV2Version, 0, 0, 0, 0};
   nvml::Memory memory{};
   if (api_.DeviceGetMemoryInfoV2 && api_.DeviceGetMemoryInfoV2(handle_, &memory2) == nvml::kSuccess) {

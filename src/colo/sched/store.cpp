@@ -8,13 +8,10 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/stopwatch.h"
 
 namespace colo::sched {
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -162,7 +159,7 @@ std::vector<int64_t> JobStore::submit(const std::vector<JobSpec>& specs) {
   std::vector<int64_t> ids;
   exec("BEGIN IMMEDIATE;");
   try {
-    double now = unix_now();
+    double now = unix_time_s();
     for (const auto& spec : specs) {
       for (const auto& one : expand_array(spec)) {
         Statement s(db_, "INSERT INTO jobs (spec, state, priority, submit_s) VALUES (?, 'PENDING', ?, ?)");
@@ -202,7 +199,7 @@ bool JobStore::mark_running(int64_t id, int gpu, int pid, const std::string& log
   Statement s(db_,
               "UPDATE jobs SET state = 'RUNNING', start_s = ?, end_s = NULL, gpu = ?, pid = ?, log_path = ?, "
               "attempts = attempts + 1 WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
-  s.bind(1, unix_now()).bind(2, int64_t{gpu}).bind(3, int64_t{pid}).bind(4, log_path).bind(5, id).step();
+  s.bind(1, unix_time_s()).bind(2, int64_t{gpu}).bind(3, int64_t{pid}).bind(4, log_path).bind(5, id).step();
   return sqlite3_changes(db_) == 1;
 }
 
@@ -213,7 +210,7 @@ void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit
               "oom_deaths = oom_deaths + ?5, "
               "peak_mem_bytes = CASE WHEN ?6 IS NULL THEN peak_mem_bytes ELSE MAX(COALESCE(peak_mem_bytes, 0), ?6) END, "
               "energy_j = energy_j + ?7 WHERE id = ?8 AND state = 'RUNNING'");
-  s.bind(1, to_string(state)).bind(2, unix_now());
+  s.bind(1, to_string(state)).bind(2, unix_time_s());
   if (exit_code) s.bind(3, int64_t{*exit_code}); else s.bind_null(3);
   s.bind(4, reason).bind(5, int64_t{state == JobState::kOutOfMemory ? 1 : 0});
   if (peak_mem_bytes) s.bind(6, *peak_mem_bytes); else s.bind_null(6);
@@ -231,7 +228,7 @@ std::optional<JobState> JobStore::cancel(int64_t id) {
     auto job = get(id);
     if (job && !is_final(job->state)) {
       Statement s(db_, "UPDATE jobs SET state = 'CANCELLED', end_s = ?, reason = 'cancelled by user' WHERE id = ?");
-      s.bind(1, unix_now()).bind(2, id).step();
+      s.bind(1, unix_time_s()).bind(2, id).step();
     }
     exec("COMMIT;");
     return job ? std::optional<JobState>(job->state) : std::nullopt;
