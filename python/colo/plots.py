@@ -88,7 +88,7 @@ def gantt_plot(jobs, title, path):
         # A job that completed after running out of memory: its last attempt, in orange.
         color = "tab:orange" if j.get("oom_deaths", 0) and j["state"] == "COMPLETED" else colors.get(j["state"], "tab:gray")
         ax.barh(j["gpu"] - 0.5 + (lane + 0.5) * height, (j["end_s"] - j["start_s"]) / div, left=j["start_s"] / div,
-                height=height * 0.9, color=color, edgecolor="none")
+                height=height * 0.9, color=color, edgecolor="white", linewidth=1.0)
     ax.set_yticks(gpus)
     ax.set_yticklabels([f"GPU {g}" for g in gpus])
     ax.set_xlabel(f"time ({label})")
@@ -140,7 +140,8 @@ def report(directory):
         with open(csv_path) as f:
             if not f.readline().startswith("unix_s,time_s,index"):
                 continue
-        path = os.path.join(directory, "timeline_" + os.path.basename(csv_path)[:-4] + ".png")
+        stem = os.path.basename(csv_path)[:-4]
+        path = os.path.join(directory, (stem if stem.startswith("timeline_") else "timeline_" + stem) + ".png")
         if timeline_plot(csv_path, path):
             written.append(path)
     return written
