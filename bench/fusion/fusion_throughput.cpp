@@ -106,7 +106,7 @@ int run(int argc, char** argv) {
   std::string model = "lenet", mode = "fused", device_name = "cuda", data_path;
   int64_t models = 1, batch = 128, warmup = 30;
   double seconds = 3.0, start_at = 0;
-  bool graph = true, sample = false, channels_last = false;
+  bool graph = true, sample = false, channels_last = false, bf16 = false;
   app.add_option("--model", model, "mlp | lenet | resnet18")->check(CLI::IsMember({"mlp", "lenet", "resnet18"}));
   app.add_option("--mode", mode, "fused | single")->check(CLI::IsMember({"fused", "single"}));
   app.add_option("--models", models, "models in the fused array")->check(CLI::Range(1, 1024));
@@ -118,6 +118,7 @@ int run(int argc, char** argv) {
   app.add_option("--data", data_path, "Fashion-MNIST directory");
   app.add_flag("!--no-graph", graph, "fused: run the step eagerly instead of as a CUDA graph");
   app.add_flag("--channels-last", channels_last, "fused: NHWC convolutions");
+  app.add_flag("--bf16", bf16, "fused: forward passes under bfloat16 autocast");
   app.add_flag("--sample", sample, "sample the GPU (SM activity, energy) over the window");
   CLI11_PARSE(app, argc, argv);
 
@@ -139,6 +140,7 @@ int run(int argc, char** argv) {
     colo::fuse::ArrayOptions options;
     options.cuda_graph = graph;
     options.channels_last = channels_last;
+    options.bf16_autocast = bf16;
     array = std::make_unique<colo::fuse::ArrayTrainer>(specs, dataset, device, options);
     run_steps = [&](int64_t steps) { array->train_steps(steps); };
   } else {
@@ -197,6 +199,7 @@ int run(int argc, char** argv) {
   if (array) {
     out["cuda_graph"] = array->graphed();
     out["channels_last"] = channels_last;
+    out["bf16_autocast"] = bf16;
     if (!array->graph_error().empty()) out["graph_error"] = array->graph_error();
   }
   if (sampler) {

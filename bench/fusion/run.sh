@@ -21,7 +21,8 @@ counts=("$@")
 [ ${#models[@]} -eq 0 ] && models=(lenet mlp resnet18)
 [ ${#counts[@]} -eq 0 ] && counts=(1 2 4 8 16 32 64)
 SECONDS_WINDOW=${SECONDS_WINDOW:-2}
-# STRATEGIES: which of sequential fused fused_cl pytorch concurrent mps to run.
+# STRATEGIES: which of sequential fused fused_cl fused_bf16 pytorch concurrent mps to run
+# (fused_bf16: the fused array under bfloat16 autocast; not in the default set).
 STRATEGIES=" ${STRATEGIES:-sequential fused fused_cl pytorch concurrent mps} "
 on() { [[ "$STRATEGIES" == *" $1 "* ]]; }
 BIN="$BUILD/bench/fusion_throughput"
@@ -105,6 +106,7 @@ for model in "${models[@]}"; do
     fused=(timeout 240 "$BIN" --model "$model" --mode fused --models "$n" --seconds "$SECONDS_WINDOW" --warmup-steps $warm --sample)
     on fused && record fused "$model" "$n" "$("${fused[@]}" 2>>"$LOG" | tail -1)"
     on fused_cl && record fused_cl "$model" "$n" "$("${fused[@]}" --channels-last 2>>"$LOG" | tail -1)"
+    on fused_bf16 && record fused_bf16 "$model" "$n" "$("${fused[@]}" --bf16 2>>"$LOG" | tail -1)"
     on pytorch && record pytorch "$model" "$n" "$(timeout 240 python3 "$HERE/pytorch_fused.py" --model "$model" --models "$n" --seconds "$SECONDS_WINDOW" 2>>"$LOG" | tail -1)"
     # A ResNet-18 process holds ~1.8 GB with its CUDA context: 64 of them do not fit 80 GB.
     if [ "$model" = resnet18 ] && [ "$n" -gt 32 ]; then

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "colo/fuse/autocast_guard.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/train/trainer.h"
 #include "support/temp_dir.h"
@@ -52,6 +53,56 @@ TEST(ArrayTrainer, EachModelEndsWhereItsOwnTrainingEnds) {
     EXPECT_NEAR(records[i][1].test_accuracy, expected[1].test_accuracy, 1e-9) << "model " << i;
     EXPECT_NEAR(records[i][1].loss, expected[1].loss, 1e-4) << "model " << i;
     EXPECT_NEAR(records[i][1].lr, expected[1].lr, 1e-12) << "model " << i;
+  }
+}
+
+TEST(Bf16AutocastGuard, MatmulsRunInBfloat16OnlyWhileItLives) {
+  at::Tensor a = at::randn({4, 4});
+  {
+    Bf16AutocastGuard on(c10::kCPU, true);
+    EXPECT_TRUE(Bf16AutocastGuard::active(c10::kCPU));
+    EXPECT_EQ(at::mm(a, a).scalar_type(), at::kBFloat16);
+    EXPECT_EQ(at::baddbmm(a.unsqueeze(0), a.unsqueeze(0), a.unsqueeze(0)).scalar_type(), at::kBFloat16);
+    EXPECT_EQ((a + a).scalar_type(), at::kFloat);
+  }
+  EXPECT_FALSE(Bf16AutocastGuard::active(c10::kCPU));
+  EXPECT_EQ(at::mm(a, a).scalar_type(), at::kFloat);
+  Bf16AutocastGuard off(c10::kCPU, false);
+  EXPECT_FALSE(Bf16AutocastGuard::active(c10::kCPU));
+}
+
+// bf16 autocast changes the arithmetic (the result is not float32's) but not
+// the training: the parameters stay within a few percent and stay finite.
+TEST(ArrayTrainer, Bf16AutocastTrainsCloseToFloat32) {
+  testing::TempDir dir;
+  std::vector<train::TrainSpec> specs;
+  for (int i = 0; i < 2; ++i) {
+    specs.push_back(train::parse_train_spec(dir.write(
+        "s" + std::to_string(i) + ".toml", spec_text(dir.file("o"), 0.05 * (i + 1), ""))));
+  }
+  data::Dataset dataset = data::load_dataset(specs[0].data);
+  ArrayTrainer exact(specs, dataset, c10::Device(c10::kCPU));
+  ArrayOptions bf16_options;
+  bf16_options.bf16_autocast = true;
+  ArrayTrainer bf16(specs, dataset, c10::Device(c10::kCPU), bf16_options);
+  std::map<int64_t, std::vector<train::EpochRecord>> records;
+  exact.run([](int64_t, const train::EpochRecord&) {});
+  bf16.run([&](int64_t model, const train::EpochRecord& r) { records[model].push_back(r); });
+  EXPECT_FALSE(Bf16AutocastGuard::active(c10::kCPU));
+  for (int64_t i = 0; i < 2; ++i) {
+    auto expected = exact.extract(i)->named_parameters();
+    double diff = 0, norm = 0;
+    for (const auto& item : bf16.extract(i)->named_parameters()) {
+      ASSERT_TRUE(item.value().isfinite().all().item<bool>()) << item.key();
+      EXPECT_EQ(item.value().scalar_type(), at::kFloat) << "master weights stay float32";
+      diff += (item.value() - expected[item.key()]).pow(2).sum().item<double>();
+      norm += expected[item.key()].pow(2).sum().item<double>();
+    }
+    double relative = std::sqrt(diff / norm);
+    EXPECT_GT(relative, 1e-4) << "model " << i << ": bf16 autocast had no effect";
+    EXPECT_LT(relative, 0.05) << "model " << i;
+    ASSERT_EQ(records[i].size(), 2u);
+    EXPECT_TRUE(std::isfinite(records[i][1].loss));
   }
 }
 

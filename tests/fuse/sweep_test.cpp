@@ -39,6 +39,10 @@ TEST(SweepSpec, GridIsTheProductOfTheAxesWithValuesApplied) {
   EXPECT_EQ(seen.size(), 12u);
   EXPECT_EQ(configs[0].values["lr"], 0.01);
   EXPECT_EQ(configs[11].values["lr"], 0.3) << "first axis slowest";
+  EXPECT_FALSE(spec.bf16_autocast) << "float32 unless asked";
+  auto bf16 = parse_sweep_spec(dir.write("b.toml", base_text(dir.file("o")) +
+      "[sweep]\nbf16_autocast = true\n[sweep.axes]\nlr = [0.1]\n"));
+  EXPECT_TRUE(bf16.bf16_autocast);
 }
 
 TEST(SweepSpec, RandomSamplingStaysInItsRangesAndIsReproducible) {
@@ -81,6 +85,8 @@ TEST(SweepSpec, BadSweepsAreRejectedWithTheField) {
   EXPECT_NE(error("[sweep]\nhalving = { rungs = [2, 1] }\n[sweep.axes]\nlr = [0.1]\n").find("ascending"),
             std::string::npos);
   EXPECT_NE(error("[sweep]\n[sweep.axes]\noptimizer = [\"lion\"]\n").find("sweep.axes.optimizer"), std::string::npos);
+  EXPECT_NE(error("[sweep]\nbf16_autocast = \"yes\"\n[sweep.axes]\nlr = [0.1]\n").find("sweep.bf16_autocast"),
+            std::string::npos);
 }
 
 TEST(Sweep, TrainsArraysWritesEveryModelAndRanksThem) {

@@ -8,6 +8,8 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include "colo/fuse/autocast_guard.h"
+
 namespace colo::fuse {
 
 #if COLO_HAS_CUDA
@@ -26,8 +28,8 @@ at::Tensor per_model_loss(const at::Tensor& logits, const at::Tensor& labels) {
       .mean(1);
 }
 
-ArrayStep::ArrayStep(FusedClassifier& array, FusedOptimizer& optimizer, bool cuda_graph)
-    : array_(array), optimizer_(optimizer) {
+ArrayStep::ArrayStep(FusedClassifier& array, FusedOptimizer& optimizer, bool cuda_graph, bool bf16_autocast)
+    : array_(array), optimizer_(optimizer), bf16_autocast_(bf16_autocast) {
   at::Tensor any = array.parameters().front();
   want_graph_ = cuda_graph && any.is_cuda();
   auto on_device = at::TensorOptions().device(any.device());
@@ -45,8 +47,12 @@ void ArrayStep::reset_totals() {
 }
 
 void ArrayStep::eager(const at::Tensor& inputs, const at::Tensor& labels) {
-  at::Tensor logits = array_.forward(inputs);
-  at::Tensor losses = per_model_loss(logits, labels);
+  at::Tensor logits;
+  {
+    Bf16AutocastGuard autocast(inputs.device().type(), bf16_autocast_);
+    logits = array_.forward(inputs);
+  }
+  at::Tensor losses = per_model_loss(logits.to(at::kFloat), labels);
   optimizer_.zero_grad();
   losses.sum().backward();
   optimizer_.step();

@@ -19,8 +19,10 @@ class ArrayStep {
   // that shape is copied into the graph's input and replayed: one launch per
   // step instead of hundreds. Other shapes (a short last batch) run eagerly.
   // If capture fails, the step stays eager and graph_error() says why.
-  // Callers on CUDA must keep one stream current for every call.
-  ArrayStep(FusedClassifier& array, FusedOptimizer& optimizer, bool cuda_graph);
+  // Callers on CUDA must keep one stream current for every call. With
+  // `bf16_autocast` the forward pass runs under bfloat16 autocast and the
+  // losses are taken in float32.
+  ArrayStep(FusedClassifier& array, FusedOptimizer& optimizer, bool cuda_graph, bool bf16_autocast = false);
   ~ArrayStep();
 
   // Trains every model on one batch (inputs [B, ...], labels [B]); adds each
@@ -44,6 +46,7 @@ class ArrayStep {
   FusedClassifier& array_;
   FusedOptimizer& optimizer_;
   bool want_graph_;
+  bool bf16_autocast_;
   int64_t warmup_left_ = 3;
   at::Tensor loss_sums_, correct_;
   at::Tensor static_inputs_, static_labels_;

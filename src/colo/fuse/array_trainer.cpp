@@ -105,7 +105,7 @@ ArrayTrainer::ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Data
 ArrayTrainer::~ArrayTrainer() = default;
 
 void ArrayTrainer::build_step() {
-  step_ = std::make_unique<ArrayStep>(*array_, *optimizer_, options_.cuda_graph);
+  step_ = std::make_unique<ArrayStep>(*array_, *optimizer_, options_.cuda_graph, options_.bf16_autocast);
 }
 
 models::ClassifierPtr ArrayTrainer::extract(int64_t model) const {

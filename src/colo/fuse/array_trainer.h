@@ -28,6 +28,7 @@ struct ArrayOptions {
   bool cuda_graph = true;       // capture the whole step on CUDA
   bool cudnn_benchmark = true;  // let cuDNN time its algorithms (CUDA)
   bool channels_last = false;   // NHWC convolutions
+  bool bf16_autocast = false;   // forward passes under bfloat16 autocast (losses in float32)
 };
 
 // Successive halving inside the array: after each epoch in `rungs`, the

@@ -143,6 +143,7 @@ SweepResult run_sweep(const SweepSpec& spec) {
   ArrayOptions options;
   options.cuda_graph = spec.cuda_graph;
   options.channels_last = spec.channels_last;
+  options.bf16_autocast = spec.bf16_autocast;
 
   std::map<int64_t, std::unique_ptr<JsonLinesWriter>> metrics;
   for (size_t a = 0; a < arrays.size(); ++a) {

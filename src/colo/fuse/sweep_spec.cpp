@@ -111,6 +111,7 @@ SweepSpec parse_sweep_spec(const std::string& path) {
   // Measured on an H100 (bench/results/fusion): NHWC fused ResNet-18 arrays
   // train 1.15-1.4x faster than NCHW at N = 1..32; NCHW LeNet arrays faster.
   spec.channels_last = sweep->boolean_or("channels_last", spec.base.model.name == "resnet");
+  spec.bf16_autocast = sweep->boolean_or("bf16_autocast", spec.bf16_autocast);
   spec.side_by_side = sweep->boolean_or("side_by_side", spec.side_by_side);
   if (auto halving = sweep->table("halving")) {
     spec.halving_enabled = true;

@@ -33,6 +33,7 @@ struct SweepSpec {
   int64_t max_array = 0;          // models per array; 0 = as many as the device fits
   bool cuda_graph = true;
   bool channels_last = false;     // default: true for resnet (measured faster), else false
+  bool bf16_autocast = false;     // forward passes in bfloat16 (off: float32, as trained alone)
   bool side_by_side = false;      // all arrays in one data pass, each on its own CUDA stream
   bool halving_enabled = false;
   Halving halving;
