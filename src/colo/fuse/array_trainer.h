@@ -29,6 +29,7 @@ struct ArrayOptions {
   bool cudnn_benchmark = true;  // let cuDNN time its algorithms (CUDA)
   bool channels_last = false;   // NHWC convolutions
   bool bf16_autocast = false;   // forward passes under bfloat16 autocast (losses in float32)
+  bool own_grouped_conv = true; // small-group convolutions on colo's CUDA kernels (grouped_conv.h)
 };
 
 // Successive halving inside the array: after each epoch in `rungs`, the

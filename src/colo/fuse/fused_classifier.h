@@ -25,8 +25,10 @@ class FusedClassifier : public torch::nn::Module {
   // inputs [B, ...] (one batch for every model) -> logits [N, B, classes].
   virtual at::Tensor forward(const at::Tensor& inputs) = 0;
 
-  // Puts every fused convolution in NHWC layout (see FusedConv2d).
-  void set_channels_last(bool on);
+  // Sets every fused convolution's layout (NHWC when `channels_last`) and
+  // whether small-group convolutions may use colo's own CUDA kernels (see
+  // FusedConv2d and grouped_conv.h).
+  void set_convolution_options(bool channels_last, bool own_grouped_kernels);
 
  private:
   int64_t models_;

@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include "colo/fuse/grouped_conv.h"
+
 namespace colo::fuse {
 
 // Parameters start uninitialised: an array is always filled from N single
@@ -70,7 +72,7 @@ at::Tensor FusedConv2d::run(const at::Tensor& x, int64_t groups) {
                       w.contiguous(at::MemoryFormat::ChannelsLast), b, {stride_, stride_},
                       {padding_, padding_}, {1, 1}, groups);
   }
-  return at::conv2d(x, w, b, {stride_, stride_}, {padding_, padding_}, {1, 1}, groups);
+  return grouped_conv2d(x, w, b, stride_, padding_, groups, own_grouped_kernels_);
 }
 
 at::Tensor FusedConv2d::forward(const at::Tensor& x) { return run(x, models_); }

@@ -1,0 +1,97 @@
+#include "colo/fuse/grouped_conv.h"
+
+#include <ATen/ATen.h>
+
+#if COLO_HAS_CUDA
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "colo/fuse/cuda/grouped_conv_kernels.h"
+#endif
+
+namespace colo::fuse {
+namespace {
+
+#if COLO_HAS_CUDA
+cuda::GroupedConvShape shape_of(const at::Tensor& x, const at::Tensor& weight, int64_t groups, int64_t padding) {
+  cuda::GroupedConvShape s;
+  s.batch = x.size(0);
+  s.groups = groups;
+  s.in_per_group = x.size(1) / groups;
+  s.out_per_group = weight.size(0) / groups;
+  s.height = x.size(2);
+  s.width = x.size(3);
+  s.kernel = weight.size(2);
+  s.padding = padding;
+  return s;
+}
+
+void* current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x_in,
+                            const at::Tensor& weight_in, const at::Tensor& bias_in, int64_t groups, int64_t padding) {
+    at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+    at::Tensor bias = bias_in.defined() ? bias_in.contiguous() : bias_in;
+    auto s = shape_of(x, weight, groups, padding);
+    at::Tensor y = at::empty({s.batch, s.groups * s.out_per_group, s.out_height(), s.out_width()}, x.options());
+    cuda::grouped_conv_forward(x.data_ptr<float>(), weight.data_ptr<float>(),
+                               bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), s,
+                               current_stream());
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["groups"] = groups;
+    ctx->saved_data["padding"] = padding;
+    ctx->saved_data["bias"] = bias.defined();
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& weight = saved[1];
+    at::Tensor dy = grads[0].contiguous();
+    auto s = shape_of(x, weight, ctx->saved_data["groups"].toInt(), ctx->saved_data["padding"].toInt());
+    at::Tensor dx, dw, db;
+    if (ctx->needs_input_grad(0)) {
+      dx = at::empty_like(x);
+      cuda::grouped_conv_input_grad(dy.data_ptr<float>(), weight.data_ptr<float>(), dx.data_ptr<float>(), s,
+                                    current_stream());
+    }
+    if (ctx->needs_input_grad(1)) {
+      dw = at::empty_like(weight);
+      cuda::grouped_conv_weight_grad(dy.data_ptr<float>(), x.data_ptr<float>(), dw.data_ptr<float>(), s,
+                                     current_stream());
+    }
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = dy.sum({0, 2, 3});
+    return {dx, dw, db, at::Tensor(), at::Tensor()};
+  }
+};
+#endif
+
+}  // namespace
+
+bool own_grouped_conv_applies(const at::Tensor& x, const at::Tensor& weight, int64_t groups, int64_t stride) {
+#if COLO_HAS_CUDA
+  if (!x.is_cuda() || x.scalar_type() != at::kFloat || weight.scalar_type() != at::kFloat) return false;
+  if (stride != 1 || groups <= 1 || x.dim() != 4 || weight.dim() != 4) return false;
+  if (weight.size(2) != weight.size(3) || !cuda::grouped_conv_kernel_size_supported(weight.size(2))) return false;
+  return x.size(1) / groups <= 16 && weight.size(0) / groups <= 32;
+#else
+  (void)x, (void)weight, (void)groups, (void)stride;
+  return false;
+#endif
+}
+
+at::Tensor grouped_conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t stride,
+                          int64_t padding, int64_t groups, bool allow_own) {
+#if COLO_HAS_CUDA
+  if (allow_own && own_grouped_conv_applies(x, weight, groups, stride)) {
+    return OwnGroupedConv::apply(x, weight, bias, groups, padding);
+  }
+#endif
+  return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {1, 1}, groups);
+}
+
+}  // namespace colo::fuse
