@@ -52,6 +52,9 @@ TEST(GroupedConv, CpuTensorsUseAtenAndMatchIt) {
 // and agree with cuDNN's in value and gradients.
 TEST(GroupedConv, OwnCudaKernelsMatchCudnn) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  // cuDNN would otherwise round its inputs to TF32 (10-bit mantissa).
+  bool tf32 = at::globalContext().allowTF32CuDNN();
+  at::globalContext().setAllowTF32CuDNN(false);
   at::Tensor x = at::randn({2, 32 * 6, 12, 12}, at::kCUDA), w = at::randn({32 * 16, 6, 5, 5}, at::kCUDA);
   EXPECT_TRUE(own_grouped_conv_applies(x, w, 32, 1));
   EXPECT_FALSE(own_grouped_conv_applies(x, w, 32, 2)) << "stride 2 is cuDNN's";
@@ -59,6 +62,7 @@ TEST(GroupedConv, OwnCudaKernelsMatchCudnn) {
   expect_matches_conv2d({64, 32, 6, 16, 12, 5, 0, true}, at::kCUDA);   // LeNet conv2, 32 models
   expect_matches_conv2d({16, 8, 3, 8, 10, 3, 1, false}, at::kCUDA);    // 3x3, padded, no bias
   expect_matches_conv2d({3, 5, 16, 32, 7, 5, 2, true}, at::kCUDA);     // largest groups taken
+  at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
 }  // namespace
