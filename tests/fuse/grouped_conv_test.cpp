@@ -26,6 +26,7 @@ void expect_matches_conv2d(const Case& c, const at::Device& device) {
   at::Tensor up = at::randn({c.batch, c.groups * c.out, c.size + 2 * c.padding - c.kernel + 1,
                              c.size + 2 * c.padding - c.kernel + 1}, options);
 
+  EXPECT_EQ(own_grouped_conv_applies(x, w, c.groups, 1, c.padding), device.is_cuda()) << "the path under test";
   at::Tensor y = grouped_conv2d(x, w, b, 1, c.padding, c.groups);
   (y * up).sum().backward();
   at::Tensor dx = x.grad().clone(), dw = w.grad().clone();
@@ -44,7 +45,7 @@ void expect_matches_conv2d(const Case& c, const at::Device& device) {
 
 TEST(GroupedConv, CpuTensorsUseAtenAndMatchIt) {
   at::Tensor x = at::randn({2, 12, 8, 8}), w = at::randn({8, 6, 3, 3});
-  EXPECT_FALSE(own_grouped_conv_applies(x, w, 2, 1));
+  EXPECT_FALSE(own_grouped_conv_applies(x, w, 2, 1, 1));
   expect_matches_conv2d({4, 3, 2, 4, 9, 3, 1, true}, at::kCPU);
 }
 
@@ -56,12 +57,14 @@ TEST(GroupedConv, OwnCudaKernelsMatchCudnn) {
   bool tf32 = at::globalContext().allowTF32CuDNN();
   at::globalContext().setAllowTF32CuDNN(false);
   at::Tensor x = at::randn({2, 32 * 6, 12, 12}, at::kCUDA), w = at::randn({32 * 16, 6, 5, 5}, at::kCUDA);
-  EXPECT_TRUE(own_grouped_conv_applies(x, w, 32, 1));
-  EXPECT_FALSE(own_grouped_conv_applies(x, w, 32, 2)) << "stride 2 is cuDNN's";
-  EXPECT_FALSE(own_grouped_conv_applies(x.to(at::kHalf), w, 32, 1));
+  EXPECT_TRUE(own_grouped_conv_applies(x, w, 32, 1, 0));
+  EXPECT_FALSE(own_grouped_conv_applies(x, w, 32, 2, 0)) << "stride 2 is cuDNN's";
+  EXPECT_FALSE(own_grouped_conv_applies(x.to(at::kHalf), w, 32, 1, 0));
   expect_matches_conv2d({64, 32, 6, 16, 12, 5, 0, true}, at::kCUDA);   // LeNet conv2, 32 models
   expect_matches_conv2d({16, 8, 3, 8, 10, 3, 1, false}, at::kCUDA);    // 3x3, padded, no bias
-  expect_matches_conv2d({3, 5, 16, 32, 7, 5, 2, true}, at::kCUDA);     // largest groups taken
+  expect_matches_conv2d({3, 5, 16, 8, 7, 3, 1, true}, at::kCUDA);      // 16 input channels per group
+  at::Tensor big = at::randn({32 * 16, 16, 5, 5}, at::kCUDA);          // 51 KB of weights per group
+  EXPECT_FALSE(own_grouped_conv_applies(at::randn({2, 32 * 16, 12, 12}, at::kCUDA), big, 32, 1, 0));
   at::globalContext().setAllowTF32CuDNN(tf32);
 }
 

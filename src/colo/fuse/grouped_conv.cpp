@@ -72,14 +72,15 @@ class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
 
 }  // namespace
 
-bool own_grouped_conv_applies(const at::Tensor& x, const at::Tensor& weight, int64_t groups, int64_t stride) {
+bool own_grouped_conv_applies(const at::Tensor& x, const at::Tensor& weight, int64_t groups, int64_t stride,
+                              int64_t padding) {
 #if COLO_HAS_CUDA
   if (!x.is_cuda() || x.scalar_type() != at::kFloat || weight.scalar_type() != at::kFloat) return false;
   if (stride != 1 || groups <= 1 || x.dim() != 4 || weight.dim() != 4) return false;
-  if (weight.size(2) != weight.size(3) || !cuda::grouped_conv_kernel_size_supported(weight.size(2))) return false;
-  return x.size(1) / groups <= 16 && weight.size(0) / groups <= 32;
+  if (weight.size(2) != weight.size(3) || x.size(1) / groups > 16 || weight.size(0) / groups > 32) return false;
+  return cuda::grouped_conv_shape_supported(shape_of(x, weight, groups, padding));
 #else
-  (void)x, (void)weight, (void)groups, (void)stride;
+  (void)x, (void)weight, (void)groups, (void)stride, (void)padding;
   return false;
 #endif
 }
@@ -87,7 +88,7 @@ bool own_grouped_conv_applies(const at::Tensor& x, const at::Tensor& weight, int
 at::Tensor grouped_conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t stride,
                           int64_t padding, int64_t groups, bool allow_own) {
 #if COLO_HAS_CUDA
-  if (allow_own && own_grouped_conv_applies(x, weight, groups, stride)) {
+  if (allow_own && own_grouped_conv_applies(x, weight, groups, stride, padding)) {
     return OwnGroupedConv::apply(x, weight, bias, groups, padding);
   }
 #endif

@@ -12,8 +12,10 @@ namespace colo::fuse {
 
 // Whether grouped_conv2d would use colo's kernels for these arguments: a
 // CUDA build, float32 CUDA tensors, stride 1, more than one group, a 3x3 or
-// 5x5 kernel, at most 16 input and 32 output channels per group.
-bool own_grouped_conv_applies(const at::Tensor& x, const at::Tensor& weight, int64_t groups, int64_t stride);
+// 5x5 kernel, at most 16 input and 32 output channels per group, and tiles
+// that fit shared memory (cuda/grouped_conv_kernels.h).
+bool own_grouped_conv_applies(const at::Tensor& x, const at::Tensor& weight, int64_t groups, int64_t stride,
+                              int64_t padding);
 
 // conv2d(x [B, G*in, H, W], weight [G*out, in, k, k], bias [G*out] or
 // undefined, stride, padding, groups G); with `allow_own` false always

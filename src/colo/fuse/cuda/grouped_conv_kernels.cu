@@ -10,25 +10,35 @@ constexpr int kThreads = 256;
 __host__ __device__ int64_t out_rows(const GroupedConvShape& s) { return s.height + 2 * s.padding - s.kernel + 1; }
 __host__ __device__ int64_t out_cols(const GroupedConvShape& s) { return s.width + 2 * s.padding - s.kernel + 1; }
 
-int blocks_for(int64_t elements) { return static_cast<int>((elements + kThreads - 1) / kThreads); }
+// Every kernel below gives one block one slice of the problem that fits in
+// shared memory: forward and input gradient one (sample, group) pair, the
+// weight gradient one output channel over the whole batch. The tiles are
+// loaded once with coalesced reads; every multiply-add then reads shared
+// memory only.
 
-// One thread per output element; consecutive threads take consecutive
-// output columns, so input reads coalesce and a warp shares its weights.
+// y[b, g] = conv(x[b, g], w[g]) + bias[g]: tiles x[b, g] and w[g].
 template <int K>
 __global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                const float* __restrict__ bias, float* __restrict__ y, GroupedConvShape s) {
+  extern __shared__ float tile[];
   const int64_t ho = out_rows(s), wo = out_cols(s);
-  const int64_t channels_out = s.groups * s.out_per_group;
-  const int64_t total = s.batch * channels_out * ho * wo;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t ox = i % wo, oy = (i / wo) % ho, c = (i / (wo * ho)) % channels_out, b = i / (wo * ho * channels_out);
-    const int64_t g = c / s.out_per_group;
-    float acc = bias ? bias[c] : 0.f;
-    const float* wc = w + c * s.in_per_group * K * K;
-    const float* xg = x + (b * s.groups + g) * s.in_per_group * s.height * s.width;
+  const int64_t b = blockIdx.x / s.groups, g = blockIdx.x % s.groups;
+  const int64_t x_size = s.in_per_group * s.height * s.width, w_size = s.out_per_group * s.in_per_group * K * K;
+  float* xs = tile;
+  float* ws = tile + x_size;
+  const float* xg = x + (b * s.groups + g) * x_size;
+  const float* wg = w + g * w_size;
+  for (int64_t i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
+  for (int64_t i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
+  __syncthreads();
+  float* yg = y + (b * s.groups + g) * s.out_per_group * ho * wo;
+  const int64_t outputs = s.out_per_group * ho * wo;
+  for (int64_t o = threadIdx.x; o < outputs; o += blockDim.x) {
+    const int64_t co = o / (ho * wo), oy = (o / wo) % ho, ox = o % wo;
+    float acc = bias ? bias[g * s.out_per_group + co] : 0.f;
     for (int64_t ci = 0; ci < s.in_per_group; ++ci) {
-      const float* xc = xg + ci * s.height * s.width;
-      const float* wk = wc + ci * K * K;
+      const float* xc = xs + ci * s.height * s.width;
+      const float* wk = ws + (co * s.in_per_group + ci) * K * K;
 #pragma unroll
       for (int kh = 0; kh < K; ++kh) {
         const int64_t iy = oy - s.padding + kh;
@@ -36,31 +46,37 @@ __global__ void forward_kernel(const float* __restrict__ x, const float* __restr
 #pragma unroll
         for (int kw = 0; kw < K; ++kw) {
           const int64_t ix = ox - s.padding + kw;
-          if (ix < 0 || ix >= s.width) continue;
-          acc += xc[iy * s.width + ix] * wk[kh * K + kw];
+          if (ix >= 0 && ix < s.width) acc += xc[iy * s.width + ix] * wk[kh * K + kw];
         }
       }
     }
-    y[i] = acc;
+    yg[o] = acc;
   }
 }
 
-// One thread per input element: the sum over the outputs it fed.
+// dx[b, g] from dy[b, g] and w[g]: tiles dy[b, g] and w[g].
 template <int K>
 __global__ void input_grad_kernel(const float* __restrict__ dy, const float* __restrict__ w,
                                   float* __restrict__ dx, GroupedConvShape s) {
+  extern __shared__ float tile[];
   const int64_t ho = out_rows(s), wo = out_cols(s);
-  const int64_t channels_in = s.groups * s.in_per_group;
-  const int64_t total = s.batch * channels_in * s.height * s.width;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t ix = i % s.width, iy = (i / s.width) % s.height;
-    const int64_t c = (i / (s.width * s.height)) % channels_in, b = i / (s.width * s.height * channels_in);
-    const int64_t g = c / s.in_per_group, ci = c % s.in_per_group;
+  const int64_t b = blockIdx.x / s.groups, g = blockIdx.x % s.groups;
+  const int64_t dy_size = s.out_per_group * ho * wo, w_size = s.out_per_group * s.in_per_group * K * K;
+  float* dys = tile;
+  float* ws = tile + dy_size;
+  const float* dyg = dy + (b * s.groups + g) * dy_size;
+  const float* wg = w + g * w_size;
+  for (int64_t i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyg[i];
+  for (int64_t i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
+  __syncthreads();
+  const int64_t inputs = s.in_per_group * s.height * s.width;
+  float* dxg = dx + (b * s.groups + g) * inputs;
+  for (int64_t i = threadIdx.x; i < inputs; i += blockDim.x) {
+    const int64_t ci = i / (s.height * s.width), iy = (i / s.width) % s.height, ix = i % s.width;
     float acc = 0.f;
     for (int64_t co = 0; co < s.out_per_group; ++co) {
-      const int64_t oc = g * s.out_per_group + co;
-      const float* dyc = dy + (b * s.groups * s.out_per_group + oc) * ho * wo;
-      const float* wk = w + (oc * s.in_per_group + ci) * K * K;
+      const float* dyc = dys + co * ho * wo;
+      const float* wk = ws + (co * s.in_per_group + ci) * K * K;
 #pragma unroll
       for (int kh = 0; kh < K; ++kh) {
         const int64_t oy = iy + s.padding - kh;
@@ -68,92 +84,93 @@ __global__ void input_grad_kernel(const float* __restrict__ dy, const float* __r
 #pragma unroll
         for (int kw = 0; kw < K; ++kw) {
           const int64_t ox = ix + s.padding - kw;
-          if (ox < 0 || ox >= wo) continue;
-          acc += dyc[oy * wo + ox] * wk[kh * K + kw];
+          if (ox >= 0 && ox < wo) acc += dyc[oy * wo + ox] * wk[kh * K + kw];
         }
       }
     }
-    dx[i] = acc;
+    dxg[i] = acc;
   }
 }
 
-__device__ float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// One block per (output channel, input channel of its group): its threads
-// split the batch and output positions, each keeping all K*K taps in
-// registers, then the block sums them.
+// dw[oc] (all in * K * K taps of one output channel) summed over the batch:
+// per sample, tiles x[b, g] and dy[b, oc]; thread t owns tap t.
 template <int K>
 __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                                    float* __restrict__ dw, GroupedConvShape s) {
+  extern __shared__ float tile[];
   const int64_t ho = out_rows(s), wo = out_cols(s);
-  const int64_t oc = blockIdx.x / s.in_per_group, ci = blockIdx.x % s.in_per_group;
-  const int64_t g = oc / s.out_per_group;
-  const int64_t channels_out = s.groups * s.out_per_group, channels_in = s.groups * s.in_per_group;
-  float acc[K * K];
+  const int64_t oc = blockIdx.x, g = oc / s.out_per_group;
+  const int64_t x_size = s.in_per_group * s.height * s.width, dy_size = ho * wo;
+  const int64_t channels_out = s.groups * s.out_per_group;
+  float* xs = tile;
+  float* dys = tile + x_size;
+  const int64_t taps = s.in_per_group * K * K;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};  // taps threadIdx.x + j * blockDim.x
+  for (int64_t b = 0; b < s.batch; ++b) {
+    __syncthreads();
+    const float* xg = x + (b * s.groups + g) * x_size;
+    const float* dyc = dy + (b * channels_out + oc) * dy_size;
+    for (int64_t i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
+    for (int64_t i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyc[i];
+    __syncthreads();
 #pragma unroll
-  for (int t = 0; t < K * K; ++t) acc[t] = 0.f;
-  const int64_t positions = s.batch * ho * wo;
-  for (int64_t p = threadIdx.x; p < positions; p += blockDim.x) {
-    const int64_t ox = p % wo, oy = (p / wo) % ho, b = p / (wo * ho);
-    const float d = dy[((b * channels_out + oc) * ho + oy) * wo + ox];
-    const float* xc = x + (b * channels_in + g * s.in_per_group + ci) * s.height * s.width;
-#pragma unroll
-    for (int kh = 0; kh < K; ++kh) {
-      const int64_t iy = oy - s.padding + kh;
-      const bool row_in = iy >= 0 && iy < s.height;
-#pragma unroll
-      for (int kw = 0; kw < K; ++kw) {
-        const int64_t ix = ox - s.padding + kw;
-        if (row_in && ix >= 0 && ix < s.width) acc[kh * K + kw] += d * xc[iy * s.width + ix];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t t = threadIdx.x + j * int64_t{blockDim.x};
+      if (t >= taps) break;
+      const int64_t ci = t / (K * K), kh = (t / K) % K, kw = t % K;
+      const float* xc = xs + ci * s.height * s.width;
+      float sum = 0.f;
+      for (int64_t oy = 0; oy < ho; ++oy) {
+        const int64_t iy = oy - s.padding + kh;
+        if (iy < 0 || iy >= s.height) continue;
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          const int64_t ix = ox - s.padding + kw;
+          if (ix >= 0 && ix < s.width) sum += dys[oy * wo + ox] * xc[iy * s.width + ix];
+        }
       }
+      acc[j] += sum;
     }
   }
-  __shared__ float partial[kThreads / 32][K * K];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-  for (int t = 0; t < K * K; ++t) {
-    const float v = warp_sum(acc[t]);
-    if (lane == 0) partial[warp][t] = v;
-  }
-  __syncthreads();
-  if (threadIdx.x < K * K) {
-    float sum = 0.f;
-    for (int i = 0; i < kThreads / 32; ++i) sum += partial[i][threadIdx.x];
-    dw[(oc * s.in_per_group + ci) * K * K + threadIdx.x] = sum;
+  for (int j = 0; j < 4; ++j) {
+    const int64_t t = threadIdx.x + j * int64_t{blockDim.x};
+    if (t < taps) dw[oc * taps + t] = acc[j];
   }
 }
 
-int grid_for(int64_t elements) {
-  // Grid-stride loops: enough blocks to fill the GPU, never more than needed.
-  const int64_t blocks = blocks_for(elements);
-  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
+size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 
 template <int K>
 void launch_forward(const float* x, const float* w, const float* bias, float* y, const GroupedConvShape& s,
                     cudaStream_t stream) {
-  const int64_t total = s.batch * s.groups * s.out_per_group * out_rows(s) * out_cols(s);
-  forward_kernel<K><<<grid_for(total), kThreads, 0, stream>>>(x, w, bias, y, s);
+  size_t shared = floats(s.in_per_group * s.height * s.width + s.out_per_group * s.in_per_group * K * K);
+  forward_kernel<K><<<static_cast<unsigned>(s.batch * s.groups), kThreads, shared, stream>>>(x, w, bias, y, s);
 }
 
 template <int K>
 void launch_input_grad(const float* dy, const float* w, float* dx, const GroupedConvShape& s, cudaStream_t stream) {
-  const int64_t total = s.batch * s.groups * s.in_per_group * s.height * s.width;
-  input_grad_kernel<K><<<grid_for(total), kThreads, 0, stream>>>(dy, w, dx, s);
+  size_t shared = floats(s.out_per_group * out_rows(s) * out_cols(s) + s.out_per_group * s.in_per_group * K * K);
+  input_grad_kernel<K><<<static_cast<unsigned>(s.batch * s.groups), kThreads, shared, stream>>>(dy, w, dx, s);
 }
 
 template <int K>
 void launch_weight_grad(const float* dy, const float* x, float* dw, const GroupedConvShape& s, cudaStream_t stream) {
-  const int64_t blocks = s.groups * s.out_per_group * s.in_per_group;
-  weight_grad_kernel<K><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(dy, x, dw, s);
+  size_t shared = floats(s.in_per_group * s.height * s.width + out_rows(s) * out_cols(s));
+  weight_grad_kernel<K><<<static_cast<unsigned>(s.groups * s.out_per_group), kThreads, shared, stream>>>(dy, x, dw, s);
 }
 
 }  // namespace
 
-bool grouped_conv_kernel_size_supported(int64_t kernel) { return kernel == 3 || kernel == 5; }
+bool grouped_conv_shape_supported(const GroupedConvShape& s) {
+  if (s.kernel != 3 && s.kernel != 5) return false;
+  if (s.out_height() < 1 || s.out_width() < 1) return false;
+  const int64_t weights = s.out_per_group * s.in_per_group * s.kernel * s.kernel;
+  const int64_t x_tile = s.in_per_group * s.height * s.width;
+  const int64_t dy_tile = s.out_per_group * s.out_height() * s.out_width();
+  const int64_t limit = 48 * 1024 / static_cast<int64_t>(sizeof(float));
+  return s.in_per_group * s.kernel * s.kernel <= 4 * kThreads && x_tile + weights <= limit &&
+         dy_tile + weights <= limit && x_tile + s.out_height() * s.out_width() <= limit;
+}
 
 void grouped_conv_forward(const float* x, const float* w, const float* bias, float* y, const GroupedConvShape& s,
                           void* stream) {

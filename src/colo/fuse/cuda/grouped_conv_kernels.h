@@ -2,9 +2,10 @@
 // CUDA kernels for the grouped convolutions of fused arrays whose groups are
 // small (LeNet-sized: a few input and output channels per model), where
 // cuDNN runs one kernel per group. Each of the three kernels below covers
-// every group in one launch. Float32, NCHW, contiguous, stride 1, dilation 1,
-// square kernels of size 3 or 5, symmetric zero padding. Plain C++: this
-// header is shared by nvcc and the LibTorch side.
+// every group in one launch, one shared-memory tile per block. Float32,
+// NCHW, contiguous, stride 1, dilation 1, square kernels of size 3 or 5,
+// symmetric zero padding. Plain C++: this header is shared by nvcc and the
+// LibTorch side.
 
 #include <cstdint>
 
@@ -19,8 +20,10 @@ struct GroupedConvShape {
   int64_t out_width() const { return width + 2 * padding - kernel + 1; }
 };
 
-// Whether the kernels below handle this kernel size.
-bool grouped_conv_kernel_size_supported(int64_t kernel);
+// Whether the kernels below handle this shape: kernel 3 or 5, at most 1024
+// weights per output channel, and each block's tiles within 48 KB of shared
+// memory.
+bool grouped_conv_shape_supported(const GroupedConvShape& shape);
 
 // y [B, G*out, Ho, Wo] = conv(x [B, G*in, H, W], w [G*out, in, k, k]) + bias
 // [G*out] (bias may be null). `stream` is a cudaStream_t.
