@@ -1,5 +1,7 @@
 #include "colo/fuse/grouped_conv.h"
 
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #if COLO_HAS_CUDA
@@ -60,9 +62,12 @@ class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
                                     current_stream());
     }
     if (ctx->needs_input_grad(1)) {
-      dw = at::empty_like(weight);
-      cuda::grouped_conv_weight_grad(dy.data_ptr<float>(), x.data_ptr<float>(), dw.data_ptr<float>(), s,
+      std::vector<int64_t> partial_shape{cuda::grouped_conv_weight_grad_chunks(s)};
+      for (int64_t size : weight.sizes()) partial_shape.push_back(size);
+      at::Tensor partial = at::empty(partial_shape, weight.options());
+      cuda::grouped_conv_weight_grad(dy.data_ptr<float>(), x.data_ptr<float>(), partial.data_ptr<float>(), s,
                                      current_stream());
+      dw = partial.sum(0);
     }
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = dy.sum({0, 2, 3});
     return {dx, dw, db, at::Tensor(), at::Tensor()};

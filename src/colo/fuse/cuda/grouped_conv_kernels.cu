@@ -92,11 +92,12 @@ __global__ void input_grad_kernel(const float* __restrict__ dy, const float* __r
   }
 }
 
-// dw[oc] (all in * K * K taps of one output channel) summed over the batch:
-// per sample, tiles x[b, g] and dy[b, oc]; thread t owns tap t.
+// Partial dw[oc] (all in * K * K taps of one output channel) over the
+// samples of one batch chunk (blockIdx.y): per sample, tiles x[b, g] and
+// dy[b, oc]; thread t owns tap t. partial is [chunks, G*out, in*K*K].
 template <int K>
 __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __restrict__ x,
-                                   float* __restrict__ dw, GroupedConvShape s) {
+                                   float* __restrict__ partial, GroupedConvShape s, int64_t per_chunk) {
   extern __shared__ float tile[];
   const int64_t ho = out_rows(s), wo = out_cols(s);
   const int64_t oc = blockIdx.x, g = oc / s.out_per_group;
@@ -106,7 +107,9 @@ __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __
   float* dys = tile + x_size;
   const int64_t taps = s.in_per_group * K * K;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};  // taps threadIdx.x + j * blockDim.x
-  for (int64_t b = 0; b < s.batch; ++b) {
+  const int64_t first = blockIdx.y * per_chunk;
+  const int64_t last = first + per_chunk < s.batch ? first + per_chunk : s.batch;
+  for (int64_t b = first; b < last; ++b) {
     __syncthreads();
     const float* xg = x + (b * s.groups + g) * x_size;
     const float* dyc = dy + (b * channels_out + oc) * dy_size;
@@ -131,10 +134,11 @@ __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __
       acc[j] += sum;
     }
   }
+  float* out = partial + (blockIdx.y * channels_out + oc) * taps;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int64_t t = threadIdx.x + j * int64_t{blockDim.x};
-    if (t < taps) dw[oc * taps + t] = acc[j];
+    if (t < taps) out[t] = acc[j];
   }
 }
 
@@ -154,9 +158,13 @@ void launch_input_grad(const float* dy, const float* w, float* dx, const Grouped
 }
 
 template <int K>
-void launch_weight_grad(const float* dy, const float* x, float* dw, const GroupedConvShape& s, cudaStream_t stream) {
+void launch_weight_grad(const float* dy, const float* x, float* partial, const GroupedConvShape& s,
+                        cudaStream_t stream) {
   size_t shared = floats(s.in_per_group * s.height * s.width + out_rows(s) * out_cols(s));
-  weight_grad_kernel<K><<<static_cast<unsigned>(s.groups * s.out_per_group), kThreads, shared, stream>>>(dy, x, dw, s);
+  const int64_t chunks = grouped_conv_weight_grad_chunks(s);
+  const int64_t per_chunk = (s.batch + chunks - 1) / chunks;
+  dim3 grid(static_cast<unsigned>(s.groups * s.out_per_group), static_cast<unsigned>(chunks));
+  weight_grad_kernel<K><<<grid, kThreads, shared, stream>>>(dy, x, partial, s, per_chunk);
 }
 
 }  // namespace
@@ -185,10 +193,17 @@ void grouped_conv_input_grad(const float* dy, const float* w, float* dx, const G
   if (s.kernel == 5) launch_input_grad<5>(dy, w, dx, s, st);
 }
 
-void grouped_conv_weight_grad(const float* dy, const float* x, float* dw, const GroupedConvShape& s, void* stream) {
+int64_t grouped_conv_weight_grad_chunks(const GroupedConvShape& s) {
+  // About 8 samples per block, and never more chunks than samples.
+  const int64_t chunks = (s.batch + 7) / 8;
+  return chunks < 1 ? 1 : chunks;
+}
+
+void grouped_conv_weight_grad(const float* dy, const float* x, float* partial, const GroupedConvShape& s,
+                              void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  if (s.kernel == 3) launch_weight_grad<3>(dy, x, dw, s, st);
-  if (s.kernel == 5) launch_weight_grad<5>(dy, x, dw, s, st);
+  if (s.kernel == 3) launch_weight_grad<3>(dy, x, partial, s, st);
+  if (s.kernel == 5) launch_weight_grad<5>(dy, x, partial, s, st);
 }
 
 }  // namespace colo::fuse::cuda

@@ -34,8 +34,12 @@ void grouped_conv_forward(const float* x, const float* w, const float* bias, flo
 void grouped_conv_input_grad(const float* dy, const float* w, float* dx, const GroupedConvShape& shape,
                              void* stream);
 
-// dw [G*out, in, k, k] from dy and x (overwritten, not accumulated).
-void grouped_conv_weight_grad(const float* dy, const float* x, float* dw, const GroupedConvShape& shape,
+// How many batch chunks the weight gradient is split into.
+int64_t grouped_conv_weight_grad_chunks(const GroupedConvShape& shape);
+
+// Per-chunk weight gradients partial [chunks, G*out, in, k, k] from dy and
+// x (overwritten); their sum over the first axis is dw.
+void grouped_conv_weight_grad(const float* dy, const float* x, float* partial, const GroupedConvShape& shape,
                               void* stream);
 
 }  // namespace colo::fuse::cuda
