@@ -35,16 +35,16 @@ class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x_in,
                             const at::Tensor& weight_in, const at::Tensor& bias_in, int64_t groups, int64_t padding) {
     at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
-    at::Tensor bias = bias_in.defined() ? bias_in.contiguous() : bias_in;
+    at::Tensor bias = bias_in.contiguous();  // empty: no bias
     auto s = shape_of(x, weight, groups, padding);
     at::Tensor y = at::empty({s.batch, s.groups * s.out_per_group, s.out_height(), s.out_width()}, x.options());
     cuda::grouped_conv_forward(x.data_ptr<float>(), weight.data_ptr<float>(),
-                               bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), s,
+                               bias.numel() > 0 ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), s,
                                current_stream());
     ctx->save_for_backward({x, weight});
     ctx->saved_data["groups"] = groups;
     ctx->saved_data["padding"] = padding;
-    ctx->saved_data["bias"] = bias.defined();
+    ctx->saved_data["bias"] = bias.numel() > 0;
     return y;
   }
 
@@ -94,7 +94,8 @@ at::Tensor grouped_conv2d(const at::Tensor& x, const at::Tensor& weight, const a
                           int64_t padding, int64_t groups, bool allow_own) {
 #if COLO_HAS_CUDA
   if (allow_own && own_grouped_conv_applies(x, weight, groups, stride, padding)) {
-    return OwnGroupedConv::apply(x, weight, bias, groups, padding);
+    // Autograd functions take no undefined tensors: no bias is an empty one.
+    return OwnGroupedConv::apply(x, weight, bias.defined() ? bias : at::empty({0}, x.options()), groups, padding);
   }
 #endif
   return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {1, 1}, groups);

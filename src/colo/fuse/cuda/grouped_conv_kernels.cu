@@ -21,32 +21,34 @@ template <int K>
 __global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                const float* __restrict__ bias, float* __restrict__ y, GroupedConvShape s) {
   extern __shared__ float tile[];
-  const int64_t ho = out_rows(s), wo = out_cols(s);
+  const int ho = static_cast<int>(out_rows(s)), wo = static_cast<int>(out_cols(s));
+  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width), P = static_cast<int>(s.padding);
+  const int Ci = static_cast<int>(s.in_per_group), Co = static_cast<int>(s.out_per_group);
   const int64_t b = blockIdx.x / s.groups, g = blockIdx.x % s.groups;
-  const int64_t x_size = s.in_per_group * s.height * s.width, w_size = s.out_per_group * s.in_per_group * K * K;
+  const int x_size = Ci * H * W, w_size = Co * Ci * K * K;
   float* xs = tile;
   float* ws = tile + x_size;
   const float* xg = x + (b * s.groups + g) * x_size;
   const float* wg = w + g * w_size;
-  for (int64_t i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
-  for (int64_t i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
+  for (int i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
+  for (int i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
   __syncthreads();
   float* yg = y + (b * s.groups + g) * s.out_per_group * ho * wo;
-  const int64_t outputs = s.out_per_group * ho * wo;
-  for (int64_t o = threadIdx.x; o < outputs; o += blockDim.x) {
-    const int64_t co = o / (ho * wo), oy = (o / wo) % ho, ox = o % wo;
+  const int outputs = Co * ho * wo;
+  for (int o = threadIdx.x; o < outputs; o += blockDim.x) {
+    const int co = o / (ho * wo), oy = (o / wo) % ho, ox = o % wo;
     float acc = bias ? bias[g * s.out_per_group + co] : 0.f;
-    for (int64_t ci = 0; ci < s.in_per_group; ++ci) {
-      const float* xc = xs + ci * s.height * s.width;
-      const float* wk = ws + (co * s.in_per_group + ci) * K * K;
+    for (int ci = 0; ci < Ci; ++ci) {
+      const float* xc = xs + ci * H * W;
+      const float* wk = ws + (co * Ci + ci) * K * K;
 #pragma unroll
       for (int kh = 0; kh < K; ++kh) {
-        const int64_t iy = oy - s.padding + kh;
-        if (iy < 0 || iy >= s.height) continue;
+        const int iy = oy - P + kh;
+        if (iy < 0 || iy >= H) continue;
 #pragma unroll
         for (int kw = 0; kw < K; ++kw) {
-          const int64_t ix = ox - s.padding + kw;
-          if (ix >= 0 && ix < s.width) acc += xc[iy * s.width + ix] * wk[kh * K + kw];
+          const int ix = ox - P + kw;
+          if (ix >= 0 && ix < W) acc += xc[iy * W + ix] * wk[kh * K + kw];
         }
       }
     }
@@ -59,31 +61,33 @@ template <int K>
 __global__ void input_grad_kernel(const float* __restrict__ dy, const float* __restrict__ w,
                                   float* __restrict__ dx, GroupedConvShape s) {
   extern __shared__ float tile[];
-  const int64_t ho = out_rows(s), wo = out_cols(s);
+  const int ho = static_cast<int>(out_rows(s)), wo = static_cast<int>(out_cols(s));
+  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width), P = static_cast<int>(s.padding);
+  const int Ci = static_cast<int>(s.in_per_group), Co = static_cast<int>(s.out_per_group);
   const int64_t b = blockIdx.x / s.groups, g = blockIdx.x % s.groups;
-  const int64_t dy_size = s.out_per_group * ho * wo, w_size = s.out_per_group * s.in_per_group * K * K;
+  const int dy_size = Co * ho * wo, w_size = Co * Ci * K * K;
   float* dys = tile;
   float* ws = tile + dy_size;
   const float* dyg = dy + (b * s.groups + g) * dy_size;
   const float* wg = w + g * w_size;
-  for (int64_t i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyg[i];
-  for (int64_t i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
+  for (int i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyg[i];
+  for (int i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
   __syncthreads();
-  const int64_t inputs = s.in_per_group * s.height * s.width;
+  const int inputs = Ci * H * W;
   float* dxg = dx + (b * s.groups + g) * inputs;
-  for (int64_t i = threadIdx.x; i < inputs; i += blockDim.x) {
-    const int64_t ci = i / (s.height * s.width), iy = (i / s.width) % s.height, ix = i % s.width;
+  for (int i = threadIdx.x; i < inputs; i += blockDim.x) {
+    const int ci = i / (H * W), iy = (i / W) % H, ix = i % W;
     float acc = 0.f;
-    for (int64_t co = 0; co < s.out_per_group; ++co) {
+    for (int co = 0; co < Co; ++co) {
       const float* dyc = dys + co * ho * wo;
-      const float* wk = ws + (co * s.in_per_group + ci) * K * K;
+      const float* wk = ws + (co * Ci + ci) * K * K;
 #pragma unroll
       for (int kh = 0; kh < K; ++kh) {
-        const int64_t oy = iy + s.padding - kh;
+        const int oy = iy + P - kh;
         if (oy < 0 || oy >= ho) continue;
 #pragma unroll
         for (int kw = 0; kw < K; ++kw) {
-          const int64_t ox = ix + s.padding - kw;
+          const int ox = ix + P - kw;
           if (ox >= 0 && ox < wo) acc += dyc[oy * wo + ox] * wk[kh * K + kw];
         }
       }
@@ -99,13 +103,15 @@ template <int K>
 __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                                    float* __restrict__ partial, GroupedConvShape s, int64_t per_chunk) {
   extern __shared__ float tile[];
-  const int64_t ho = out_rows(s), wo = out_cols(s);
+  const int ho = static_cast<int>(out_rows(s)), wo = static_cast<int>(out_cols(s));
+  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width), P = static_cast<int>(s.padding);
+  const int Ci = static_cast<int>(s.in_per_group);
   const int64_t oc = blockIdx.x, g = oc / s.out_per_group;
-  const int64_t x_size = s.in_per_group * s.height * s.width, dy_size = ho * wo;
+  const int x_size = Ci * H * W, dy_size = ho * wo;
   const int64_t channels_out = s.groups * s.out_per_group;
   float* xs = tile;
   float* dys = tile + x_size;
-  const int64_t taps = s.in_per_group * K * K;
+  const int taps = Ci * K * K;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};  // taps threadIdx.x + j * blockDim.x
   const int64_t first = blockIdx.y * per_chunk;
   const int64_t last = first + per_chunk < s.batch ? first + per_chunk : s.batch;
@@ -113,22 +119,22 @@ __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __
     __syncthreads();
     const float* xg = x + (b * s.groups + g) * x_size;
     const float* dyc = dy + (b * channels_out + oc) * dy_size;
-    for (int64_t i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
-    for (int64_t i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyc[i];
+    for (int i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
+    for (int i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyc[i];
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int64_t t = threadIdx.x + j * int64_t{blockDim.x};
+      const int t = threadIdx.x + j * blockDim.x;
       if (t >= taps) break;
-      const int64_t ci = t / (K * K), kh = (t / K) % K, kw = t % K;
-      const float* xc = xs + ci * s.height * s.width;
+      const int ci = t / (K * K), kh = (t / K) % K, kw = t % K;
+      const float* xc = xs + ci * H * W;
       float sum = 0.f;
-      for (int64_t oy = 0; oy < ho; ++oy) {
-        const int64_t iy = oy - s.padding + kh;
-        if (iy < 0 || iy >= s.height) continue;
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const int64_t ix = ox - s.padding + kw;
-          if (ix >= 0 && ix < s.width) sum += dys[oy * wo + ox] * xc[iy * s.width + ix];
+      for (int oy = 0; oy < ho; ++oy) {
+        const int iy = oy - P + kh;
+        if (iy < 0 || iy >= H) continue;
+        for (int ox = 0; ox < wo; ++ox) {
+          const int ix = ox - P + kw;
+          if (ix >= 0 && ix < W) sum += dys[oy * wo + ox] * xc[iy * W + ix];
         }
       }
       acc[j] += sum;
@@ -137,7 +143,7 @@ __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __
   float* out = partial + (blockIdx.y * channels_out + oc) * taps;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int64_t t = threadIdx.x + j * int64_t{blockDim.x};
+    const int t = threadIdx.x + j * blockDim.x;
     if (t < taps) out[t] = acc[j];
   }
 }
