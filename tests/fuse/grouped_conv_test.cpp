@@ -63,8 +63,8 @@ TEST(GroupedConv, OwnCudaKernelsMatchCudnn) {
   expect_matches_conv2d({64, 32, 6, 16, 12, 5, 0, true}, at::kCUDA);   // LeNet conv2, 32 models
   expect_matches_conv2d({16, 8, 3, 8, 10, 3, 1, false}, at::kCUDA);    // 3x3, padded, no bias
   expect_matches_conv2d({3, 5, 16, 8, 7, 3, 1, true}, at::kCUDA);      // 16 input channels per group
-  at::Tensor big = at::randn({32 * 16, 16, 5, 5}, at::kCUDA);          // 51 KB of weights per group
-  EXPECT_FALSE(own_grouped_conv_applies(at::randn({2, 32 * 16, 12, 12}, at::kCUDA), big, 32, 1, 0));
+  at::Tensor big = at::randn({4 * 32, 16, 5, 5}, at::kCUDA);           // 51 KB of weights per group
+  EXPECT_FALSE(own_grouped_conv_applies(at::randn({2, 4 * 16, 12, 12}, at::kCUDA), big, 4, 1, 0));
   at::globalContext().setAllowTF32CuDNN(tf32);
 }
 

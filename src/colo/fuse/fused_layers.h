@@ -55,14 +55,14 @@ class FusedConv2d : public torch::nn::Module {
   // cuDNN serves with faster grouped-convolution kernels on recent GPUs.
   void set_channels_last(bool on) { channels_last_ = on; }
   // Lets an NCHW float32 grouped convolution with small groups run on colo's
-  // own CUDA kernels (grouped_conv.h); on by default.
+  // own CUDA kernels (grouped_conv.h); off by default.
   void set_own_grouped_kernels(bool on) { own_grouped_kernels_ = on; }
 
  private:
   at::Tensor run(const at::Tensor& x, int64_t groups);
   int64_t models_, stride_, padding_;
   bool channels_last_ = false;
-  bool own_grouped_kernels_ = true;
+  bool own_grouped_kernels_ = false;
 };
 
 // N BatchNorm2d layers (momentum 0.1, eps 1e-5, as torch::nn::BatchNorm2d)
