@@ -37,6 +37,38 @@ TEST(ColoRun, CollocatesSmallJobsOnOneGpu) {
   EXPECT_LT(summary_of(dir)["total_s"].get<double>(), 2.8) << "four 1 s jobs side by side, not one after another";
 }
 
+// On one simulated 80 GiB GPU: A (50 GiB) runs; B (60 GiB) does not fit
+// beside it; C (20 GiB) does. Greedy backfilling starts C before B ends;
+// with --reserve-after, B (waiting) holds C back until B has run.
+TEST(ColoRun, ReserveAfterStopsSmallJobsOvertakingALargeOne) {
+  for (bool reserve : {false, true}) {
+    TempDir dir;
+    auto stamp = [&](const std::string& file) { return "date +%s.%N > " + dir.file(file); };
+    dir.write("jobs.toml",
+              "[[job]]\nname = \"A\"\ncommand = \"sleep 1.5\"\nmem = \"50GiB\"\nsm_share = 0.1\n"
+              "[[job]]\nname = \"B\"\ncommand = \"sleep 0.5; " + stamp("B.end") + "\"\nmem = \"60GiB\"\nsm_share = 0.1\n"
+              "[[job]]\nname = \"C\"\ncommand = \"" + stamp("C.start") + "; sleep 0.5\"\nmem = \"20GiB\"\nsm_share = 0.1\n");
+    auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --policy magm --poll 0.05" +
+                                 (reserve ? " --reserve-after 0.000001" : ""),
+                        "COLO_SIMULATED_GPUS=1");
+    ASSERT_EQ(run.status, 0) << run.err;
+    double b_end = std::stod(read_file(dir.file("B.end"))), c_start = std::stod(read_file(dir.file("C.start")));
+    if (reserve) {
+      EXPECT_GE(c_start, b_end) << "C waited for the reserved B";
+    } else {
+      EXPECT_LT(c_start, b_end) << "C backfilled past B";
+    }
+  }
+}
+
+TEST(ColoRun, NegativeReservationIsABadInput) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --reserve-after -1", "COLO_SIMULATED_GPUS=1");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("--reserve-after"), std::string::npos) << run.err;
+}
+
 TEST(ColoRun, ExclusiveRunsOneJobPerGpu) {
   TempDir dir;
   dir.write("jobs.toml", "[[job]]\ncommand = \"sleep 0.5\"\nmem = \"1GiB\"\narray = \"0-3\"\n");

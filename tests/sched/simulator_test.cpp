@@ -115,5 +115,29 @@ TEST(Simulator, PrioritiesOrderTheNormalQueue) {
   EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 20);
 }
 
+// One 80 GiB GPU. A (50 GiB) runs 0-100; B (60 GiB, t=1) does not fit beside
+// it; C (20 GiB, t=2, 200 s) does. Greedy backfilling starts C at 2, which
+// keeps B out until C ends at 202. With a 0.5 s reservation B, having waited
+// 1 s when C arrives, holds C back: B runs 100-200, then C 200-400.
+TEST(Simulator, ReservationStopsSmallJobsFromStarvingALargeOne) {
+  std::vector<TraceJob> trace{job(0, "A", 100, 50, 0.1), job(1, "B", 100, 60, 0.1), job(2, "C", 200, 20, 0.1)};
+  auto greedy = simulate(trace, options(1, "magm", CollocationMode::kMps));
+  EXPECT_DOUBLE_EQ(greedy.jobs[2].start_s, 2);
+  EXPECT_DOUBLE_EQ(greedy.jobs[1].start_s, 202);
+
+  SimulationOptions reserving = options(1, "magm", CollocationMode::kMps);
+  reserving.backfill.reserve_after_s = 0.5;
+  auto r = simulate(trace, reserving);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 100);
+  EXPECT_DOUBLE_EQ(r.jobs[1].end_s, 200);
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 200);
+  EXPECT_DOUBLE_EQ(r.jobs[2].end_s, 400);
+  EXPECT_EQ(r.jobs_lost, 0);
+
+  // A reservation longer than B's wait changes nothing.
+  reserving.backfill.reserve_after_s = 5;
+  EXPECT_DOUBLE_EQ(simulate(trace, reserving).jobs[2].start_s, 2);
+}
+
 }  // namespace
 }  // namespace colo::sched

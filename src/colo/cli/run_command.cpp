@@ -30,6 +30,7 @@ struct SchedulingArgs {
   std::string recovery = "alone";
   std::string summary_json;
   double poll_s = 0.5;
+  double reserve_after_s = 0;
 };
 
 struct RunArgs {
@@ -46,7 +47,7 @@ struct ReplayArgs {
 
 // Runner options from the flags; validates names before anything is written.
 sched::RunnerOptions runner_options(const SchedulingArgs& args) {
-  return sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s);
+  return sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
 }
 
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
@@ -54,6 +55,9 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
   cmd->add_option("--mode", args.mode, "exclusive | shared | mps")->capture_default_str();
   cmd->add_option("--recovery", args.recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
   cmd->add_option("--poll", args.poll_s, "seconds between scheduling rounds")->capture_default_str();
+  cmd->add_option("--reserve-after", args.reserve_after_s,
+                  "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
+      ->capture_default_str();
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }
 

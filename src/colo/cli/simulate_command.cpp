@@ -25,6 +25,7 @@ struct SimulateArgs {
   std::string mode = "mps";
   std::string recovery = "alone";
   double gpu_mem_gib = 80;
+  double reserve_after_s = 0;
   std::string out;
 };
 
@@ -47,6 +48,7 @@ void write_jobs(const std::string& path, const sched::SimulationResult& r) {
 int run_simulate(const SimulateArgs& args) {
   auto trace = sched::read_trace(args.trace);
   if (args.gpus < 1) throw InputError("--gpus", "", "expected at least 1");
+  if (args.reserve_after_s < 0) throw InputError("--reserve-after", "", "expected seconds >= 0 (0: no reservation)");
   std::vector<std::pair<std::string, std::string>> runs;  // policy, mode
   if (args.policy == "all") {
     runs.push_back({"exclusive", "exclusive"});
@@ -69,6 +71,7 @@ int run_simulate(const SimulateArgs& args) {
     options.policy = policy;
     options.mode = sched::collocation_mode_from_string(mode);
     options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
+    options.backfill.reserve_after_s = args.reserve_after_s;
     Stopwatch clock;
     auto result = sched::simulate(trace, options);
     double wall = clock.elapsed_s();
@@ -96,6 +99,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--mode", args->mode, "collocation mode for collocating policies: shared | mps")->capture_default_str();
   cmd->add_option("--recovery", args->recovery, "OOM recovery rule: alone | peak-margin")->capture_default_str();
   cmd->add_option("--gpu-mem-gib", args->gpu_mem_gib, "memory of each simulated GPU")->capture_default_str();
+  cmd->add_option("--reserve-after", args->reserve_after_s,
+                  "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "write summary.json and jobs_<policy>_<mode>.jsonl here");
   cmd->callback([args, &exit_code] { exit_code = run_simulate(*args); });
 }

@@ -16,6 +16,7 @@
 #include "colo/core/files.h"
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
+#include "colo/core/stopwatch.h"
 #include "colo/sched/mps_limit.h"
 #include "colo/sched/oom.h"
 
@@ -296,7 +297,10 @@ size_t Runner::step() {
     if (ra != rb) return ra;
     return a.spec.priority > b.spec.priority;
   });
-  for (const auto& job : waiting) start(job);
+  double now = unix_time_s();
+  for (const auto& job : waiting) {
+    if (!start(job) && options_.backfill.holds_back_later_jobs(now - job.submit_s)) break;
+  }
   return store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory, JobState::kRunning}).size();
 }
 
@@ -323,8 +327,11 @@ void Runner::stop_all(const std::string& reason) {
 }
 
 RunnerOptions runner_options_from_names(const std::string& policy, const std::string& mode,
-                                        const std::string& recovery, double poll_interval_s) {
+                                        const std::string& recovery, double poll_interval_s,
+                                        double reserve_after_s) {
+  if (reserve_after_s < 0) throw InputError("--reserve-after", "", "expected seconds >= 0 (0: no reservation)");
   RunnerOptions options;
+  options.backfill.reserve_after_s = reserve_after_s;
   options.policy = policy;
   options.mode = collocation_mode_from_string(mode);
   options.recovery.rule = recovery_rule_from_string(recovery);

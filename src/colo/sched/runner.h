@@ -11,6 +11,7 @@
 #include "colo/core/subprocess.h"
 #include "colo/gpu/device.h"
 #include "colo/gpu/mps.h"
+#include "colo/sched/backfill.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/simulator.h"
@@ -23,6 +24,7 @@ struct RunnerOptions {
   CollocationMode mode = CollocationMode::kMps;
   Thresholds thresholds;
   RecoveryOptions recovery;
+  BackfillRule backfill;
   double poll_interval_s = 0.5;
   std::string log_dir;            // per-job logs and exit-status files
   std::string mps_dir;            // private MPS pipe/log dirs (mode mps)
@@ -33,10 +35,12 @@ struct RunnerOptions {
 };
 
 // Options from the names a user gives (policy, collocation mode, recovery
-// rule) and the polling interval; throws InputError for an unknown name
-// before anything runs.
+// rule), the polling interval and the backfill reservation (seconds, 0 for
+// none); throws InputError for an unknown name or a negative time before
+// anything runs.
 RunnerOptions runner_options_from_names(const std::string& policy, const std::string& mode,
-                                        const std::string& recovery, double poll_interval_s);
+                                        const std::string& recovery, double poll_interval_s,
+                                        double reserve_after_s = 0);
 
 // One scheduler over one store and the devices it was given. Jobs run as
 // `/bin/sh` wrappers in their own process groups, with stdout and stderr in

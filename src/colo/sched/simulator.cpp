@@ -122,13 +122,28 @@ class Simulation {
     return true;
   }
 
+  bool holds_back(int64_t id) const { return options_.backfill.holds_back_later_jobs(now_ - trace_[id].submit_s); }
+
   void schedule() {
     for (auto it = recovery_.begin(); it != recovery_.end();) {
-      it = try_place(*it) ? recovery_.erase(it) : std::next(it);
+      if (try_place(*it)) {
+        it = recovery_.erase(it);
+      } else if (holds_back(*it)) {
+        return;
+      } else {
+        ++it;
+      }
     }
     int considered = 0;
     for (auto it = normal_.begin(); it != normal_.end() && considered < options_.backfill_window; ++considered) {
-      it = try_place(std::get<2>(*it)) ? normal_.erase(it) : std::next(it);
+      int64_t id = std::get<2>(*it);
+      if (try_place(id)) {
+        it = normal_.erase(it);
+      } else if (holds_back(id)) {
+        return;
+      } else {
+        ++it;
+      }
     }
   }
 

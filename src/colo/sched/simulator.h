@@ -6,6 +6,7 @@
 
 #include "colo/gpu/simulated_device.h"
 #include "colo/sched/job.h"
+#include "colo/sched/backfill.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/trace.h"
@@ -29,6 +30,7 @@ struct SimulationOptions {
   CollocationMode mode = CollocationMode::kMps;
   Thresholds thresholds;
   RecoveryOptions recovery;
+  BackfillRule backfill;
   double oom_after_s = 5.0;       // a job that does not fit dies this long after it starts
   double shared_overhead = 0.10;  // kShared: fraction of progress lost when jobs share a GPU
   int backfill_window = 256;      // pending jobs considered per scheduling round

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::string state_dir = colo::sched::state_directory();
   std::string store, policy = "best-fit", mode = "mps", recovery = "alone";
   int port = 0;
-  double poll_s = 0.5;
+  double poll_s = 0.5, reserve_after_s = 0;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
   app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "exclusive | shared | mps")->capture_default_str();
   app.add_option("--recovery", recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
   app.add_option("--poll", poll_s, "seconds between scheduling rounds")->capture_default_str();
+  app.add_option("--reserve-after", reserve_after_s,
+                 "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,7 +50,7 @@ int main(int argc, char** argv) {
                    state_dir.c_str());
       return 1;
     }
-    colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s);
+    colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s, reserve_after_s);
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
     auto devices = colo::gpu::discover_devices();
