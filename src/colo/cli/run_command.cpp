@@ -25,7 +25,7 @@ namespace {
 // What `colo run` and `colo replay` share: where jobs live and how they are placed.
 struct SchedulingArgs {
   std::string store;
-  std::string policy = "best-fit";
+  std::string policy = "magm";
   std::string mode = "mps";
   std::string recovery = "alone";
   std::string summary_json;

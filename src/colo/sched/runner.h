@@ -20,7 +20,7 @@
 namespace colo::sched {
 
 struct RunnerOptions {
-  std::string policy = "best-fit";
+  std::string policy = "magm";
   CollocationMode mode = CollocationMode::kMps;
   Thresholds thresholds;
   RecoveryOptions recovery;

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   colo::init_logging();
   CLI::App app{"colod: the colo daemon (scheduler + HTTP API on 127.0.0.1)"};
   std::string state_dir = colo::sched::state_directory();
-  std::string store, policy = "best-fit", mode = "mps", recovery = "alone";
+  std::string store, policy = "magm", mode = "mps", recovery = "alone";
   int port = 0;
   double poll_s = 0.5, reserve_after_s = 0;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
