@@ -44,6 +44,17 @@ class FusedLinear(torch.nn.Module):
         return torch.baddbmm(self.bias, x, self.weight)
 
 
+def train_step(model, opt, x, y, n, set_to_none=True):
+    """One step of a hand-fused array of n models on batch (x, y): the models'
+    mean losses summed (times n, so each model's gradient is its own), then
+    backward and the optimiser. set_to_none=False keeps the gradient buffers,
+    as a CUDA graph capture needs."""
+    loss = F.cross_entropy(model(x).reshape(n * y.numel(), -1), y.repeat(n)) * n
+    opt.zero_grad(set_to_none=set_to_none)
+    loss.backward()
+    opt.step()
+
+
 def to_model_major(x, n):  # [B, N*C, ...] -> [N, B, C*...]
     return x.reshape(x.shape[0], n, -1).transpose(0, 1)
 
@@ -163,12 +174,7 @@ def main():
             state["order"], state["pos"] = torch.randperm(len(y_all), device=device), 0
         idx = state["order"][state["pos"]:state["pos"] + b]
         state["pos"] += b
-        x, y = x_all[idx], y_all[idx]
-        logits = model(x)  # [N, B, classes]
-        loss = F.cross_entropy(logits.reshape(n * b, -1), y.repeat(n)) * n
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        train_step(model, opt, x_all[idx], y_all[idx], n)
 
     for _ in range(args.warmup_steps):
         step()
