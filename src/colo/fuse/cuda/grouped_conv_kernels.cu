@@ -10,9 +10,24 @@ constexpr int kThreads = 256;
 __host__ __device__ int64_t out_rows(const GroupedConvShape& s) { return s.height + 2 * s.padding - s.kernel + 1; }
 __host__ __device__ int64_t out_cols(const GroupedConvShape& s) { return s.width + 2 * s.padding - s.kernel + 1; }
 
+// The sizes a block works with, as 32-bit integers (64-bit integer
+// arithmetic is emulated on the GPU; every tile is far below 2^31).
+struct TileDims {
+  int ho, wo, H, W, P, Ci, Co;
+  __device__ explicit TileDims(const GroupedConvShape& s)
+      : ho(static_cast<int>(out_rows(s))), wo(static_cast<int>(out_cols(s))), H(static_cast<int>(s.height)),
+        W(static_cast<int>(s.width)), P(static_cast<int>(s.padding)), Ci(static_cast<int>(s.in_per_group)),
+        Co(static_cast<int>(s.out_per_group)) {}
+};
+
+// The block's threads copy n floats from global to shared memory, coalesced.
+__device__ void copy_to_shared(float* dst, const float* src, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+
 // Every kernel below gives one block one slice of the problem that fits in
 // shared memory: forward and input gradient one (sample, group) pair, the
-// weight gradient one output channel over the whole batch. The tiles are
+// weight gradient one output channel over a chunk of the batch. The tiles are
 // loaded once with coalesced reads; every multiply-add then reads shared
 // memory only.
 
@@ -21,17 +36,16 @@ template <int K>
 __global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                const float* __restrict__ bias, float* __restrict__ y, GroupedConvShape s) {
   extern __shared__ float tile[];
-  const int ho = static_cast<int>(out_rows(s)), wo = static_cast<int>(out_cols(s));
-  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width), P = static_cast<int>(s.padding);
-  const int Ci = static_cast<int>(s.in_per_group), Co = static_cast<int>(s.out_per_group);
+  const TileDims d(s);
+  const int ho = d.ho, wo = d.wo, H = d.H, W = d.W, P = d.P, Ci = d.Ci, Co = d.Co;
   const int64_t b = blockIdx.x / s.groups, g = blockIdx.x % s.groups;
   const int x_size = Ci * H * W, w_size = Co * Ci * K * K;
   float* xs = tile;
   float* ws = tile + x_size;
   const float* xg = x + (b * s.groups + g) * x_size;
   const float* wg = w + g * w_size;
-  for (int i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
-  for (int i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
+  copy_to_shared(xs, xg, x_size);
+  copy_to_shared(ws, wg, w_size);
   __syncthreads();
   float* yg = y + (b * s.groups + g) * s.out_per_group * ho * wo;
   const int outputs = Co * ho * wo;
@@ -61,17 +75,16 @@ template <int K>
 __global__ void input_grad_kernel(const float* __restrict__ dy, const float* __restrict__ w,
                                   float* __restrict__ dx, GroupedConvShape s) {
   extern __shared__ float tile[];
-  const int ho = static_cast<int>(out_rows(s)), wo = static_cast<int>(out_cols(s));
-  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width), P = static_cast<int>(s.padding);
-  const int Ci = static_cast<int>(s.in_per_group), Co = static_cast<int>(s.out_per_group);
+  const TileDims d(s);
+  const int ho = d.ho, wo = d.wo, H = d.H, W = d.W, P = d.P, Ci = d.Ci, Co = d.Co;
   const int64_t b = blockIdx.x / s.groups, g = blockIdx.x % s.groups;
   const int dy_size = Co * ho * wo, w_size = Co * Ci * K * K;
   float* dys = tile;
   float* ws = tile + dy_size;
   const float* dyg = dy + (b * s.groups + g) * dy_size;
   const float* wg = w + g * w_size;
-  for (int i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyg[i];
-  for (int i = threadIdx.x; i < w_size; i += blockDim.x) ws[i] = wg[i];
+  copy_to_shared(dys, dyg, dy_size);
+  copy_to_shared(ws, wg, w_size);
   __syncthreads();
   const int inputs = Ci * H * W;
   float* dxg = dx + (b * s.groups + g) * inputs;
@@ -103,9 +116,8 @@ template <int K>
 __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                                    float* __restrict__ partial, GroupedConvShape s, int64_t per_chunk) {
   extern __shared__ float tile[];
-  const int ho = static_cast<int>(out_rows(s)), wo = static_cast<int>(out_cols(s));
-  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width), P = static_cast<int>(s.padding);
-  const int Ci = static_cast<int>(s.in_per_group);
+  const TileDims d(s);
+  const int ho = d.ho, wo = d.wo, H = d.H, W = d.W, P = d.P, Ci = d.Ci;
   const int64_t oc = blockIdx.x, g = oc / s.out_per_group;
   const int x_size = Ci * H * W, dy_size = ho * wo;
   const int64_t channels_out = s.groups * s.out_per_group;
@@ -119,8 +131,8 @@ __global__ void weight_grad_kernel(const float* __restrict__ dy, const float* __
     __syncthreads();
     const float* xg = x + (b * s.groups + g) * x_size;
     const float* dyc = dy + (b * channels_out + oc) * dy_size;
-    for (int i = threadIdx.x; i < x_size; i += blockDim.x) xs[i] = xg[i];
-    for (int i = threadIdx.x; i < dy_size; i += blockDim.x) dys[i] = dyc[i];
+    copy_to_shared(xs, xg, x_size);
+    copy_to_shared(dys, dyc, dy_size);
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
