@@ -9,6 +9,7 @@
 #   bench/gpu/run.sh sched      # build + a real trace replayed exclusive vs best-fit/MPS
 #   bench/gpu/run.sh fusion     # build + bench/fusion/run.sh (FUSION_ARGS picks models and N)
 #   bench/gpu/run.sh sweepcheck # build + a 32-model colo sweep against 4 sequential colo train
+#   bench/gpu/run.sh groupedconv # build + own grouped-conv kernels: tests, vs cuDNN, fused LeNet
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
 #   bench/gpu/run.sh power      # build + power against SM activity (bench/gpu/power_curve.sh)
@@ -75,6 +76,10 @@ fi
 
 if want sweepcheck; then
   bench/fusion/sweep_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want groupedconv; then
+  bench/fusion/grouped_conv_check.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
 if want sidebyside; then

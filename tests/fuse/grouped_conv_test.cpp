@@ -40,7 +40,9 @@ void expect_matches_conv2d(const Case& c, const at::Device& device) {
   EXPECT_LT(relative(y, expected), 1e-5);
   EXPECT_LT(relative(dx, x.grad()), 1e-5);
   EXPECT_LT(relative(dw, w.grad()), 1e-5);
-  if (c.bias) EXPECT_LT(relative(db, b.grad()), 1e-5);
+  if (c.bias) {
+    EXPECT_LT(relative(db, b.grad()), 1e-5);
+  }
 }
 
 TEST(GroupedConv, CpuTensorsUseAtenAndMatchIt) {
@@ -63,6 +65,9 @@ TEST(GroupedConv, OwnCudaKernelsMatchCudnn) {
   expect_matches_conv2d({64, 32, 6, 16, 12, 5, 0, true}, at::kCUDA);   // LeNet conv2, 32 models
   expect_matches_conv2d({16, 8, 3, 8, 10, 3, 1, false}, at::kCUDA);    // 3x3, padded, no bias
   expect_matches_conv2d({3, 5, 16, 8, 7, 3, 1, true}, at::kCUDA);      // 16 input channels per group
+  expect_matches_conv2d({13, 4, 6, 16, 14, 5, 2, true}, at::kCUDA);    // odd batch: a short last chunk
+  expect_matches_conv2d({9, 3, 1, 6, 28, 5, 2, true}, at::kCUDA);      // LeNet conv1: rows split, 4 column tiles
+  expect_matches_conv2d({5, 2, 2, 1, 6, 3, 2, true}, at::kCUDA);       // one output channel, padding 2 of 3
   at::Tensor big = at::randn({4 * 32, 16, 5, 5}, at::kCUDA);           // 51 KB of weights per group
   EXPECT_FALSE(own_grouped_conv_applies(at::randn({2, 4 * 16, 12, 12}, at::kCUDA), big, 4, 1, 0));
   at::globalContext().setAllowTF32CuDNN(tf32);

@@ -62,7 +62,7 @@ class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
                                     current_stream());
     }
     if (ctx->needs_input_grad(1)) {
-      std::vector<int64_t> partial_shape{cuda::grouped_conv_weight_grad_chunks(s)};
+      std::vector<int64_t> partial_shape{cuda::grouped_conv_weight_grad_slices(s)};
       for (int64_t size : weight.sizes()) partial_shape.push_back(size);
       at::Tensor partial = at::empty(partial_shape, weight.options());
       cuda::grouped_conv_weight_grad(dy.data_ptr<float>(), x.data_ptr<float>(), partial.data_ptr<float>(), s,
@@ -98,6 +98,7 @@ at::Tensor grouped_conv2d(const at::Tensor& x, const at::Tensor& weight, const a
     return OwnGroupedConv::apply(x, weight, bias.defined() ? bias : at::empty({0}, x.options()), groups, padding);
   }
 #endif
+  (void)allow_own;
   return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {1, 1}, groups);
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 // CUDA kernels for the grouped convolutions of fused arrays whose groups are
 // small (LeNet-sized: a few input and output channels per model), where
-// cuDNN runs one kernel per group. Each of the three kernels below covers
-// every group in one launch, one shared-memory tile per block. Float32,
-// NCHW, contiguous, stride 1, dilation 1, square kernels of size 3 or 5,
-// symmetric zero padding. Plain C++: this header is shared by nvcc and the
-// LibTorch side.
+// cuDNN runs one kernel per group. Each of the three operations below covers
+// every group in one launch: blocks hold a group's weights and a few samples'
+// zero-padded tiles in shared memory, threads a register tile of outputs
+// (conv_plan.h). Float32, NCHW, contiguous, stride 1, dilation 1, square
+// kernels of size 3 or 5, symmetric zero padding smaller than the kernel.
+// Plain C++: this header is shared by nvcc and the LibTorch side.
 
 #include <cstdint>
 
@@ -20,9 +21,9 @@ struct GroupedConvShape {
   int64_t out_width() const { return width + 2 * padding - kernel + 1; }
 };
 
-// Whether the kernels below handle this shape: kernel 3 or 5, at most 1024
-// weights per output channel, and each block's tiles within 48 KB of shared
-// memory.
+// Whether the kernels below handle this shape: kernel 3 or 5, padding below
+// the kernel size, and a group's weights plus one sample's tiles within 48 KB
+// of shared memory.
 bool grouped_conv_shape_supported(const GroupedConvShape& shape);
 
 // y [B, G*out, Ho, Wo] = conv(x [B, G*in, H, W], w [G*out, in, k, k]) + bias
@@ -34,11 +35,12 @@ void grouped_conv_forward(const float* x, const float* w, const float* bias, flo
 void grouped_conv_input_grad(const float* dy, const float* w, float* dx, const GroupedConvShape& shape,
                              void* stream);
 
-// How many batch chunks the weight gradient is split into.
-int64_t grouped_conv_weight_grad_chunks(const GroupedConvShape& shape);
+// How many partial weight gradients grouped_conv_weight_grad writes (batch
+// chunks x row splits).
+int64_t grouped_conv_weight_grad_slices(const GroupedConvShape& shape);
 
-// Per-chunk weight gradients partial [chunks, G*out, in, k, k] from dy and
-// x (overwritten); their sum over the first axis is dw.
+// Partial weight gradients partial [slices, G*out, in, k, k] from dy and x
+// (every element overwritten); their sum over the first axis is dw.
 void grouped_conv_weight_grad(const float* dy, const float* x, float* partial, const GroupedConvShape& shape,
                               void* stream);
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# colo's own grouped-convolution kernels on the GPU: the correctness tests,
+# the kernel-level timing against cuDNN (grouped_conv_bench) and whole fused
+# LeNet training with and without them (fusion_throughput).
+#
+#   bench/fusion/grouped_conv_check.sh BUILD OUT
+#
+# Writes OUT/grouped_conv_tests.log, OUT/grouped_conv_bench.jsonl and
+# OUT/own_grouped_conv.jsonl; prints a short table.
+set -uo pipefail
+build=$1 out=$2
+"$build/tests/fuse/colo_fuse_tests" --gtest_filter='GroupedConv*:ConvPlan*' >"$out/grouped_conv_tests.log" 2>&1
+echo "grouped conv tests: $(grep -E '^\[  (PASSED|FAILED) ' "$out/grouped_conv_tests.log" | tr '\n' ' ')"
+grep -E "Failure|exception|error" "$out/grouped_conv_tests.log" | head -10
+
+"$build/bench/grouped_conv_bench" --models 8 32 64 >"$out/grouped_conv_bench.txt" 2>&1
+grep '^{' "$out/grouped_conv_bench.txt" >"$out/grouped_conv_bench.jsonl"
+sed -n '/^N /,$p' "$out/grouped_conv_bench.txt"
+
+: >"$out/own_grouped_conv.jsonl"
+for n in 8 32 64; do
+  for flag in "" --own-grouped-conv; do
+    # shellcheck disable=SC2086
+    "$build/bench/fusion_throughput" --model lenet --mode fused --models "$n" --seconds 2 $flag \
+      2>>"$out/own_grouped_conv.err" | tail -1 >>"$out/own_grouped_conv.jsonl"
+  done
+done
+python3 - "$out/own_grouped_conv.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print(f"{'lenet N':>8} {'cuDNN samples/s':>16} {'colo kernels':>14} {'ratio':>6}")
+by = {(r["models"], r["own_grouped_conv"]): r for r in rows}
+for n in sorted({r["models"] for r in rows}):
+    a, b = by.get((n, False)), by.get((n, True))
+    if a and b:
+        print(f"{n:>8} {a['samples_per_s']:>16,.0f} {b['samples_per_s']:>14,.0f} {b['samples_per_s'] / a['samples_per_s']:>6.2f}")
+PY

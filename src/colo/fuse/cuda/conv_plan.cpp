@@ -1,0 +1,100 @@
+#include "colo/fuse/cuda/conv_plan.h"
+
+#include <algorithm>
+
+namespace colo::fuse::cuda {
+namespace {
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int round_up_to_warp(int n) { return ceil_div(n, 32) * 32; }
+
+// The channel tile that wastes fewest padded channels, the larger on ties.
+int channel_tile(int channels) {
+  int best = kChannelTiles[0];
+  for (int tile : kChannelTiles) {
+    if (ceil_div(channels, tile) * tile - channels < ceil_div(channels, best) * best - channels) best = tile;
+  }
+  return best;
+}
+
+// The narrowest column tile that covers a row in as few tiles as 8 would.
+int column_tile(int columns) {
+  const int need = ceil_div(columns, ceil_div(columns, 8));
+  for (int tile : kColumnTiles) {
+    if (tile >= need) return tile;
+  }
+  return 8;
+}
+
+DirectConvPlan plan_direct(const GroupedConvShape& s, int cin, int cout, int h, int w, int pad, bool transposed) {
+  DirectConvPlan p;
+  p.batch = static_cast<int>(s.batch);
+  p.groups = static_cast<int>(s.groups);
+  p.kernel = static_cast<int>(s.kernel);
+  p.cin = cin, p.cout = cout, p.h = h, p.w = w, p.pad = pad, p.transposed = transposed;
+  p.ho = h + 2 * pad - p.kernel + 1;
+  p.wo = w + 2 * pad - p.kernel + 1;
+  p.co_tile = channel_tile(cout);
+  p.ox_tile = column_tile(p.wo);
+  p.co_blocks = ceil_div(cout, p.co_tile);
+  p.col_tiles = ceil_div(p.wo, p.ox_tile);
+  p.hp = h + 2 * pad;
+  p.wp = std::max(w + 2 * pad, p.col_tiles * p.ox_tile + p.kernel - 1);
+  // About two register tiles per thread, fewer samples where shared memory
+  // runs out.
+  p.samples = std::clamp(ceil_div(2 * kBlockThreads, p.items_per_sample()), 1, std::min(8, p.batch));
+  while (p.samples > 0 && p.shared_floats() > kSharedFloats) --p.samples;
+  p.threads = std::min(kBlockThreads, round_up_to_warp(p.samples * p.items_per_sample()));
+  return p;
+}
+
+WeightGradPlan plan_weight_grad(const GroupedConvShape& s) {
+  WeightGradPlan p;
+  p.batch = static_cast<int>(s.batch);
+  p.groups = static_cast<int>(s.groups);
+  p.kernel = static_cast<int>(s.kernel);
+  p.cin = static_cast<int>(s.in_per_group);
+  p.cout = static_cast<int>(s.out_per_group);
+  p.h = static_cast<int>(s.height), p.w = static_cast<int>(s.width), p.pad = static_cast<int>(s.padding);
+  p.ho = static_cast<int>(s.out_height());
+  p.wo = static_cast<int>(s.out_width());
+  p.co_tile = channel_tile(p.cout);
+  p.ox_tile = column_tile(p.wo);
+  p.co_blocks = ceil_div(p.cout, p.co_tile);
+  p.col_tiles = ceil_div(p.wo, p.ox_tile);
+  p.hp = p.h + 2 * p.pad;
+  p.wp = std::max(p.w + 2 * p.pad, p.col_tiles * p.ox_tile + p.kernel - 1);
+  p.dy_cols = p.col_tiles * p.ox_tile;
+  // Few (channel, row) items, as in a first layer, are split over output rows.
+  p.row_splits = std::clamp(kBlockThreads / (p.co_blocks * p.cin * p.kernel), 1, p.ho);
+  p.item_blocks = ceil_div(p.items(), kBlockThreads);
+  p.chunks = ceil_div(p.batch, 8);
+  p.per_chunk = ceil_div(p.batch, p.chunks);
+  p.stage = std::min(p.per_chunk, kSharedFloats / (p.x_floats() + p.dy_floats()));
+  return p;
+}
+
+}  // namespace
+
+GroupedConvPlans plan_grouped_conv(const GroupedConvShape& s) {
+  GroupedConvPlans plans;
+  if (s.kernel != 3 && s.kernel != 5) return plans;
+  if (s.batch < 1 || s.groups < 1 || s.in_per_group < 1 || s.out_per_group < 1) return plans;
+  if (s.padding < 0 || s.padding >= s.kernel || s.out_height() < 1 || s.out_width() < 1) return plans;
+  const int k = static_cast<int>(s.kernel), pad = static_cast<int>(s.padding);
+  const int cin = static_cast<int>(s.in_per_group), cout = static_cast<int>(s.out_per_group);
+  plans.forward = plan_direct(s, cin, cout, static_cast<int>(s.height), static_cast<int>(s.width), pad, false);
+  plans.input_grad = plan_direct(s, cout, cin, static_cast<int>(s.out_height()), static_cast<int>(s.out_width()),
+                                 k - 1 - pad, true);
+  plans.weight_grad = plan_weight_grad(s);
+  plans.ok = plans.forward.samples > 0 && plans.input_grad.samples > 0 && plans.weight_grad.stage > 0;
+  return plans;
+}
+
+bool grouped_conv_shape_supported(const GroupedConvShape& shape) { return plan_grouped_conv(shape).ok; }
+
+int64_t grouped_conv_weight_grad_slices(const GroupedConvShape& shape) {
+  return plan_grouped_conv(shape).weight_grad.partial_slices();
+}
+
+}  // namespace colo::fuse::cuda

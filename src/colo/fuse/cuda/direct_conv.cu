@@ -1,0 +1,119 @@
+// The forward pass and the input gradient of a small-group convolution: both
+// are direct convolutions (conv_plan.h's DirectConvPlan), one kernel.
+
+#include "colo/fuse/cuda/conv_plan.h"
+#include "colo/fuse/cuda/grouped_conv_kernels.h"
+#include "colo/fuse/cuda/tile_dispatch.cuh"
+
+namespace colo::fuse::cuda {
+namespace {
+
+// Block (sample chunk, group): the group's weights, in this convolution's
+// orientation and padded to whole channel tiles with zeros, and the chunk's
+// zero-padded input tiles go to shared memory; each thread then computes
+// CO channels x OX columns of one output row at a time, reading an input
+// row segment and CO weight rows per (input channel, kernel row).
+template <int K, int CO, int OX>
+__global__ void __launch_bounds__(kBlockThreads)
+    direct_conv_kernel(const float* __restrict__ in, const float* __restrict__ weight,
+                       const float* __restrict__ bias, float* __restrict__ out, DirectConvPlan p) {
+  extern __shared__ float shared[];
+  const int g = blockIdx.y;
+  const int first = blockIdx.x * p.samples;
+  const int samples = min(p.samples, p.batch - first);
+  const int taps = p.cin * K * K;
+  float* ws = shared;
+  float* xs = shared + p.weight_floats();
+
+  for (int i = threadIdx.x; i < p.weight_floats(); i += blockDim.x) {
+    const int co = i / taps, ci = (i % taps) / (K * K), tap = i % (K * K);
+    float v = 0.f;
+    if (co < p.cout) {
+      v = p.transposed ? weight[((g * p.cin + ci) * p.cout + co) * K * K + (K * K - 1 - tap)]
+                       : weight[((g * p.cout + co) * p.cin + ci) * K * K + tap];
+    }
+    ws[i] = v;
+  }
+  const int tile = p.tile_floats(), plane = p.hp * p.wp;
+  const float* in_chunk = in + (static_cast<int64_t>(first) * p.groups + g) * p.cin * p.h * p.w;
+  const int64_t in_sample_stride = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
+  for (int i = threadIdx.x; i < samples * tile; i += blockDim.x) {
+    const int s = i / tile, ci = (i % tile) / plane;
+    const int iy = (i % plane) / p.wp - p.pad, ix = i % p.wp - p.pad;
+    float v = 0.f;
+    if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = in_chunk[s * in_sample_stride + (ci * p.h + iy) * p.w + ix];
+    xs[i] = v;
+  }
+  __syncthreads();
+
+  const int per_sample = p.items_per_sample();
+  const int64_t out_sample_stride = static_cast<int64_t>(p.groups) * p.cout * p.ho * p.wo;
+  float* out_chunk = out + (static_cast<int64_t>(first) * p.groups + g) * p.cout * p.ho * p.wo;
+  for (int item = threadIdx.x; item < samples * per_sample; item += blockDim.x) {
+    const int s = item / per_sample, rest = item % per_sample;
+    const int cob = rest / (p.ho * p.col_tiles), oy = (rest / p.col_tiles) % p.ho, col = rest % p.col_tiles;
+    float acc[CO][OX];
+#pragma unroll
+    for (int c = 0; c < CO; ++c) {
+      const int co = cob * CO + c;
+      const float b = bias != nullptr && co < p.cout ? bias[g * p.cout + co] : 0.f;
+#pragma unroll
+      for (int j = 0; j < OX; ++j) acc[c][j] = b;
+    }
+    const float* x_rows = xs + s * tile + oy * p.wp + col * OX;
+    const float* w_block = ws + cob * CO * taps;
+    for (int ci = 0; ci < p.cin; ++ci) {
+#pragma unroll
+      for (int kh = 0; kh < K; ++kh) {
+        const float* row = x_rows + (ci * p.hp + kh) * p.wp;
+        float xr[OX + K - 1];
+#pragma unroll
+        for (int j = 0; j < OX + K - 1; ++j) xr[j] = row[j];
+#pragma unroll
+        for (int c = 0; c < CO; ++c) {
+          const float* wr = w_block + c * taps + ci * K * K + kh * K;
+#pragma unroll
+          for (int kw = 0; kw < K; ++kw) {
+            const float wv = wr[kw];
+#pragma unroll
+            for (int j = 0; j < OX; ++j) acc[c][j] = fmaf(wv, xr[j + kw], acc[c][j]);
+          }
+        }
+      }
+    }
+    float* y = out_chunk + s * out_sample_stride + oy * p.wo + col * OX;
+#pragma unroll
+    for (int c = 0; c < CO; ++c) {
+      const int co = cob * CO + c;
+      if (co >= p.cout) break;
+#pragma unroll
+      for (int j = 0; j < OX; ++j) {
+        if (col * OX + j < p.wo) y[co * p.ho * p.wo + j] = acc[c][j];
+      }
+    }
+  }
+}
+
+void launch_direct(const float* in, const float* w, const float* bias, float* out, const DirectConvPlan& p,
+                   void* stream, const char* what) {
+  dim3 grid((p.batch + p.samples - 1) / p.samples, p.groups);
+  const size_t shared = static_cast<size_t>(p.shared_floats()) * sizeof(float);
+  dispatch_tiles(p.kernel, p.co_tile, p.ox_tile, [&](auto k, auto co, auto ox) {
+    direct_conv_kernel<decltype(k)::value, decltype(co)::value, decltype(ox)::value>
+        <<<grid, p.threads, shared, static_cast<cudaStream_t>(stream)>>>(in, w, bias, out, p);
+  });
+  check_launch(what);
+}
+
+}  // namespace
+
+void grouped_conv_forward(const float* x, const float* w, const float* bias, float* y, const GroupedConvShape& s,
+                          void* stream) {
+  launch_direct(x, w, bias, y, plan_grouped_conv(s).forward, stream, "grouped conv forward");
+}
+
+void grouped_conv_input_grad(const float* dy, const float* w, float* dx, const GroupedConvShape& s, void* stream) {
+  launch_direct(dy, w, nullptr, dx, plan_grouped_conv(s).input_grad, stream, "grouped conv input gradient");
+}
+
+}  // namespace colo::fuse::cuda
