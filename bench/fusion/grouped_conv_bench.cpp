@@ -18,6 +18,12 @@
 
 #include "colo/fuse/grouped_conv.h"
 
+#if COLO_HAS_CUDA
+#include <c10/cuda/CUDAStream.h>
+
+#include "colo/fuse/cuda/grouped_conv_kernels.h"
+#endif
+
 namespace {
 
 struct Timing {
@@ -46,6 +52,47 @@ Timing time_path(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, 
     y.backward(up);
   });
   return t;
+}
+
+// Each operation alone, in microseconds: forward, input gradient and weight
+// gradient, by cuDNN (at::convolution_backward with one output) and by
+// colo's kernels called directly (the weight gradient with its partial sum).
+nlohmann::json per_operation_us(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                                const at::Tensor& dy, int64_t groups, int iterations) {
+  at::NoGradGuard no_grad;
+  auto cudnn_backward = [&](std::array<bool, 3> mask) {
+    at::convolution_backward(dy, x, w, at::OptionalIntArrayRef{}, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, groups,
+                             mask);
+  };
+  nlohmann::json ops;
+  ops["cudnn"] = {{"forward", mean_us(iterations, [&] { colo::fuse::grouped_conv2d(x, w, b, 1, 0, groups, false); })},
+                  {"input_grad", mean_us(iterations, [&] { cudnn_backward({true, false, false}); })},
+                  {"weight_grad", mean_us(iterations, [&] { cudnn_backward({false, true, false}); })},
+                  {"bias_grad", mean_us(iterations, [&] { dy.sum({0, 2, 3}); })}};
+#if COLO_HAS_CUDA
+  colo::fuse::cuda::GroupedConvShape s;
+  s.batch = x.size(0), s.groups = groups, s.in_per_group = x.size(1) / groups;
+  s.out_per_group = w.size(0) / groups, s.height = x.size(2), s.width = x.size(3), s.kernel = w.size(2);
+  void* stream = c10::cuda::getCurrentCUDAStream().stream();
+  at::Tensor y = at::empty_like(dy), dx = at::empty_like(x);
+  at::Tensor partial = at::empty({colo::fuse::cuda::grouped_conv_weight_grad_slices(s), w.size(0), w.size(1),
+                                  w.size(2), w.size(3)}, w.options());
+  ops["colo"] = {
+      {"forward", mean_us(iterations, [&] {
+         colo::fuse::cuda::grouped_conv_forward(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(),
+                                                y.data_ptr<float>(), s, stream);
+       })},
+      {"input_grad", mean_us(iterations, [&] {
+         colo::fuse::cuda::grouped_conv_input_grad(dy.data_ptr<float>(), w.data_ptr<float>(), dx.data_ptr<float>(),
+                                                   s, stream);
+       })},
+      {"weight_grad", mean_us(iterations, [&] {
+         colo::fuse::cuda::grouped_conv_weight_grad(dy.data_ptr<float>(), x.data_ptr<float>(),
+                                                    partial.data_ptr<float>(), s, stream);
+         partial.sum(0);
+       })}};
+#endif
+  return ops;
 }
 
 double relative(const at::Tensor& a, const at::Tensor& b) { return ((a - b).norm() / b.norm()).item<double>(); }
@@ -89,6 +136,8 @@ int main(int argc, char** argv) {
     y_ref.backward(up);
     const double err = std::max({relative(y_own, y_ref), relative(dx_own, x.grad()), relative(dw_own, w.grad())});
 
+    nlohmann::json ops = per_operation_us(x, w, b, up, n, iterations);
+    std::printf("%s\n", nlohmann::json{{"models", n}, {"batch", batch}, {"per_operation_us", ops}}.dump().c_str());
     for (bool own : {false, true}) {
       x.mutable_grad() = at::Tensor(), w.mutable_grad() = at::Tensor(), b.mutable_grad() = at::Tensor();
       Timing t = time_path(x, w, b, up, n, own, iterations);

@@ -16,6 +16,23 @@ grep -E "Failure|exception|error" "$out/grouped_conv_tests.log" | head -10
 "$build/bench/grouped_conv_bench" --models 8 32 64 >"$out/grouped_conv_bench.txt" 2>&1
 grep '^{' "$out/grouped_conv_bench.txt" >"$out/grouped_conv_bench.jsonl"
 sed -n '/^N /,$p' "$out/grouped_conv_bench.txt"
+python3 - "$out/grouped_conv_bench.jsonl" <<'PY'
+import json, sys
+print(f"{'N':>4} {'path':>6} {'forward':>9} {'input_grad':>11} {'weight_grad':>12} {'bias_grad':>10}  (us, each alone)")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    for path, ops in r.get("per_operation_us", {}).items():
+        print(f"{r['models']:>4} {path:>6} {ops['forward']:>9.1f} {ops['input_grad']:>11.1f} {ops['weight_grad']:>12.1f} {ops.get('bias_grad', 0):>10.1f}")
+PY
+
+# Where a fused LeNet step's time goes (N = 32, own kernels, eager so that
+# every kernel is its own launch): four steps' kernels under Nsight Compute.
+if command -v ncu >/dev/null; then
+  ncu --launch-skip 3000 --launch-count 600 --metrics gpu__time_duration.sum --csv \
+    "$build/bench/fusion_throughput" --model lenet --mode fused --models 32 --seconds 0.5 --warmup-steps 40 \
+    --no-graph --own-grouped-conv >"$out/ncu_step.csv" 2>"$out/ncu_step.err"
+  python3 bench/fusion/kernel_breakdown.py "$out/ncu_step.csv" | tee "$out/ncu_step_breakdown.txt" | head -25
+fi
 
 : >"$out/own_grouped_conv.jsonl"
 for n in 8 32 64; do

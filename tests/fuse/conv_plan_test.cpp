@@ -19,7 +19,11 @@ void expect_direct_plan_sound(const DirectConvPlan& p) {
   EXPECT_GE(p.co_blocks * p.co_tile, p.cout);
   EXPECT_LT((p.co_blocks - 1) * p.co_tile, p.cout) << "no all-padding channel tile";
   EXPECT_GE(p.col_tiles * p.ox_tile, p.wo);
-  EXPECT_GE(p.wp, p.col_tiles * p.ox_tile + p.kernel - 1) << "row segments read past the tile";
+  EXPECT_LT((p.col_tiles - 1) * p.ox_tile, p.wo) << "no all-padding column tile";
+  EXPECT_GE(p.segment(), p.ox_tile + p.kernel - 1) << "a tile's row segment holds every column it reads";
+  EXPECT_EQ(p.segment() % 4, 0) << "float4 loads";
+  EXPECT_EQ(p.weight_floats() % 4, 0) << "the input tiles start 16-byte aligned";
+  EXPECT_EQ(p.cout_pad() % p.co_tile, 0);
   EXPECT_EQ(p.hp, p.ho + p.kernel - 1);
   EXPECT_GE(p.samples, 1);
   EXPECT_LE(p.shared_floats(), kSharedFloats);
@@ -31,8 +35,10 @@ void expect_weight_grad_plan_sound(const WeightGradPlan& p) {
   EXPECT_GE(p.chunks * p.per_chunk, p.batch);
   EXPECT_LT((p.chunks - 1) * p.per_chunk, p.batch) << "every chunk has a sample";
   EXPECT_GE(p.item_blocks * kBlockThreads, p.items());
-  EXPECT_GE(p.dy_cols, p.wo);
-  EXPECT_GE(p.wp, p.dy_cols + p.kernel - 1);
+  EXPECT_GE(p.col_tiles * p.ox_tile, p.wo);
+  EXPECT_GE(p.dy_segment(), p.ox_tile);
+  EXPECT_EQ(p.dy_segment() % 4, 0);
+  EXPECT_EQ(p.x_floats() % 4, 0) << "the dy tiles start 16-byte aligned";
   EXPECT_GE(p.stage, 1);
   EXPECT_LE(p.shared_floats(), kSharedFloats);
   EXPECT_GE(p.row_splits, 1);
@@ -44,9 +50,14 @@ TEST(ConvPlan, LenetSecondConvolutionTilesWithoutWaste) {
   GroupedConvPlans plans = plan_grouped_conv(shape(128, 32, 6, 16, 14, 5, 0));
   ASSERT_TRUE(plans.ok);
   EXPECT_EQ(plans.forward.co_tile, 4);
-  EXPECT_EQ(plans.forward.ox_tile, 5);  // two tiles of 5 cover the 10 output columns
-  EXPECT_EQ(plans.forward.col_tiles, 2);
+  EXPECT_EQ(plans.forward.ox_tile, 10);  // one tile covers the 10 output columns
+  EXPECT_EQ(plans.forward.col_tiles, 1);
+  EXPECT_EQ(plans.forward.segment(), 16);  // 14 columns read, loaded as four float4s
   EXPECT_EQ(plans.forward.ho, 10);
+  // 4 channel tiles x 10 rows = 40 register tiles per sample: 6 samples keep
+  // 128 threads 94% busy (3 would too, but with more blocks).
+  EXPECT_EQ(plans.forward.samples, 6);
+  EXPECT_EQ(plans.forward.threads, 128);
   // The input gradient is a full convolution of dy (padding 4) with the
   // transposed kernel: 16 -> 6 channels, output 14x14.
   EXPECT_TRUE(plans.input_grad.transposed);
@@ -55,7 +66,8 @@ TEST(ConvPlan, LenetSecondConvolutionTilesWithoutWaste) {
   EXPECT_EQ(plans.input_grad.pad, 4);
   EXPECT_EQ(plans.input_grad.ho, 14);
   EXPECT_EQ(plans.input_grad.wo, 14);
-  EXPECT_EQ(plans.input_grad.co_tile, 3);
+  EXPECT_EQ(plans.input_grad.co_tile, 2);  // 6 = 3 x 2 channels, no padding
+  EXPECT_EQ(plans.input_grad.ox_tile, 14);
   EXPECT_EQ(plans.weight_grad.items(), 4 * 6 * 5);
   EXPECT_EQ(plans.weight_grad.row_splits, 1);
   EXPECT_EQ(plans.weight_grad.partial_slices(), 16);

@@ -1,6 +1,7 @@
 #include "colo/fuse/cuda/conv_plan.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace colo::fuse::cuda {
 namespace {
@@ -17,13 +18,31 @@ int channel_tile(int channels) {
   return best;
 }
 
-// The narrowest column tile that covers a row in as few tiles as 8 would.
+// The narrowest column tile that covers a row in as few tiles as the widest
+// would.
 int column_tile(int columns) {
-  const int need = ceil_div(columns, ceil_div(columns, 8));
+  constexpr int widest = kColumnTiles[std::size(kColumnTiles) - 1];
+  const int need = ceil_div(columns, ceil_div(columns, widest));
   for (int tile : kColumnTiles) {
     if (tile >= need) return tile;
   }
-  return 8;
+  return widest;
+}
+
+// Of 1 to 8 samples per block that fit in shared memory, the count whose
+// register tiles keep the block's threads busiest (the larger on ties);
+// 0 if not even one fits.
+int samples_per_block(DirectConvPlan p) {
+  int best = 0;
+  double best_busy = 0;
+  for (p.samples = 1; p.samples <= std::min(8, p.batch); ++p.samples) {
+    if (p.shared_floats() > kSharedFloats) break;
+    const int items = p.samples * p.items_per_sample();
+    const int threads = std::min(kBlockThreads, round_up_to_warp(items));
+    const double busy = static_cast<double>(items) / (ceil_div(items, threads) * threads);
+    if (busy >= best_busy) best = p.samples, best_busy = busy;
+  }
+  return best;
 }
 
 DirectConvPlan plan_direct(const GroupedConvShape& s, int cin, int cout, int h, int w, int pad, bool transposed) {
@@ -39,11 +58,7 @@ DirectConvPlan plan_direct(const GroupedConvShape& s, int cin, int cout, int h, 
   p.co_blocks = ceil_div(cout, p.co_tile);
   p.col_tiles = ceil_div(p.wo, p.ox_tile);
   p.hp = h + 2 * pad;
-  p.wp = std::max(w + 2 * pad, p.col_tiles * p.ox_tile + p.kernel - 1);
-  // About two register tiles per thread, fewer samples where shared memory
-  // runs out.
-  p.samples = std::clamp(ceil_div(2 * kBlockThreads, p.items_per_sample()), 1, std::min(8, p.batch));
-  while (p.samples > 0 && p.shared_floats() > kSharedFloats) --p.samples;
+  p.samples = samples_per_block(p);
   p.threads = std::min(kBlockThreads, round_up_to_warp(p.samples * p.items_per_sample()));
   return p;
 }
@@ -63,8 +78,6 @@ WeightGradPlan plan_weight_grad(const GroupedConvShape& s) {
   p.co_blocks = ceil_div(p.cout, p.co_tile);
   p.col_tiles = ceil_div(p.wo, p.ox_tile);
   p.hp = p.h + 2 * p.pad;
-  p.wp = std::max(p.w + 2 * p.pad, p.col_tiles * p.ox_tile + p.kernel - 1);
-  p.dy_cols = p.col_tiles * p.ox_tile;
   // Few (channel, row) items, as in a first layer, are split over output rows.
   p.row_splits = std::clamp(kBlockThreads / (p.co_blocks * p.cin * p.kernel), 1, p.ho);
   p.item_blocks = ceil_div(p.items(), kBlockThreads);

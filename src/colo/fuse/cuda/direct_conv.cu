@@ -4,29 +4,32 @@
 #include "colo/fuse/cuda/conv_plan.h"
 #include "colo/fuse/cuda/grouped_conv_kernels.h"
 #include "colo/fuse/cuda/tile_dispatch.cuh"
+#include "colo/fuse/cuda/tile_loads.cuh"
 
 namespace colo::fuse::cuda {
 namespace {
 
 // Block (sample chunk, group): the group's weights, in this convolution's
 // orientation and padded to whole channel tiles with zeros, and the chunk's
-// zero-padded input tiles go to shared memory; each thread then computes
-// CO channels x OX columns of one output row at a time, reading an input
-// row segment and CO weight rows per (input channel, kernel row).
+// input tiles go to shared memory (layouts in conv_plan.h); each thread then
+// computes CO channels x OX columns of one output row at a time, per (input
+// channel, kernel row) reading one row segment and K weight vectors.
 template <int K, int CO, int OX>
 __global__ void __launch_bounds__(kBlockThreads)
     direct_conv_kernel(const float* __restrict__ in, const float* __restrict__ weight,
                        const float* __restrict__ bias, float* __restrict__ out, DirectConvPlan p) {
-  extern __shared__ float shared[];
+  constexpr int SEG = segment_floats(OX, K);
+  extern __shared__ float4 shared4[];
+  float* shared = reinterpret_cast<float*>(shared4);
   const int g = blockIdx.y;
   const int first = blockIdx.x * p.samples;
   const int samples = min(p.samples, p.batch - first);
-  const int taps = p.cin * K * K;
+  const int cout_pad = p.cout_pad();
   float* ws = shared;
   float* xs = shared + p.weight_floats();
 
-  for (int i = threadIdx.x; i < p.weight_floats(); i += blockDim.x) {
-    const int co = i / taps, ci = (i % taps) / (K * K), tap = i % (K * K);
+  for (int i = threadIdx.x; i < p.cin * K * K * cout_pad; i += blockDim.x) {
+    const int co = i % cout_pad, tap = (i / cout_pad) % (K * K), ci = i / (cout_pad * K * K);
     float v = 0.f;
     if (co < p.cout) {
       v = p.transposed ? weight[((g * p.cin + ci) * p.cout + co) * K * K + (K * K - 1 - tap)]
@@ -34,21 +37,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
     ws[i] = v;
   }
-  const int tile = p.tile_floats(), plane = p.hp * p.wp;
-  const float* in_chunk = in + (static_cast<int64_t>(first) * p.groups + g) * p.cin * p.h * p.w;
-  const int64_t in_sample_stride = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
-  for (int i = threadIdx.x; i < samples * tile; i += blockDim.x) {
-    const int s = i / tile, ci = (i % tile) / plane;
-    const int iy = (i % plane) / p.wp - p.pad, ix = i % p.wp - p.pad;
-    float v = 0.f;
-    if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = in_chunk[s * in_sample_stride + (ci * p.h + iy) * p.w + ix];
-    xs[i] = v;
-  }
+  const int64_t in_sample = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
+  copy_tiles_to_shared(xs, in + static_cast<int64_t>(first) * in_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w,
+                       in_sample, samples, p.cin, p.h, p.w, p.pad, p.hp, p.col_tiles, OX, SEG);
   __syncthreads();
 
-  const int per_sample = p.items_per_sample();
-  const int64_t out_sample_stride = static_cast<int64_t>(p.groups) * p.cout * p.ho * p.wo;
-  float* out_chunk = out + (static_cast<int64_t>(first) * p.groups + g) * p.cout * p.ho * p.wo;
+  const int per_sample = p.items_per_sample(), tile = p.tile_floats(), row = p.col_tiles * SEG;
+  const int64_t out_sample = static_cast<int64_t>(p.groups) * p.cout * p.ho * p.wo;
+  float* out_chunk = out + static_cast<int64_t>(first) * out_sample + static_cast<int64_t>(g) * p.cout * p.ho * p.wo;
   for (int item = threadIdx.x; item < samples * per_sample; item += blockDim.x) {
     const int s = item / per_sample, rest = item % per_sample;
     const int cob = rest / (p.ho * p.col_tiles), oy = (rest / p.col_tiles) % p.ho, col = rest % p.col_tiles;
@@ -60,28 +56,26 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int j = 0; j < OX; ++j) acc[c][j] = b;
     }
-    const float* x_rows = xs + s * tile + oy * p.wp + col * OX;
-    const float* w_block = ws + cob * CO * taps;
+    const float* x_rows = xs + s * tile + oy * row + col * SEG;
+    const float* w_taps = ws + cob * CO;
     for (int ci = 0; ci < p.cin; ++ci) {
 #pragma unroll
       for (int kh = 0; kh < K; ++kh) {
-        const float* row = x_rows + (ci * p.hp + kh) * p.wp;
-        float xr[OX + K - 1];
+        float xr[SEG];
+        load_vector(x_rows + (ci * p.hp + kh) * row, xr);
 #pragma unroll
-        for (int j = 0; j < OX + K - 1; ++j) xr[j] = row[j];
+        for (int kw = 0; kw < K; ++kw) {
+          float wv[CO];
+          load_vector(w_taps + ((ci * K + kh) * K + kw) * cout_pad, wv);
 #pragma unroll
-        for (int c = 0; c < CO; ++c) {
-          const float* wr = w_block + c * taps + ci * K * K + kh * K;
+          for (int c = 0; c < CO; ++c) {
 #pragma unroll
-          for (int kw = 0; kw < K; ++kw) {
-            const float wv = wr[kw];
-#pragma unroll
-            for (int j = 0; j < OX; ++j) acc[c][j] = fmaf(wv, xr[j + kw], acc[c][j]);
+            for (int j = 0; j < OX; ++j) acc[c][j] = fmaf(wv[c], xr[j + kw], acc[c][j]);
           }
         }
       }
     }
-    float* y = out_chunk + s * out_sample_stride + oy * p.wo + col * OX;
+    float* y = out_chunk + s * out_sample + oy * p.wo + col * OX;
 #pragma unroll
     for (int c = 0; c < CO; ++c) {
       const int co = cob * CO + c;

@@ -21,16 +21,18 @@ void dispatch_tiles(int kernel, int co_tile, int ox_tile, Launch&& launch) {
   auto by_column = [&](auto k, auto co) {
     switch (ox_tile) {
       case 4: return launch(k, co, Int<4>{});
-      case 5: return launch(k, co, Int<5>{});
       case 6: return launch(k, co, Int<6>{});
       case 8: return launch(k, co, Int<8>{});
+      case 10: return launch(k, co, Int<10>{});
+      case 12: return launch(k, co, Int<12>{});
+      case 14: return launch(k, co, Int<14>{});
+      case 16: return launch(k, co, Int<16>{});
     }
     throw std::logic_error("grouped conv: no kernel for a column tile of " + std::to_string(ox_tile));
   };
   auto by_channel = [&](auto k) {
     switch (co_tile) {
       case 4: return by_column(k, Int<4>{});
-      case 3: return by_column(k, Int<3>{});
       case 2: return by_column(k, Int<2>{});
     }
     throw std::logic_error("grouped conv: no kernel for a channel tile of " + std::to_string(co_tile));

@@ -5,27 +5,30 @@
 #include "colo/fuse/cuda/conv_plan.h"
 #include "colo/fuse/cuda/grouped_conv_kernels.h"
 #include "colo/fuse/cuda/tile_dispatch.cuh"
+#include "colo/fuse/cuda/tile_loads.cuh"
 
 namespace colo::fuse::cuda {
 namespace {
 
 // Block (batch chunk, group, item slice). Per stage the block loads `stage`
-// samples' zero-padded x tiles and dy tiles (zero beyond the last column and
-// channel) into shared memory. A thread's item is (channel tile, ci, kh, row
-// split); it accumulates dw[CO channels][ci][kh][all K taps] from OX-wide
-// row segments of dy and x.
+// samples' x and dy tiles into shared memory. A thread's item is (channel
+// tile, ci, kh, row split); per output row segment it reads one x segment and
+// CO dy segments and accumulates dw[CO channels][ci][kh][all K taps].
 template <int K, int CO, int OX>
 __global__ void __launch_bounds__(kBlockThreads)
     weight_grad_kernel(const float* __restrict__ dy, const float* __restrict__ x, float* __restrict__ partial,
                        WeightGradPlan p) {
-  extern __shared__ float shared[];
+  constexpr int SEG = segment_floats(OX, K), DSEG = round_up_to_4(OX);
+  extern __shared__ float4 shared4[];
+  float* shared = reinterpret_cast<float*>(shared4);
   const int chunk = blockIdx.x, g = blockIdx.y;
   const int item = blockIdx.z * blockDim.x + threadIdx.x;
   const bool active = item < p.items();
   const int r = item % p.row_splits, kh = (item / p.row_splits) % K;
   const int ci = (item / (p.row_splits * K)) % p.cin, cob = item / (p.row_splits * K * p.cin);
   const int first = chunk * p.per_chunk, last = min(first + p.per_chunk, p.batch);
-  const int xt = p.x_floats(), dt = p.dy_floats(), plane = p.hp * p.wp;
+  const int xt = p.x_floats(), dt = p.dy_floats();
+  const int x_row = p.col_tiles * SEG, dy_row = p.col_tiles * DSEG;
   float* xs = shared;
   float* dys = shared + p.stage * xt;
   const int64_t x_sample = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
@@ -40,43 +43,35 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (int s0 = first; s0 < last; s0 += p.stage) {
     const int n = min(p.stage, last - s0);
     __syncthreads();
-    const float* x_stage = x + static_cast<int64_t>(s0) * x_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w;
-    for (int i = threadIdx.x; i < n * xt; i += blockDim.x) {
-      const int s = i / xt, c = (i % xt) / plane;
-      const int iy = (i % plane) / p.wp - p.pad, ix = i % p.wp - p.pad;
-      float v = 0.f;
-      if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = x_stage[s * x_sample + (c * p.h + iy) * p.w + ix];
-      xs[i] = v;
-    }
-    const float* dy_stage =
-        dy + static_cast<int64_t>(s0) * dy_sample + static_cast<int64_t>(g) * p.cout * p.ho * p.wo;
-    const int dy_plane = p.ho * p.dy_cols;
+    copy_tiles_to_shared(xs, x + s0 * x_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w, x_sample, n, p.cin,
+                         p.h, p.w, p.pad, p.hp, p.col_tiles, OX, SEG);
+    // dy tiles: the same layout without padding or overlap, and zero channels
+    // up to cout_pad.
+    const float* dy_stage = dy + s0 * dy_sample + static_cast<int64_t>(g) * p.cout * p.ho * p.wo;
     for (int i = threadIdx.x; i < n * dt; i += blockDim.x) {
-      const int s = i / dt, c = (i % dt) / dy_plane;
-      const int oy = (i % dy_plane) / p.dy_cols, ox = i % p.dy_cols;
+      const int s = i / dt, c = (i % dt) / (p.ho * dy_row), oy = (i % (p.ho * dy_row)) / dy_row;
+      const int ox = ((i % dy_row) / DSEG) * OX + i % DSEG;
       float v = 0.f;
-      if (c < p.cout && ox < p.wo) v = dy_stage[s * dy_sample + (c * p.ho + oy) * p.wo + ox];
+      if (c < p.cout && i % DSEG < OX && ox < p.wo) v = dy_stage[s * dy_sample + (c * p.ho + oy) * p.wo + ox];
       dys[i] = v;
     }
     __syncthreads();
     if (!active) continue;
     for (int s = 0; s < n; ++s) {
-      const float* x_rows = xs + s * xt + (ci * p.hp + kh) * p.wp;
-      const float* dy_rows = dys + s * dt + cob * CO * dy_plane;
+      const float* x_rows = xs + s * xt + (ci * p.hp + kh) * x_row;
+      const float* dy_rows = dys + s * dt + cob * CO * p.ho * dy_row;
       for (int oy = r; oy < p.ho; oy += p.row_splits) {
         for (int col = 0; col < p.col_tiles; ++col) {
-          float xr[OX + K - 1];
-          const float* row = x_rows + oy * p.wp + col * OX;
-#pragma unroll
-          for (int j = 0; j < OX + K - 1; ++j) xr[j] = row[j];
+          float xr[SEG];
+          load_vector(x_rows + oy * x_row + col * SEG, xr);
 #pragma unroll
           for (int c = 0; c < CO; ++c) {
-            const float* dr = dy_rows + c * dy_plane + oy * p.dy_cols + col * OX;
+            float d[DSEG];
+            load_vector(dy_rows + (c * p.ho + oy) * dy_row + col * DSEG, d);
 #pragma unroll
             for (int j = 0; j < OX; ++j) {
-              const float d = dr[j];
 #pragma unroll
-              for (int kw = 0; kw < K; ++kw) acc[c][kw] = fmaf(d, xr[j + kw], acc[c][kw]);
+              for (int kw = 0; kw < K; ++kw) acc[c][kw] = fmaf(d[j], xr[j + kw], acc[c][kw]);
             }
           }
         }
