@@ -106,7 +106,7 @@ int run(int argc, char** argv) {
   std::string model = "lenet", mode = "fused", device_name = "cuda", data_path;
   int64_t models = 1, batch = 128, warmup = 30;
   double seconds = 3.0, start_at = 0;
-  bool graph = true, sample = false, channels_last = false, bf16 = false, own_grouped = false;
+  bool graph = true, sample = false, channels_last = false, bf16 = false, own_kernels = false;
   app.add_option("--model", model, "mlp | lenet | resnet18")->check(CLI::IsMember({"mlp", "lenet", "resnet18"}));
   app.add_option("--mode", mode, "fused | single")->check(CLI::IsMember({"fused", "single"}));
   app.add_option("--models", models, "models in the fused array")->check(CLI::Range(1, 1024));
@@ -119,7 +119,8 @@ int run(int argc, char** argv) {
   app.add_flag("!--no-graph", graph, "fused: run the step eagerly instead of as a CUDA graph");
   app.add_flag("--channels-last", channels_last, "fused: NHWC convolutions");
   app.add_flag("--bf16", bf16, "fused: forward passes under bfloat16 autocast");
-  app.add_flag("--own-grouped-conv", own_grouped, "fused: colo's CUDA kernels for small-group convolutions");
+  app.add_flag("--own-kernels,--own-grouped-conv", own_kernels,
+               "fused: colo's CUDA kernels for small-group convolutions and ReLU + max pooling");
   app.add_flag("--sample", sample, "sample the GPU (SM activity, energy) over the window");
   CLI11_PARSE(app, argc, argv);
 
@@ -142,7 +143,7 @@ int run(int argc, char** argv) {
     options.cuda_graph = graph;
     options.channels_last = channels_last;
     options.bf16_autocast = bf16;
-    options.own_grouped_conv = own_grouped;
+    options.own_cuda_kernels = own_kernels;
     array = std::make_unique<colo::fuse::ArrayTrainer>(specs, dataset, device, options);
     run_steps = [&](int64_t steps) { array->train_steps(steps); };
   } else {
@@ -202,7 +203,7 @@ int run(int argc, char** argv) {
     out["cuda_graph"] = array->graphed();
     out["channels_last"] = channels_last;
     out["bf16_autocast"] = bf16;
-    out["own_grouped_conv"] = own_grouped;
+    out["own_kernels"] = own_kernels;
     if (!array->graph_error().empty()) out["graph_error"] = array->graph_error();
   }
   if (sampler) {

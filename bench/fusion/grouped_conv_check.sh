@@ -9,7 +9,7 @@
 # OUT/own_grouped_conv.jsonl; prints a short table.
 set -uo pipefail
 build=$1 out=$2
-"$build/tests/fuse/colo_fuse_tests" --gtest_filter='GroupedConv*:ConvPlan*' >"$out/grouped_conv_tests.log" 2>&1
+"$build/tests/fuse/colo_fuse_tests" --gtest_filter='GroupedConv*:ConvPlan*:ReluMaxPool*' >"$out/grouped_conv_tests.log" 2>&1
 echo "grouped conv tests: $(grep -E '^\[  (PASSED|FAILED) ' "$out/grouped_conv_tests.log" | tr '\n' ' ')"
 grep -E "Failure|exception|error" "$out/grouped_conv_tests.log" | head -10
 
@@ -30,13 +30,13 @@ PY
 if command -v ncu >/dev/null; then
   ncu --launch-skip 3000 --launch-count 600 --metrics gpu__time_duration.sum --csv \
     "$build/bench/fusion_throughput" --model lenet --mode fused --models 32 --seconds 0.5 --warmup-steps 40 \
-    --no-graph --own-grouped-conv >"$out/ncu_step.csv" 2>"$out/ncu_step.err"
+    --no-graph --own-kernels >"$out/ncu_step.csv" 2>"$out/ncu_step.err"
   python3 bench/fusion/kernel_breakdown.py "$out/ncu_step.csv" | tee "$out/ncu_step_breakdown.txt" | head -25
 fi
 
 : >"$out/own_grouped_conv.jsonl"
 for n in 8 32 64; do
-  for flag in "" --own-grouped-conv; do
+  for flag in "" --own-kernels; do
     # shellcheck disable=SC2086
     "$build/bench/fusion_throughput" --model lenet --mode fused --models "$n" --seconds 2 $flag \
       2>>"$out/own_grouped_conv.err" | tail -1 >>"$out/own_grouped_conv.jsonl"
@@ -45,8 +45,8 @@ done
 python3 - "$out/own_grouped_conv.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print(f"{'lenet N':>8} {'cuDNN samples/s':>16} {'colo kernels':>14} {'ratio':>6}")
-by = {(r["models"], r["own_grouped_conv"]): r for r in rows}
+print(f"{'lenet N':>8} {'ATen samples/s':>16} {'colo kernels':>14} {'ratio':>6}")
+by = {(r["models"], r["own_kernels"]): r for r in rows}
 for n in sorted({r["models"] for r in rows}):
     a, b = by.get((n, False)), by.get((n, True))
     if a and b:

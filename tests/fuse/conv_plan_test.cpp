@@ -26,6 +26,9 @@ void expect_direct_plan_sound(const DirectConvPlan& p) {
   EXPECT_EQ(p.cout_pad() % p.co_tile, 0);
   EXPECT_EQ(p.hp, p.ho + p.kernel - 1);
   EXPECT_GE(p.samples, 1);
+  EXPECT_GE(p.ci_chunk, 1);
+  EXPECT_LE(p.ci_chunk, p.cin);
+  EXPECT_EQ(p.row() % 8, 4) << "adjacent rows an odd number of float4s apart";
   EXPECT_LE(p.shared_floats(), kSharedFloats);
   EXPECT_LE(p.threads, kBlockThreads);
   EXPECT_EQ(p.threads % 32, 0);
@@ -54,10 +57,11 @@ TEST(ConvPlan, LenetSecondConvolutionTilesWithoutWaste) {
   EXPECT_EQ(plans.forward.col_tiles, 1);
   EXPECT_EQ(plans.forward.segment(), 16);  // 14 columns read, loaded as four float4s
   EXPECT_EQ(plans.forward.ho, 10);
-  // 4 channel tiles x 10 rows = 40 register tiles per sample: 6 samples keep
-  // 128 threads 94% busy (3 would too, but with more blocks).
-  EXPECT_EQ(plans.forward.samples, 6);
+  // 4 channel tiles x 10 rows = 40 register tiles per sample: 3 samples give
+  // 120 of 128 threads one each; 4 of the 6 channels fit in 24 KB at once.
+  EXPECT_EQ(plans.forward.samples, 3);
   EXPECT_EQ(plans.forward.threads, 128);
+  EXPECT_EQ(plans.forward.ci_chunk, 4);
   // The input gradient is a full convolution of dy (padding 4) with the
   // transposed kernel: 16 -> 6 channels, output 14x14.
   EXPECT_TRUE(plans.input_grad.transposed);
@@ -68,6 +72,8 @@ TEST(ConvPlan, LenetSecondConvolutionTilesWithoutWaste) {
   EXPECT_EQ(plans.input_grad.wo, 14);
   EXPECT_EQ(plans.input_grad.co_tile, 2);  // 6 = 3 x 2 channels, no padding
   EXPECT_EQ(plans.input_grad.ox_tile, 14);
+  EXPECT_EQ(plans.input_grad.samples, 3);
+  EXPECT_EQ(plans.input_grad.ci_chunk, 3);  // 18 rows x 20 floats per channel and sample
   EXPECT_EQ(plans.weight_grad.items(), 4 * 6 * 5);
   EXPECT_EQ(plans.weight_grad.row_splits, 1);
   EXPECT_EQ(plans.weight_grad.partial_slices(), 16);

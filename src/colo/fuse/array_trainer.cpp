@@ -78,7 +78,7 @@ ArrayTrainer::ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Data
   array_ = build_fused_model(model_specs, dataset.shape);
   load_models(*array_, singles);
   array_->to(device_);
-  array_->set_convolution_options(options_.channels_last, options_.own_grouped_conv);
+  array_->set_convolution_options(options_.channels_last, options_.own_cuda_kernels);
   optimizer_ = std::make_unique<FusedOptimizer>(array_->parameters(), optimizer_specs);
 
   steps_per_epoch_ = (dataset.train.size() + first.batch_size - 1) / first.batch_size;
@@ -126,7 +126,7 @@ void ArrayTrainer::keep_models(const std::vector<int64_t>& positions) {
   }
   auto compact = build_fused_model(model_specs, dataset_.shape);
   compact->to(device_);
-  compact->set_convolution_options(options_.channels_last, options_.own_grouped_conv);
+  compact->set_convolution_options(options_.channels_last, options_.own_cuda_kernels);
   select_models(*array_, positions, *compact);
   auto optimizer = std::make_unique<FusedOptimizer>(optimizer_->select(positions, compact->parameters()));
   step_.reset();

@@ -29,10 +29,9 @@ struct ArrayOptions {
   bool cudnn_benchmark = true;  // let cuDNN time its algorithms (CUDA)
   bool channels_last = false;   // NHWC convolutions
   bool bf16_autocast = false;   // forward passes under bfloat16 autocast (losses in float32)
-  // Small-group convolutions on colo's own CUDA kernels (grouped_conv.h).
-  // Off: on an H100 they train LeNet arrays 11-15% slower than cuDNN's
-  // per-group kernels (bench/results/fusion/bound/README.md).
-  bool own_grouped_conv = false;
+  // colo's own CUDA kernels for small-group convolutions (grouped_conv.h)
+  // and ReLU + 2x2 max pooling (relu_max_pool.h), where they apply.
+  bool own_cuda_kernels = false;
 };
 
 // Successive halving inside the array: after each epoch in `rungs`, the

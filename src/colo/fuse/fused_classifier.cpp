@@ -31,11 +31,12 @@ const std::vector<FusedEntry>& registry() {
 
 }  // namespace
 
-void FusedClassifier::set_convolution_options(bool channels_last, bool own_grouped_kernels) {
+void FusedClassifier::set_convolution_options(bool channels_last, bool own_cuda_kernels) {
+  own_cuda_kernels_ = own_cuda_kernels;
   for (const auto& module : modules()) {
     if (auto conv = std::dynamic_pointer_cast<FusedConv2d>(module)) {
       conv->set_channels_last(channels_last);
-      conv->set_own_grouped_kernels(own_grouped_kernels);
+      conv->set_own_grouped_kernels(own_cuda_kernels);
     }
   }
 }

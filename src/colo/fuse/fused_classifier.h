@@ -26,12 +26,16 @@ class FusedClassifier : public torch::nn::Module {
   virtual at::Tensor forward(const at::Tensor& inputs) = 0;
 
   // Sets every fused convolution's layout (NHWC when `channels_last`) and
-  // whether small-group convolutions may use colo's own CUDA kernels (see
-  // FusedConv2d and grouped_conv.h).
-  void set_convolution_options(bool channels_last, bool own_grouped_kernels);
+  // whether layers may use colo's own CUDA kernels: small-group convolutions
+  // (grouped_conv.h) and ReLU + 2x2 max pooling (relu_max_pool.h).
+  void set_convolution_options(bool channels_last, bool own_cuda_kernels);
+
+ protected:
+  bool own_cuda_kernels() const { return own_cuda_kernels_; }
 
  private:
   int64_t models_;
+  bool own_cuda_kernels_ = false;
 };
 
 using FusedClassifierPtr = std::shared_ptr<FusedClassifier>;

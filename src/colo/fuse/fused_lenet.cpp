@@ -2,6 +2,7 @@
 
 #include "colo/fuse/fused_layers.h"
 #include "colo/fuse/fused_models.h"
+#include "colo/fuse/relu_max_pool.h"
 #include "colo/models/activation.h"
 #include "colo/models/lenet.h"
 
@@ -23,14 +24,19 @@ class FusedLeNet : public FusedClassifier {
 
   at::Tensor forward(const at::Tensor& inputs) override {
     using models::apply_activation;
-    at::Tensor x = at::max_pool2d(apply_activation(activation_, conv1_->forward_shared(inputs)), {2, 2});
-    x = at::max_pool2d(apply_activation(activation_, conv2_->forward(x)), {2, 2});
+    at::Tensor x = activate_and_pool(conv1_->forward_shared(inputs));
+    x = activate_and_pool(conv2_->forward(x));
     x = apply_activation(activation_, fc1_->forward(stacked_to_model_major(x, models())));
     x = apply_activation(activation_, fc2_->forward(x));
     return fc3_->forward(x);
   }
 
  private:
+  at::Tensor activate_and_pool(const at::Tensor& x) {
+    if (activation_ == models::Activation::kRelu) return relu_max_pool2x2(x, own_cuda_kernels());
+    return at::max_pool2d(models::apply_activation(activation_, x), {2, 2});
+  }
+
   models::Activation activation_;
   std::shared_ptr<FusedConv2d> conv1_, conv2_;
   std::shared_ptr<FusedLinear> fc1_, fc2_, fc3_;

@@ -29,20 +29,18 @@ int column_tile(int columns) {
   return widest;
 }
 
-// Of 1 to 8 samples per block that fit in shared memory, the count whose
-// register tiles keep the block's threads busiest (the larger on ties);
-// 0 if not even one fits.
-int samples_per_block(DirectConvPlan p) {
-  int best = 0;
-  double best_busy = 0;
-  for (p.samples = 1; p.samples <= std::min(8, p.batch); ++p.samples) {
-    if (p.shared_floats() > kSharedFloats) break;
-    const int items = p.samples * p.items_per_sample();
-    const int threads = std::min(kBlockThreads, round_up_to_warp(items));
-    const double busy = static_cast<double>(items) / (ceil_div(items, threads) * threads);
-    if (busy >= best_busy) best = p.samples, best_busy = busy;
+// As many samples as give every thread one register tile (at most 8), and
+// as many input channels staged at once as fit in 24 KB of shared memory
+// with the weights (so that several blocks share an SM), or failing that in
+// all a block may use; samples 0 if not even one channel of one sample fits.
+void choose_samples_and_channels(DirectConvPlan& p) {
+  p.samples = std::clamp(kBlockThreads / p.items_per_sample(), 1, std::min(8, p.batch));
+  p.threads = std::min(kBlockThreads, round_up_to_warp(p.samples * p.items_per_sample()));
+  for (int budget : {kSharedFloats / 2, kSharedFloats}) {
+    p.ci_chunk = std::min(p.cin, (budget - p.weight_floats()) / (p.samples * p.channel_floats()));
+    if (p.ci_chunk >= 1) return;
   }
-  return best;
+  p.samples = 0;
 }
 
 DirectConvPlan plan_direct(const GroupedConvShape& s, int cin, int cout, int h, int w, int pad, bool transposed) {
@@ -58,8 +56,7 @@ DirectConvPlan plan_direct(const GroupedConvShape& s, int cin, int cout, int h, 
   p.co_blocks = ceil_div(cout, p.co_tile);
   p.col_tiles = ceil_div(p.wo, p.ox_tile);
   p.hp = h + 2 * pad;
-  p.samples = samples_per_block(p);
-  p.threads = std::min(kBlockThreads, round_up_to_warp(p.samples * p.items_per_sample()));
+  choose_samples_and_channels(p);
   return p;
 }
 

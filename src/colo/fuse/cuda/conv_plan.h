@@ -31,16 +31,23 @@ COLO_HOST_DEVICE constexpr int round_up_to_4(int n) { return (n + 3) / 4 * 4; }
 // Floats of one input row segment a thread reads for an OX-wide tile: the
 // OX + K - 1 columns it needs, rounded up so that it loads float4s.
 COLO_HOST_DEVICE constexpr int segment_floats(int ox_tile, int kernel) { return round_up_to_4(ox_tile + kernel - 1); }
+// Floats between two padded input rows in shared memory: the column tiles'
+// segments, plus 4 where that would be an even number of float4s, so that
+// threads reading adjacent rows hit different banks.
+COLO_HOST_DEVICE constexpr int row_floats(int col_tiles, int segment) {
+  return col_tiles * segment + ((col_tiles * segment / 4) % 2 == 0 ? 4 : 0);
+}
 
 // Shared memory layouts, chosen so that every register tile loads with
 // aligned float2/float4 reads:
 //  - weights [ci][kh][kw][cout_pad]: the CO channels of a tap are adjacent;
 //  - input tiles [ci][padded row][column tile][segment]: each column tile
 //    has its own copy of the columns it reads (K - 1 of them are shared
-//    with the next tile), zero outside the image.
+//    with the next tile), zero outside the image; rows are row_floats apart.
 
 // A direct convolution y = conv(x, w) in the orientation one kernel computes
-// it: the forward pass (in = x, out = y), or the input gradient (in = dy,
+// it, each thread one register tile of one of the block's samples (several
+// rounds where a sample has more tiles than a block has threads): the forward pass (in = x, out = y), or the input gradient (in = dy,
 // out = dx, weights transposed and flipped, padding K - 1 - P). Sizes are per
 // group; 32-bit since every tile is far below 2^31.
 struct DirectConvPlan {
@@ -52,12 +59,15 @@ struct DirectConvPlan {
   int co_tile = 0, ox_tile = 0;
   int co_blocks = 0, col_tiles = 0;
   int samples = 0;             // samples of one group per block
+  int ci_chunk = 0;            // input channels staged in shared memory at once
   int threads = 0;             // per block
   bool transposed = false;     // weights read as the input gradient needs them
   COLO_HOST_DEVICE int cout_pad() const { return co_blocks * co_tile; }
   COLO_HOST_DEVICE int segment() const { return segment_floats(ox_tile, kernel); }
   COLO_HOST_DEVICE int weight_floats() const { return round_up_to_4(cin * kernel * kernel * cout_pad()); }
-  COLO_HOST_DEVICE int tile_floats() const { return cin * hp * col_tiles * segment(); }
+  COLO_HOST_DEVICE int row() const { return row_floats(col_tiles, segment()); }
+  COLO_HOST_DEVICE int channel_floats() const { return hp * row(); }
+  COLO_HOST_DEVICE int tile_floats() const { return ci_chunk * channel_floats(); }  // per sample
   COLO_HOST_DEVICE int shared_floats() const { return weight_floats() + samples * tile_floats(); }
   COLO_HOST_DEVICE int items_per_sample() const { return co_blocks * ho * col_tiles; }
 };
@@ -83,7 +93,8 @@ struct WeightGradPlan {
   COLO_HOST_DEVICE int items() const { return co_blocks * cin * kernel * row_splits; }
   COLO_HOST_DEVICE int segment() const { return segment_floats(ox_tile, kernel); }
   COLO_HOST_DEVICE int dy_segment() const { return round_up_to_4(ox_tile); }
-  COLO_HOST_DEVICE int x_floats() const { return cin * hp * col_tiles * segment(); }
+  COLO_HOST_DEVICE int x_row() const { return row_floats(col_tiles, segment()); }
+  COLO_HOST_DEVICE int x_floats() const { return cin * hp * x_row(); }
   COLO_HOST_DEVICE int dy_floats() const { return co_blocks * co_tile * ho * col_tiles * dy_segment(); }
   COLO_HOST_DEVICE int shared_floats() const { return stage * (x_floats() + dy_floats()); }
   COLO_HOST_DEVICE int partial_slices() const { return chunks * row_splits; }

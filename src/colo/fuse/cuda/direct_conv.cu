@@ -10,10 +10,11 @@ namespace colo::fuse::cuda {
 namespace {
 
 // Block (sample chunk, group): the group's weights, in this convolution's
-// orientation and padded to whole channel tiles with zeros, and the chunk's
-// input tiles go to shared memory (layouts in conv_plan.h); each thread then
-// computes CO channels x OX columns of one output row at a time, per (input
-// channel, kernel row) reading one row segment and K weight vectors.
+// orientation and padded to whole channel tiles with zeros, go to shared
+// memory once; the samples' input tiles follow ci_chunk channels at a time
+// (layouts in conv_plan.h). Each thread accumulates CO channels x OX columns
+// of one output row, per (input channel, kernel row) reading one row
+// segment and K weight vectors.
 template <int K, int CO, int OX>
 __global__ void __launch_bounds__(kBlockThreads)
     direct_conv_kernel(const float* __restrict__ in, const float* __restrict__ weight,
@@ -38,43 +39,56 @@ __global__ void __launch_bounds__(kBlockThreads)
     ws[i] = v;
   }
   const int64_t in_sample = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
-  copy_tiles_to_shared(xs, in + static_cast<int64_t>(first) * in_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w,
-                       in_sample, samples, p.cin, p.h, p.w, p.pad, p.hp, p.col_tiles, OX, SEG);
-  __syncthreads();
-
-  const int per_sample = p.items_per_sample(), tile = p.tile_floats(), row = p.col_tiles * SEG;
+  const float* in_chunk = in + static_cast<int64_t>(first) * in_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w;
+  const int per_sample = p.items_per_sample(), tile = p.tile_floats(), row = p.row();
   const int64_t out_sample = static_cast<int64_t>(p.groups) * p.cout * p.ho * p.wo;
   float* out_chunk = out + static_cast<int64_t>(first) * out_sample + static_cast<int64_t>(g) * p.cout * p.ho * p.wo;
-  for (int item = threadIdx.x; item < samples * per_sample; item += blockDim.x) {
+  const bool one_stage = p.ci_chunk >= p.cin;
+
+  for (int base = 0; base < samples * per_sample; base += blockDim.x) {
+    const int item = base + threadIdx.x;
+    const bool active = item < samples * per_sample;
     const int s = item / per_sample, rest = item % per_sample;
     const int cob = rest / (p.ho * p.col_tiles), oy = (rest / p.col_tiles) % p.ho, col = rest % p.col_tiles;
     float acc[CO][OX];
 #pragma unroll
     for (int c = 0; c < CO; ++c) {
       const int co = cob * CO + c;
-      const float b = bias != nullptr && co < p.cout ? bias[g * p.cout + co] : 0.f;
+      const float b = active && bias != nullptr && co < p.cout ? bias[g * p.cout + co] : 0.f;
 #pragma unroll
       for (int j = 0; j < OX; ++j) acc[c][j] = b;
     }
     const float* x_rows = xs + s * tile + oy * row + col * SEG;
     const float* w_taps = ws + cob * CO;
-    for (int ci = 0; ci < p.cin; ++ci) {
+    for (int ci0 = 0; ci0 < p.cin; ci0 += p.ci_chunk) {
+      const int channels = min(p.ci_chunk, p.cin - ci0);
+      if (base == 0 || !one_stage) {
+        __syncthreads();
+        copy_tiles_to_shared(xs, in_chunk + static_cast<int64_t>(ci0) * p.h * p.w, in_sample, samples, channels,
+                             p.h, p.w, p.pad, p.hp, row, p.col_tiles, OX, SEG, tile);
+        __syncthreads();
+      }
+      if (!active) continue;
+      for (int c_in = 0; c_in < channels; ++c_in) {
+        const int ci = ci0 + c_in;
 #pragma unroll
-      for (int kh = 0; kh < K; ++kh) {
-        float xr[SEG];
-        load_vector(x_rows + (ci * p.hp + kh) * row, xr);
+        for (int kh = 0; kh < K; ++kh) {
+          float xr[SEG];
+          load_vector(x_rows + (c_in * p.hp + kh) * row, xr);
 #pragma unroll
-        for (int kw = 0; kw < K; ++kw) {
-          float wv[CO];
-          load_vector(w_taps + ((ci * K + kh) * K + kw) * cout_pad, wv);
+          for (int kw = 0; kw < K; ++kw) {
+            float wv[CO];
+            load_vector(w_taps + ((ci * K + kh) * K + kw) * cout_pad, wv);
 #pragma unroll
-          for (int c = 0; c < CO; ++c) {
+            for (int c = 0; c < CO; ++c) {
 #pragma unroll
-            for (int j = 0; j < OX; ++j) acc[c][j] = fmaf(wv[c], xr[j + kw], acc[c][j]);
+              for (int j = 0; j < OX; ++j) acc[c][j] = fmaf(wv[c], xr[j + kw], acc[c][j]);
+            }
           }
         }
       }
     }
+    if (!active) continue;
     float* y = out_chunk + s * out_sample + oy * p.wo + col * OX;
 #pragma unroll
     for (int c = 0; c < CO; ++c) {

@@ -24,22 +24,25 @@ __device__ __forceinline__ void load_vector(const float* p, float (&out)[N]) {
   }
 }
 
-// The block copies `samples` inputs of one group into shared memory as
-// [sample][channel][padded row][column tile][segment]: element (row r, tile
-// t, j) holds the input at row r - pad, column t * ox_tile + j - pad, or zero
-// outside the image. `src` points at the first sample's first channel of the
-// group; consecutive samples are `sample_stride` floats apart.
-__device__ __forceinline__ void copy_tiles_to_shared(float* dst, const float* src, int64_t sample_stride,
+// The block copies `channels` channels of `samples` inputs of one group into
+// shared memory as [sample][channel][padded row][column tile][segment],
+// samples `dst_sample` floats apart: element (row r, tile t, j) holds the
+// input at row r - pad, column t * ox_tile + j - pad, or zero outside the
+// image (and in the padding at the end of each row, which is `row` floats
+// long). `src` points at the first sample's first channel to copy;
+// consecutive samples are `src_sample` floats apart.
+__device__ __forceinline__ void copy_tiles_to_shared(float* dst, const float* src, int64_t src_sample,
                                                      int samples, int channels, int h, int w, int pad, int hp,
-                                                     int col_tiles, int ox_tile, int segment) {
-  const int row = col_tiles * segment, plane = hp * row, tile = channels * plane;
+                                                     int row, int col_tiles, int ox_tile, int segment,
+                                                     int dst_sample) {
+  const int plane = hp * row, tile = channels * plane;
   for (int i = threadIdx.x; i < samples * tile; i += blockDim.x) {
     const int s = i / tile, c = (i % tile) / plane, r = (i % plane) / row;
     const int t = (i % row) / segment, j = i % segment;
     const int iy = r - pad, ix = t * ox_tile + j - pad;
     float v = 0.f;
-    if (iy >= 0 && iy < h && ix >= 0 && ix < w) v = src[s * sample_stride + (c * h + iy) * w + ix];
-    dst[i] = v;
+    if (t < col_tiles && iy >= 0 && iy < h && ix >= 0 && ix < w) v = src[s * src_sample + (c * h + iy) * w + ix];
+    dst[s * dst_sample + i % tile] = v;
   }
 }
 

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int ci = (item / (p.row_splits * K)) % p.cin, cob = item / (p.row_splits * K * p.cin);
   const int first = chunk * p.per_chunk, last = min(first + p.per_chunk, p.batch);
   const int xt = p.x_floats(), dt = p.dy_floats();
-  const int x_row = p.col_tiles * SEG, dy_row = p.col_tiles * DSEG;
+  const int x_row = p.x_row(), dy_row = p.col_tiles * DSEG;
   float* xs = shared;
   float* dys = shared + p.stage * xt;
   const int64_t x_sample = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int n = min(p.stage, last - s0);
     __syncthreads();
     copy_tiles_to_shared(xs, x + s0 * x_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w, x_sample, n, p.cin,
-                         p.h, p.w, p.pad, p.hp, p.col_tiles, OX, SEG);
+                         p.h, p.w, p.pad, p.hp, x_row, p.col_tiles, OX, SEG, xt);
     // dy tiles: the same layout without padding or overlap, and zero channels
     // up to cout_pad.
     const float* dy_stage = dy + s0 * dy_sample + static_cast<int64_t>(g) * p.cout * p.ho * p.wo;
