@@ -1,5 +1,7 @@
 #include "colo/fuse/cuda/conv_plan.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace colo::fuse::cuda {
@@ -32,6 +34,8 @@ void expect_direct_plan_sound(const DirectConvPlan& p) {
   EXPECT_LE(p.shared_floats(), kSharedFloats);
   EXPECT_LE(p.threads, kBlockThreads);
   EXPECT_EQ(p.threads % 32, 0);
+  EXPECT_GE(p.threads, p.row()) << "a thread per float of a row";
+  EXPECT_LE(p.cout_pad(), 32) << "a thread per padded output channel";
 }
 
 void expect_weight_grad_plan_sound(const WeightGradPlan& p) {
@@ -44,6 +48,8 @@ void expect_weight_grad_plan_sound(const WeightGradPlan& p) {
   EXPECT_EQ(p.x_floats() % 4, 0) << "the dy tiles start 16-byte aligned";
   EXPECT_GE(p.stage, 1);
   EXPECT_LE(p.shared_floats(), kSharedFloats);
+  EXPECT_GE(p.threads, std::max(p.x_row(), p.dy_row()));
+  EXPECT_LE(p.threads, kBlockThreads);
   EXPECT_GE(p.row_splits, 1);
   EXPECT_LE(p.row_splits, p.ho);
 }

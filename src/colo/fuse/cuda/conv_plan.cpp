@@ -35,7 +35,7 @@ int column_tile(int columns) {
 // all a block may use; samples 0 if not even one channel of one sample fits.
 void choose_samples_and_channels(DirectConvPlan& p) {
   p.samples = std::clamp(kBlockThreads / p.items_per_sample(), 1, std::min(8, p.batch));
-  p.threads = std::min(kBlockThreads, round_up_to_warp(p.samples * p.items_per_sample()));
+  p.threads = std::min(kBlockThreads, round_up_to_warp(std::max(p.samples * p.items_per_sample(), p.row())));
   for (int budget : {kSharedFloats / 2, kSharedFloats}) {
     p.ci_chunk = std::min(p.cin, (budget - p.weight_floats()) / (p.samples * p.channel_floats()));
     if (p.ci_chunk >= 1) return;
@@ -81,6 +81,7 @@ WeightGradPlan plan_weight_grad(const GroupedConvShape& s) {
   p.chunks = ceil_div(p.batch, 8);
   p.per_chunk = ceil_div(p.batch, p.chunks);
   p.stage = std::min(p.per_chunk, kSharedFloats / (p.x_floats() + p.dy_floats()));
+  p.threads = std::min(kBlockThreads, round_up_to_warp(std::max({p.items(), p.x_row(), p.dy_row()})));
   return p;
 }
 
@@ -97,7 +98,11 @@ GroupedConvPlans plan_grouped_conv(const GroupedConvShape& s) {
   plans.input_grad = plan_direct(s, cout, cin, static_cast<int>(s.out_height()), static_cast<int>(s.out_width()),
                                  k - 1 - pad, true);
   plans.weight_grad = plan_weight_grad(s);
-  plans.ok = plans.forward.samples > 0 && plans.input_grad.samples > 0 && plans.weight_grad.stage > 0;
+  const auto& f = plans.forward;
+  const auto& d = plans.input_grad;
+  const auto& wg = plans.weight_grad;
+  plans.ok = f.samples > 0 && d.samples > 0 && wg.stage > 0 && f.row() <= f.threads && d.row() <= d.threads &&
+             f.cout_pad() <= 32 && d.cout_pad() <= 32 && std::max(wg.x_row(), wg.dy_row()) <= wg.threads;
   return plans;
 }
 

@@ -90,11 +90,13 @@ struct WeightGradPlan {
   int per_chunk = 0, chunks = 0;  // samples per block, blocks along the batch
   int stage = 0;                  // samples loaded into shared memory at once
   int item_blocks = 0;            // blocks along the items
+  int threads = 0;                // per block
   COLO_HOST_DEVICE int items() const { return co_blocks * cin * kernel * row_splits; }
   COLO_HOST_DEVICE int segment() const { return segment_floats(ox_tile, kernel); }
   COLO_HOST_DEVICE int dy_segment() const { return round_up_to_4(ox_tile); }
   COLO_HOST_DEVICE int x_row() const { return row_floats(col_tiles, segment()); }
   COLO_HOST_DEVICE int x_floats() const { return cin * hp * x_row(); }
+  COLO_HOST_DEVICE int dy_row() const { return col_tiles * dy_segment(); }
   COLO_HOST_DEVICE int dy_floats() const { return co_blocks * co_tile * ho * col_tiles * dy_segment(); }
   COLO_HOST_DEVICE int shared_floats() const { return stage * (x_floats() + dy_floats()); }
   COLO_HOST_DEVICE int partial_slices() const { return chunks * row_splits; }
@@ -102,6 +104,8 @@ struct WeightGradPlan {
 
 // Plans for the forward pass, the input gradient and the weight gradient;
 // `ok` false where the shape does not fit (then the kernels must not run).
+// Every block has at least as many threads as a shared-memory row has
+// floats and as the padded output channels (the copies rely on it).
 struct GroupedConvPlans {
   bool ok = false;
   DirectConvPlan forward, input_grad;

@@ -29,14 +29,17 @@ __global__ void __launch_bounds__(kBlockThreads)
   float* ws = shared;
   float* xs = shared + p.weight_floats();
 
-  for (int i = threadIdx.x; i < p.cin * K * K * cout_pad; i += blockDim.x) {
-    const int co = i % cout_pad, tap = (i / cout_pad) % (K * K), ci = i / (cout_pad * K * K);
+  // Each thread keeps one output channel (cout_pad <= 32 <= blockDim.x).
+  const int co = threadIdx.x % cout_pad, taps_per_pass = blockDim.x / cout_pad;
+  for (int pt = threadIdx.x / cout_pad; pt < p.cin * K * K && threadIdx.x / cout_pad < taps_per_pass;
+       pt += taps_per_pass) {
+    const int ci = pt / (K * K), tap = pt % (K * K);
     float v = 0.f;
     if (co < p.cout) {
       v = p.transposed ? weight[((g * p.cin + ci) * p.cout + co) * K * K + (K * K - 1 - tap)]
                        : weight[((g * p.cout + co) * p.cin + ci) * K * K + tap];
     }
-    ws[i] = v;
+    ws[pt * cout_pad + co] = v;
   }
   const int64_t in_sample = static_cast<int64_t>(p.groups) * p.cin * p.h * p.w;
   const float* in_chunk = in + static_cast<int64_t>(first) * in_sample + static_cast<int64_t>(g) * p.cin * p.h * p.w;

@@ -30,19 +30,25 @@ __device__ __forceinline__ void load_vector(const float* p, float (&out)[N]) {
 // input at row r - pad, column t * ox_tile + j - pad, or zero outside the
 // image (and in the padding at the end of each row, which is `row` floats
 // long). `src` points at the first sample's first channel to copy;
-// consecutive samples are `src_sample` floats apart.
+// consecutive samples are `src_sample` floats apart. Each thread keeps one
+// position within a row, so the loop divides nothing; needs blockDim.x >= row.
 __device__ __forceinline__ void copy_tiles_to_shared(float* dst, const float* src, int64_t src_sample,
                                                      int samples, int channels, int h, int w, int pad, int hp,
                                                      int row, int col_tiles, int ox_tile, int segment,
                                                      int dst_sample) {
-  const int plane = hp * row, tile = channels * plane;
-  for (int i = threadIdx.x; i < samples * tile; i += blockDim.x) {
-    const int s = i / tile, c = (i % tile) / plane, r = (i % plane) / row;
-    const int t = (i % row) / segment, j = i % segment;
-    const int iy = r - pad, ix = t * ox_tile + j - pad;
-    float v = 0.f;
-    if (t < col_tiles && iy >= 0 && iy < h && ix >= 0 && ix < w) v = src[s * src_sample + (c * h + iy) * w + ix];
-    dst[s * dst_sample + i % tile] = v;
+  const int e = threadIdx.x % row, first_row = threadIdx.x / row, rows_per_pass = blockDim.x / row;
+  if (first_row >= rows_per_pass) return;
+  const int t = e / segment, ix = t * ox_tile + e % segment - pad;
+  const bool column_inside = t < col_tiles && ix >= 0 && ix < w;
+  for (int s = 0; s < samples; ++s) {
+    for (int c = 0; c < channels; ++c) {
+      const float* plane_src = src + s * src_sample + c * h * w;
+      float* plane_dst = dst + s * dst_sample + c * hp * row;
+      for (int r = first_row; r < hp; r += rows_per_pass) {
+        const int iy = r - pad;
+        plane_dst[r * row + e] = column_inside && iy >= 0 && iy < h ? plane_src[iy * w + ix] : 0.f;
+      }
+    }
   }
 }
 

@@ -48,12 +48,17 @@ __global__ void __launch_bounds__(kBlockThreads)
     // dy tiles: the same layout without padding or overlap, and zero channels
     // up to cout_pad.
     const float* dy_stage = dy + s0 * dy_sample + static_cast<int64_t>(g) * p.cout * p.ho * p.wo;
-    for (int i = threadIdx.x; i < n * dt; i += blockDim.x) {
-      const int s = i / dt, c = (i % dt) / (p.ho * dy_row), oy = (i % (p.ho * dy_row)) / dy_row;
-      const int ox = ((i % dy_row) / DSEG) * OX + i % DSEG;
-      float v = 0.f;
-      if (c < p.cout && i % DSEG < OX && ox < p.wo) v = dy_stage[s * dy_sample + (c * p.ho + oy) * p.wo + ox];
-      dys[i] = v;
+    const int e = threadIdx.x % dy_row, first_row = threadIdx.x / dy_row, rows_per_pass = blockDim.x / dy_row;
+    const int ox = (e / DSEG) * OX + e % DSEG;
+    const bool column_inside = e % DSEG < OX && ox < p.wo;
+    for (int s = 0; s < n && first_row < rows_per_pass; ++s) {
+      for (int c = 0; c < p.co_blocks * CO; ++c) {
+        for (int oy = first_row; oy < p.ho; oy += rows_per_pass) {
+          float v = 0.f;
+          if (c < p.cout && column_inside) v = dy_stage[s * dy_sample + (c * p.ho + oy) * p.wo + ox];
+          dys[s * dt + (c * p.ho + oy) * dy_row + e] = v;
+        }
+      }
     }
     __syncthreads();
     if (!active) continue;
@@ -97,11 +102,10 @@ void grouped_conv_weight_grad(const float* dy, const float* x, float* partial, c
                               void* stream) {
   const WeightGradPlan p = plan_grouped_conv(s).weight_grad;
   dim3 grid(p.chunks, p.groups, p.item_blocks);
-  const int threads = p.items() < kBlockThreads ? (p.items() + 31) / 32 * 32 : kBlockThreads;
   const size_t shared = static_cast<size_t>(p.shared_floats()) * sizeof(float);
   dispatch_tiles(p.kernel, p.co_tile, p.ox_tile, [&](auto k, auto co, auto ox) {
     weight_grad_kernel<decltype(k)::value, decltype(co)::value, decltype(ox)::value>
-        <<<grid, threads, shared, static_cast<cudaStream_t>(stream)>>>(dy, x, partial, p);
+        <<<grid, p.threads, shared, static_cast<cudaStream_t>(stream)>>>(dy, x, partial, p);
   });
   check_launch("grouped conv weight gradient");
 }
