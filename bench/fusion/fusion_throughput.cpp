@@ -106,7 +106,7 @@ int run(int argc, char** argv) {
   std::string model = "lenet", mode = "fused", device_name = "cuda", data_path;
   int64_t models = 1, batch = 128, warmup = 30;
   double seconds = 3.0, start_at = 0;
-  bool graph = true, sample = false, channels_last = false, bf16 = false, own_kernels = false;
+  bool graph = true, sample = false, channels_last = false, bf16 = false, own_kernels = true;
   app.add_option("--model", model, "mlp | lenet | resnet18")->check(CLI::IsMember({"mlp", "lenet", "resnet18"}));
   app.add_option("--mode", mode, "fused | single")->check(CLI::IsMember({"fused", "single"}));
   app.add_option("--models", models, "models in the fused array")->check(CLI::Range(1, 1024));
@@ -119,8 +119,8 @@ int run(int argc, char** argv) {
   app.add_flag("!--no-graph", graph, "fused: run the step eagerly instead of as a CUDA graph");
   app.add_flag("--channels-last", channels_last, "fused: NHWC convolutions");
   app.add_flag("--bf16", bf16, "fused: forward passes under bfloat16 autocast");
-  app.add_flag("--own-kernels,--own-grouped-conv", own_kernels,
-               "fused: colo's CUDA kernels for small-group convolutions and ReLU + max pooling");
+  app.add_flag("!--aten-kernels", own_kernels,
+               "fused: cuDNN/ATen instead of colo's CUDA kernels for small-group convolutions and ReLU + max pooling");
   app.add_flag("--sample", sample, "sample the GPU (SM activity, energy) over the window");
   CLI11_PARSE(app, argc, argv);
 

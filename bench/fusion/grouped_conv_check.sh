@@ -30,13 +30,13 @@ PY
 if command -v ncu >/dev/null; then
   ncu --launch-skip 3000 --launch-count 600 --metrics gpu__time_duration.sum --csv \
     "$build/bench/fusion_throughput" --model lenet --mode fused --models 32 --seconds 0.5 --warmup-steps 40 \
-    --no-graph --own-kernels >"$out/ncu_step.csv" 2>"$out/ncu_step.err"
+    --no-graph >"$out/ncu_step.csv" 2>"$out/ncu_step.err"
   python3 bench/fusion/kernel_breakdown.py "$out/ncu_step.csv" | tee "$out/ncu_step_breakdown.txt" | head -25
 fi
 
 : >"$out/own_grouped_conv.jsonl"
 for n in 8 32 64; do
-  for flag in "" --own-kernels; do
+  for flag in --aten-kernels ""; do
     # shellcheck disable=SC2086
     "$build/bench/fusion_throughput" --model lenet --mode fused --models "$n" --seconds 2 $flag \
       2>>"$out/own_grouped_conv.err" | tail -1 >>"$out/own_grouped_conv.jsonl"
