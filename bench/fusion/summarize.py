@@ -6,6 +6,7 @@ and throughput.png (aggregate samples/s against N for each strategy).
     summarize.py RAW.jsonl [RAW2.jsonl ...] --sweep sweep_check.json --gpu gpu.txt --out DIR"""
 import argparse
 import json
+import sys
 import os
 
 STRATEGIES = ["sequential", "concurrent", "mps", "fused", "fused_cl", "pytorch"]
@@ -117,10 +118,14 @@ def main():
         m: {s: {str(n): rate(rows, m, s, n) for n in sorted({r["models"] for r in rows if r["model"] == m})}
             for s in STRATEGIES} for m in table}
     summary["command"] = ("bench/gpu/run.sh fusion (bench/fusion/run.sh BUILD OUT [MODEL...] -- [N...]; "
-                          "bench/fusion/sweep_check.sh BUILD OUT); "
-                          "python3 bench/fusion/summarize.py raw.jsonl --sweep sweep_check.json --gpu gpu.txt "
-                          "--out bench/results/fusion")
-    json.dump(summary, open(os.path.join(args.out, "summary.json"), "w"), indent=2)
+                          "bench/fusion/sweep_check.sh BUILD OUT); then here: python3 bench/fusion/summarize.py "
+                          + " ".join(sys.argv[1:]) + " (of several raw files, a later one's row wins)")
+    # Keys this script does not compute (notes added by hand) stay.
+    path = os.path.join(args.out, "summary.json")
+    if os.path.exists(path):
+        for key, value in json.load(open(path)).items():
+            summary.setdefault(key, value)
+    json.dump(summary, open(path, "w"), indent=2)
     try:
         plot(rows, os.path.join(args.out, "throughput.png"))
     except ImportError:
