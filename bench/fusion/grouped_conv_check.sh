@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# colo's own grouped-convolution kernels on the GPU: the correctness tests,
-# the kernel-level timing against cuDNN (grouped_conv_bench) and whole fused
-# LeNet training with and without them (fusion_throughput).
+# colo's own CUDA kernels on the GPU (grouped convolution, ReLU + max
+# pooling): the correctness tests, the kernel-level timing against cuDNN
+# (grouped_conv_bench), an Nsight Compute breakdown of one fused LeNet step,
+# and whole fused LeNet training with and without them (fusion_throughput).
 #
 #   bench/fusion/grouped_conv_check.sh BUILD OUT
 #
-# Writes OUT/grouped_conv_tests.log, OUT/grouped_conv_bench.jsonl and
-# OUT/own_grouped_conv.jsonl; prints a short table.
+# Writes OUT/grouped_conv_tests.log, OUT/grouped_conv_bench.jsonl,
+# OUT/ncu_step_breakdown.txt and OUT/own_grouped_conv.jsonl; prints short tables.
 set -uo pipefail
 build=$1 out=$2
 "$build/tests/fuse/colo_fuse_tests" --gtest_filter='GroupedConv*:ConvPlan*:ReluMaxPool*' >"$out/grouped_conv_tests.log" 2>&1
