@@ -5,6 +5,7 @@
 //
 //   collect_memory --out rows.csv --start 0 --rows 600 --seed 1
 //   collect_memory --context-only mlp     # prints the context of a fresh process
+//   collect_memory --trace-rows 2303 549 --trace-dir traces   # allocator event traces
 
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "colo/gpu/torch_device.h"
 #include "colo/train/train_spec.h"
 #include "colo/train/trainer.h"
+#include "allocator_trace.h"
 #include "memory_config.h"
 
 namespace {
@@ -76,6 +78,10 @@ int main(int argc, char** argv) {
   app.add_option("--context-only", context_only, "print the CUDA context after one small job of this model");
   int64_t print_spec = -1;
   app.add_option("--print-spec", print_spec, "print row N's training spec and exit");
+  std::vector<int64_t> trace_rows;
+  std::string trace_dir;
+  app.add_option("--trace-rows", trace_rows, "record the allocator's event trace of these rows and exit");
+  app.add_option("--trace-dir", trace_dir, "folder for the traces (row-N.csv)");
   CLI11_PARSE(app, argc, argv);
   if (print_spec >= 0) {
     std::cout << colo::bench::draw_memory_config(seed, print_spec).to_toml("runs/memory-row");
@@ -89,6 +95,28 @@ int main(int argc, char** argv) {
   std::string gpu = colo::gpu::describe_device(c10::Device(c10::DeviceType::CUDA, 0));
   std::string dir = work + "/colo-collect-" + std::to_string(getpid());
   colo::make_directories(dir);
+
+  if (!trace_rows.empty()) {
+    if (trace_dir.empty()) {
+      std::cerr << "collect_memory: --trace-rows needs --trace-dir\n";
+      return 1;
+    }
+    colo::make_directories(trace_dir);
+    for (int64_t row : trace_rows) {
+      MemoryConfig config = colo::bench::draw_memory_config(seed, row);
+      colo::train::TrainSpec spec;
+      colo::bench::start_allocator_trace();
+      Measured m = measure(config, dir, &spec);
+      std::string path = trace_dir + "/row-" + std::to_string(row) + ".csv";
+      long events = colo::bench::write_allocator_trace(path);
+      std::printf("{\"row\": %lld, \"model\": \"%s\", \"measured_reserved\": %lld, \"measured_allocated\": %lld, "
+                  "\"events\": %ld, \"trace\": \"%s\"}\n",
+                  static_cast<long long>(row), config.model.c_str(), static_cast<long long>(m.reserved),
+                  static_cast<long long>(m.allocated), events, path.c_str());
+    }
+    colo::remove_tree(dir);
+    return 0;
+  }
 
   if (!context_only.empty()) {
     MemoryConfig c = colo::bench::draw_memory_config(seed, 0);

@@ -39,7 +39,7 @@ json graph_to_json(const JobModel& job) {
   for (const auto& op : job.graph.ops) {
     ops.push_back({{"n", op.name}, {"i", op.inputs}, {"o", op.outputs}, {"s", op.saved}, {"p", op.param_inputs},
                    {"g", op.new_grads}, {"ef", op.extra_saved_fixed}, {"es", op.extra_saved_per_sample},
-                   {"v", op.view}, {"m", op.modelled}});
+                   {"v", op.view}, {"m", op.modelled}, {"c", op.conv.in_channels > 0 ? op.conv.key() : ""}});
   }
   return {{"tensors", tensors}, {"ops", ops}, {"params", job.graph.parameter_bytes},
           {"input", job.graph.input_bytes_per_sample}, {"unmodelled", job.graph.unmodelled}};
@@ -62,6 +62,7 @@ colo::estimate::TrainingGraph graph_from_json(const json& j) {
     op.extra_saved_per_sample = o["es"];
     op.view = o["v"];
     op.modelled = o["m"];
+    if (o.contains("c") && !o["c"].get<std::string>().empty()) op.conv = colo::estimate::ConvGeometry::from_key(o["c"].get<std::string>());
     g.ops.push_back(std::move(op));
   }
   g.parameter_bytes = j["params"].get<std::vector<int64_t>>();
@@ -119,12 +120,18 @@ int main(int argc, char** argv) {
   std::string cache_path;
   app.add_option("--graph-cache", cache_path, "JSON Lines cache of recorded graphs (read, then extended)");
   app.add_option("--workspace-mib", workspace_mib, "library workspace (default: the device profile's)");
+  std::string conv_workspace_path;
+  app.add_option("--conv-workspace", conv_workspace_path,
+                 "cuDNN workspace table from measure_conv_workspace (default: the device profile's)");
 
   CLI11_PARSE(app, argc, argv);
   at::set_num_threads(2);
 
   colo::estimate::DeviceProfile profile = colo::estimate::default_device_profile();
   if (workspace_mib >= 0) profile.library_workspace_bytes = static_cast<int64_t>(workspace_mib * (1 << 20));
+  if (!conv_workspace_path.empty()) {
+    profile.conv_workspace = colo::estimate::ConvWorkspaceTable::from_json(colo::read_file(conv_workspace_path));
+  }
   std::map<std::string, int64_t> context_of;
   {
     std::ifstream in(contexts_path);
@@ -154,7 +161,8 @@ int main(int argc, char** argv) {
   if (!cache_path.empty()) cache_out.open(cache_path, std::ios::app);
 
   // The replay alone, before the device's calibration.
-  colo::estimate::DeviceProfile uncalibrated{"uncalibrated", profile.context_bytes, 0, {}};
+  // The convolution workspaces are measured per shape, not fitted on rows: kept.
+  colo::estimate::DeviceProfile uncalibrated{"uncalibrated", profile.context_bytes, 0, {}, profile.conv_workspace};
   std::vector<Scored> scored;
   std::vector<JobModel> jobs;
   for (size_t i = 0; i < rows.size(); ++i) {

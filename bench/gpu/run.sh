@@ -12,6 +12,7 @@
 #   bench/gpu/run.sh groupedconv # build + own grouped-conv kernels: tests, vs cuDNN, fused LeNet
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
+#   bench/gpu/run.sh memtrace   # build + allocator event traces of some estimate rows (TRACE_ROWS)
 #   bench/gpu/run.sh power      # build + power against SM activity (bench/gpu/power_curve.sh)
 #   bench/gpu/run.sh dist       # build + bench/dist/run.sh (DIST_ARGS: busbw scaling tta); 2-4 GPUs
 #
@@ -99,6 +100,13 @@ if want estimate; then
   # ESTIMATE_ARGS: rows, workers, time limit (s), first row; see bench/estimate/collect.sh.
   # shellcheck disable=SC2086
   bench/estimate/collect.sh "$BUILD" "$OUT" ${ESTIMATE_ARGS:-} | tee -a "$summary"
+fi
+
+if want memtrace; then
+  # TRACE_ROWS: rows of the estimate data set (seed 1) whose allocator events to record.
+  # shellcheck disable=SC2086
+  "$BUILD/bench/collect_memory" --trace-rows ${TRACE_ROWS:-2303 549} --trace-dir "$OUT/memtrace" \
+    --threads 4 | tee "$OUT/memtrace.jsonl" | tee -a "$summary"
 fi
 
 if want train; then

@@ -18,7 +18,7 @@ AnalyticalEstimator::AnalyticalEstimator(DeviceProfile profile, int64_t array_mo
     : profile_(std::move(profile)), array_models_(array_models) {}
 
 MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& profile) {
-  SimulatedPeak peak = simulate_training(job.graph, job.step);
+  SimulatedPeak peak = simulate_training(job.graph, job.step, &profile.conv_workspace);
   const double factor = profile.fragmentation_of(job.model_name, peak.phase);
   const auto reserved = static_cast<int64_t>(std::llround(factor * static_cast<double>(peak.peak_reserved)));
   MemoryBreakdown b;

@@ -7,7 +7,8 @@ namespace colo::estimate {
 // fresh process (742-758 MiB by model family; the larger is kept), the
 // workspace the smallest jobs reserve beyond the replay, and the median ratio
 // of measured to replayed reservation per model and peak phase, all fitted on
-// the training rows only.
+// the training rows only. The cuDNN workspaces per convolution shape are
+// measured by bench/estimate/measure_conv_workspace (profiles/).
 DeviceProfile default_device_profile() {
   constexpr int64_t kMiB = 1 << 20;
   DeviceProfile p;
@@ -27,6 +28,10 @@ DeviceProfile default_device_profile() {
         {"transformer/backward", 0.9679},
         {"transformer/evaluation", 0.9122},
         {"transformer/forward", 0.9704}};
+  static const ConvWorkspaceTable kConvWorkspace = ConvWorkspaceTable::from_json(
+#include "conv_workspace_json.inc"
+  );
+  p.conv_workspace = kConvWorkspace;
   return p;
 }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "colo/estimate/conv_workspace.h"
+
 namespace colo::estimate {
 
 struct DeviceProfile {
@@ -16,6 +18,8 @@ struct DeviceProfile {
   // real allocator's fragmentation, kernel workspaces and C++ temporaries add
   // on this device. 1 where unmeasured.
   std::map<std::string, double> fragmentation{};
+  // cuDNN's workspace per convolution shape and batch on this device.
+  ConvWorkspaceTable conv_workspace{};
 
   double fragmentation_of(const std::string& model, const std::string& phase) const {
     for (const std::string& key : {model + "/" + phase, model}) {

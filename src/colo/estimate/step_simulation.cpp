@@ -56,7 +56,8 @@ class Memory {
 
 class Simulation {
  public:
-  Simulation(const TrainingGraph& graph, const StepConfig& config) : g_(graph), c_(config) {}
+  Simulation(const TrainingGraph& graph, const StepConfig& config, const ConvWorkspaceTable* workspace)
+      : g_(graph), c_(config), workspace_(workspace) {}
 
   SimulatedPeak run() {
     for (int64_t bytes : g_.parameter_bytes) params_.push_back(mem_.allocate(kParameters, bytes, "setup"));
@@ -68,6 +69,13 @@ class Simulation {
 
  private:
   int64_t bytes(int tensor, int64_t batch) const { return g_.tensors[tensor].bytes(batch); }
+
+  // A convolution kernel's workspace: taken and given back around the kernel.
+  void conv_workspace(const GraphOp& op, ConvPass pass, int64_t batch, const char* phase) {
+    if (!workspace_ || op.conv.in_channels <= 0) return;
+    int64_t ws = workspace_->workspace_bytes(op.conv, pass, batch);
+    if (ws > 0) mem_.free(mem_.allocate(kActivations, ws, phase));
+  }
 
   void hold(int tensor) {
     if (g_.tensors[tensor].storage >= 0) ++holders_[g_.tensors[tensor].storage];
@@ -112,6 +120,7 @@ class Simulation {
         storage_id_[t] = mem_.allocate(kActivations, bytes(t, b), "forward");
         ++holders_[t];  // the op's own reference until its readers are done
       }
+      conv_workspace(op, ConvPass::kForward, b, "forward");
       int64_t extra = op.extra_saved_fixed + op.extra_saved_per_sample * b;
       if (extra > 0) extras[i] = mem_.allocate(kActivations, extra, "forward");
       for (int t : op.inputs) release(g_.tensors[t].storage);
@@ -133,6 +142,7 @@ class Simulation {
       for (int t : op.new_grads) {
         if (grad_of[t] < 0) grad_of[t] = mem_.allocate(kActivations, bytes(t, b), "backward");
       }
+      if (!op.new_grads.empty()) conv_workspace(op, ConvPass::kInputGrad, b, "backward");
       for (int t : op.inputs) {
         if (grad_of[t] < 0 && !op.outputs.empty() && grad_of[op.outputs.front()] >= 0) {
           grad_of[t] = grad_of[op.outputs.front()];  // a view's gradient is a view
@@ -142,6 +152,7 @@ class Simulation {
       for (int p : op.param_inputs) {
         if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
       }
+      conv_workspace(op, ConvPass::kWeightGrad, b, "backward");
       for (int t : op.saved) release(g_.tensors[t].storage);
       if (extras[k] >= 0) mem_.free(extras[k]);
       for (int t : op.outputs) {
@@ -195,6 +206,7 @@ class Simulation {
         storage_id_[t] = mem_.allocate(kActivations, bytes(t, b), "evaluation");
         ++holders_[t];
       }
+      conv_workspace(op, ConvPass::kForward, b, "evaluation");
       for (int s : pending) release(s);
       pending.clear();
       for (int t : op.inputs) pending.push_back(g_.tensors[t].storage);
@@ -210,6 +222,7 @@ class Simulation {
 
   const TrainingGraph& g_;
   const StepConfig& c_;
+  const ConvWorkspaceTable* workspace_;
   Memory mem_;
   std::vector<int64_t> params_, grads_;
   std::vector<int> holders_;
@@ -218,8 +231,9 @@ class Simulation {
 
 }  // namespace
 
-SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config) {
-  return Simulation(graph, config).run();
+SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config,
+                                const ConvWorkspaceTable* conv_workspace) {
+  return Simulation(graph, config, conv_workspace).run();
 }
 
 }  // namespace colo::estimate

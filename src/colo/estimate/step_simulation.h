@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "colo/estimate/conv_workspace.h"
 #include "colo/estimate/training_graph.h"
 
 namespace colo::estimate {
@@ -27,7 +28,9 @@ struct SimulatedPeak {
 
 // The job's allocator peak. Follows colo's trainer: forward, zero_grad (the
 // gradients are freed), backward, optimiser step; logits and batch live to the
-// end of the step.
-SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config);
+// end of the step. With `conv_workspace`, each convolution kernel also takes
+// its cuDNN workspace for the length of the kernel.
+SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config,
+                                const ConvWorkspaceTable* conv_workspace = nullptr);
 
 }  // namespace colo::estimate

@@ -1,6 +1,7 @@
 #include "colo/estimate/training_graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -114,6 +115,37 @@ int64_t metadata_bytes(const Node& node, uint32_t slot) {
   return metadata_numel(node, slot) * static_cast<int64_t>(node.input_metadata(slot).dtype().itemsize());
 }
 
+// A convolution's shape from its input, weight and output shapes
+// ([N, C, H, W], [O, C/groups, KH, KW], [N, O, HO, WO]); stride and padding
+// follow from the output size (dilation 1).
+ConvGeometry conv_geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& weight,
+                           const std::vector<int64_t>& out) {
+  ConvGeometry c;
+  if (in.size() != 4 || weight.size() != 4 || out.size() != 4 || weight[1] <= 0 || out[2] <= 0) return c;
+  c.in_channels = in[1], c.out_channels = weight[0];
+  c.kernel_h = weight[2], c.kernel_w = weight[3];
+  c.groups = in[1] / weight[1];
+  c.height = in[2], c.width = in[3];
+  // Patches (stride = kernel, no padding) first, then the smallest stride
+  // with the largest padding up to half the kernel that gives the output.
+  auto gives = [&](int64_t stride, int64_t padding) {
+    return (in[2] + 2 * padding - c.kernel_h) / stride + 1 == out[2];
+  };
+  if (c.kernel_h > 1 && in[2] % c.kernel_h == 0 && gives(c.kernel_h, 0)) {
+    c.stride = c.kernel_h;
+    return c;
+  }
+  for (int64_t stride = 1; stride <= std::max<int64_t>(c.kernel_h, 2); ++stride) {
+    for (int64_t padding = c.kernel_h / 2; padding >= 0; --padding) {
+      if (gives(stride, padding)) {
+        c.stride = stride, c.padding = padding;
+        return c;
+      }
+    }
+  }
+  return c;
+}
+
 bool is_accumulate_grad(const Node& node) {
   return node.name().find("AccumulateGrad") != std::string::npos;
 }
@@ -152,10 +184,12 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
   TrainingGraph& g = rec.graph;
   std::map<std::pair<Node*, uint32_t>, int> tensor_of;
   std::map<Node*, int> param_of;
+  std::vector<std::vector<int64_t>> param_shape, tensor_shape;
   for (const auto& node : nodes) {
     if (!is_accumulate_grad(*node)) continue;
     param_of[node.get()] = static_cast<int>(g.parameter_bytes.size());
     g.parameter_bytes.push_back(metadata_bytes(*node, 0));
+    param_shape.push_back(metadata_shape(*node, 0));
   }
   for (const auto& node : nodes) {
     if (is_accumulate_grad(*node)) continue;
@@ -168,6 +202,7 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
     int first_input = -1;
     bool first_is_external = false;
     std::vector<int> edge_tensor;
+    std::vector<int64_t> first_shape = shape, weight_shape;
     for (size_t e = 0; e < node->next_edges().size(); ++e) {
       const auto& edge = node->next_edges()[e];
       int id = -1;
@@ -176,11 +211,12 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
       } else if (auto p = param_of.find(edge.function.get()); p != param_of.end()) {
         op.param_inputs.push_back(p->second);
         if (e == 0) first_is_external = true;
+        if (e == 1) weight_shape = param_shape[p->second];
       } else if (auto t = tensor_of.find({edge.function.get(), edge.input_nr}); t != tensor_of.end()) {
         id = t->second;
         op.inputs.push_back(id);
         if (!rule.grad_is_view) op.new_grads.push_back(id);
-        if (e == 0) first_input = id;
+        if (e == 0) first_input = id, first_shape = tensor_shape[id];
       }
       edge_tensor.push_back(id);
     }
@@ -197,9 +233,13 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
         t.storage = first_input >= 0 ? g.tensors[first_input].storage : -1;
       }
       g.tensors.push_back(t);
+      tensor_shape.push_back(metadata_shape(*node, i));
       tensor_of[{node.get(), i}] = id;
       op.outputs.push_back(id);
       output_elements += metadata_numel(*node, i);
+    }
+    if (base_name(op.name) == "ConvolutionBackward" && node->num_inputs() == 1) {
+      op.conv = conv_geometry(first_shape, weight_shape, tensor_shape[op.outputs.front()]);
     }
     int64_t extra = rule.extra_bytes_per_output_element * output_elements;
     switch (rule.saves) {
@@ -237,6 +277,22 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
 }
 
 }  // namespace
+
+std::string ConvGeometry::key() const {
+  return "c" + std::to_string(in_channels) + "o" + std::to_string(out_channels) + "k" + std::to_string(kernel_h) +
+         "x" + std::to_string(kernel_w) + "s" + std::to_string(stride) + "p" + std::to_string(padding) + "g" +
+         std::to_string(groups) + "h" + std::to_string(height) + "w" + std::to_string(width);
+}
+
+ConvGeometry ConvGeometry::from_key(const std::string& key) {
+  long long v[9];
+  char end = 0;
+  if (std::sscanf(key.c_str(), "c%lldo%lldk%lldx%llds%lldp%lldg%lldh%lldw%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4],
+                  &v[5], &v[6], &v[7], &v[8], &end) != 9) {
+    throw std::runtime_error("malformed convolution shape key '" + key + "' (expected e.g. c16o16k3x3s1p1g1h32w32)");
+  }
+  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+}
 
 int64_t TrainingGraph::total_parameter_bytes() const {
   int64_t total = 0;

@@ -22,6 +22,19 @@ struct GraphTensor {
   int64_t bytes(int64_t batch) const { return fixed_bytes + per_sample_bytes * batch; }
 };
 
+// A 2-d convolution's shape, as cuDNN sees it (one sample; square padding
+// and stride). in_channels == 0: the op is no convolution.
+struct ConvGeometry {
+  int64_t in_channels = 0, out_channels = 0, kernel_h = 0, kernel_w = 0;
+  int64_t stride = 1, padding = 0, groups = 1;
+  int64_t height = 0, width = 0;  // of the input
+  bool operator==(const ConvGeometry&) const = default;
+  // A stable text key, e.g. "c16o16k3x3s1p1g1h32w32".
+  std::string key() const;
+  // The geometry a key names; throws std::runtime_error on a malformed key.
+  static ConvGeometry from_key(const std::string& key);
+};
+
 // One operation of the forward pass, in execution order.
 struct GraphOp {
   std::string name;                 // the backward node's name, e.g. "ConvolutionBackward0"
@@ -34,6 +47,7 @@ struct GraphOp {
   int64_t extra_saved_per_sample = 0;  // (max-pool indices, dropout masks)
   bool view = false;                // outputs alias the first input
   bool modelled = true;             // false: unknown op, assumed to save everything
+  ConvGeometry conv;                // set for convolutions (their kernels take workspace)
 };
 
 // A model's training step: loss = cross_entropy(model(x), y).

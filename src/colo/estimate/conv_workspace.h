@@ -1,0 +1,60 @@
+#pragma once
+// The workspace cuDNN takes for each convolution on one device: measured at
+// a few batch sizes per convolution shape (bench/estimate/measure_conv_workspace),
+// looked up when a job's steps are replayed.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "colo/estimate/training_graph.h"
+
+namespace colo::estimate {
+
+// The three kernels a training step runs per convolution.
+enum class ConvPass { kForward = 0, kInputGrad = 1, kWeightGrad = 2 };
+
+// "forward", "input_grad", "weight_grad".
+const char* conv_pass_name(ConvPass pass);
+
+class ConvWorkspaceTable {
+ public:
+  // Records that `pass` of shape `key` (ConvGeometry::key()) took `bytes` of
+  // workspace at batch size `batch` (> 0).
+  void add(const std::string& key, ConvPass pass, int64_t batch, int64_t bytes);
+
+  // Workspace of `pass` for `conv` at `batch`. Between two measured batch
+  // sizes it errs high: the larger of the interpolation and each neighbour's
+  // bytes per sample times `batch` (cuDNN may switch algorithms between
+  // them). Outside the measured range, the nearest measurement scaled by the
+  // batch. A shape the table lacks gets `fallback_ratio(pass)` times the
+  // bytes the pass reads per sample (input for forward and weight gradient,
+  // output gradient for the input gradient). 0 for an empty table.
+  int64_t workspace_bytes(const ConvGeometry& conv, ConvPass pass, int64_t batch) const;
+
+  // Median over the table of workspace over the pass's input bytes (see above).
+  double fallback_ratio(ConvPass pass) const;
+
+  bool empty() const { return shapes_.empty(); }
+  size_t shapes() const { return shapes_.size(); }
+
+  // {"shapes": {key: {"forward": [[batch, bytes], ...], ...}}, ...}; other
+  // top-level fields are ignored. Throws std::runtime_error on malformed text.
+  static ConvWorkspaceTable from_json(const std::string& text);
+  std::string to_json() const;
+
+ private:
+  using Points = std::vector<std::pair<int64_t, int64_t>>;  // (batch, bytes), sorted by batch
+  std::map<std::string, std::array<Points, 3>> shapes_;
+  mutable std::array<double, 3> fallback_{};
+  mutable bool fallback_stale_ = false;
+  void update_fallback() const;
+};
+
+// Bytes `pass` of `conv` reads per sample, the scale of its workspace.
+int64_t conv_pass_input_bytes_per_sample(const ConvGeometry& conv, ConvPass pass);
+
+}  // namespace colo::estimate

@@ -1,0 +1,117 @@
+#include "colo/estimate/conv_workspace.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "colo/estimate/job_model.h"
+#include "colo/estimate/step_simulation.h"
+#include "support/temp_dir.h"
+
+namespace colo::estimate {
+namespace {
+
+ConvGeometry lenet_conv2() { return ConvGeometry::from_key("c6o16k5x5s1p0g1h14w14"); }
+
+TEST(ConvGeometry, KeyRoundTripsAndRejectsMalformedKeys) {
+  ConvGeometry c = lenet_conv2();
+  EXPECT_EQ(c.in_channels, 6);
+  EXPECT_EQ(c.out_channels, 16);
+  EXPECT_EQ(c.kernel_h, 5);
+  EXPECT_EQ(c.height, 14);
+  EXPECT_EQ(ConvGeometry::from_key(c.key()), c);
+  EXPECT_THROW(ConvGeometry::from_key("c6o16k5"), std::runtime_error);
+  EXPECT_THROW(ConvGeometry::from_key("c6o16k5x5s1p0g1h14w14junk"), std::runtime_error);
+}
+
+TEST(ConvWorkspaceTable, ExactAtMeasuredBatchesAndHighBetweenThem) {
+  ConvWorkspaceTable table;
+  const std::string key = lenet_conv2().key();
+  table.add(key, ConvPass::kWeightGrad, 64, 64'000);     // 1000 bytes per sample
+  table.add(key, ConvPass::kWeightGrad, 128, 256'000);   // another algorithm: 2000 per sample
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 64), 64'000);
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 128), 256'000);
+  // At 96 the interpolation gives 160000; the larger algorithm scaled gives 192000.
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 96), 192'000);
+  // Outside the range: the nearest measurement, scaled by the batch.
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 32), 32'000);
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 256), 512'000);
+}
+
+TEST(ConvWorkspaceTable, UnknownShapesGetTheMedianRatioOfTheTable) {
+  ConvWorkspaceTable table;
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kForward, 64), 0);  // empty: nothing known
+  // Forward reads 6*14*14*4 = 4704 bytes per sample; ratios 1, 2 and 3.
+  for (int ratio = 1; ratio <= 3; ++ratio) {
+    ConvGeometry c = lenet_conv2();
+    c.out_channels = ratio;
+    table.add(c.key(), ConvPass::kForward, 10, 4704 * 10 * ratio);
+  }
+  EXPECT_DOUBLE_EQ(table.fallback_ratio(ConvPass::kForward), 2.0);
+  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kForward, 5), 2 * 4704 * 5);
+  // The input gradient reads the output gradient: 16*10*10*4 bytes per sample.
+  EXPECT_EQ(conv_pass_input_bytes_per_sample(lenet_conv2(), ConvPass::kInputGrad), 6400);
+}
+
+TEST(ConvWorkspaceTable, JsonRoundTripAndClearErrors) {
+  ConvWorkspaceTable table;
+  table.add(lenet_conv2().key(), ConvPass::kForward, 16, 1 << 20);
+  table.add(lenet_conv2().key(), ConvPass::kInputGrad, 16, 3 << 20);
+  ConvWorkspaceTable back = ConvWorkspaceTable::from_json(table.to_json());
+  EXPECT_EQ(back.shapes(), 1u);
+  EXPECT_EQ(back.workspace_bytes(lenet_conv2(), ConvPass::kInputGrad, 16), 3 << 20);
+  EXPECT_THROW(ConvWorkspaceTable::from_json("{"), std::runtime_error);
+  EXPECT_THROW(ConvWorkspaceTable::from_json("{\"rows\": []}"), std::runtime_error);
+  EXPECT_THROW(ConvWorkspaceTable::from_json("{\"shapes\": {\"bad\": {}}}"), std::runtime_error);
+  EXPECT_THROW(ConvWorkspaceTable::from_json(
+                   "{\"shapes\": {\"c6o16k5x5s1p0g1h14w14\": {\"forward\": [[16]]}}}"),
+               std::runtime_error);
+}
+
+train::TrainSpec cnn_spec(const testing::TempDir& dir, const std::string& model, const std::string& shape) {
+  return train::parse_train_spec(dir.write(
+      "spec.toml", "device = \"cpu\"\nbatch_size = 8\neval_batch_size = 16\n[model]\n" + model +
+                       "\n[data]\nname = \"synthetic\"\nshape = " + shape +
+                       "\nclasses = 10\ntrain_size = 64\ntest_size = 16\n[optimizer]\nname = \"sgd\"\n"));
+}
+
+std::set<std::string> conv_keys(const TrainingGraph& g) {
+  std::set<std::string> keys;
+  for (const GraphOp& op : g.ops) {
+    if (op.conv.in_channels > 0) keys.insert(op.conv.key());
+  }
+  return keys;
+}
+
+TEST(TrainingGraph, RecordsEachConvolutionsShape) {
+  testing::TempDir dir;
+  auto lenet = conv_keys(describe_job(cnn_spec(dir, "name = \"lenet\"", "[1, 28, 28]")).graph);
+  EXPECT_EQ(lenet, (std::set<std::string>{"c1o6k5x5s1p2g1h28w28", "c6o16k5x5s1p0g1h14w14"}));
+  auto resnet = conv_keys(
+      describe_job(cnn_spec(dir, "name = \"resnet\"\ndepth = 18\nwidth = 0.25", "[3, 32, 32]")).graph);
+  EXPECT_TRUE(resnet.count("c3o16k3x3s1p1g1h32w32"));   // stem
+  EXPECT_TRUE(resnet.count("c16o32k3x3s2p1g1h32w32"));  // first block of stage 2
+  EXPECT_TRUE(resnet.count("c16o32k1x1s2p0g1h32w32"));  // its shortcut
+  EXPECT_TRUE(resnet.count("c128o128k3x3s1p1g1h4w4"));  // stage 4
+}
+
+TEST(StepSimulation, ConvolutionWorkspaceRaisesThePeakItCovers) {
+  testing::TempDir dir;
+  JobModel job = describe_job(cnn_spec(dir, "name = \"lenet\"", "[1, 28, 28]"));
+  job.step.batch_size = 256;
+  job.step.eval_batch_size = 0;
+  SimulatedPeak without = simulate_training(job.graph, job.step);
+  // A weight-gradient workspace of 1 GiB for conv2 dwarfs every tensor of
+  // the step: it alone decides the allocated peak, in backward.
+  ConvWorkspaceTable table;
+  table.add(lenet_conv2().key(), ConvPass::kWeightGrad, 256, int64_t{1} << 30);
+  SimulatedPeak with = simulate_training(job.graph, job.step, &table);
+  EXPECT_EQ(with.phase, "backward");
+  EXPECT_GE(with.peak_allocated, (int64_t{1} << 30) + job.graph.total_parameter_bytes());
+  EXPECT_LE(with.peak_allocated, without.peak_allocated + (int64_t{1} << 30));
+  EXPECT_GE(with.peak_reserved, with.peak_allocated);
+}
+
+}  // namespace
+}  // namespace colo::estimate
