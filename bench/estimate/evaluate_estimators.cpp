@@ -41,8 +41,11 @@ json graph_to_json(const JobModel& job) {
                    {"g", op.new_grads}, {"ef", op.extra_saved_fixed}, {"es", op.extra_saved_per_sample},
                    {"v", op.view}, {"m", op.modelled}, {"c", op.conv.in_channels > 0 ? op.conv.key() : ""}});
   }
+  json evaluation = json::array();
+  for (const auto& e : job.graph.evaluation) evaluation.push_back({e.allocate, e.id, e.fixed_bytes, e.per_sample_bytes});
   return {{"tensors", tensors}, {"ops", ops}, {"params", job.graph.parameter_bytes},
-          {"input", job.graph.input_bytes_per_sample}, {"unmodelled", job.graph.unmodelled}};
+          {"input", job.graph.input_bytes_per_sample}, {"unmodelled", job.graph.unmodelled},
+          {"evaluation", evaluation}};
 }
 
 colo::estimate::TrainingGraph graph_from_json(const json& j) {
@@ -68,6 +71,11 @@ colo::estimate::TrainingGraph graph_from_json(const json& j) {
   g.parameter_bytes = j["params"].get<std::vector<int64_t>>();
   g.input_bytes_per_sample = j["input"];
   g.unmodelled = j["unmodelled"].get<std::vector<std::string>>();
+  if (j.contains("evaluation")) {
+    for (const auto& e : j["evaluation"]) {
+      g.evaluation.push_back({e[0].get<bool>(), e[1].get<int64_t>(), e[2].get<int64_t>(), e[3].get<int64_t>()});
+    }
+  }
   return g;
 }
 

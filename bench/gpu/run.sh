@@ -13,6 +13,7 @@
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
 #   bench/gpu/run.sh memtrace   # build + allocator event traces of some estimate rows (TRACE_ROWS)
+#   bench/gpu/run.sh convws     # build + cuDNN workspace per convolution shape of the zoo (estimate profile)
 #   bench/gpu/run.sh power      # build + power against SM activity (bench/gpu/power_curve.sh)
 #   bench/gpu/run.sh dist       # build + bench/dist/run.sh (DIST_ARGS: busbw scaling tta); 2-4 GPUs
 #
@@ -100,6 +101,13 @@ if want estimate; then
   # ESTIMATE_ARGS: rows, workers, time limit (s), first row; see bench/estimate/collect.sh.
   # shellcheck disable=SC2086
   bench/estimate/collect.sh "$BUILD" "$OUT" ${ESTIMATE_ARGS:-} | tee -a "$summary"
+fi
+
+if want convws; then
+  mkdir -p "$OUT/estimate"
+  "$BUILD/bench/measure_conv_workspace" --out "$OUT/estimate/h100_conv_workspace.json" 2>"$OUT/estimate/convws.log" \
+    | tee -a "$summary"
+  tail -3 "$OUT/estimate/convws.log"
 fi
 
 if want memtrace; then

@@ -186,6 +186,7 @@ class Simulation {
   void evaluate() {
     const int64_t b = c_.eval_batch_size;
     if (b <= 0) return;
+    if (!g_.evaluation.empty()) return evaluate_recorded(b);
     int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "evaluation");
     int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "evaluation");
     holders_.assign(g_.tensors.size(), 0);
@@ -216,6 +217,35 @@ class Simulation {
     }
     for (int s : pending) release(s);
     for (size_t t = 0; t < storage_id_.size(); ++t) mem_.free(storage_id_[t]);
+    mem_.free(inputs);
+    mem_.free(labels);
+  }
+
+  // The evaluation pass as the model's code allocated it on the CPU; each
+  // convolution's workspace follows the first tensor of its output's size.
+  void evaluate_recorded(int64_t b) {
+    int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "evaluation");
+    int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "evaluation");
+    std::vector<const GraphOp*> convs;
+    for (const GraphOp& op : g_.ops) {
+      if (op.conv.in_channels > 0 && !op.outputs.empty()) convs.push_back(&op);
+    }
+    size_t next_conv = 0;
+    std::unordered_map<int64_t, int64_t> live;
+    for (const EvaluationAllocation& e : g_.evaluation) {
+      if (!e.allocate) {
+        if (auto it = live.find(e.id); it != live.end()) mem_.free(it->second), live.erase(it);
+        continue;
+      }
+      live[e.id] = mem_.allocate(kActivations, e.bytes(b), "evaluation");
+      if (next_conv < convs.size()) {
+        const GraphTensor& out = g_.tensors[convs[next_conv]->outputs.front()];
+        if (out.fixed_bytes == e.fixed_bytes && out.per_sample_bytes == e.per_sample_bytes) {
+          conv_workspace(*convs[next_conv++], ConvPass::kForward, b, "evaluation");
+        }
+      }
+    }
+    for (const auto& [id, memory] : live) mem_.free(memory);
     mem_.free(inputs);
     mem_.free(labels);
   }

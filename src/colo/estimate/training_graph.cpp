@@ -159,9 +159,7 @@ struct Recording {
 Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
-  at::Tensor x = input.tokens ? at::randint(0, std::max<int64_t>(input.vocab, 1), shape, at::kLong)
-                              : at::randn(shape);
-  at::Tensor y = at::randint(0, std::max<int64_t>(input.classes, 1), {batch}, at::kLong);
+  auto [x, y] = synthetic_batch(input, batch);
   at::Tensor loss = loss_of(x, y);
   if (!loss.grad_fn()) throw std::runtime_error("the model has no trainable parameters in its graph");
 
@@ -294,6 +292,14 @@ ConvGeometry ConvGeometry::from_key(const std::string& key) {
   return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
 }
 
+std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input, int64_t batch) {
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
+  at::Tensor x = input.tokens ? at::randint(0, std::max<int64_t>(input.vocab, 1), shape, at::kLong)
+                              : at::randn(shape);
+  return {x, at::randint(0, std::max<int64_t>(input.classes, 1), {batch}, at::kLong)};
+}
+
 int64_t TrainingGraph::total_parameter_bytes() const {
   int64_t total = 0;
   for (int64_t b : parameter_bytes) total += b;
@@ -333,6 +339,7 @@ TrainingGraph record_training_graph(torch::nn::Module& model, const LossOf& loss
   }
   std::sort(g.unmodelled.begin(), g.unmodelled.end());
   g.unmodelled.erase(std::unique(g.unmodelled.begin(), g.unmodelled.end()), g.unmodelled.end());
+  g.evaluation = record_evaluation_allocations(model, loss, input, g);
   return g;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "colo/data/dataset.h"
@@ -50,6 +51,16 @@ struct GraphOp {
   ConvGeometry conv;                // set for convolutions (their kernels take workspace)
 };
 
+// One allocation or free of the evaluation pass (a no-grad forward), in the
+// order the model's code makes them; sizes affine in the batch like
+// GraphTensor's.
+struct EvaluationAllocation {
+  bool allocate = true;       // false: allocation `id` is freed
+  int64_t id = 0;
+  int64_t fixed_bytes = 0, per_sample_bytes = 0;
+  int64_t bytes(int64_t batch) const { return fixed_bytes + per_sample_bytes * batch; }
+};
+
 // A model's training step: loss = cross_entropy(model(x), y).
 struct TrainingGraph {
   std::vector<GraphTensor> tensors;
@@ -58,6 +69,9 @@ struct TrainingGraph {
   int64_t input_bytes_per_sample = 0;    // the batch as the model reads it
   int64_t label_bytes_per_sample = 8;
   std::vector<std::string> unmodelled;   // op names the rules do not know
+  // The evaluation pass's tensors as recorded on the CPU; empty when they
+  // could not be recorded (the replay then frees each tensor one op late).
+  std::vector<EvaluationAllocation> evaluation;
 
   int64_t total_parameter_bytes() const;
 };
@@ -67,11 +81,25 @@ using LossOf = std::function<at::Tensor(const at::Tensor& inputs, const at::Tens
 
 // Records the graph of `loss` (built on `module`, in training mode) on the
 // CPU at two small batch sizes and fits each tensor's size as affine in the
-// batch. `input` is one sample's shape; token inputs are int64 in
+// batch; then, in evaluation mode without gradients, the allocations `loss`
+// makes (see record_evaluation_allocations). `input` is one sample's shape; token inputs are int64 in
 // [0, vocab). Throws std::runtime_error if the two recordings differ in
 // structure.
 TrainingGraph record_training_graph(torch::nn::Module& module, const LossOf& loss,
                                     const data::InputShape& input);
+
+// A random batch of `batch` samples for `input`: float inputs (int64 tokens
+// in [0, vocab) for token data) and int64 labels.
+std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input, int64_t batch);
+
+// The allocations of `loss` in evaluation mode without gradients, recorded
+// on the CPU at two small batch sizes. Kept: tensors whose affine size is
+// some tensor of `graph` (what the GPU allocates too); dropped: CPU kernels'
+// scratch (freed before anything else is allocated) and buffers of no graph
+// tensor's size. Empty when the two recordings differ in structure.
+std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Module& module, const LossOf& loss,
+                                                                 const data::InputShape& input,
+                                                                 const TrainingGraph& graph);
 
 // The same for a classifier trained with cross entropy.
 TrainingGraph record_training_graph(models::Classifier& model, const data::InputShape& input);

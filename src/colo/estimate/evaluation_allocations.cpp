@@ -1,0 +1,84 @@
+// record_evaluation_allocations (training_graph.h): the evaluation pass's
+// tensor lifetimes as the model's own code makes them.
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
+
+#include "colo/estimate/allocation_recorder.h"
+#include "colo/estimate/training_graph.h"
+
+namespace colo::estimate {
+namespace {
+
+std::vector<CpuAllocationEvent> record_at(torch::nn::Module& module, const LossOf& loss_of,
+                                          const data::InputShape& input, int64_t batch) {
+  auto [x, y] = synthetic_batch(input, batch);
+  CpuAllocationRecorder recorder;
+  { at::Tensor loss = loss_of(x, y); }
+  return recorder.events();
+}
+
+bool same_structure(const std::vector<CpuAllocationEvent>& a, const std::vector<CpuAllocationEvent>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].allocate != b[i].allocate || a[i].id != b[i].id) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Module& module, const LossOf& loss,
+                                                                 const data::InputShape& input,
+                                                                 const TrainingGraph& graph) {
+  constexpr int64_t kSmall = 2, kLarge = 3;
+  bool was_training = module.is_training();
+  // oneDNN takes its buffers through raw_allocate, which a recording
+  // allocator cannot serve; ATen's own convolution allocates tensors.
+  bool mkldnn = at::globalContext().userEnabledMkldnn();
+  std::vector<CpuAllocationEvent> small, large;
+  {
+    torch::NoGradGuard no_grad;
+    module.eval();
+    at::globalContext().setUserEnabledMkldnn(false);
+    try {
+      small = record_at(module, loss, input, kSmall);
+      large = record_at(module, loss, input, kLarge);
+    } catch (const std::exception&) {
+      small.clear(), large.clear();
+    }
+    at::globalContext().setUserEnabledMkldnn(mkldnn);
+    module.train(was_training);
+  }
+  if (small.empty() || !same_structure(small, large)) return {};
+
+  std::set<std::pair<int64_t, int64_t>> graph_sizes;
+  for (const GraphTensor& t : graph.tensors) {
+    if (t.owns_memory && t.per_sample_bytes > 0) graph_sizes.insert({t.fixed_bytes, t.per_sample_bytes});
+  }
+  std::set<int64_t> kept;
+  std::vector<EvaluationAllocation> events;
+  for (size_t i = 0; i < large.size(); ++i) {
+    const CpuAllocationEvent& e = large[i];
+    if (!e.allocate) {
+      if (kept.count(e.id)) events.push_back({false, e.id, 0, 0});
+      continue;
+    }
+    // Scratch: freed before anything else is allocated.
+    bool scratch = i + 1 < large.size() && !large[i + 1].allocate && large[i + 1].id == e.id;
+    int64_t per_sample = (e.bytes - small[i].bytes) / (kLarge - kSmall);
+    int64_t fixed = small[i].bytes - per_sample * kSmall;
+    if (scratch || !graph_sizes.count({fixed, per_sample})) continue;
+    kept.insert(e.id);
+    events.push_back({true, e.id, fixed, per_sample});
+  }
+  return events;
+}
+
+}  // namespace colo::estimate

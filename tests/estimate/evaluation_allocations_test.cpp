@@ -1,0 +1,101 @@
+#include "colo/estimate/allocation_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include <ATen/ATen.h>
+
+#include "colo/estimate/job_model.h"
+#include "colo/estimate/step_simulation.h"
+#include "support/temp_dir.h"
+
+namespace colo::estimate {
+namespace {
+
+TEST(CpuAllocationRecorder, RecordsThisThreadsAllocationsAndFreesInOrder) {
+  std::vector<CpuAllocationEvent> events;
+  {
+    CpuAllocationRecorder recorder;
+    at::Tensor a = at::empty({1000});
+    { at::Tensor b = at::empty({10}, at::kLong); }
+    a = at::Tensor();
+    events = recorder.events();
+    EXPECT_THROW(CpuAllocationRecorder second, std::runtime_error);
+  }
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_TRUE(events[0].allocate);
+  EXPECT_EQ(events[0].bytes, 4000);
+  EXPECT_EQ(events[1].bytes, 80);
+  EXPECT_FALSE(events[2].allocate);
+  EXPECT_EQ(events[2].id, events[1].id);
+  EXPECT_EQ(events[3].id, events[0].id);
+  // The allocator is back: tensors made now are not recorded anywhere.
+  at::Tensor after = at::ones({4});
+  EXPECT_EQ(after.sum().item<float>(), 4.0f);
+}
+
+train::TrainSpec spec(const testing::TempDir& dir, const std::string& model) {
+  return train::parse_train_spec(dir.write(
+      "spec.toml", "device = \"cpu\"\nbatch_size = 8\neval_batch_size = 16\n[model]\n" + model +
+                       "\n[data]\nname = \"synthetic\"\nshape = [1, 28, 28]\nclasses = 10\ntrain_size = 64\n"
+                       "test_size = 16\n[optimizer]\nname = \"sgd\"\n"));
+}
+
+// Per-sample sizes of the allocations live right after the first allocation
+// of `per_sample` bytes per sample (empty if there is none).
+std::multiset<int64_t> live_at(const std::vector<EvaluationAllocation>& events, int64_t per_sample) {
+  std::map<int64_t, int64_t> live;
+  for (const auto& e : events) {
+    if (!e.allocate) {
+      live.erase(e.id);
+      continue;
+    }
+    live[e.id] = e.per_sample_bytes;
+    if (e.per_sample_bytes == per_sample) {
+      std::multiset<int64_t> sizes;
+      for (const auto& [id, size] : live) sizes.insert(size);
+      return sizes;
+    }
+  }
+  return {};
+}
+
+TEST(EvaluationAllocations, KeepTheAttentionScoresWhileTheFeedForwardRuns) {
+  testing::TempDir dir;
+  // 16 tokens of 7x7 patches, d_model 32, one head, feed-forward 64.
+  JobModel job = describe_job(
+      spec(dir, "name = \"transformer\"\nlayers = 1\nd_model = 32\nheads = 1\nff_dim = 64\npatch_size = 7"));
+  const auto& events = job.graph.evaluation;
+  ASSERT_FALSE(events.empty());
+  // When the feed-forward's hidden layer is made, the block's named locals
+  // are all alive: qkv, the attention scores and their softmax. Freeing each
+  // tensor one op after its last reader would have let them go.
+  auto live = live_at(events, 16 * 64 * 4);
+  ASSERT_FALSE(live.empty());
+  EXPECT_EQ(live.count(3 * 32 * 16 * 4), 1u);
+  EXPECT_EQ(live.count(16 * 16 * 4), 2u);
+
+  // The replay at a large evaluation batch puts the peak there and holds both.
+  job.step.batch_size = 2;
+  job.step.eval_batch_size = 4096;
+  SimulatedPeak peak = simulate_training(job.graph, job.step);
+  EXPECT_EQ(peak.phase, "evaluation");
+  EXPECT_GE(peak.peak_allocated, 4096 * (16 * 16 * 4 + 16 * 64 * 4));
+}
+
+TEST(EvaluationAllocations, RecordConvolutionalModelsWithoutScratch) {
+  testing::TempDir dir;
+  JobModel job = describe_job(spec(dir, "name = \"lenet\""));
+  ASSERT_FALSE(job.graph.evaluation.empty());
+  // Every kept allocation has the size of a graph tensor and grows with the batch.
+  for (const auto& e : job.graph.evaluation) {
+    if (e.allocate) EXPECT_GT(e.per_sample_bytes, 0);
+  }
+  // conv1's output (6x28x28 floats per sample) is among them.
+  EXPECT_FALSE(live_at(job.graph.evaluation, 6 * 28 * 28 * 4).empty());
+}
+
+}  // namespace
+}  // namespace colo::estimate
