@@ -108,6 +108,8 @@ TEST(StepSimulation, ConvolutionWorkspaceRaisesThePeakItCovers) {
   table.add(lenet_conv2().key(), ConvPass::kWeightGrad, 256, int64_t{1} << 30);
   SimulatedPeak with = simulate_training(job.graph, job.step, &table);
   EXPECT_EQ(with.phase, "backward");
+  EXPECT_EQ(with.workspace, int64_t{1} << 30);  // reported apart from the activations
+  EXPECT_EQ(without.workspace, 0);
   EXPECT_GE(with.peak_allocated, (int64_t{1} << 30) + job.graph.total_parameter_bytes());
   EXPECT_LE(with.peak_allocated, without.peak_allocated + (int64_t{1} << 30));
   EXPECT_GE(with.peak_reserved, with.peak_allocated);

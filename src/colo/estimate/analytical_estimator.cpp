@@ -27,9 +27,9 @@ MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& pro
   b.optimizer = peak.optimizer;
   b.activations = peak.activations;
   b.data = peak.data;
-  // Library workspaces, the allocator's rounding and its cached-but-free
-  // blocks count as workspace.
-  b.workspace = profile.library_workspace_bytes + (reserved - peak.peak_allocated);
+  // Library workspaces, a convolution's workspace at the peak, the
+  // allocator's rounding and its cached-but-free blocks count as workspace.
+  b.workspace = profile.library_workspace_bytes + peak.workspace + (reserved - peak.peak_allocated);
   b.context = profile.context_bytes;
   MemoryEstimate e;
   e.estimator = "analytical";

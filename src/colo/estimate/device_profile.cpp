@@ -14,20 +14,20 @@ DeviceProfile default_device_profile() {
   DeviceProfile p;
   p.name = "NVIDIA H100 80GB HBM3, PyTorch 2.11, CUDA 13";
   p.context_bytes = 758 * kMiB;
-  p.library_workspace_bytes = 69206016;
+  p.library_workspace_bytes = 68488704;
   p.fragmentation = {
-        {"lenet/backward", 1.0000},
-        {"lenet/evaluation", 1.0000},
-        {"mlp/backward", 0.9302},
-        {"mlp/evaluation", 0.9784},
-        {"mlp/forward", 0.9587},
-        {"mlp/optimizer", 0.9805},
-        {"resnet/backward", 1.2320},
-        {"resnet/evaluation", 1.2129},
-        {"resnet/forward", 1.2242},
-        {"transformer/backward", 0.9679},
-        {"transformer/evaluation", 0.9122},
-        {"transformer/forward", 0.9704}};
+        {"lenet/backward", 1.0168},
+        {"lenet/evaluation", 1.0107},
+        {"mlp/backward", 0.9343},
+        {"mlp/evaluation", 0.9850},
+        {"mlp/forward", 0.9576},
+        {"mlp/optimizer", 0.9886},
+        {"resnet/backward", 0.9985},
+        {"resnet/evaluation", 0.9227},
+        {"resnet/forward", 0.9895},
+        {"transformer/backward", 1.0179},
+        {"transformer/evaluation", 1.0066},
+        {"transformer/forward", 1.0031}};
   static const ConvWorkspaceTable kConvWorkspace = ConvWorkspaceTable::from_json(
 #include "conv_workspace_json.inc"
   );

@@ -10,7 +10,7 @@
 namespace colo::estimate {
 namespace {
 
-enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kKinds };
+enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kWorkspace, kKinds };
 
 // Allocations by kind over the allocator model, remembering the mix at the peak.
 class Memory {
@@ -29,6 +29,7 @@ class Memory {
       peak_.optimizer = live_[kOptimizer];
       peak_.activations = live_[kActivations];
       peak_.data = live_[kData];
+      peak_.workspace = live_[kWorkspace];
       peak_.phase = phase;
     }
     return id;
@@ -74,7 +75,7 @@ class Simulation {
   void conv_workspace(const GraphOp& op, ConvPass pass, int64_t batch, const char* phase) {
     if (!workspace_ || op.conv.in_channels <= 0) return;
     int64_t ws = workspace_->workspace_bytes(op.conv, pass, batch);
-    if (ws > 0) mem_.free(mem_.allocate(kActivations, ws, phase));
+    if (ws > 0) mem_.free(mem_.allocate(kWorkspace, ws, phase));
   }
 
   void hold(int tensor) {

@@ -21,6 +21,7 @@ struct StepConfig {
 // Bytes live at the allocated peak, by kind, and the allocator's peaks.
 struct SimulatedPeak {
   int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, data = 0;
+  int64_t workspace = 0;              // a convolution kernel's cuDNN workspace
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;          // the caching allocator's peak (includes rounding)
   std::string phase;                  // "forward", "backward", "optimizer" or "evaluation"
