@@ -128,6 +128,10 @@ int main(int argc, char** argv) {
   std::string cache_path;
   app.add_option("--graph-cache", cache_path, "JSON Lines cache of recorded graphs (read, then extended)");
   app.add_option("--workspace-mib", workspace_mib, "library workspace (default: the device profile's)");
+  std::string fixed_learned;
+  app.add_option("--fixed-profile", fixed_learned,
+                 "fit nothing: score every row with the built-in device profile and this saved learned "
+                 "estimator (rows never used for fitting)");
   std::string conv_workspace_path;
   app.add_option("--conv-workspace", conv_workspace_path,
                  "cuDNN workspace table from measure_conv_workspace (default: the device profile's)");
@@ -180,7 +184,7 @@ int main(int argc, char** argv) {
     Scored s;
     s.row = config.row;
     s.model = config.model;
-    s.heldout = config.row % 4 == 0;
+    s.heldout = !fixed_learned.empty() || config.row % 4 == 0;
     s.measured_reserved = std::stoll(rows[i]["measured_reserved"]);
     int64_t context = context_of.count(config.model) ? context_of[config.model] : profile.context_bytes;
     s.footprint = s.measured_reserved + context;
@@ -204,7 +208,7 @@ int main(int argc, char** argv) {
 
   // Calibration on the training rows only: the library workspace from the
   // smallest jobs, then one fragmentation factor per model family.
-  {
+  if (fixed_learned.empty()) {
     std::vector<double> offsets;
     for (const auto& s : scored) {
       if (!s.heldout && s.simulated_reserved < (256 << 20)) offsets.push_back(static_cast<double>(s.measured_reserved - s.simulated_reserved));
@@ -234,8 +238,13 @@ int main(int argc, char** argv) {
   for (const auto& s : scored) {
     if (!s.heldout) train.push_back({s.summary, s.measured_reserved});
   }
-  auto learned = colo::estimate::LearnedEstimator::fit(train, colo::estimate::LearnedOptions{}, profile);
-  learned->save(out + "/learned.pt");
+  std::shared_ptr<colo::estimate::LearnedEstimator> learned;
+  if (fixed_learned.empty()) {
+    learned = colo::estimate::LearnedEstimator::fit(train, colo::estimate::LearnedOptions{}, profile);
+    learned->save(out + "/learned.pt");
+  } else {
+    learned = colo::estimate::LearnedEstimator::load(fixed_learned, profile);
+  }
   int64_t bin_hits = 0, bin_total = 0;
   for (auto& s : scored) {
     s.learned = learned->predict_allocator_bytes(s.summary) + profile.context_bytes;
