@@ -53,6 +53,32 @@ TEST(ColoEstimate, BadInputIsOneLineAndStatusTwo) {
   EXPECT_NE(no_model.err.find("none.pt"), std::string::npos) << no_model.err;
 }
 
+int64_t estimate_bytes(const TempDir& dir, const std::string& extra) {
+  auto run = run_colo(dir, "estimate --json " + dir.file("spec.toml") + extra);
+  EXPECT_EQ(run.status, 0) << run.err;
+  return run.status == 0 ? nlohmann::json::parse(run.out)[0]["bytes"].get<int64_t>() : -1;
+}
+
+TEST(ColoEstimate, TakesAnotherGpusConvolutionWorkspaceTable) {
+  TempDir dir;
+  dir.write("spec.toml", kSpec);
+  // LeNet's second convolution taking 1 GiB for its weight gradient at batch 64.
+  dir.write("ws.json",
+            "{\"shapes\": {\"c6o16k5x5s1p0g1h14w14\": {\"weight_grad\": [[64, 1073741824]]}}}");
+  int64_t reference = estimate_bytes(dir, "");
+  int64_t other = estimate_bytes(dir, " --conv-workspace " + dir.file("ws.json"));
+  EXPECT_GE(other - reference, int64_t{1} << 29) << reference << " vs " << other;
+
+  dir.write("bad.json", "{\"shapes\": {\"c6o16\": {}}}");
+  auto bad = run_colo(dir, "estimate " + dir.file("spec.toml") + " --conv-workspace " + dir.file("bad.json"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("bad.json"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("c6o16"), std::string::npos) << bad.err;
+  auto missing = run_colo(dir, "estimate " + dir.file("spec.toml") + " --conv-workspace " + dir.file("none.json"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
+}
+
 TEST(ColoSubmit, AttachesTheEstimateOfATrainingSpec) {
   TempDir dir;
   dir.write("spec.toml", kSpec);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/core/error.h"
+#include "colo/core/paths.h"
 #include "colo/core/table.h"
 #include "colo/estimate/analytical_estimator.h"
 #include "colo/estimate/learned_estimator.h"
@@ -15,7 +16,7 @@ namespace colo::cli {
 namespace {
 
 struct EstimateOptions {
-  std::string spec, summary, learned, device = "cuda";
+  std::string spec, summary, learned, device = "cuda", conv_workspace;
   bool probe = false, json = false;
   int64_t array = 1;
 };
@@ -57,8 +58,17 @@ int run_estimate(const EstimateOptions& o) {
   if (!request.spec && !request.summary) {
     throw InputError("colo estimate", "", "a training spec or --summary FILE");
   }
-  std::vector<estimate::EstimatorPtr> estimators{std::make_shared<estimate::AnalyticalEstimator>(
-      estimate::default_device_profile(), o.array)};
+  estimate::DeviceProfile profile = estimate::default_device_profile();
+  if (!o.conv_workspace.empty()) {
+    try {
+      profile.conv_workspace = estimate::ConvWorkspaceTable::from_json(read_file(o.conv_workspace));
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError(o.conv_workspace, "", std::string("a table from measure_conv_workspace (") + e.what() + ")");
+    }
+  }
+  std::vector<estimate::EstimatorPtr> estimators{std::make_shared<estimate::AnalyticalEstimator>(profile, o.array)};
   if (o.array > 1 && (o.probe || !o.learned.empty())) {
     throw InputError("--array", "", "only the analytical estimator knows fused arrays; drop --probe and --learned");
   }
@@ -98,6 +108,8 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", o->device, "device the probe runs on (cuda | cuda:N)");
   cmd->add_option("--learned", o->learned, "a learned estimator file (bench/results/estimate/learned.pt)");
   cmd->add_flag("--json", o->json, "print JSON instead of tables");
+  cmd->add_option("--conv-workspace", o->conv_workspace,
+                  "cuDNN workspace table of another GPU (bench/estimate/measure_conv_workspace)");
   cmd->add_option("--array", o->array, "estimate N copies trained as one fused array (colo sweep)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->footer(
