@@ -29,8 +29,10 @@ struct SimulatedPeak {
 
 // The job's allocator peak. Follows colo's trainer: forward, zero_grad (the
 // gradients are freed), backward, optimiser step; logits and batch live to the
-// end of the step. With `conv_workspace`, each convolution kernel also takes
-// its cuDNN workspace for the length of the kernel.
+// end of the step. The evaluation pass follows graph.evaluation (the model
+// code's own allocations) when it was recorded, else frees each tensor one op
+// after its last reader. With `conv_workspace`, each convolution kernel also
+// takes its cuDNN workspace for the length of the kernel.
 SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config,
                                 const ConvWorkspaceTable* conv_workspace = nullptr);
 
