@@ -5,7 +5,7 @@
 // trained on the other rows. Writes estimates.csv, summary.json and
 // learned.pt to --out.
 //
-//   evaluate_estimators --rows bench/results/estimate/memory_rows.csv \
+//   evaluate_estimators --rows bench/results/estimate/memory_rows.csv
 //       --contexts bench/results/estimate/context.jsonl --out bench/results/estimate
 
 #include <algorithm>

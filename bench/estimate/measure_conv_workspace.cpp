@@ -20,6 +20,7 @@
 
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
+#include "colo/estimate/caching_allocator_model.h"
 #include "colo/estimate/conv_workspace.h"
 #include "colo/estimate/job_model.h"
 #include "colo/gpu/torch_device.h"
@@ -51,8 +52,6 @@ std::vector<ConvGeometry> zoo_convolutions(uint64_t seed, int64_t rows, const st
   return shapes;
 }
 
-int64_t rounded(int64_t bytes) { return (bytes + 511) / 512 * 512; }
-
 // Peak bytes `pass` allocates beyond what is live before it and its result.
 int64_t measure(const ConvGeometry& c, ConvPass pass, int64_t batch) {
   c10::Device cuda(c10::DeviceType::CUDA, 0);
@@ -79,7 +78,7 @@ int64_t measure(const ConvGeometry& c, ConvPass pass, int64_t batch) {
       result = pass == ConvPass::kInputGrad ? std::get<0>(grads) : std::get<1>(grads);
     }
     colo::gpu::synchronize(cuda);
-    result_bytes = rounded(result.numel() * 4);
+    result_bytes = colo::estimate::CachingAllocatorModel::rounded_size(result.numel() * 4);
   }
   const int64_t peak = colo::gpu::peak_memory_bytes(cuda).value_or(0);
   return std::max<int64_t>(0, peak - before - result_bytes);
@@ -117,7 +116,7 @@ int main(int argc, char** argv) {
       for (ConvPass pass : {ConvPass::kForward, ConvPass::kInputGrad, ConvPass::kWeightGrad}) {
         try {
           table.add(c.key(), pass, batch, measure(c, pass, batch));
-        } catch (const std::exception& e) {
+        } catch (const std::exception&) {
           ++failed;  // too large for this GPU: left out
           colo::gpu::release_cached_memory(cuda);
         }

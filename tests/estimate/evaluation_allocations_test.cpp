@@ -91,7 +91,9 @@ TEST(EvaluationAllocations, RecordConvolutionalModelsWithoutScratch) {
   ASSERT_FALSE(job.graph.evaluation.empty());
   // Every kept allocation has the size of a graph tensor and grows with the batch.
   for (const auto& e : job.graph.evaluation) {
-    if (e.allocate) EXPECT_GT(e.per_sample_bytes, 0);
+    if (e.allocate) {
+      EXPECT_GT(e.per_sample_bytes, 0);
+    }
   }
   // conv1's output (6x28x28 floats per sample) is among them.
   EXPECT_FALSE(live_at(job.graph.evaluation, 6 * 28 * 28 * 4).empty());

@@ -1,7 +1,6 @@
 // record_evaluation_allocations (training_graph.h): the evaluation pass's
 // tensor lifetimes as the model's own code makes them.
 
-#include <map>
 #include <set>
 #include <utility>
 
@@ -16,8 +15,7 @@
 namespace colo::estimate {
 namespace {
 
-std::vector<CpuAllocationEvent> record_at(torch::nn::Module& module, const LossOf& loss_of,
-                                          const data::InputShape& input, int64_t batch) {
+std::vector<CpuAllocationEvent> record_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
   auto [x, y] = synthetic_batch(input, batch);
   CpuAllocationRecorder recorder;
   { at::Tensor loss = loss_of(x, y); }
@@ -37,7 +35,6 @@ bool same_structure(const std::vector<CpuAllocationEvent>& a, const std::vector<
 std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Module& module, const LossOf& loss,
                                                                  const data::InputShape& input,
                                                                  const TrainingGraph& graph) {
-  constexpr int64_t kSmall = 2, kLarge = 3;
   bool was_training = module.is_training();
   // oneDNN takes its buffers through raw_allocate, which a recording
   // allocator cannot serve; ATen's own convolution allocates tensors.
@@ -48,8 +45,8 @@ std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Modul
     module.eval();
     at::globalContext().setUserEnabledMkldnn(false);
     try {
-      small = record_at(module, loss, input, kSmall);
-      large = record_at(module, loss, input, kLarge);
+      small = record_at(loss, input, kRecordedSmallBatch);
+      large = record_at(loss, input, kRecordedLargeBatch);
     } catch (const std::exception&) {
       small.clear(), large.clear();
     }
@@ -72,8 +69,7 @@ std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Modul
     }
     // Scratch: freed before anything else is allocated.
     bool scratch = i + 1 < large.size() && !large[i + 1].allocate && large[i + 1].id == e.id;
-    int64_t per_sample = (e.bytes - small[i].bytes) / (kLarge - kSmall);
-    int64_t fixed = small[i].bytes - per_sample * kSmall;
+    auto [fixed, per_sample] = affine_bytes(small[i].bytes, e.bytes);
     if (scratch || !graph_sizes.count({fixed, per_sample})) continue;
     kept.insert(e.id);
     events.push_back({true, e.id, fixed, per_sample});

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -314,28 +315,21 @@ TrainingGraph record_training_graph(models::Classifier& model, const data::Input
 
 TrainingGraph record_training_graph(torch::nn::Module& model, const LossOf& loss,
                                     const data::InputShape& input) {
-  // Small batches fix an affine size cheaply; a batch of one can take other
-  // code paths (squeezed matmuls), so two and three.
-  constexpr int64_t kSmall = 2, kLarge = 3;
   bool was_training = model.is_training();
   model.train();
-  Recording a = record_at(loss, input, kSmall);
-  Recording b = record_at(loss, input, kLarge);
+  Recording a = record_at(loss, input, kRecordedSmallBatch);
+  Recording b = record_at(loss, input, kRecordedLargeBatch);
   model.train(was_training);
   if (a.graph.ops.size() != b.graph.ops.size() || a.graph.tensors.size() != b.graph.tensors.size()) {
     throw std::runtime_error("the model's graph changes with the batch size; it cannot be estimated analytically");
   }
   TrainingGraph g = std::move(b.graph);
-  auto fit = [&](int64_t small, int64_t large, int64_t* fixed, int64_t* per_sample) {
-    *per_sample = (large - small) / (kLarge - kSmall);
-    *fixed = small - *per_sample * kSmall;
-  };
   for (size_t i = 0; i < g.tensors.size(); ++i) {
-    fit(a.graph.tensors[i].fixed_bytes, g.tensors[i].fixed_bytes, &g.tensors[i].fixed_bytes,
-        &g.tensors[i].per_sample_bytes);
+    std::tie(g.tensors[i].fixed_bytes, g.tensors[i].per_sample_bytes) =
+        affine_bytes(a.graph.tensors[i].fixed_bytes, g.tensors[i].fixed_bytes);
   }
   for (size_t i = 0; i < g.ops.size(); ++i) {
-    fit(a.extra[i], b.extra[i], &g.ops[i].extra_saved_fixed, &g.ops[i].extra_saved_per_sample);
+    std::tie(g.ops[i].extra_saved_fixed, g.ops[i].extra_saved_per_sample) = affine_bytes(a.extra[i], b.extra[i]);
   }
   std::sort(g.unmodelled.begin(), g.unmodelled.end());
   g.unmodelled.erase(std::unique(g.unmodelled.begin(), g.unmodelled.end()), g.unmodelled.end());

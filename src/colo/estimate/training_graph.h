@@ -88,6 +88,18 @@ using LossOf = std::function<at::Tensor(const at::Tensor& inputs, const at::Tens
 TrainingGraph record_training_graph(torch::nn::Module& module, const LossOf& loss,
                                     const data::InputShape& input);
 
+// The two batch sizes every recording is made at. Small batches fix an
+// affine size cheaply; a batch of one can take other code paths (squeezed
+// matmuls), so two and three.
+inline constexpr int64_t kRecordedSmallBatch = 2, kRecordedLargeBatch = 3;
+
+// The affine size {fixed, per_sample} of bytes seen as `at_small` and
+// `at_large` at the two recorded batch sizes.
+inline std::pair<int64_t, int64_t> affine_bytes(int64_t at_small, int64_t at_large) {
+  int64_t per_sample = (at_large - at_small) / (kRecordedLargeBatch - kRecordedSmallBatch);
+  return {at_small - per_sample * kRecordedSmallBatch, per_sample};
+}
+
 // A random batch of `batch` samples for `input`: float inputs (int64 tokens
 // in [0, vocab) for token data) and int64 labels.
 std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input, int64_t batch);
