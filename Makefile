@@ -1,7 +1,9 @@
 # colo: the two commands of the README.
-#   make demo   install what is missing, build, train the quickstart model, then
-#               sweep 8 configurations of it as fused arrays
-#   make test   install what is missing, build, run every test through CTest
+#   make demo   install what is missing, build the colo executable only, then
+#               scripts/demo.sh: quickstart, fused sweep, a batch of mixed
+#               jobs through `colo run`, and `colo report`'s PNGs of it
+#   make test   install what is missing, build everything, run every test
+#               (GoogleTest and pytest) through CTest
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -25,9 +27,10 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-demo: build
-	./$(BUILD)/colo train examples/quickstart.toml
-	./$(BUILD)/colo sweep examples/sweep_quickstart.toml
+demo: configure
+	@echo "== building the colo executable (progress as [done/total])"
+	cmake --build $(BUILD) -j $(JOBS) --target colo
+	./scripts/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,27 @@
 # use LibTorch, one shared precompiled header (LibTorch headers cost ~30 s per
 # translation unit on two cores; the shared PCH brings that to a few seconds).
 
+# Warnings are errors in colo's own code (LibTorch and the other libraries
+# are system includes), so a new warning fails the build and CI.
+option(COLO_WERROR "Treat warnings in colo's code as errors" ON)
 set(COLO_WARNINGS -Wall -Wextra)
+if(COLO_WERROR)
+  list(APPEND COLO_WARNINGS -Werror)
+endif()
+
+# Unity builds for LibTorch targets: on two cores every LibTorch translation
+# unit pays ~10 s just to load the precompiled header, so a library's sources
+# are compiled in batches that load it once. Off for quicker incremental
+# rebuilds of one file.
+option(COLO_UNITY_BUILD "Compile LibTorch targets in batches (unity build)" ON)
+set(COLO_UNITY_BATCH 8 CACHE STRING "sources per unity batch")
+
+# Batches the sources of a LibTorch target when COLO_UNITY_BUILD is on.
+function(colo_torch_unity name)
+  if(COLO_UNITY_BUILD)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${COLO_UNITY_BATCH})
+  endif()
+endfunction()
 
 add_library(colo_torch_pch STATIC "${CMAKE_SOURCE_DIR}/cmake/torch_pch.cpp")
 target_link_libraries(colo_torch_pch PUBLIC colo_torch)
@@ -20,6 +40,7 @@ function(colo_library name)
   if(ARG_TORCH)
     target_link_libraries(${name} PUBLIC colo_torch)
     target_precompile_headers(${name} REUSE_FROM colo_torch_pch)
+    colo_torch_unity(${name})
   endif()
 endfunction()
 
@@ -35,6 +56,7 @@ function(colo_test name)
   if(ARG_TORCH)
     target_link_libraries(${name} PRIVATE colo_torch)
     target_precompile_headers(${name} REUSE_FROM colo_torch_pch)
+    colo_torch_unity(${name})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
 endfunction()

@@ -12,6 +12,7 @@ packages=(
   libspdlog-dev libfmt-dev libcpp-httplib-dev
   libzmq3-dev cppzmq-dev
   dataset-fashion-mnist python3-matplotlib
+  python3-pytest pybind11-dev python3-dev
 )
 
 has_cuda_torch() {
@@ -19,7 +20,7 @@ has_cuda_torch() {
 }
 if ! has_cuda_torch; then
   # OpenBLAS: Debian's LibTorch otherwise falls back to the reference BLAS (25x slower).
-  packages+=(libtorch-dev libgloo-dev libopenblas0-pthread)
+  packages+=(libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-torchvision)
 fi
 
 missing=()

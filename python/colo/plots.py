@@ -87,8 +87,11 @@ def gantt_plot(jobs, title, path):
     for j, lane in assigned:
         # A job that completed after running out of memory: its last attempt, in orange.
         color = "tab:orange" if j.get("oom_deaths", 0) and j["state"] == "COMPLETED" else colors.get(j["state"], "tab:gray")
-        ax.barh(j["gpu"] - 0.5 + (lane + 0.5) * height, (j["end_s"] - j["start_s"]) / div, left=j["start_s"] / div,
+        y = j["gpu"] - 0.5 + (lane + 0.5) * height
+        ax.barh(y, (j["end_s"] - j["start_s"]) / div, left=j["start_s"] / div,
                 height=height * 0.9, color=color, edgecolor="white", linewidth=1.0)
+        if len(assigned) <= 40 and j.get("name"):
+            ax.text(j["start_s"] / div, y, " " + j["name"], va="center", ha="left", fontsize=7, clip_on=True)
     ax.set_yticks(gpus)
     ax.set_yticklabels([f"GPU {g}" for g in gpus])
     ax.set_xlabel(f"time ({label})")

@@ -152,7 +152,9 @@ TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
     ASSERT_EQ(run.status, 0) << name << ": " << run.err;
     auto result = nlohmann::json::parse(read_file(dir.file(name + "/result.json")));
     accuracy[name] = result["test_accuracy"].get<double>();
-    if (name == "switch") EXPECT_GT(result["switched_at_step"].get<int64_t>(), 0);
+    if (name == "switch") {
+      EXPECT_GT(result["switched_at_step"].get<int64_t>(), 0);
+    }
   }
   EXPECT_GT(accuracy["allreduce"], 0.80);
   EXPECT_GE(accuracy["async"], accuracy["allreduce"] - 0.01);

@@ -11,13 +11,13 @@ double relative(const at::Tensor& a, const at::Tensor& b) {
   return ((a - b).norm() / b.norm()).item<double>();
 }
 
-struct Case {
+struct ConvCase {
   int64_t batch, groups, in, out, size, kernel, padding;
   bool bias;
 };
 
 // Forward and all three gradients of grouped_conv2d against at::conv2d.
-void expect_matches_conv2d(const Case& c, const at::Device& device) {
+void expect_matches_conv2d(const ConvCase& c, const at::Device& device) {
   at::manual_seed(7);
   auto options = at::TensorOptions().device(device);
   at::Tensor x = at::randn({c.batch, c.groups * c.in, c.size, c.size}, options).requires_grad_(true);

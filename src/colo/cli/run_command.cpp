@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "colo/core/stopwatch.h"
 #include "colo/core/table.h"
 #include "colo/gpu/device.h"
+#include "colo/gpu/sampler.h"
 #include "colo/sched/runner.h"
 #include "colo/sched/trace.h"
 
@@ -37,6 +40,7 @@ struct RunArgs {
   SchedulingArgs scheduling;
   std::string jobs_file;
   bool serve = false;
+  std::string out;  // a `colo report` directory, with the GPU timeline of the batch
 };
 
 struct ReplayArgs {
@@ -128,6 +132,40 @@ void print_jobs(const std::vector<sched::JobRecord>& jobs) {
   }
 }
 
+// Writes what `colo report` reads, as `colo simulate --out` does: a one-run
+// summary.json and a record per job with times in seconds from `t0`
+// (the replay's start). A job that was retried shows its last attempt.
+void write_report_directory(const std::string& dir, const nlohmann::json& summary, const SchedulingArgs& scheduling,
+                            const std::vector<sched::JobRecord>& jobs, double t0) {
+  auto since_start = [t0](const std::optional<double>& t) { return t ? *t - t0 : -1.0; };
+  JsonLinesWriter out(dir + "/jobs_" + scheduling.policy + "_" + scheduling.mode + ".jsonl",
+                      JsonLinesWriter::Mode::kTruncate);
+  for (const auto& j : jobs) {
+    out.write({{"id", j.id}, {"name", j.spec.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu},
+               {"submit_s", j.submit_s - t0}, {"start_s", since_start(j.start_s)}, {"end_s", since_start(j.end_s)},
+               {"attempts", j.attempts}, {"oom_deaths", j.oom_deaths}, {"energy_j", j.energy_j},
+               {"peak_mem_bytes", j.peak_mem_bytes.value_or(0)}});
+  }
+  write_file_atomically(dir + "/summary.json", nlohmann::json::array({summary}).dump(1) + "\n");
+}
+
+// Appends every device's latest reading to the timeline CSV `colo report` draws.
+class TimelineWriter {
+ public:
+  // Throws InputError when `path` cannot be written.
+  explicit TimelineWriter(const std::string& path) : out_(path, std::ios::trunc) {
+    if (!out_) throw InputError(path, "", "cannot write the GPU timeline");
+    out_ << gpu::sample_csv_header() << "\n";
+  }
+  void append(const std::map<int, gpu::DeviceSample>& samples) {
+    for (const auto& [position, sample] : samples) out_ << gpu::sample_csv_row(sample) << "\n";
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
 int run_batch(const RunArgs& args) {
   std::string store_path = args.scheduling.store;
   std::vector<sched::JobSpec> specs;
@@ -144,7 +182,14 @@ int run_batch(const RunArgs& args) {
     auto ids = store.submit(specs);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }
-  sched::Runner runner(store, gpu::discover_devices(), options);
+  double t0 = unix_time_s();
+  std::vector<gpu::DevicePtr> devices = gpu::discover_devices();
+  std::optional<TimelineWriter> timeline;
+  if (!args.out.empty()) {
+    ensure_writable_dir(args.out, "--out", "");
+    if (!devices.empty()) timeline.emplace(args.out + "/timeline_gpus.csv");
+  }
+  sched::Runner runner(store, devices, options);
   runner.recover();
   int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo run was interrupted"); });
   Stopwatch wall;
@@ -156,7 +201,9 @@ int run_batch(const RunArgs& args) {
       std::this_thread::sleep_for(std::chrono::duration<double>(options.poll_interval_s));
     }
   }
-  runner.run_until_done();
+  runner.run_until_done([&] {
+    if (timeline) timeline->append(runner.last_samples());
+  });
   remove_interrupt_cleanup(cleanup);
 
   auto jobs = store.list();
@@ -164,29 +211,14 @@ int run_batch(const RunArgs& args) {
   BatchTotals totals(jobs);
   std::printf("%d completed, %d failed, %d OOM deaths, %d lost, %.1f s, %.0f J\n", totals.completed, totals.failed,
               totals.oom_events, totals.lost, wall.elapsed_s(), totals.energy_j);
+  nlohmann::json summary = totals.to_json(args.scheduling, wall.elapsed_s());
+  summary["store"] = store_path;
+  summary["jobs"] = jobs.size();
   if (!args.scheduling.summary_json.empty()) {
-    nlohmann::json summary = totals.to_json(args.scheduling, wall.elapsed_s());
-    summary["store"] = store_path;
     write_file_atomically(args.scheduling.summary_json, summary.dump(1) + "\n");
   }
+  if (!args.out.empty()) write_report_directory(args.out, summary, args.scheduling, jobs, t0);
   return totals.failed > 0 || totals.lost > 0 ? 1 : 0;
-}
-
-// Writes what `colo report` reads, as `colo simulate --out` does: a one-run
-// summary.json and a record per job with times in seconds from `t0`
-// (the replay's start). A job that was retried shows its last attempt.
-void write_report_directory(const std::string& dir, const nlohmann::json& summary, const SchedulingArgs& scheduling,
-                            const std::vector<sched::JobRecord>& jobs, double t0) {
-  auto since_start = [t0](const std::optional<double>& t) { return t ? *t - t0 : -1.0; };
-  JsonLinesWriter out(dir + "/jobs_" + scheduling.policy + "_" + scheduling.mode + ".jsonl",
-                      JsonLinesWriter::Mode::kTruncate);
-  for (const auto& j : jobs) {
-    out.write({{"id", j.id}, {"name", j.spec.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu},
-               {"submit_s", j.submit_s - t0}, {"start_s", since_start(j.start_s)}, {"end_s", since_start(j.end_s)},
-               {"attempts", j.attempts}, {"oom_deaths", j.oom_deaths}, {"energy_j", j.energy_j},
-               {"peak_mem_bytes", j.peak_mem_bytes.value_or(0)}});
-  }
-  write_file_atomically(dir + "/summary.json", nlohmann::json::array({summary}).dump(1) + "\n");
 }
 
 // Submits each trace job at its offset while the runner works; returns when
@@ -262,6 +294,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--store", args->scheduling.store, "job store (default: <jobs>.colo/jobs.db)");
   add_scheduling_options(cmd, args->scheduling);
   cmd->add_flag("--serve", args->serve, "keep running, taking jobs added by colo submit, until interrupted");
+  cmd->add_option("--out", args->out,
+                  "write summary.json, jobs_<policy>_<mode>.jsonl and timeline_gpus.csv here (for colo report)");
   cmd->footer("\nKilled and restarted with the same --store, it adopts jobs still running, settles those\n"
               "that ended (from their status files) and requeues the rest: no job is lost or run twice.");
   cmd->callback([args, &exit_code] { exit_code = run_batch(*args); });

@@ -188,7 +188,10 @@ class Server {
     std::string missing;
     for (size_t c = 0; c < connections_.size(); ++c) {
       bool held = std::any_of(held_.begin(), held_.end(), [&](const HeldReply& h) { return h.connection == c; });
-      if (!held && !finished_[c]) missing += " " + std::to_string(worker_of_[c]);
+      if (!held && !finished_[c]) {
+        missing += ' ';  // appended, not " " + ...: GCC 12 misreads that as an overflowing copy
+        missing += std::to_string(worker_of_[c]);
+      }
     }
     throw std::runtime_error("server " + std::to_string(index_) + ": workers" + missing +
                              " sent nothing for " + std::to_string(spec_.timeout_s) +

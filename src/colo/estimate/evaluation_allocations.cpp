@@ -15,7 +15,7 @@
 namespace colo::estimate {
 namespace {
 
-std::vector<CpuAllocationEvent> record_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
+std::vector<CpuAllocationEvent> record_evaluation_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
   auto [x, y] = synthetic_batch(input, batch);
   CpuAllocationRecorder recorder;
   { at::Tensor loss = loss_of(x, y); }
@@ -45,8 +45,8 @@ std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Modul
     module.eval();
     at::globalContext().setUserEnabledMkldnn(false);
     try {
-      small = record_at(loss, input, kRecordedSmallBatch);
-      large = record_at(loss, input, kRecordedLargeBatch);
+      small = record_evaluation_at(loss, input, kRecordedSmallBatch);
+      large = record_evaluation_at(loss, input, kRecordedLargeBatch);
     } catch (const std::exception&) {
       small.clear(), large.clear();
     }

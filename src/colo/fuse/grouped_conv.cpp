@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 
 #if COLO_HAS_CUDA
-#include <c10/cuda/CUDAStream.h>
+#include "colo/fuse/cuda_stream.h"
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "colo/fuse/cuda/grouped_conv_kernels.h"
@@ -28,7 +28,6 @@ cuda::GroupedConvShape shape_of(const at::Tensor& x, const at::Tensor& weight, i
   return s;
 }
 
-void* current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
 class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
  public:
@@ -40,7 +39,7 @@ class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
     at::Tensor y = at::empty({s.batch, s.groups * s.out_per_group, s.out_height(), s.out_width()}, x.options());
     cuda::grouped_conv_forward(x.data_ptr<float>(), weight.data_ptr<float>(),
                                bias.numel() > 0 ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), s,
-                               current_stream());
+                               current_cuda_stream());
     ctx->save_for_backward({x, weight});
     ctx->saved_data["groups"] = groups;
     ctx->saved_data["padding"] = padding;
@@ -59,14 +58,14 @@ class OwnGroupedConv : public torch::autograd::Function<OwnGroupedConv> {
     if (ctx->needs_input_grad(0)) {
       dx = at::empty_like(x);
       cuda::grouped_conv_input_grad(dy.data_ptr<float>(), weight.data_ptr<float>(), dx.data_ptr<float>(), s,
-                                    current_stream());
+                                    current_cuda_stream());
     }
     if (ctx->needs_input_grad(1)) {
       std::vector<int64_t> partial_shape{cuda::grouped_conv_weight_grad_slices(s)};
       for (int64_t size : weight.sizes()) partial_shape.push_back(size);
       at::Tensor partial = at::empty(partial_shape, weight.options());
       cuda::grouped_conv_weight_grad(dy.data_ptr<float>(), x.data_ptr<float>(), partial.data_ptr<float>(), s,
-                                     current_stream());
+                                     current_cuda_stream());
       dw = partial.sum(0);
     }
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = dy.sum({0, 2, 3});

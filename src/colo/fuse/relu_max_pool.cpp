@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #if COLO_HAS_CUDA
-#include <c10/cuda/CUDAStream.h>
+#include "colo/fuse/cuda_stream.h"
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "colo/fuse/cuda/relu_max_pool_kernels.h"
@@ -13,7 +13,6 @@ namespace colo::fuse {
 namespace {
 
 #if COLO_HAS_CUDA
-void* current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
 class OwnReluMaxPool : public torch::autograd::Function<OwnReluMaxPool> {
  public:
@@ -23,7 +22,7 @@ class OwnReluMaxPool : public torch::autograd::Function<OwnReluMaxPool> {
     at::Tensor y = at::empty({x.size(0), x.size(1), h / 2, w / 2}, x.options());
     at::Tensor winner = at::empty(y.sizes(), x.options().dtype(at::kByte));
     cuda::relu_max_pool2x2_forward(x.data_ptr<float>(), y.data_ptr<float>(), winner.data_ptr<uint8_t>(), planes, h,
-                                   w, current_stream());
+                                   w, current_cuda_stream());
     ctx->save_for_backward({winner});
     ctx->saved_data["sizes"] = x.sizes();
     return y;
@@ -38,7 +37,7 @@ class OwnReluMaxPool : public torch::autograd::Function<OwnReluMaxPool> {
     // Odd sizes leave a last row or column outside every window: zero it.
     at::Tensor dx = (h % 2 || w % 2) ? at::zeros(sizes, dy.options()) : at::empty(sizes, dy.options());
     cuda::relu_max_pool2x2_backward(dy.data_ptr<float>(), winner.data_ptr<uint8_t>(), dx.data_ptr<float>(),
-                                    sizes[0] * sizes[1], h, w, current_stream());
+                                    sizes[0] * sizes[1], h, w, current_cuda_stream());
     return {dx};
   }
 };

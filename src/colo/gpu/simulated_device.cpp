@@ -1,10 +1,14 @@
 #include "colo/gpu/simulated_device.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace colo::gpu {
 
-SimulatedDevice::SimulatedDevice(int index, SimulatedGpuSpec spec) : spec_(std::move(spec)) {
+SimulatedDevice::SimulatedDevice(int index, SimulatedGpuSpec spec)
+    : spec_(std::move(spec)),
+      created_unix_s_(
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()) {
   info_.index = index;
   info_.name = spec_.name;
   info_.uuid = "GPU-SIM-" + std::to_string(index);
@@ -83,7 +87,7 @@ DeviceSample SimulatedDevice::sample() {
   DeviceSample s;
   s.index = info_.index;
   s.time_s = now_s_;
-  s.unix_s = now_s_;
+  s.unix_s = created_unix_s_ + now_s_;
   s.mem_total_bytes = spec_.mem_total_bytes;
   s.mem_used_bytes = used;
   s.mem_free_bytes = spec_.mem_total_bytes - used;

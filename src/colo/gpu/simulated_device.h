@@ -33,7 +33,9 @@ struct SimulatedLoad {
 // min(1, sum of the jobs' activities) and, past 1, every job slows down by
 // the same factor (progress_rate); power is idle without jobs, else
 // busy_floor + (max - busy_floor) x activity;
-// energy integrates power over the time advanced. Thread-safe.
+// energy integrates power over the time advanced. A sample's time_s is the
+// virtual time; its unix_s is the wall clock at construction plus that
+// time, so a device advanced with the wall clock stamps real times. Thread-safe.
 class SimulatedDevice : public Device {
  public:
   SimulatedDevice(int index, SimulatedGpuSpec spec);
@@ -63,6 +65,7 @@ class SimulatedDevice : public Device {
   double power_locked() const;
 
   SimulatedGpuSpec spec_;
+  double created_unix_s_;
   DeviceInfo info_;
   mutable std::mutex mutex_;
   std::map<int64_t, SimulatedLoad> loads_;

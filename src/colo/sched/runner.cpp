@@ -96,6 +96,7 @@ void Runner::recover() {
       a.gpu = job.gpu;
       a.pgid = job.pid;
       a.request = request_for(job);
+      account_on_simulated(a);
       active_.push_back(std::move(a));
       spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
     } else if (auto code = read_status(status_path(job.id))) {
@@ -110,8 +111,31 @@ void Runner::recover() {
   }
 }
 
+static gpu::SimulatedDevice* simulated_device(const gpu::DevicePtr& device) {
+  return dynamic_cast<gpu::SimulatedDevice*>(device.get());
+}
+
+void Runner::account_on_simulated(const Active& job) {
+  if (!has_gpus_) return;
+  if (auto* sim = simulated_device(devices_[job.gpu])) {
+    double share = job.request.sm_share > 0 ? job.request.sm_share : kDefaultShare;
+    sim->place(job.id, {static_cast<uint32_t>(job.pgid), job.request.mem_bytes.value_or(0), share});
+  }
+}
+
+void Runner::release_on_simulated(const Active& job) {
+  if (!has_gpus_) return;
+  if (auto* sim = simulated_device(devices_[job.gpu])) sim->remove(job.id);
+}
+
 void Runner::observe_devices() {
+  // Simulated GPUs follow the wall clock while real jobs run on them.
+  double now = clock_.elapsed_s();
+  double dt = last_observed_s_ < 0 ? 0 : now - last_observed_s_;
+  last_observed_s_ = now;
   for (size_t g = 0; g < devices_.size(); ++g) {
+    gpu::SimulatedDevice* sim = simulated_device(devices_[g]);
+    if (sim != nullptr && has_gpus_) sim->advance(dt);
     gpu::DeviceSample sample = devices_[g]->sample();
     auto previous = last_sample_.find(static_cast<int>(g));
     // The device's energy since the last round: the energy counter's
@@ -128,6 +152,9 @@ void Runner::observe_devices() {
     for (auto& a : active_) {
       if (a.gpu != static_cast<int>(g)) continue;
       shares += a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare;
+      // A simulated GPU reports what colo placed on it, not what a job used:
+      // no peak is recorded, so history never learns an estimate back.
+      if (sim != nullptr) continue;
       int64_t used = 0;
       for (const auto& p : processes) {
         if (process_group_of(p.pid) == a.pgid) used += p.used_mem_bytes;
@@ -226,12 +253,14 @@ bool Runner::start(const JobRecord& job) {
   a.pgid = child->pid();
   a.child = std::move(child);
   a.request = request;
+  account_on_simulated(a);
   active_.push_back(std::move(a));
   spdlog::info("job {} ({}) started on GPU {}", job.id, job.spec.name, *g);
   return true;
 }
 
 void Runner::settle(Active& job, int exit_code) {
+  release_on_simulated(job);
   std::string log = tail_of(log_path(job.id), 16384);
   ExitKind kind = classify_exit(exit_code, log);
   std::optional<int64_t> peak = job.peak_bytes > 0 ? std::optional<int64_t>(job.peak_bytes) : std::nullopt;
@@ -266,6 +295,7 @@ size_t Runner::step() {
       } else {
         ::kill(-a.pgid, SIGKILL);
       }
+      release_on_simulated(a);
       a.pgid = 0;
     }
   }
@@ -279,6 +309,7 @@ size_t Runner::step() {
       code = read_status(status_path(it->id));
       if (!code) {
         store_.mark_requeued(it->id, "its process ended without an exit status");
+        release_on_simulated(*it);
         it = active_.erase(it);
         continue;
       }
@@ -320,6 +351,7 @@ void Runner::stop_all(const std::string& reason) {
     } else {
       ::kill(-a.pgid, SIGTERM);
     }
+    release_on_simulated(a);
     store_.mark_requeued(a.id, reason);
   }
   active_.clear();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
 #include "colo/gpu/device.h"
 #include "colo/gpu/mps.h"
@@ -70,6 +71,11 @@ class Runner {
   // Stops every job this runner watches (SIGTERM, then SIGKILL) and requeues them.
   void stop_all(const std::string& reason);
 
+  // The latest reading of each device (by position), taken at the start of
+  // the last step(). Simulated GPUs carry the memory estimate and SM share
+  // of the jobs running on them, on the wall clock.
+  const std::map<int, gpu::DeviceSample>& last_samples() const { return last_sample_; }
+
  private:
   struct Active {
     int64_t id = 0;
@@ -86,6 +92,10 @@ class Runner {
   std::vector<GpuView> views() const;
   JobRequest request_for(const JobRecord& job) const;
   void observe_devices();
+  // A simulated GPU accounts the jobs placed on it (their estimate and SM
+  // share); both are no-ops on a real GPU.
+  void account_on_simulated(const Active& job);
+  void release_on_simulated(const Active& job);
   gpu::MpsDaemon* mps_for(int gpu);
   std::string log_path(int64_t id) const;
   std::string status_path(int64_t id) const;
@@ -98,6 +108,8 @@ class Runner {
   std::vector<Active> active_;
   std::map<int, std::unique_ptr<gpu::MpsDaemon>> mps_;
   std::map<int, gpu::DeviceSample> last_sample_;
+  Stopwatch clock_;
+  double last_observed_s_ = -1;  // clock_ at the last observe_devices()
 };
 
 }  // namespace colo::sched

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Fails when a figure in README.md differs from the summary file it comes from.
+
+    python3 scripts/check_readme_figures.py [README]
+
+Each figure the README states is listed in FIGURES below with the summary
+file and key it comes from and how it is written. The check reads every
+summary, writes each figure as the README must show it, and fails (status 1,
+one line per problem) when
+  - a figure's text is not in the README (the README or the result changed),
+  - a summary file or key is missing,
+  - the README states a figure (a number followed by x, %, M samples/s or
+    GB/s, outside code) that no entry below accounts for.
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ratio(v):
+    return f"{v:.2f}x"
+
+
+def whole_ratio(v):
+    return f"{v:.0f}x"
+
+
+def percent(v):
+    return f"{100 * v:.1f}%"
+
+
+def whole_percent(v):
+    return f"{100 * v:.0f}%"
+
+
+def millions(v):
+    return f"{v / 1e6:.2f}M samples/s"
+
+
+def gbps(v):
+    return f"{v:.1f} GB/s"
+
+
+# (summary file, key path with '.' between levels, how the README writes it)
+FIGURES = [
+    ("bench/results/fusion/summary.json", "lenet_n32_fused_samples_per_s", millions),
+    ("bench/results/fusion/summary.json", "lenet_n32_fused_over_pytorch_fused", ratio),
+    ("bench/results/fusion/summary.json", "lenet_n32_fused_over_sequential", whole_ratio),
+    ("bench/results/fusion/summary.json", "lenet_n32_fused_over_mps", ratio),
+    ("bench/results/fusion/summary.json", "sweep32_time_over_4_sequential", ratio),
+    ("bench/results/estimate/summary.json", "analytical_median_rel_err", percent),
+    ("bench/results/estimate/summary.json", "analytical_p95_rel_err", percent),
+    ("bench/results/estimate/summary.json", "analytical_under10_frac", percent),
+    ("bench/results/sched/summary.json", "speedup_vs_exclusive", ratio),
+    ("bench/results/sched/summary.json", "energy_reduction_vs_exclusive", percent),
+    ("bench/results/dist/summary.json", "busbw_colo_2gpu_gbps", gbps),
+    ("bench/results/dist/summary.json", "busbw_torch_2gpu_gbps", gbps),
+    ("bench/results/dist/summary.json", "allreduce_eff_2gpu", whole_percent),
+    ("bench/results/dist/summary.json", "allreduce_eff_4gpu", whole_percent),
+]
+
+# Numbers in the README that are definitions, not measurements.
+THRESHOLDS = ["10%"]
+
+FIGURE_PATTERN = re.compile(r"\d+(?:\.\d+)?(?:x\b|%|M samples/s| GB/s)")
+
+
+def value_at(summary, key):
+    for part in key.split("."):
+        summary = summary[part]
+    return summary
+
+
+def prose_of(readme):
+    """The README without code (example output is not a claim)."""
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", readme, flags=re.S))
+
+
+def problems(readme_path):
+    readme = prose_of(open(readme_path).read())
+    found, expected = [], list(THRESHOLDS)
+    for path, key, write in FIGURES:
+        try:
+            summary = json.load(open(os.path.join(ROOT, path)))
+            text = write(value_at(summary, key))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            found.append(f"{path}: cannot read {key}: {e}")
+            continue
+        expected.append(text)
+        if text not in readme:
+            found.append(f"{readme_path}: expected '{text}' ({path}: {key}); the README or the result changed")
+    for match in FIGURE_PATTERN.finditer(readme):
+        if not any(match.group(0) in text or text in match.group(0) for text in expected):
+            line = readme.count("\n", 0, match.start()) + 1
+            found.append(f"{readme_path}: figure '{match.group(0)}' (line {line} of the prose) has no summary "
+                         "entry in scripts/check_readme_figures.py")
+    return found
+
+
+def main():
+    readme_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "README.md")
+    found = problems(readme_path)
+    for line in found:
+        print(line)
+    if not found:
+        print(f"{readme_path}: {len(FIGURES)} figures match their summary files")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
