@@ -9,6 +9,10 @@ set(COLO_WARNINGS -Wall -Wextra)
 if(COLO_WERROR)
   list(APPEND COLO_WARNINGS -Werror)
 endif()
+# Every colo target also compiles position-independent: the static layer
+# libraries go into the Python module colo._core, and the one precompiled
+# header is only valid where it is used with the flags it was built with.
+list(APPEND COLO_WARNINGS -fPIC)
 
 # Unity builds for LibTorch targets: on two cores every LibTorch translation
 # unit pays ~10 s just to load the precompiled header, so a library's sources

@@ -99,13 +99,13 @@ TEST(ConvPlan, EverySupportedShapeGetsSoundPlans) {
               GroupedConvPlans plans = plan_grouped_conv(s);
               if (!plans.ok) continue;
               ++supported;
-              SCOPED_TRACE(testing::Message() << "batch " << batch << " in " << in << " out " << out << " size "
+              SCOPED_TRACE(::testing::Message() << "batch " << batch << " in " << in << " out " << out << " size "
                                               << size << " k " << kernel << " pad " << padding);
               expect_direct_plan_sound(plans.forward);
               expect_direct_plan_sound(plans.input_grad);
               EXPECT_EQ(plans.input_grad.ho, size) << "the input gradient has the input's size";
               expect_weight_grad_plan_sound(plans.weight_grad);
-              if (testing::Test::HasFailure()) return;
+              if (::testing::Test::HasFailure()) return;
             }
           }
         }

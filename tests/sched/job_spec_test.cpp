@@ -37,6 +37,44 @@ array = "0-3"
   EXPECT_EQ(expanded[3].name, "train[3]");
 }
 
+TEST(JobSpec, ReadsThePythonModelAndKeepsItThroughJson) {
+  testing::TempDir dir;
+  auto jobs = parse_job_file(dir.write("jobs.toml", R"(
+command = "python3 train.py"
+[model]
+builder = "models:build_gpt"
+input = [128]
+vocab = 50257
+batch_size = 16
+optimizer = "adamw"
+)"));
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(jobs[0].model.has_value());
+  EXPECT_EQ(jobs[0].model->builder, "models:build_gpt");
+  EXPECT_EQ(jobs[0].model->input, (std::vector<int64_t>{128}));
+  EXPECT_EQ(jobs[0].model->vocab, 50257);
+  EXPECT_EQ(jobs[0].model->batch_size, 16);
+  EXPECT_EQ(jobs[0].model->optimizer, "adamw");
+  JobSpec back = job_spec_from_json(to_json(jobs[0]));
+  EXPECT_EQ(back.model, jobs[0].model);
+  EXPECT_FALSE(job_spec_from_json(to_json(parse_job_file(dir.write("plain.toml", "command = \"true\"\n"))[0]))
+                   .model.has_value());
+}
+
+TEST(JobSpec, BadPythonModelNamesTheField) {
+  EXPECT_NE(error_of("command = \"x\"\n[model]\ninput = [3]\n").find("model.builder"), std::string::npos);
+  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"nocolon\"\ninput = [3]\n").find("module:function"),
+            std::string::npos);
+  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\n").find("model.input"), std::string::npos);
+  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3, 0]\n").find("model.input"),
+            std::string::npos);
+  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3]\noptimizer = \"lion\"\n")
+                .find("model.optimizer"),
+            std::string::npos);
+  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3]\nlayers = 2\n").find("layers"),
+            std::string::npos);
+}
+
 TEST(JobSpec, StringCommandsRunUnderTheShell) {
   testing::TempDir dir;
   auto jobs = parse_job_file(dir.write("jobs.toml", "[[job]]\ncommand = \"echo a | wc -c\"\n[[job]]\ncommand = [\"true\"]\n"));

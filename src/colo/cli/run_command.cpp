@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/cli/daemon_client.h"
-#include "colo/cli/job_memory.h"
+#include "colo/server/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
@@ -178,7 +178,7 @@ int run_batch(const RunArgs& args) {
 
   sched::JobStore store(store_path);
   if (!specs.empty()) {
-    fill_memory_estimates(specs, &store);
+    server::fill_memory_estimates(specs, &store);
     auto ids = store.submit(specs);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }

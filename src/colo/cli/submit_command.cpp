@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/cli/daemon_client.h"
-#include "colo/cli/job_memory.h"
+#include "colo/server/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/units.h"
 #include "colo/sched/store.h"
@@ -29,6 +29,9 @@ struct SubmitArgs {
   int priority = 0;
   std::string array;
   std::vector<std::string> command;
+  // The job's Python model, for a memory estimate ([job.model] in a job file).
+  std::string model, input, optimizer = "adam";
+  int64_t batch = 32, vocab = 0;
 };
 
 int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon) {
@@ -55,6 +58,23 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       if (args.sm_share > 1) throw InputError("--sm-share", "", "expected a fraction in [0, 1]");
       spec.sm_share = args.sm_share;
     }
+    if (!args.model.empty()) {
+      estimate::PythonModelSource model;
+      model.builder = args.model;
+      if (model.builder.find(':') == std::string::npos) {
+        throw InputError("--model", "", "expected module:function, got \"" + args.model + "\"");
+      }
+      auto shape = parse_shape(args.input);
+      if (!shape) throw InputError("--input", "", "one sample's shape such as 3x224x224 with --model");
+      model.input = *shape;
+      model.batch_size = args.batch;
+      model.vocab = args.vocab;
+      if (args.optimizer != "sgd" && args.optimizer != "adam" && args.optimizer != "adamw") {
+        throw InputError("--optimizer", "", "sgd, adam or adamw");
+      }
+      model.optimizer = args.optimizer;
+      spec.model = model;
+    }
     if (!args.array.empty()) {
       int first = 0, last = 0;
       if (std::sscanf(args.array.c_str(), "%d-%d", &first, &last) != 2 || first < 0 || last < first) {
@@ -66,7 +86,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
   }
   if (daemon) {
     sched::JobStore history(daemon->store());
-    fill_memory_estimates(specs, &history);
+    server::fill_memory_estimates(specs, &history);
     nlohmann::json body = nlohmann::json::array();
     for (const auto& spec : specs) {
       for (const auto& one : sched::expand_array(spec)) body.push_back(sched::to_json(one));
@@ -76,7 +96,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
     return 0;
   }
   sched::JobStore store(args.store);
-  fill_memory_estimates(specs, &store);
+  server::fill_memory_estimates(specs, &store);
   for (int64_t id : store.submit(specs)) std::printf("%lld\n", static_cast<long long>(id));
   return 0;
 }
@@ -116,6 +136,12 @@ void add_submit_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--sm-share", submit->sm_share, "expected SM activity alone, 0..1");
   cmd->add_option("--priority", submit->priority, "higher runs first")->capture_default_str();
   cmd->add_option("--array", submit->array, "FIRST-LAST: one job per index, COLO_ARRAY_INDEX set");
+  cmd->add_option("--model", submit->model, "module:function that builds the job's nn.Module (memory estimate)");
+  cmd->add_option("--input", submit->input, "with --model: one sample's shape, e.g. 3x224x224");
+  cmd->add_option("--batch", submit->batch, "with --model: training batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--optimizer", submit->optimizer, "with --model: sgd | adam | adamw")->capture_default_str();
+  cmd->add_option("--vocab", submit->vocab, "with --model: inputs are token ids below this")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("command", submit->command, "command (after --)");
   cmd->footer("\nPrints the new job ids. Without --store, a running colod takes them (docs/cli-colod.md);\n"
               "else they go to the default store, which `colo run --serve` or a later colod runs.");

@@ -28,4 +28,21 @@ std::optional<int64_t> parse_bytes(const std::string& text) {
   return static_cast<int64_t>(value * scale + 0.5);
 }
 
+std::optional<std::vector<int64_t>> parse_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find('x', start);
+    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 12) {
+      return std::nullopt;
+    }
+    int64_t v = std::stoll(part);
+    if (v < 1) return std::nullopt;
+    shape.push_back(v);
+    if (end == std::string::npos) return shape;
+    start = end + 1;
+  }
+}
+
 }  // namespace colo

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace colo {
 
@@ -11,5 +12,9 @@ namespace colo {
 // (KiB/MiB/GiB/TiB, and K/M/G/T) and decimal (KB/MB/GB/TB) units. nullopt
 // when the text is not a size.
 std::optional<int64_t> parse_bytes(const std::string& text);
+
+// "3x224x224" -> {3, 224, 224}; "128" -> {128}; nullopt unless every part
+// is a positive integer.
+std::optional<std::vector<int64_t>> parse_shape(const std::string& text);
 
 }  // namespace colo

@@ -38,6 +38,8 @@ MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& pro
   e.bytes = b.total();
   // Unmodelled ops were assumed to keep everything: the answer errs high.
   e.uncertainty = (e.bytes - b.context) / 10;
+  e.peak_phase = peak.phase;
+  e.unmodelled_ops = job.graph.unmodelled;
   if (!job.graph.unmodelled.empty()) {
     e.reason = "ops without a rule (assumed to save inputs and outputs):";
     for (const auto& n : job.graph.unmodelled) e.reason += " " + n;

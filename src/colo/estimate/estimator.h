@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "colo/estimate/model_summary.h"
+#include "colo/estimate/python_model.h"
 #include "colo/train/train_spec.h"
 
 namespace colo::estimate {
@@ -37,6 +38,8 @@ struct MemoryEstimate {
   int64_t uncertainty = 0;    // one-sided: the estimator expects the truth below bytes + uncertainty
   std::optional<MemoryBreakdown> breakdown;  // analytical and probe only
   std::string reason;
+  std::string peak_phase;                    // analytical: "forward", "backward", "optimizer" or "evaluation"
+  std::vector<std::string> unmodelled_ops;   // analytical: autograd ops without a rule (assumed to save all)
 
   static MemoryEstimate unknown(std::string estimator, std::string reason);
 };
@@ -46,7 +49,9 @@ struct MemoryEstimate {
 struct EstimateRequest {
   std::optional<train::TrainSpec> spec;       // a colo training spec
   std::optional<ModelSummary> summary;        // a model summary (plain PyTorch jobs)
+  std::optional<PythonModelSource> python_model;  // a Python job's model (python_model_estimator.h)
   std::vector<std::string> command;           // the job's argv, for history
+  std::string workdir = ".";                  // where the job runs (relative paths, Python imports)
 };
 
 class Estimator {

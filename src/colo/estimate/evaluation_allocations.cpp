@@ -6,7 +6,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <torch/nn/module.h>
 #include <torch/utils.h>
 
 #include "colo/estimate/allocation_recorder.h"
@@ -32,17 +31,16 @@ bool same_structure(const std::vector<CpuAllocationEvent>& a, const std::vector<
 
 }  // namespace
 
-std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Module& module, const LossOf& loss,
+std::vector<EvaluationAllocation> record_evaluation_allocations(const TrainingMode& set_mode, const LossOf& loss,
                                                                  const data::InputShape& input,
                                                                  const TrainingGraph& graph) {
-  bool was_training = module.is_training();
   // oneDNN takes its buffers through raw_allocate, which a recording
   // allocator cannot serve; ATen's own convolution allocates tensors.
   bool mkldnn = at::globalContext().userEnabledMkldnn();
   std::vector<CpuAllocationEvent> small, large;
   {
     torch::NoGradGuard no_grad;
-    module.eval();
+    set_mode(false);
     at::globalContext().setUserEnabledMkldnn(false);
     try {
       small = record_evaluation_at(loss, input, kRecordedSmallBatch);
@@ -51,7 +49,7 @@ std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Modul
       small.clear(), large.clear();
     }
     at::globalContext().setUserEnabledMkldnn(mkldnn);
-    module.train(was_training);
+    set_mode(true);
   }
   if (small.empty() || !same_structure(small, large)) return {};
 

@@ -6,6 +6,7 @@
 #include <torch/utils.h>
 
 #include "colo/data/dataset_registry.h"
+#include "colo/estimate/user_model.h"
 #include "colo/fuse/array_step.h"
 #include "colo/fuse/fused_classifier.h"
 #include "colo/models/model_registry.h"
@@ -54,13 +55,7 @@ JobModel describe_job_from_graph(const train::TrainSpec& spec, TrainingGraph gra
   step.batch_size = std::min(spec.batch_size, std::max<int64_t>(shape.train_size, 1));
   step.eval_batch_size = std::min(spec.eval_batch_size, shape.test_size);
   const train::OptimizerSpec& opt = spec.optimizer;
-  if (opt.name == "sgd") {
-    step.optimizer_state_tensors = opt.momentum > 0 ? 1 : 0;
-    step.optimizer_temporaries = (opt.weight_decay > 0 ? 1 : 0) + (opt.nesterov ? 1 : 0);
-  } else {
-    step.optimizer_state_tensors = 2;
-    step.optimizer_temporaries = 2 + (opt.name == "adam" && opt.weight_decay > 0 ? 1 : 0);
-  }
+  set_optimizer_footprint(opt, step);
   if (spec.data.on_device) {
     step.resident_data_bytes = (shape.train_size + shape.test_size) * (shape.stored_bytes_per_sample + 8);
   }

@@ -316,10 +316,16 @@ TrainingGraph record_training_graph(models::Classifier& model, const data::Input
 TrainingGraph record_training_graph(torch::nn::Module& model, const LossOf& loss,
                                     const data::InputShape& input) {
   bool was_training = model.is_training();
-  model.train();
+  TrainingGraph g = record_training_graph([&](bool training) { model.train(training); }, loss, input);
+  model.train(was_training);
+  return g;
+}
+
+TrainingGraph record_training_graph(const TrainingMode& set_mode, const LossOf& loss,
+                                    const data::InputShape& input) {
+  set_mode(true);
   Recording a = record_at(loss, input, kRecordedSmallBatch);
   Recording b = record_at(loss, input, kRecordedLargeBatch);
-  model.train(was_training);
   if (a.graph.ops.size() != b.graph.ops.size() || a.graph.tensors.size() != b.graph.tensors.size()) {
     throw std::runtime_error("the model's graph changes with the batch size; it cannot be estimated analytically");
   }
@@ -333,7 +339,7 @@ TrainingGraph record_training_graph(torch::nn::Module& model, const LossOf& loss
   }
   std::sort(g.unmodelled.begin(), g.unmodelled.end());
   g.unmodelled.erase(std::unique(g.unmodelled.begin(), g.unmodelled.end()), g.unmodelled.end());
-  g.evaluation = record_evaluation_allocations(model, loss, input, g);
+  g.evaluation = record_evaluation_allocations(set_mode, loss, input, g);
   return g;
 }
 

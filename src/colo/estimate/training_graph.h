@@ -79,6 +79,11 @@ struct TrainingGraph {
 // A training step's loss from a batch of inputs and labels.
 using LossOf = std::function<at::Tensor(const at::Tensor& inputs, const at::Tensor& labels)>;
 
+// Puts the model in training (true) or evaluation (false) mode, as
+// nn.Module.train(mode) does; lets models colo does not own (a Python
+// module, a TorchScript file) be recorded.
+using TrainingMode = std::function<void(bool training)>;
+
 // Records the graph of `loss` (built on `module`, in training mode) on the
 // CPU at two small batch sizes and fits each tensor's size as affine in the
 // batch; then, in evaluation mode without gradients, the allocations `loss`
@@ -86,6 +91,11 @@ using LossOf = std::function<at::Tensor(const at::Tensor& inputs, const at::Tens
 // [0, vocab). Throws std::runtime_error if the two recordings differ in
 // structure.
 TrainingGraph record_training_graph(torch::nn::Module& module, const LossOf& loss,
+                                    const data::InputShape& input);
+
+// The same for any model: `set_mode` switches it between training and
+// evaluation; it is left in training mode.
+TrainingGraph record_training_graph(const TrainingMode& set_mode, const LossOf& loss,
                                     const data::InputShape& input);
 
 // The two batch sizes every recording is made at. Small batches fix an
@@ -109,7 +119,7 @@ std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input,
 // some tensor of `graph` (what the GPU allocates too); dropped: CPU kernels'
 // scratch (freed before anything else is allocated) and buffers of no graph
 // tensor's size. Empty when the two recordings differ in structure.
-std::vector<EvaluationAllocation> record_evaluation_allocations(torch::nn::Module& module, const LossOf& loss,
+std::vector<EvaluationAllocation> record_evaluation_allocations(const TrainingMode& set_mode, const LossOf& loss,
                                                                  const data::InputShape& input,
                                                                  const TrainingGraph& graph);
 

@@ -34,6 +34,41 @@ std::optional<std::pair<int, int>> parse_array(const SpecTable& t) {
   return std::make_pair(first, last);
 }
 
+estimate::PythonModelSource parse_model(const SpecTable& m) {
+  estimate::PythonModelSource model;
+  if (!m.has("builder")) m.fail("builder", "missing: \"module:function\" that returns the nn.Module");
+  model.builder = m.string("builder");
+  size_t colon = model.builder.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == model.builder.size()) {
+    m.fail("builder", "expected \"module:function\", got \"" + model.builder + "\"");
+  }
+  if (!m.has("input")) m.fail("input", "missing: one sample's shape, e.g. [3, 224, 224]");
+  model.input = m.integers_or("input", {}, 1);
+  if (model.input.empty()) m.fail("input", "expected one sample's shape, e.g. [3, 224, 224]");
+  model.vocab = m.integer_or("vocab", 0, 0, int64_t{1} << 40);
+  model.batch_size = m.integer_or("batch_size", 32, 1, int64_t{1} << 30);
+  model.optimizer = m.choice_or("optimizer", "adam", {"sgd", "adam", "adamw"});
+  model.eval_batch_size = m.integer_or("eval_batch_size", 0, 0, int64_t{1} << 30);
+  m.reject_unknown();
+  return model;
+}
+
+nlohmann::json model_to_json(const estimate::PythonModelSource& m) {
+  return {{"builder", m.builder}, {"input", m.input}, {"vocab", m.vocab}, {"batch_size", m.batch_size},
+          {"optimizer", m.optimizer}, {"eval_batch_size", m.eval_batch_size}};
+}
+
+estimate::PythonModelSource model_from_json(const nlohmann::json& j) {
+  estimate::PythonModelSource m;
+  m.builder = j.at("builder").get<std::string>();
+  m.input = j.at("input").get<std::vector<int64_t>>();
+  m.vocab = j.value("vocab", int64_t{0});
+  m.batch_size = j.value("batch_size", int64_t{32});
+  m.optimizer = j.value("optimizer", std::string("adam"));
+  m.eval_batch_size = j.value("eval_batch_size", int64_t{0});
+  return m;
+}
+
 }  // namespace
 
 JobSpec parse_job_table(const SpecTable& t) {
@@ -54,6 +89,7 @@ JobSpec parse_job_table(const SpecTable& t) {
   if (t.has("sm_share")) spec.sm_share = t.number_or("sm_share", 0.5, 0.0, 1.0);
   spec.priority = static_cast<int>(t.integer_or("priority", 0, -1000000, 1000000));
   spec.array = parse_array(t);
+  if (auto model = t.table("model")) spec.model = parse_model(*model);
   t.reject_unknown();
   return spec;
 }
@@ -91,6 +127,7 @@ nlohmann::json to_json(const JobSpec& s) {
                       {"gpus", s.gpus}, {"priority", s.priority}, {"array_index", s.array_index}};
   if (s.mem_bytes) j["mem_bytes"] = *s.mem_bytes;
   if (s.sm_share) j["sm_share"] = *s.sm_share;
+  if (s.model) j["model"] = model_to_json(*s.model);
   return j;
 }
 
@@ -105,6 +142,7 @@ JobSpec job_spec_from_json(const nlohmann::json& j) {
   s.array_index = j.value("array_index", -1);
   if (j.contains("mem_bytes")) s.mem_bytes = j["mem_bytes"].get<int64_t>();
   if (j.contains("sm_share")) s.sm_share = j["sm_share"].get<double>();
+  if (j.contains("model")) s.model = model_from_json(j["model"]);
   return s;
 }
 

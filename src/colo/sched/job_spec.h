@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/core/spec_table.h"
+#include "colo/estimate/python_model.h"
 
 namespace colo::sched {
 
@@ -24,6 +25,8 @@ struct JobSpec {
   int priority = 0;                    // higher first
   std::optional<std::pair<int, int>> array;  // inclusive range; each index is one job
   int array_index = -1;                // set on expanded jobs: COLO_ARRAY_INDEX
+  // Where a Python job's model comes from, for a memory estimate ([job.model]).
+  std::optional<estimate::PythonModelSource> model;
 };
 
 // Reads one job from a table. Throws InputError naming the file and field.

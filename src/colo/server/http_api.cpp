@@ -1,4 +1,5 @@
 #include "colo/server/http_api.h"
+#include "colo/server/job_memory.h"
 
 #include <fstream>
 #include <map>
@@ -169,7 +170,10 @@ void HttpApi::mount(httplib::Server& server) {
     if (specs.empty()) return reply_error(res, 400, "no jobs in the body");
     std::vector<int64_t> ids;
     {
+      // Jobs without `mem` get the default chain's estimate (a Python
+      // model's takes seconds, during which the API waits).
       std::lock_guard<std::mutex> lock(mutex_);
+      fill_memory_estimates(specs, &store_);
       ids = store_.submit(specs);
     }
     res.status = 201;

@@ -1,0 +1,83 @@
+// colo._core: what the Python package calls in C++. Tensors cross as they
+// are (torch's own pybind11 casters); Python callables become the
+// std::functions the estimator runs, called with the GIL held.
+
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "colo/estimate/analytical_estimator.h"
+#include "colo/estimate/learned_estimator.h"
+#include "colo/estimate/user_model.h"
+
+namespace py = pybind11;
+
+namespace {
+
+py::dict to_dict(const colo::estimate::MemoryEstimate& e, int64_t parameter_count) {
+  py::dict d;
+  d["estimator"] = e.estimator;
+  d["bytes"] = e.bytes;
+  d["uncertainty"] = e.uncertainty;
+  d["peak_phase"] = e.peak_phase;
+  d["unmodelled_ops"] = e.unmodelled_ops;
+  d["reason"] = e.reason;
+  d["parameter_count"] = parameter_count;
+  if (e.breakdown) {
+    const auto& b = *e.breakdown;
+    py::dict parts;
+    parts["parameters"] = b.parameters;
+    parts["gradients"] = b.gradients;
+    parts["optimizer"] = b.optimizer;
+    parts["activations"] = b.activations;
+    parts["data"] = b.data;
+    parts["workspace"] = b.workspace;
+    parts["context"] = b.context;
+    d["breakdown"] = parts;
+  }
+  return d;
+}
+
+// The analytical estimate of a model given as Python callables; see
+// colo/estimate.py for the arguments' meaning.
+py::dict estimate_model(const std::function<void(bool)>& set_mode,
+                        const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& loss,
+                        const std::vector<int64_t>& sample_shape, bool tokens, int64_t vocab, int64_t batch_size,
+                        int64_t eval_batch_size, const std::string& optimizer, double momentum,
+                        double weight_decay, bool nesterov, const std::string& learned) {
+  colo::estimate::UserModel model;
+  model.set_mode = set_mode;
+  model.loss = loss;
+  model.input.sample_shape = sample_shape;
+  model.input.tokens = tokens;
+  model.input.vocab = vocab;
+  colo::estimate::UserTraining training;
+  training.batch_size = batch_size;
+  training.eval_batch_size = eval_batch_size;
+  training.optimizer.name = optimizer;
+  training.optimizer.momentum = momentum;
+  training.optimizer.weight_decay = weight_decay;
+  training.optimizer.nesterov = nesterov;
+  colo::estimate::JobModel job = colo::estimate::describe_user_job(model, training);
+  py::dict d = to_dict(colo::estimate::analytical_estimate(job, colo::estimate::default_device_profile()),
+                       job.parameter_count);
+  if (!learned.empty()) {
+    // colo's learned estimator on the same model's summary (a peer, for comparison).
+    colo::estimate::EstimateRequest request;
+    request.summary = job.summary;
+    colo::estimate::MemoryEstimate e = colo::estimate::LearnedEstimator::load(learned)->estimate(request);
+    d["learned_bytes"] = e.known ? py::object(py::int_(e.bytes)) : py::object(py::none());
+  }
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "colo's C++ core (colo.estimate calls it; use the colo package, not this module)";
+  m.def("estimate_model", &estimate_model, py::arg("set_mode"), py::arg("loss"), py::arg("sample_shape"),
+        py::arg("tokens"), py::arg("vocab"), py::arg("batch_size"), py::arg("eval_batch_size"),
+        py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
+        py::arg("learned") = "");
+}

@@ -1,0 +1,180 @@
+"""colo.estimate: the peak GPU memory of training your own nn.Module.
+
+    import colo, torchvision
+    e = colo.estimate(torchvision.models.resnet50(), torch.randn(1, 3, 224, 224),
+                      batch_size=128, optimizer="sgd")
+    print(e)            # peak bytes as nvidia-smi shows the training process, with a breakdown
+
+The same analytical estimator as `colo estimate`: the model's autograd graph
+is recorded on the CPU at two small batches, each tensor's size fitted as
+affine in the batch, and three training steps (forward, backward, optimiser)
+plus an optional evaluation pass replayed through a model of PyTorch's CUDA
+caching allocator, with cuDNN workspaces per convolution and the CUDA
+context of colo's reference GPU (an H100).
+"""
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+_OPTIMIZERS = {"sgd", "adam", "adamw"}
+
+
+@dataclass
+class Estimate:
+    """What colo.estimate found. Sizes in bytes."""
+
+    bytes: int                      # peak footprint of the training process (CUDA context included)
+    breakdown: dict                 # parameters, gradients, optimizer, activations, data, workspace, context
+    peak_phase: str                 # forward, backward, optimizer or evaluation
+    unmodelled_ops: list = field(default_factory=list)  # autograd ops colo has no rule for
+    rule: str = ""                  # what was assumed for them
+    parameter_count: int = 0
+    uncertainty: int = 0            # one-sided: the truth is expected below bytes + uncertainty
+    learned_bytes: int = None       # colo's learned estimator on the same model, when asked for
+
+    @property
+    def gib(self):
+        return self.bytes / 2**30
+
+    def __str__(self):
+        parts = ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in self.breakdown.items())
+        text = f"{self.gib:.2f} GiB at the peak (in {self.peak_phase}): {parts}"
+        if self.unmodelled_ops:
+            text += f"; {self.rule}: {', '.join(self.unmodelled_ops)}"
+        return text
+
+
+def _optimizer_fields(optimizer):
+    """(name, momentum, weight_decay, nesterov) of a name or a torch.optim instance."""
+    if isinstance(optimizer, str):
+        name = optimizer.lower()
+        if name not in _OPTIMIZERS:
+            raise ValueError(f"colo.estimate: optimizer must be one of {sorted(_OPTIMIZERS)} "
+                             f"or a torch.optim instance, got {optimizer!r}")
+        return name, (0.9 if name == "sgd" else 0.0), 0.0, False
+    if isinstance(optimizer, torch.optim.Optimizer):
+        group = optimizer.param_groups[0]
+        kind = type(optimizer).__name__.lower()
+        if kind not in _OPTIMIZERS:
+            raise ValueError(f"colo.estimate: optimizer {type(optimizer).__name__} is not modelled "
+                             f"(known: SGD, Adam, AdamW)")
+        return (kind, float(group.get("momentum", 0.0)), float(group.get("weight_decay", 0.0)),
+                bool(group.get("nesterov", False)))
+    raise TypeError(f"colo.estimate: optimizer must be a name or a torch.optim.Optimizer, "
+                    f"got {type(optimizer).__name__}")
+
+
+def _as_tuple(example_inputs):
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    if isinstance(example_inputs, (tuple, list)) and example_inputs and \
+            all(isinstance(t, torch.Tensor) for t in example_inputs):
+        return tuple(example_inputs)
+    raise TypeError("colo.estimate: example_inputs must be a tensor or a tuple of tensors, "
+                    "each with the batch as its first dimension")
+
+
+def _logits_of(output):
+    """The tensor a default loss reads from a model's output."""
+    if isinstance(output, torch.Tensor):
+        return output
+    logits = getattr(output, "logits", None)  # Hugging Face ModelOutput
+    if isinstance(logits, torch.Tensor):
+        return logits
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (tuple, list)):
+        for item in output:
+            if isinstance(item, torch.Tensor):
+                return item
+    raise TypeError(f"colo.estimate: the model returned {type(output).__name__}, with no tensor for the "
+                    "default loss; pass loss=callable(output) -> scalar tensor")
+
+
+def cross_entropy_loss(output):
+    """The default loss: cross entropy of the output (batch, ..., classes) against class 0."""
+    logits = _logits_of(output)
+    if logits.dim() < 2:
+        raise ValueError(f"colo.estimate: the default loss needs an output shaped (batch, ..., classes), "
+                         f"got {tuple(logits.shape)}; pass loss=callable(output) -> scalar tensor")
+    logits = logits.reshape(-1, logits.shape[-1])
+    return F.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device))
+
+
+def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
+             eval_batch_size=None, autocast=None, learned=None):
+    """Peak GPU memory of training `model` with `optimizer` at `batch_size`.
+
+    model           an nn.Module (moved to nothing: it is run on the CPU, unchanged)
+    example_inputs  a tensor or a tuple of tensors, each with the batch first, as
+                    model(*example_inputs) takes them; a batch of one is enough
+    batch_size      the training batch (default: the examples' batch)
+    optimizer       "sgd" (momentum 0.9), "adam", "adamw", or a torch.optim instance
+                    whose class and first parameter group say the rest
+    loss            callable(output) -> scalar tensor; default cross entropy of the
+                    output (or its .logits) against class 0 at every position
+    evaluation      also replay a no-grad evaluation pass after training
+    eval_batch_size its batch (default: batch_size)
+    autocast        None, or "bf16"/"fp16": record under torch.autocast, as a trainer
+                    using autocast runs (CPU autocast's op list stands in for CUDA's)
+    learned         path of a learned-estimator file (bench/results/estimate/learned.pt):
+                    its estimate of the same model goes into Estimate.learned_bytes
+
+    Returns an Estimate. Raises ValueError/TypeError for bad arguments and the
+    model's own exception (with colo's note) when its forward or loss fails.
+    """
+    from colo import _core  # the compiled core; import errors name the build
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"colo.estimate: model must be a torch.nn.Module, got {type(model).__name__}")
+    examples = _as_tuple(example_inputs)
+    if any(t.dim() < 1 or t.shape[0] < 1 for t in examples):
+        raise ValueError("colo.estimate: every example input needs a batch dimension with at least one sample")
+    if batch_size is None:
+        batch_size = int(examples[0].shape[0])
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"colo.estimate: batch_size must be a positive int, got {batch_size!r}")
+    if autocast not in (None, "bf16", "fp16"):
+        raise ValueError(f"colo.estimate: autocast must be None, 'bf16' or 'fp16', got {autocast!r}")
+    name, momentum, weight_decay, nesterov = _optimizer_fields(optimizer)
+    loss_of_output = loss or cross_entropy_loss
+    was_training = model.training
+    first = examples[0]
+    tokens = not first.is_floating_point()
+    vocab = int(first.max().item()) + 1 if tokens and first.numel() else 0
+
+    def batch_of(x):
+        # The recorded batch: the first input is colo's synthetic batch (its
+        # size is what matters); the others repeat the examples to that size.
+        b = x.shape[0]
+        rest = tuple(t[:1].expand(b, *t.shape[1:]).contiguous() for t in examples[1:])
+        return (x.to(first.dtype),) + rest
+
+    def step_loss(x, _labels):
+        if autocast is None:
+            out = model(*batch_of(x))
+            value = loss_of_output(out)
+        else:
+            dtype = torch.bfloat16 if autocast == "bf16" else torch.float16
+            with torch.autocast("cpu", dtype=dtype):
+                out = model(*batch_of(x))
+                value = loss_of_output(out)
+        if not isinstance(value, torch.Tensor) or value.numel() != 1:
+            raise ValueError("colo.estimate: the loss must be a scalar tensor")
+        return value.float() if value.dtype != torch.float32 else value
+
+    try:
+        found = _core.estimate_model(
+            set_mode=lambda training: model.train(training), loss=step_loss,
+            sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
+            eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
+            optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
+            learned=str(learned or ""))
+    finally:
+        model.train(was_training)
+    return Estimate(bytes=found["bytes"], breakdown=found["breakdown"], peak_phase=found["peak_phase"],
+                    unmodelled_ops=found["unmodelled_ops"],
+                    rule="assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else "",
+                    parameter_count=found["parameter_count"], uncertainty=found["uncertainty"],
+                    learned_bytes=found.get("learned_bytes"))

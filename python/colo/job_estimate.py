@@ -1,0 +1,58 @@
+"""The memory estimate of a job's Python model, for colo's scheduler.
+
+    python3 -m colo.job_estimate --builder mymodels:build_resnet --input 3x224x224 \\
+        --batch 128 --optimizer sgd [--vocab 0] [--eval-batch 0]
+
+colo runs this (estimate/python_model_estimator.cpp) in the job's working
+directory, which is put on sys.path, when a job file names its model in
+[job.model] or `colo submit --model` does. It imports the builder, calls it
+with no arguments to get the nn.Module, and prints colo.estimate's answer as
+one JSON line. Any failure prints one line starting with "error:" and exits 1.
+"""
+import argparse
+import dataclasses
+import importlib
+import json
+import os
+import sys
+
+
+def build_model(builder):
+    module_name, _, function_name = builder.partition(":")
+    if not module_name or not function_name:
+        raise ValueError(f"--builder must be module:function, got {builder!r}")
+    module = importlib.import_module(module_name)
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise ValueError(f"{module_name} has no function {function_name}")
+    return function()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--builder", required=True)
+    parser.add_argument("--input", required=True, help="one sample's shape, e.g. 3x224x224")
+    parser.add_argument("--vocab", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--optimizer", default="adam")
+    parser.add_argument("--eval-batch", type=int, default=0)
+    args = parser.parse_args()
+    sys.path.insert(0, os.getcwd())
+    try:
+        import torch
+        import colo
+
+        shape = [int(d) for d in args.input.split("x")]
+        model = build_model(args.builder)
+        example = (torch.randint(0, args.vocab, [1] + shape) if args.vocab > 0 else torch.randn([1] + shape))
+        found = colo.estimate(model, example, batch_size=args.batch, optimizer=args.optimizer,
+                              evaluation=args.eval_batch > 0, eval_batch_size=args.eval_batch or None)
+    except Exception as exc:  # one line for colo's log, whatever the user's code raised
+        print(f"error: {type(exc).__name__}: {exc}".replace("\n", " "))
+        return 1
+    print(json.dumps(dataclasses.asdict(found)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

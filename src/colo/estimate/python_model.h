@@ -1,0 +1,22 @@
+#pragma once
+// Where a plain Python training job's model comes from, so that colo can
+// estimate its memory before it runs (a job file's [job.model] table,
+// `colo submit --model`). A plain struct: no LibTorch, no Python here.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace colo::estimate {
+
+struct PythonModelSource {
+  std::string builder;              // "module:function": returns the nn.Module; imported from the job's workdir
+  std::vector<int64_t> input;       // one sample's shape, e.g. {3, 224, 224} or {128} tokens
+  int64_t vocab = 0;                // > 0: inputs are int64 token ids below it
+  int64_t batch_size = 32;
+  std::string optimizer = "adam";   // sgd (momentum 0.9) | adam | adamw
+  int64_t eval_batch_size = 0;      // 0: no evaluation pass
+  bool operator==(const PythonModelSource&) const = default;
+};
+
+}  // namespace colo::estimate

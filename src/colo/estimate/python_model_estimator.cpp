@@ -1,0 +1,73 @@
+#include "colo/estimate/python_model_estimator.h"
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/subprocess.h"
+
+namespace colo::estimate {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (int64_t d : shape) {
+    if (!text.empty()) text += 'x';  // appended piecewise: GCC 12 misreads "x" + std::string as an overflow
+    text += std::to_string(d);
+  }
+  return text;
+}
+
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return "";
+  size_t start = text.find_last_of('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
+}  // namespace
+
+PythonModelEstimator::PythonModelEstimator(std::string python, std::string package_dir, double timeout_s)
+    : python_(python.empty() ? env_or("COLO_PYTHON", COLO_BUILD_PYTHON) : std::move(python)),
+      package_dir_(package_dir.empty() ? env_or("COLO_PYTHONPATH", COLO_BUILD_PYTHONPATH) : std::move(package_dir)),
+      timeout_s_(timeout_s) {}
+
+MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
+  if (!request.python_model) return MemoryEstimate::unknown(name(), "needs the job's model ([job.model])");
+  const PythonModelSource& m = *request.python_model;
+  // The child runs in the job's directory, which also goes on sys.path.
+  std::vector<std::string> argv{"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", request.workdir, python_,
+                                "-m", "colo.job_estimate", "--builder", m.builder, "--input", shape_text(m.input),
+                                "--vocab", std::to_string(m.vocab), "--batch", std::to_string(m.batch_size),
+                                "--optimizer", m.optimizer, "--eval-batch", std::to_string(m.eval_batch_size)};
+  EnvironmentOverrides env{{"PYTHONPATH", package_dir_ + ":" + env_or("PYTHONPATH", "")},
+                           {"CUDA_VISIBLE_DEVICES", ""}};
+  ProcessResult run = run_process(argv, env, "", timeout_s_);
+  if (run.timed_out) return MemoryEstimate::unknown(name(), "estimating " + m.builder + " took over the time limit");
+  std::string line = last_line(run.output);
+  if (run.exit_code != 0) return MemoryEstimate::unknown(name(), m.builder + ": " + line);
+  try {
+    nlohmann::json j = nlohmann::json::parse(line);
+    MemoryEstimate e;
+    e.estimator = name();
+    e.known = true;
+    e.bytes = j.at("bytes").get<int64_t>();
+    e.uncertainty = j.value("uncertainty", int64_t{0});
+    e.peak_phase = j.value("peak_phase", "");
+    e.unmodelled_ops = j.value("unmodelled_ops", std::vector<std::string>{});
+    const auto& b = j.at("breakdown");
+    e.breakdown = MemoryBreakdown{b.at("parameters"), b.at("gradients"), b.at("optimizer"), b.at("activations"),
+                                  b.at("data"),       b.at("workspace"), b.at("context")};
+    e.reason = "analytical, of " + m.builder + " (peak in " + e.peak_phase + ")";
+    return e;
+  } catch (const nlohmann::json::exception& ex) {
+    return MemoryEstimate::unknown(name(), m.builder + ": unreadable answer from colo.job_estimate: " + line);
+  }
+}
+
+}  // namespace colo::estimate

@@ -1,0 +1,39 @@
+#include "colo/estimate/user_model.h"
+
+#include <stdexcept>
+
+#include "colo/estimate/analytical_estimator.h"
+
+namespace colo::estimate {
+
+void set_optimizer_footprint(const train::OptimizerSpec& opt, StepConfig& step) {
+  if (opt.name == "sgd") {
+    step.optimizer_state_tensors = opt.momentum > 0 ? 1 : 0;
+    step.optimizer_temporaries = (opt.weight_decay > 0 ? 1 : 0) + (opt.nesterov ? 1 : 0);
+  } else {
+    step.optimizer_state_tensors = 2;
+    step.optimizer_temporaries = 2 + (opt.name == "adam" && opt.weight_decay > 0 ? 1 : 0);
+  }
+}
+
+JobModel describe_user_job(const UserModel& model, const UserTraining& training) {
+  if (training.batch_size < 1) throw std::invalid_argument("batch size must be at least 1");
+  if (training.eval_batch_size < 0) throw std::invalid_argument("evaluation batch size must be 0 or more");
+  if (!model.set_mode || !model.loss) throw std::invalid_argument("a user model needs set_mode and loss");
+  JobModel job;
+  job.graph = record_training_graph(model.set_mode, model.loss, model.input);
+  job.parameter_count = job.graph.total_parameter_bytes() / 4;
+  job.model_name = model.name;
+  job.step.batch_size = training.batch_size;
+  job.step.eval_batch_size = training.eval_batch_size;
+  set_optimizer_footprint(training.optimizer, job.step);
+  job.summary = summarize_graph(job.graph, training.batch_size, "other", summary_optimizer(training.optimizer));
+  return job;
+}
+
+MemoryEstimate estimate_user_model(const UserModel& model, const UserTraining& training,
+                                   const DeviceProfile& profile) {
+  return analytical_estimate(describe_user_job(model, training), profile);
+}
+
+}  // namespace colo::estimate

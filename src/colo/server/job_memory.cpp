@@ -1,0 +1,37 @@
+#include "colo/server/job_memory.h"
+
+#include <cstdio>
+
+#include "colo/core/table.h"
+#include "colo/estimate/default_chain.h"
+
+namespace colo::server {
+
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history) {
+  std::vector<estimate::PastRun> past;
+  if (history) {
+    for (const auto& record : history->list({sched::JobState::kCompleted})) {
+      if (record.peak_mem_bytes) past.push_back({record.spec.command, *record.peak_mem_bytes});
+    }
+  }
+  estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(past));
+  for (auto& job : specs) {
+    if (job.mem_bytes) continue;
+    try {
+      estimate::EstimateRequest request = estimate::job_request(job.command, job.workdir, job.model);
+      if (request.spec && request.spec->device == "cpu") continue;  // needs no GPU memory
+      estimate::MemoryEstimate e = estimator->estimate(request);
+      if (e.known) {
+        job.mem_bytes = e.bytes;
+        std::fprintf(stderr, "colo: %s needs about %s (%s)\n", job.name.c_str(),
+                     bytes_human(static_cast<double>(e.bytes)).c_str(), e.reason.c_str());
+      } else if (job.model) {
+        std::fprintf(stderr, "colo: %s: memory need unknown (%s)\n", job.name.c_str(), e.reason.c_str());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "colo: %s: memory need unknown (%s)\n", job.name.c_str(), e.what());
+    }
+  }
+}
+
+}  // namespace colo::server

@@ -1,0 +1,19 @@
+#pragma once
+// Fills in the memory need of submitted jobs that did not state one.
+
+#include <vector>
+
+#include "colo/sched/job_spec.h"
+#include "colo/sched/store.h"
+
+namespace colo::server {
+
+// For each job without `mem`, the default chain (estimate/default_chain.h):
+// a `colo train SPEC.toml` command gets the analytical estimate of its spec,
+// a job naming its Python model (`model`) that model's, and any command
+// that completed before in `history` its largest measured peak; each with a
+// 10% margin. Jobs colo cannot estimate stay unknown (a note on stderr says
+// why). Used by `colo run`, `colo submit` and colod alike.
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history);
+
+}  // namespace colo::server

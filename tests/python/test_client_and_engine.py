@@ -1,0 +1,101 @@
+"""colo.Client against a real colod, and colo.train / colo.sweep running the C++ engine."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+import colo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def colod(tmp_path, colo_executable):
+    colod_path = os.path.join(os.path.dirname(colo_executable), "colod")
+    if not os.path.exists(colod_path):
+        pytest.fail(f"{colod_path} was not built (cpp-httplib missing?)")
+    state = tmp_path / "state"
+    env = dict(os.environ, COLO_SIMULATED_GPUS="1")
+    daemon = subprocess.Popen([colod_path, "--state-dir", str(state), "--poll", "0.1"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "colod.log", "w"))
+    deadline = time.time() + 30
+    while not (state / "colod.json").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert (state / "colod.json").exists(), (tmp_path / "colod.log").read_text()
+    yield str(state)
+    daemon.terminate()
+    daemon.wait(timeout=10)
+
+
+def wait_final(client, job_id, timeout_s=30):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        job = client.show(job_id)
+        if job["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish: {job}")
+
+
+def test_client_submits_lists_shows_logs_and_cancels(colod, tmp_path):
+    client = colo.Client(state_dir=colod)
+    [first] = client.submit(["sh", "-c", "echo hello from python"], name="greet", mem="1GiB", sm_share=0.2)
+    assert wait_final(client, first)["state"] == "COMPLETED"
+    assert client.logs(first) == "hello from python\n"
+    [second] = client.submit("sleep 30", name="long", mem="1GiB")
+    names = {job["id"]: job["spec"]["name"] for job in client.queue()}
+    assert names[first] == "greet" and names[second] == "long"
+    client.cancel(second)
+    assert wait_final(client, second)["state"] == "CANCELLED"
+
+
+def test_client_submission_with_a_model_is_stored_with_an_estimate(colod, tmp_path):
+    (tmp_path / "netdef.py").write_text("import torch.nn as nn\n\ndef build():\n    return nn.Linear(32, 4)\n")
+    client = colo.Client(state_dir=colod)
+    [job] = client.submit("true", workdir=str(tmp_path),
+                          model={"builder": "netdef:build", "input": [32], "batch_size": 64, "optimizer": "sgd"})
+    assert client.show(job)["spec"]["mem_bytes"] > 0
+
+
+def test_client_reports_colods_refusal(colod):
+    client = colo.Client(state_dir=colod)
+    with pytest.raises(colo.ColoError, match="sm_share"):
+        client.submit("true", sm_share=3.0)
+    with pytest.raises(colo.ColoError, match="404"):
+        client.show(999)
+
+
+def test_client_without_a_daemon_says_so(tmp_path):
+    with pytest.raises(colo.ColoError, match="no running colod"):
+        colo.Client(state_dir=str(tmp_path))
+
+
+def test_train_returns_one_record_per_epoch(tmp_path, colo_executable):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(open(os.path.join(ROOT, "examples", "quickstart.toml")).read()
+                    .replace('name = "fashion-mnist"', 'name = "fashion-mnist"\ntrain_limit = 2048\ntest_limit = 512'))
+    records = colo.train(str(spec), out=str(tmp_path / "run"), device="cpu")
+    assert [r["epoch"] for r in records] == [1, 2]
+    assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in records)
+
+
+def test_sweep_returns_ranked_models(tmp_path, colo_executable):
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(open(os.path.join(ROOT, "examples", "sweep_quickstart.toml")).read()
+                    .replace('name = "fashion-mnist"', 'name = "fashion-mnist"\ntrain_limit = 2048\ntest_limit = 512'))
+    ranked = colo.sweep(str(spec), out=str(tmp_path / "sweep"), device="cpu")
+    assert len(ranked) == 8
+    accuracies = [m["best_test_accuracy"] for m in ranked]
+    assert accuracies == sorted(accuracies, reverse=True)
+    assert {"lr", "momentum", "widths"} <= set(ranked[0]["values"])
+
+
+def test_train_failure_is_a_run_error(tmp_path, colo_executable):
+    with pytest.raises(FileNotFoundError):
+        colo.train(str(tmp_path / "missing.toml"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("epochs = -1\n")
+    with pytest.raises(colo.RunError, match="exited with 2"):
+        colo.train(str(bad))

@@ -1,0 +1,217 @@
+"""colo.estimate on real PyTorch models, checked against hand-computed bytes."""
+import json
+import subprocess
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+import colo
+
+FLOAT = 4
+
+
+def parameter_bytes(model):
+    """What the GPU holds for the parameters: each one its own allocation,
+    rounded up to the CUDA caching allocator's 512-byte blocks."""
+    return sum((p.numel() * FLOAT + 511) // 512 * 512 for p in model.parameters() if p.requires_grad)
+
+
+def parameter_count(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+class TinyGpt(nn.Module):
+    """A GPT-2-style decoder in plain PyTorch: token and position embeddings,
+    pre-norm blocks with causal self-attention, a tied language-model head."""
+
+    def __init__(self, vocab=500, context=32, width=64, heads=4, layers=2):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Parameter(torch.zeros(context, width))
+        block = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.1, batch_first=True,
+                                           norm_first=True, activation="gelu")
+        self.blocks = nn.TransformerEncoder(block, layers)
+        self.norm = nn.LayerNorm(width)
+        mask = torch.triu(torch.full((context, context), float("-inf")), diagonal=1)
+        self.register_buffer("causal", mask)
+
+    def forward(self, ids):
+        x = self.tokens(ids) + self.positions[: ids.shape[1]]
+        x = self.blocks(x, mask=self.causal[: ids.shape[1], : ids.shape[1]])
+        return self.norm(x) @ self.tokens.weight.t()  # (batch, length, vocab)
+
+
+class GatedMlp(nn.Module):
+    """A custom module with functional code in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(20, 64)
+        self.gate = nn.Linear(20, 64)
+        self.down = nn.Linear(64, 5)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x)).clamp(-10, 10)
+
+
+@pytest.mark.parametrize("optimizer,state_tensors", [("sgd", 1), ("adam", 2), ("adamw", 2)])
+def test_resnet18_parameter_gradient_and_optimizer_bytes(optimizer, state_tensors):
+    model = torchvision.models.resnet18(num_classes=10)
+    e = colo.estimate(model, torch.randn(1, 3, 64, 64), batch_size=16, optimizer=optimizer)
+    params = parameter_bytes(model)
+    assert e.parameter_count == parameter_count(model)
+    assert e.breakdown["parameters"] == params
+    assert e.breakdown["optimizer"] == state_tensors * params
+    assert e.breakdown["gradients"] in (0, params) or e.peak_phase == "backward"
+    assert e.bytes == sum(e.breakdown.values())
+    assert e.breakdown["activations"] > 0
+    assert e.unmodelled_ops == []
+
+
+def test_activations_grow_affinely_with_the_batch():
+    model = torchvision.models.mobilenet_v2(num_classes=10)
+    x = torch.randn(1, 3, 64, 64)
+    at = {b: colo.estimate(model, x, batch_size=b, optimizer="sgd").breakdown["activations"] for b in (16, 32, 64)}
+    assert at[16] < at[32] < at[64]
+    # Doubling the batch roughly doubles what the batch adds (the allocator
+    # model rounds blocks, so not exactly).
+    assert 1.6 < (at[64] - at[32]) / (at[32] - at[16]) < 2.4
+
+
+def test_optimizer_instance_gives_its_state():
+    model = GatedMlp()
+    plain = colo.estimate(model, torch.randn(4, 20), optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    momentum = colo.estimate(model, torch.randn(4, 20),
+                             optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    assert plain.breakdown["optimizer"] == 0
+    assert momentum.breakdown["optimizer"] == parameter_bytes(model)
+
+
+def test_language_model_from_plain_pytorch():
+    model = TinyGpt()
+    ids = torch.randint(0, 500, (1, 32))
+    e = colo.estimate(model, ids, batch_size=8, optimizer="adamw")
+    params = parameter_bytes(model)
+    assert e.breakdown["parameters"] == params
+    assert e.breakdown["optimizer"] == 2 * params
+    # The logits alone, (8, 32, 500) floats, live at the peak of a step.
+    assert e.breakdown["activations"] >= 8 * 32 * 500 * FLOAT
+    assert model.training, "the model's mode is restored"
+
+
+def test_evaluation_pass_can_set_the_peak():
+    model = GatedMlp()
+    train_only = colo.estimate(model, torch.randn(1, 20), batch_size=8)
+    with_eval = colo.estimate(model, torch.randn(1, 20), batch_size=8, evaluation=True, eval_batch_size=200000)
+    assert with_eval.peak_phase == "evaluation"
+    assert with_eval.bytes > train_only.bytes
+
+
+def test_several_inputs_and_a_custom_loss():
+    class TwoTower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(10, 16)
+            self.b = nn.Embedding(30, 16)
+
+        def forward(self, x, ids):
+            return {"score": (self.a(x) * self.b(ids)).sum(-1)}
+
+    model = TwoTower()
+    e = colo.estimate(model, (torch.randn(1, 10), torch.tensor([3])), batch_size=64,
+                      loss=lambda out: out["score"].square().mean())
+    assert e.breakdown["parameters"] == parameter_bytes(model)
+
+
+def test_unknown_autograd_function_is_named_with_its_rule():
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * grad
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return Cube.apply(self.fc(x))
+
+    e = colo.estimate(Model(), torch.randn(2, 8))
+    assert any("Cube" in op for op in e.unmodelled_ops)
+    assert "assumed" in e.rule and "Cube" in str(e)
+
+
+def test_forward_that_raises_is_reported_as_the_models_error():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            raise KeyError("no such head: 'classifier'")
+
+    with pytest.raises(KeyError, match="no such head"):
+        colo.estimate(Broken(), torch.randn(1, 4))
+
+
+def test_inputs_of_the_wrong_shape_raise():
+    with pytest.raises(RuntimeError, match="shape|size"):
+        colo.estimate(nn.Linear(10, 3), torch.randn(1, 7))
+
+
+@pytest.mark.parametrize("kwargs,error", [
+    ({"optimizer": "lion"}, ValueError),
+    ({"batch_size": 0}, ValueError),
+    ({"autocast": "int8"}, ValueError),
+    ({"optimizer": 3}, TypeError),
+])
+def test_bad_arguments_are_named(kwargs, error):
+    with pytest.raises(error, match="colo.estimate"):
+        colo.estimate(nn.Linear(4, 2), torch.randn(1, 4), **kwargs)
+
+
+def test_not_a_module_is_rejected():
+    with pytest.raises(TypeError, match="nn.Module"):
+        colo.estimate(lambda x: x, torch.randn(1, 4))
+
+
+def test_torchscript_file_gets_the_same_estimate_from_the_cli(tmp_path, colo_executable):
+    model = GatedMlp()
+    path = tmp_path / "gated.pt"
+    torch.jit.trace(model, torch.randn(2, 20)).save(str(path))
+    run = subprocess.run([colo_executable, "estimate", "--torchscript", str(path), "--input", "20",
+                          "--batch", "256", "--optimizer", "adam", "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    cli = json.loads(run.stdout)[0]
+    py = colo.estimate(model, torch.randn(1, 20), batch_size=256, optimizer="adam")
+    assert cli["breakdown"]["parameters"] == py.breakdown["parameters"]
+    assert cli["breakdown"]["optimizer"] == py.breakdown["optimizer"]
+    assert abs(cli["bytes"] - py.bytes) <= 0.02 * py.bytes
+
+
+def test_cli_rejects_a_file_that_is_not_torchscript(tmp_path, colo_executable):
+    bogus = tmp_path / "weights.pt"
+    bogus.write_bytes(b"not a model")
+    run = subprocess.run([colo_executable, "estimate", "--torchscript", str(bogus), "--input", "3x32x32"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert str(bogus) in run.stderr and "TorchScript" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_cli_rejects_a_malformed_input_shape(tmp_path, colo_executable):
+    path = tmp_path / "m.pt"
+    torch.jit.trace(nn.Linear(4, 2), torch.randn(1, 4)).save(str(path))
+    run = subprocess.run([colo_executable, "estimate", "--torchscript", str(path), "--input", "3xbig"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "--input" in run.stderr
