@@ -14,6 +14,11 @@ mkdir -p .deps/debs .deps/root
 (cd .deps/debs && apt-get download "${packages[@]}" >/dev/null)
 for deb in .deps/debs/*.deb; do dpkg-deb -x "$deb" .deps/root; done
 rm -rf .deps/root/usr/share/doc .deps/root/usr/src .deps/debs
+# zlib: link the GPU machine's own shared libz (any version has the soname
+# libz.so.1); the static libz.a is not position-independent, so it cannot go
+# into the Python module colo._core.
+rm -f .deps/root/usr/lib/x86_64-linux-gnu/libz.a
+ln -sf /lib/x86_64-linux-gnu/libz.so.1 .deps/root/usr/lib/x86_64-linux-gnu/libz.so
 
 mkdir -p .data
 rm -rf .data/fashion-mnist

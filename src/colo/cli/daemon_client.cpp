@@ -12,11 +12,13 @@
 namespace colo::cli {
 namespace {
 
+#if COLO_HAS_HTTP
 std::string server_message(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_discarded() && j.contains("error")) return j["error"].get<std::string>();
   return body;
 }
+#endif
 
 }  // namespace
 

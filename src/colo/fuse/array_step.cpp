@@ -93,7 +93,10 @@ void ArrayStep::capture(const at::Tensor& inputs, const at::Tensor& labels) {
   static_labels_.copy_(labels);
   auto graph = std::make_unique<Graph>();
   try {
-    graph->graph.capture_begin();
+    // Thread-local capture: the data loader's prefetch thread keeps pinning
+    // and copying the next batches while this thread captures, which a
+    // global capture forbids (cudaErrorStreamCaptureUnsupported).
+    graph->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
     eager(static_inputs_, static_labels_);
     graph->graph.capture_end();
   } catch (const std::exception& e) {
