@@ -189,19 +189,18 @@ def fake_tensor_peak(row):
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
     _, build, example, _ = MODELS[row["model"]]
-    with FakeTensorMode():
-        model = build().cuda().train()
+    # Built straight on the (fake) GPU: moving a fake module with .cuda() fails in torch 2.11.
+    with FakeTensorMode(), torch.device("cuda"):
+        model = build().train()
         opt = make_optimizer(row["optimizer"], model.parameters())
         one = example()
-        x = one.expand(row["batch"], *one.shape[1:]).contiguous().cuda()
+        x = one.expand(row["batch"], *one.shape[1:]).contiguous()
         tracker = MemTracker()
         tracker.track_external(model, opt)
-        with tracker:
-            for _ in range(2):
-                loss = loss_of(model(x))
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+        with tracker:  # one step: MemTracker refuses iterated calls
+            loss = loss_of(model(x))
+            loss.backward()
+            opt.step()
         snapshot = tracker.get_tracker_snapshot("peak")
     return int(max(v["Total"] for k, v in snapshot.items() if str(k).startswith("cuda")))
 

@@ -14,6 +14,8 @@ context of colo's reference GPU (an H100).
 """
 from dataclasses import dataclass, field
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 
@@ -43,6 +45,55 @@ class Estimate:
         if self.unmodelled_ops:
             text += f"; {self.rule}: {', '.join(self.unmodelled_ops)}"
         return text
+
+
+class ScaledDotProductEfficientAttention(torch.autograd.Function):
+    """Attention as the GPU's fused kernels (memory-efficient or flash
+    attention) keep it for backward: query, key, value and the output, never
+    the sequence x sequence weights that the CPU's math path saves. Its
+    backward node, ScaledDotProductEfficientAttentionBackward, has a rule in
+    colo's estimator (training_graph.cpp)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, dropout_p, is_causal, scale):
+        ctx.options = dict(attn_mask=attn_mask, is_causal=is_causal)
+        if scale is not None:
+            ctx.options["scale"] = scale
+        with torch.no_grad():
+            out = _SDPA(q, k, v, dropout_p=dropout_p, **ctx.options)
+        ctx.save_for_backward(q, k, v)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with torch.enable_grad():
+            out = _SDPA(q, k, v, **ctx.options)
+            grads = torch.autograd.grad(out, (q, k, v), grad)
+        return grads + (None, None, None, None)
+
+
+_SDPA = getattr(F, "scaled_dot_product_attention", None)
+
+
+def _fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
+    if kwargs or not (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                     **({"scale": scale} if scale is not None else {}), **kwargs)
+    return ScaledDotProductEfficientAttention.apply(q, k, v, attn_mask, dropout_p, is_causal, scale)
+
+
+@contextlib.contextmanager
+def _attention_as_on_gpu():
+    """F.scaled_dot_product_attention recorded as the GPU runs it (torch 2.x; a no-op on 1.13)."""
+    if _SDPA is None:
+        yield
+        return
+    F.scaled_dot_product_attention = _fused_attention
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = _SDPA
 
 
 def _optimizer_fields(optimizer):
@@ -165,12 +216,13 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
         return value.float() if value.dtype != torch.float32 else value
 
     try:
-        found = _core.estimate_model(
-            set_mode=lambda training: model.train(training), loss=step_loss,
-            sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
-            eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
-            optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
-            learned=str(learned or ""))
+        with _attention_as_on_gpu():
+            found = _core.estimate_model(
+                set_mode=lambda training: model.train(training), loss=step_loss,
+                sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
+                eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
+                optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
+                learned=str(learned or ""))
     finally:
         model.train(was_training)
     return Estimate(bytes=found["bytes"], breakdown=found["breakdown"], peak_phase=found["peak_phase"],

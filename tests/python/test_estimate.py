@@ -215,3 +215,26 @@ def test_cli_rejects_a_malformed_input_shape(tmp_path, colo_executable):
     run = subprocess.run([colo_executable, "estimate", "--torchscript", str(path), "--input", "3xbig"],
                          capture_output=True, text=True)
     assert run.returncode == 2 and "--input" in run.stderr
+
+
+@pytest.mark.skipif(not hasattr(F, "scaled_dot_product_attention"), reason="torch 2.x's fused attention")
+def test_attention_is_recorded_as_the_gpus_fused_kernels_keep_it():
+    layer = nn.TransformerEncoderLayer(32, 8, 64, dropout=0.0, batch_first=True)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+            self.head = nn.Linear(32, 3)
+
+        def forward(self, x):
+            n = x.shape[1]
+            mask = torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+            return self.head(self.layer(x, src_mask=mask).mean(1))
+
+    short, long = (colo.estimate(Encoder(), torch.randn(1, n, 32), batch_size=4, optimizer="sgd")
+                   for n in (256, 512))
+    assert short.unmodelled_ops == [] and long.unmodelled_ops == []
+    # Doubling the sequence doubles what is kept; the sequence x sequence
+    # weights (8 heads x 512 x 512 per sample) would quadruple it.
+    assert long.breakdown["activations"] < 2.6 * short.breakdown["activations"]

@@ -77,6 +77,11 @@ OpRule rule_for(const std::string& name) {
     rule.saves = Saves::kInputs;
   } else if (base == "NativeDropoutBackward") {
     rule.saves = Saves::kNothing, rule.extra_bytes_per_output_element = 1;
+  } else if (base == "ScaledDotProductEfficientAttentionBackward" || base == "ScaledDotProductFlashAttentionBackward" ||
+             base == "ScaledDotProductFlashAttentionForCpuBackward") {
+    // The fused attention kernels keep query, key, value and the output
+    // (and a per-row statistic), never the sequence x sequence weights.
+    rule.saves = Saves::kEverything;
   } else {
     rule.modelled = false;
   }
