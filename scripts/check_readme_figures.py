@@ -36,6 +36,11 @@ def whole_percent(v):
     return f"{100 * v:.0f}%"
 
 
+def stated_percent(v):
+    """A figure already in percent (…_pct keys)."""
+    return f"{v:.1f}%"
+
+
 def millions(v):
     return f"{v / 1e6:.2f}M samples/s"
 
@@ -54,6 +59,9 @@ FIGURES = [
     ("bench/results/estimate/summary.json", "analytical_median_rel_err", percent),
     ("bench/results/estimate/summary.json", "analytical_p95_rel_err", percent),
     ("bench/results/estimate/summary.json", "analytical_under10_frac", percent),
+    ("bench/results/estimate/real_models/summary.json", "median_pct", stated_percent),
+    ("bench/results/estimate/real_models/summary.json", "p95_pct", stated_percent),
+    ("bench/results/estimate/real_models/summary.json", "peers.horus_rule.median_pct", stated_percent),
     ("bench/results/sched/summary.json", "speedup_vs_exclusive", ratio),
     ("bench/results/sched/summary.json", "energy_reduction_vs_exclusive", percent),
     ("bench/results/dist/summary.json", "busbw_colo_2gpu_gbps", gbps),

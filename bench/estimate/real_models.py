@@ -291,10 +291,13 @@ def stats(errs, n_rows):
 
 
 def summarize(args):
-    records = []
+    by_row = {}  # a later file's row supersedes an earlier one's (a re-run with newer code)
     for path in args.rows:
-        records += [json.loads(line) for line in open(path) if line.strip()]
-    records = [r for r in records if r.get("truth_bytes")]
+        for line in open(path):
+            if line.strip():
+                r = json.loads(line)
+                by_row[(r["model"], r["batch"], r["optimizer"])] = dict(r, source=os.path.basename(path))
+    records = [r for r in by_row.values() if r.get("truth_bytes")]
     summary = {"rows": len(records), "models": len({r["model"] for r in records}),
                **stats(errors(records, "colo_bytes"), len(records)),
                "peers": {name: stats(errors(records, key), len(records))
