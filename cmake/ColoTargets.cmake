@@ -19,7 +19,7 @@ list(APPEND COLO_WARNINGS -fPIC)
 # are compiled in batches that load it once. Off for quicker incremental
 # rebuilds of one file.
 option(COLO_UNITY_BUILD "Compile LibTorch targets in batches (unity build)" ON)
-set(COLO_UNITY_BATCH 8 CACHE STRING "sources per unity batch")
+set(COLO_UNITY_BATCH 16 CACHE STRING "sources per unity batch")
 
 # Batches the sources of a LibTorch target when COLO_UNITY_BUILD is on.
 function(colo_torch_unity name)

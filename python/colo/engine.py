@@ -27,7 +27,7 @@ def colo_executable():
     raise RunError("cannot find the colo executable: set COLO_EXECUTABLE or put build/ on PATH")
 
 
-def _spec_file(spec, _directory):
+def _spec_file(spec):
     if isinstance(spec, (str, os.PathLike)):
         if not os.path.exists(spec):
             raise FileNotFoundError(f"colo: no spec file {spec}")
@@ -50,7 +50,7 @@ def _read_jsonl(path):
 def train(spec, out=None, device=None, quiet=True):
     """Runs `colo train SPEC` and returns its per-epoch records (metrics.jsonl)."""
     out = out or tempfile.mkdtemp(prefix="colo-train-")
-    args = ["train", _spec_file(spec, out), "--out", str(out)]
+    args = ["train", _spec_file(spec), "--out", str(out)]
     if device:
         args += ["--device", device]
     _run(args, quiet)
@@ -61,7 +61,7 @@ def sweep(spec, out=None, device=None, quiet=True):
     """Runs `colo sweep SPEC` (fused arrays) and returns one record per model, ranked as colo ranks
     them (model, array, values, test_accuracy, best_test_accuracy, loss, epochs)."""
     out = out or tempfile.mkdtemp(prefix="colo-sweep-")
-    args = ["sweep", _spec_file(spec, out), "--output", str(out)]
+    args = ["sweep", _spec_file(spec), "--output", str(out)]
     if device:
         args += ["--device", device]
     _run(args, quiet)

@@ -168,12 +168,17 @@ void HttpApi::mount(httplib::Server& server) {
       return reply_error(res, 400, e.what());
     }
     if (specs.empty()) return reply_error(res, 400, "no jobs in the body");
+    // Jobs without `mem` get the default chain's estimate; a Python
+    // model's takes seconds, so the store is not held meanwhile.
+    std::vector<estimate::PastRun> history;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      history = past_runs(store_);
+    }
+    fill_memory_estimates(specs, std::move(history));
     std::vector<int64_t> ids;
     {
-      // Jobs without `mem` get the default chain's estimate (a Python
-      // model's takes seconds, during which the API waits).
       std::lock_guard<std::mutex> lock(mutex_);
-      fill_memory_estimates(specs, &store_);
       ids = store_.submit(specs);
     }
     res.status = 201;

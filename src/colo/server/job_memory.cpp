@@ -7,14 +7,20 @@
 
 namespace colo::server {
 
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history) {
+std::vector<estimate::PastRun> past_runs(const sched::JobStore& store) {
   std::vector<estimate::PastRun> past;
-  if (history) {
-    for (const auto& record : history->list({sched::JobState::kCompleted})) {
-      if (record.peak_mem_bytes) past.push_back({record.spec.command, *record.peak_mem_bytes});
-    }
+  for (const auto& record : store.list({sched::JobState::kCompleted})) {
+    if (record.peak_mem_bytes) past.push_back({record.spec.command, *record.peak_mem_bytes});
   }
-  estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(past));
+  return past;
+}
+
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history) {
+  fill_memory_estimates(specs, history ? past_runs(*history) : std::vector<estimate::PastRun>{});
+}
+
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history) {
+  estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(history));
   for (auto& job : specs) {
     if (job.mem_bytes) continue;
     try {

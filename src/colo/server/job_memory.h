@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "colo/estimate/history_estimator.h"
 #include "colo/sched/job_spec.h"
 #include "colo/sched/store.h"
 
@@ -15,5 +16,12 @@ namespace colo::server {
 // 10% margin. Jobs colo cannot estimate stay unknown (a note on stderr says
 // why). Used by `colo run`, `colo submit` and colod alike.
 void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history);
+
+// The same from past runs read earlier (past_runs), so that a caller holding
+// a lock on the store need not hold it while models are estimated.
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history);
+
+// Every completed job of `store` with its measured peak, for the history estimator.
+std::vector<estimate::PastRun> past_runs(const sched::JobStore& store);
 
 }  // namespace colo::server
