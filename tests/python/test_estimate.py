@@ -238,3 +238,20 @@ def test_attention_is_recorded_as_the_gpus_fused_kernels_keep_it():
     # Doubling the sequence doubles what is kept; the sequence x sequence
     # weights (8 heads x 512 x 512 per sample) would quadruple it.
     assert long.breakdown["activations"] < 2.6 * short.breakdown["activations"]
+
+
+def test_pow_by_a_number_has_a_rule():
+    class TanhGelu(nn.Module):
+        """GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = self.fc(x)
+            h = 0.5 * h * (1.0 + torch.tanh(0.7978845608 * (h + 0.044715 * torch.pow(h, 3.0))))
+            return self.head(h)
+
+    assert colo.estimate(TanhGelu(), torch.randn(1, 16)).unmodelled_ops == []

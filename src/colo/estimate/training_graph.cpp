@@ -75,6 +75,9 @@ OpRule rule_for(const std::string& name) {
   } else if (base == "MmBackward" || base == "BmmBackward" || name == "MulBackward0" ||
              name == "DivBackward0") {
     rule.saves = Saves::kInputs;
+  } else if (name == "PowBackward0") {
+    // A tensor to a number's power (GPT-2's tanh GELU: x ** 3) keeps only its base.
+    rule.saves = Saves::kFirstInput;
   } else if (base == "NativeDropoutBackward") {
     rule.saves = Saves::kNothing, rule.extra_bytes_per_output_element = 1;
   } else if (base == "ScaledDotProductEfficientAttentionBackward" || base == "ScaledDotProductFlashAttentionBackward" ||
