@@ -1,5 +1,6 @@
 #include "colo/cli/estimate_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -29,7 +30,8 @@ struct EstimateOptions {
 
 estimate::MemoryEstimate estimate_torchscript(const EstimateOptions& o, const estimate::DeviceProfile& profile) {
   if (o.input.empty()) throw InputError("--input", "", "one sample's shape, e.g. 3x224x224, with --torchscript");
-  if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw") {
+  const auto& known = estimate::user_model_optimizers();
+  if (std::find(known.begin(), known.end(), o.optimizer) == known.end()) {
     throw InputError("--optimizer", "", "sgd, adam or adamw (got '" + o.optimizer + "')");
   }
   data::InputShape input;
@@ -91,6 +93,9 @@ void print_breakdown(const estimate::MemoryBreakdown& b) {
 }
 
 int run_estimate(const EstimateOptions& o) {
+  if (o.torchscript.empty() && !o.input.empty()) {
+    throw InputError("--input", "", "--torchscript beside it (--input is the TorchScript model's sample shape)");
+  }
   if (!o.torchscript.empty() && (!o.spec.empty() || !o.summary.empty() || o.probe || !o.learned.empty() || o.array > 1)) {
     throw InputError("--torchscript", "", "no spec, --summary, --probe, --learned or --array beside it");
   }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -58,10 +59,13 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       if (args.sm_share > 1) throw InputError("--sm-share", "", "expected a fraction in [0, 1]");
       spec.sm_share = args.sm_share;
     }
+    if (args.model.empty() && !args.input.empty()) {
+      throw InputError("--input", "", "--model beside it (the input of which model?)");
+    }
     if (!args.model.empty()) {
       estimate::PythonModelSource model;
       model.builder = args.model;
-      if (model.builder.find(':') == std::string::npos) {
+      if (!estimate::is_builder_name(model.builder)) {
         throw InputError("--model", "", "expected module:function, got \"" + args.model + "\"");
       }
       auto shape = parse_shape(args.input);
@@ -69,7 +73,8 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       model.input = *shape;
       model.batch_size = args.batch;
       model.vocab = args.vocab;
-      if (args.optimizer != "sgd" && args.optimizer != "adam" && args.optimizer != "adamw") {
+      const auto& known = estimate::user_model_optimizers();
+      if (std::find(known.begin(), known.end(), args.optimizer) == known.end()) {
         throw InputError("--optimizer", "", "sgd, adam or adamw");
       }
       model.optimizer = args.optimizer;

@@ -19,4 +19,16 @@ struct PythonModelSource {
   bool operator==(const PythonModelSource&) const = default;
 };
 
+// The optimisers a user model's estimate knows (its `optimizer` values).
+inline const std::vector<std::string>& user_model_optimizers() {
+  static const std::vector<std::string> names{"sgd", "adam", "adamw"};
+  return names;
+}
+
+// Whether `builder` reads "module:function", both parts non-empty.
+inline bool is_builder_name(const std::string& builder) {
+  size_t colon = builder.find(':');
+  return colon != std::string::npos && colon > 0 && colon + 1 < builder.size();
+}
+
 }  // namespace colo::estimate

@@ -1,14 +1,13 @@
 #include "colo/gpu/simulated_device.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "colo/core/stopwatch.h"
 
 namespace colo::gpu {
 
 SimulatedDevice::SimulatedDevice(int index, SimulatedGpuSpec spec)
-    : spec_(std::move(spec)),
-      created_unix_s_(
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()) {
+    : spec_(std::move(spec)), created_unix_s_(unix_time_s()) {
   info_.index = index;
   info_.name = spec_.name;
   info_.uuid = "GPU-SIM-" + std::to_string(index);

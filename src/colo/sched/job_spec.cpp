@@ -38,8 +38,7 @@ estimate::PythonModelSource parse_model(const SpecTable& m) {
   estimate::PythonModelSource model;
   if (!m.has("builder")) m.fail("builder", "missing: \"module:function\" that returns the nn.Module");
   model.builder = m.string("builder");
-  size_t colon = model.builder.find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == model.builder.size()) {
+  if (!estimate::is_builder_name(model.builder)) {
     m.fail("builder", "expected \"module:function\", got \"" + model.builder + "\"");
   }
   if (!m.has("input")) m.fail("input", "missing: one sample's shape, e.g. [3, 224, 224]");
@@ -47,7 +46,7 @@ estimate::PythonModelSource parse_model(const SpecTable& m) {
   if (model.input.empty()) m.fail("input", "expected one sample's shape, e.g. [3, 224, 224]");
   model.vocab = m.integer_or("vocab", 0, 0, int64_t{1} << 40);
   model.batch_size = m.integer_or("batch_size", 32, 1, int64_t{1} << 30);
-  model.optimizer = m.choice_or("optimizer", "adam", {"sgd", "adam", "adamw"});
+  model.optimizer = m.choice_or("optimizer", "adam", estimate::user_model_optimizers());
   model.eval_batch_size = m.integer_or("eval_batch_size", 0, 0, int64_t{1} << 30);
   m.reject_unknown();
   return model;
