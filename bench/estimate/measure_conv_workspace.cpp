@@ -1,14 +1,18 @@
-// Measures the workspace cuDNN takes for each convolution shape of colo's
-// zoo on this GPU: for every shape in the estimate data set's CNN jobs and
-// every batch size of a grid, the forward kernel, the input gradient and the
-// weight gradient are run alone, and their peak allocation beyond inputs and
-// output is recorded. Writes the table that default_device_profile() embeds
+// Measures the workspace cuDNN takes for each convolution shape on this GPU:
+// for every shape and every batch size of a grid, the forward kernel, the
+// input gradient and the weight gradient are run alone, and their peak
+// allocation beyond inputs and output is recorded. The shapes are those of
+// the estimate data set's CNN jobs (colo's zoo, 32-64 px), and with --grid
+// also generic layers of CNNs at ImageNet resolution (stems, patchify,
+// bottleneck, downsampling and depthwise convolutions from 224 px to 7 px).
+// Writes the table that default_device_profile() embeds
 // (src/colo/estimate/profiles/) and ConvWorkspaceTable reads.
 //
-//   measure_conv_workspace --out h100_conv_workspace.json [--rows 2800] [--batches 16,32,...]
+//   measure_conv_workspace --out h100_conv_workspace.json [--rows 2800] [--grid] [--batches 16,32,...]
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -47,6 +51,46 @@ std::vector<ConvGeometry> zoo_convolutions(uint64_t seed, int64_t rows, const st
     auto job = colo::estimate::describe_job(colo::train::parse_train_spec(dir + "/job.toml"));
     for (const auto& op : job.graph.ops) {
       if (op.conv.in_channels > 0 && keys.insert(op.conv.key()).second) shapes.push_back(op.conv);
+    }
+  }
+  return shapes;
+}
+
+ConvGeometry conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t groups, int64_t side) {
+  ConvGeometry c;
+  c.in_channels = in, c.out_channels = out, c.kernel_h = c.kernel_w = kernel;
+  c.stride = stride, c.padding = stride == kernel ? 0 : kernel / 2, c.groups = groups;
+  c.height = c.width = side;
+  return c;
+}
+
+// Generic convolutions of CNNs at ImageNet resolution: not any one model's
+// layers, but the kinds every such model is made of, at the widths usual
+// for each resolution.
+std::vector<ConvGeometry> imagenet_grid() {
+  std::vector<ConvGeometry> shapes;
+  for (int64_t out : {24, 32, 64}) {  // stems at 224 px
+    for (auto [kernel, stride] : {std::pair{3, 2}, {7, 2}, {3, 1}}) shapes.push_back(conv(3, out, kernel, stride, 1, 224));
+  }
+  for (auto [kernel, out] : {std::pair{4, 96}, {4, 128}, {8, 256}, {16, 384}, {16, 768}}) {  // patchify stems
+    shapes.push_back(conv(3, out, kernel, kernel, 1, 224));
+  }
+  const std::vector<std::pair<int64_t, std::vector<int64_t>>> widths{
+      {112, {16, 32, 64}}, {56, {24, 48, 64, 128, 256}}, {28, {40, 96, 128, 256, 512}},
+      {14, {80, 192, 256, 512, 1024}}, {7, {160, 384, 512, 1024, 2048}}};
+  for (const auto& [side, channels] : widths) {
+    for (int64_t c : channels) {
+      shapes.push_back(conv(c, c, 1, 1, 1, side));
+      shapes.push_back(conv(c, 4 * c, 1, 1, 1, side));
+      shapes.push_back(conv(c, std::max<int64_t>(c / 4, 8), 1, 1, 1, side));
+      shapes.push_back(conv(c, c, 3, 1, 1, side));
+      if (side > 7) {
+        shapes.push_back(conv(c, 2 * c, 3, 2, 1, side));
+        shapes.push_back(conv(c, 2 * c, 1, 2, 1, side));
+      }
+      for (auto [kernel, stride] : {std::pair{3, 1}, {5, 1}, {7, 1}, {3, 2}}) {  // depthwise
+        if (stride == 1 || side > 7) shapes.push_back(conv(c, c, kernel, stride, c, side));
+      }
     }
   }
   return shapes;
@@ -96,6 +140,10 @@ int main(int argc, char** argv) {
   app.add_option("--rows", rows, "take the CNN shapes of the data set's first N rows");
   app.add_option("--seed", seed, "data set seed");
   app.add_option("--batches", batches, "batch sizes to measure")->delimiter(',');
+  bool grid = false;
+  app.add_flag("--grid", grid, "also measure generic convolutions of CNNs at ImageNet resolution");
+  int64_t max_tensor_mib = 4096;
+  app.add_option("--max-tensor-mib", max_tensor_mib, "skip batches whose input or output tensor is larger");
   CLI11_PARSE(app, argc, argv);
   if (colo::gpu::cuda_device_count() == 0) {
     std::cerr << "measure_conv_workspace: no CUDA device; workspaces can only be measured on a GPU\n";
@@ -106,13 +154,21 @@ int main(int argc, char** argv) {
   colo::make_directories(dir);
   auto shapes = zoo_convolutions(seed, rows, dir);
   colo::remove_tree(dir);
+  if (grid) {
+    for (const auto& c : imagenet_grid()) {
+      if (std::none_of(shapes.begin(), shapes.end(), [&](const ConvGeometry& s) { return s == c; })) shapes.push_back(c);
+    }
+  }
   std::cerr << "measure_conv_workspace: " << shapes.size() << " convolution shapes x " << batches.size()
             << " batch sizes\n";
 
   colo::estimate::ConvWorkspaceTable table;
   int64_t failed = 0, done = 0;
   for (const auto& c : shapes) {
+    const int64_t out_side = (c.height + 2 * c.padding - c.kernel_h) / c.stride + 1;
+    const int64_t sample_bytes = 4 * std::max(c.in_channels * c.height * c.width, c.out_channels * out_side * out_side);
     for (int64_t batch : batches) {
+      if (batch * sample_bytes > (max_tensor_mib << 20)) continue;
       for (ConvPass pass : {ConvPass::kForward, ConvPass::kInputGrad, ConvPass::kWeightGrad}) {
         try {
           table.add(c.key(), pass, batch, measure(c, pass, batch));
@@ -130,7 +186,7 @@ int main(int argc, char** argv) {
   j["torch"] = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
                std::to_string(TORCH_VERSION_PATCH);
   j["batches"] = batches;
-  j["command"] = "measure_conv_workspace --out " + out + " --rows " + std::to_string(rows);
+  j["command"] = "measure_conv_workspace --out " + out + " --rows " + std::to_string(rows) + (grid ? " --grid" : "");
   colo::write_file_atomically(out, j.dump() + "\n");
   std::printf("{\"shapes\": %zu, \"failed\": %lld, \"fallback_forward\": %.3f, \"fallback_input_grad\": %.3f, "
               "\"fallback_weight_grad\": %.3f}\n",

@@ -2,6 +2,12 @@
 
     PYTHONPATH=BUILD/python python3 bench/estimate/real_models.py run --out DIR [--rows A-B] [--parallel 2]
     python3 bench/estimate/real_models.py summarize DIR/rows.jsonl [more.jsonl ...] --out DIR
+    PYTHONPATH=BUILD/python python3 bench/estimate/real_models.py reestimate ROWS.jsonl [...] --out NEW.jsonl
+
+`reestimate` recomputes colo's estimate of rows already measured (their truth
+kept) with the colo built here, on this CPU: for developing the estimator
+without a GPU. Rows whose model cannot be built here (no transformers) are
+left out. Committed results come from `run`, estimate and truth in one run.
 
 Rows: torchvision classification models (ResNet, MobileNet, EfficientNet,
 VGG, DenseNet, ConvNeXt, ViT, Inception), a GPT-2-style decoder and a BERT
@@ -10,7 +16,8 @@ and a custom module with functional code; each at two batch sizes with SGD
 (momentum 0.9) and Adam. For each row:
 
   truth       the peak GPU footprint NVML shows for the training process
-              itself (nvidia-smi --query-compute-apps, this pid), sampled every
+              itself (its loop: loss = loss_of(model(x)), so colo.estimate
+              is told keep_output=False) (nvidia-smi --query-compute-apps, this pid), sampled every
               0.2 s and after 4 training steps of a fresh process;
   colo        colo.estimate (the analytical estimator, on the CPU);
   fake        what a user could try instead: one training step traced under
@@ -232,7 +239,8 @@ def estimates(row):
     model = build()
     one = example()
     start = time.time()
-    e = colo.estimate(model, one, batch_size=row["batch"], optimizer=row["optimizer"], learned=LEARNED)
+    e = colo.estimate(model, one, batch_size=row["batch"], optimizer=row["optimizer"], learned=LEARNED,
+                      keep_output=False)
     out = {"colo_bytes": e.bytes, "colo_s": time.time() - start, "colo_phase": e.peak_phase,
            "colo_unmodelled": e.unmodelled_ops, "colo_breakdown": e.breakdown, "learned_bytes": e.learned_bytes,
            "parameters": e.parameter_count}
@@ -243,6 +251,41 @@ def estimates(row):
     except Exception as exc:  # the peer fails on some models; the row says how
         out["fake_bytes"], out["fake_error"] = None, f"{type(exc).__name__}: {str(exc)[:200]}"
     return out
+
+
+def colo_estimate(row):
+    import colo
+    torch.manual_seed(0)
+    _, build, example, _ = MODELS[row["model"]]
+    start = time.time()
+    e = colo.estimate(build(), example(), batch_size=row["batch"], optimizer=row["optimizer"], keep_output=False)
+    return {"colo_bytes": e.bytes, "colo_s": time.time() - start, "colo_phase": e.peak_phase,
+            "colo_unmodelled": e.unmodelled_ops, "colo_breakdown": e.breakdown}
+
+
+def reestimate(args):
+    rows = {}
+    for path in args.rows:
+        for line in open(path):
+            if line.strip():
+                r = json.loads(line)
+                rows[(r["model"], r["batch"], r["optimizer"])] = r
+    if args.only:
+        rows = {k: r for k, r in rows.items() if r["model"] in args.only.split(",")}
+    with open(args.out, "w") as out:
+        for r in rows.values():
+            try:
+                new = colo_estimate(r)
+            except ImportError as exc:
+                print(f"{r['model']}: left out ({exc})", flush=True)
+                continue
+            old = r["colo_bytes"]
+            r = dict(r, **new, colo_from=f"reestimate, torch {torch.__version__}")
+            out.write(json.dumps(r) + "\n")
+            truth_bytes = r["truth_bytes"]
+            print(f"{r['model']} b{r['batch']} {r['optimizer']}: truth {truth_bytes / 2**30:.2f} GiB colo "
+                  f"{r['colo_bytes'] / 2**30:.2f} GiB ({100 * (r['colo_bytes'] - truth_bytes) / truth_bytes:+.1f}%, was "
+                  f"{100 * (old - truth_bytes) / truth_bytes:+.1f}%) peak in {r['colo_phase']}", flush=True)
 
 
 def run(args):
@@ -329,9 +372,15 @@ def main():
     s.add_argument("rows", nargs="+")
     s.add_argument("--out", required=True)
     s.add_argument("--command", default="bench/gpu/run.sh realmodels")
+    e = sub.add_parser("reestimate")
+    e.add_argument("rows", nargs="+")
+    e.add_argument("--out", required=True)
+    e.add_argument("--only", default="", help="comma-separated model names")
     args = parser.parse_args()
     if args.verb == "run":
         run(args)
+    elif args.verb == "reestimate":
+        reestimate(args)
     elif args.verb == "truth":
         truth(json.loads(args.row))
     else:

@@ -13,11 +13,12 @@
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
 #   bench/gpu/run.sh memtrace   # build + allocator event traces of some estimate rows (TRACE_ROWS)
-#   bench/gpu/run.sh convws     # build + cuDNN workspace per convolution shape of the zoo (estimate profile)
+#   bench/gpu/run.sh convws     # build + cuDNN workspace per convolution shape (estimate profile; CONVWS_ARGS="--grid")
 #   bench/gpu/run.sh power      # build + power against SM activity (bench/gpu/power_curve.sh)
 #   bench/gpu/run.sh dist       # build + bench/dist/run.sh (DIST_ARGS: busbw scaling tta); 2-4 GPUs
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
+#   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
 #
 # BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw").
 #
@@ -109,7 +110,9 @@ fi
 
 if want convws; then
   mkdir -p "$OUT/estimate"
-  "$BUILD/bench/measure_conv_workspace" --out "$OUT/estimate/h100_conv_workspace.json" 2>"$OUT/estimate/convws.log" \
+  # shellcheck disable=SC2086
+  "$BUILD/bench/measure_conv_workspace" --out "$OUT/estimate/h100_conv_workspace.json" ${CONVWS_ARGS:-} \
+    2>"$OUT/estimate/convws.log" \
     | tee -a "$summary"
   tail -3 "$OUT/estimate/convws.log"
 fi
@@ -130,6 +133,11 @@ if want demo; then
   note "demo: exit $?, $(grep -E '^[0-9]+ completed' "$OUT/demo.log"), $(grep -E '^== \[ *[0-9]+s\] demo done' "$OUT/demo.log")"
   grep -E "OUT_OF_MEMORY|out of memory|outgrows" "$OUT/demo.log" | head -5
   cp runs/demo/report/gantt_magm_mps.png runs/demo/report/timeline_gpus.png "$OUT/" 2>/dev/null
+fi
+
+if want tracepair; then
+  # shellcheck disable=SC2086
+  bench/estimate/trace_pair.sh "$BUILD" "$OUT/pair" ${PAIR_ROWS:-plain_gpt:32:sgd} 2>&1 | grep -v Warning | tail -20
 fi
 
 if want realmodels; then

@@ -154,7 +154,7 @@ def cross_entropy_loss(output):
 
 
 def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
-             eval_batch_size=None, autocast=None, learned=None):
+             eval_batch_size=None, autocast=None, learned=None, keep_output=True):
     """Peak GPU memory of training `model` with `optimizer` at `batch_size`.
 
     model           an nn.Module (moved to nothing: it is run on the CPU, unchanged)
@@ -169,6 +169,10 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     eval_batch_size its batch (default: batch_size)
     autocast        None, or "bf16"/"fp16": record under torch.autocast, as a trainer
                     using autocast runs (CPU autocast's op list stands in for CUDA's)
+    keep_output     whether the training loop holds the model's output through
+                    backward, as `out = model(x); loss = f(out)` does (True);
+                    False for `loss = f(model(x))`, which lets it go before
+                    backward (for a language model, the logits: batch x tokens x vocab)
     learned         path of a learned-estimator file (bench/results/estimate/learned.pt):
                     its estimate of the same model goes into Estimate.learned_bytes
 
@@ -222,7 +226,7 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
                 eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
-                learned=str(learned or ""))
+                keeps_output=bool(keep_output), learned=str(learned or ""))
     finally:
         model.train(was_training)
     return Estimate(bytes=found["bytes"], breakdown=found["breakdown"], peak_phase=found["peak_phase"],

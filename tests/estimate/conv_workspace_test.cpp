@@ -39,17 +39,32 @@ TEST(ConvWorkspaceTable, ExactAtMeasuredBatchesAndHighBetweenThem) {
   EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 256), 512'000);
 }
 
-TEST(ConvWorkspaceTable, UnknownShapesGetTheMedianRatioOfTheTable) {
+TEST(ConvWorkspaceTable, UnknownShapesTakeTheirNearestMeasuredShapeScaledByTheBytesTheyRead) {
   ConvWorkspaceTable table;
   EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kForward, 64), 0);  // empty: nothing known
-  // Forward reads 6*14*14*4 = 4704 bytes per sample; ratios 1, 2 and 3.
-  for (int ratio = 1; ratio <= 3; ++ratio) {
-    ConvGeometry c = lenet_conv2();
-    c.out_channels = ratio;
-    table.add(c.key(), ConvPass::kForward, 10, 4704 * 10 * ratio);
+  // A dense 3x3 at 56 px (ratio 2 of its input), a depthwise 3x3 (ratio 0.5)
+  // and a 7x7 stem (ratio 6).
+  const auto dense = ConvGeometry::from_key("c64o64k3x3s1p1g1h56w56");
+  const auto depthwise = ConvGeometry::from_key("c64o64k3x3s1p1g64h56w56");
+  const auto stem = ConvGeometry::from_key("c3o64k7x7s2p3g1h224w224");
+  for (const auto& [c, ratio] : {std::pair{dense, 2.0}, {depthwise, 0.5}, {stem, 6.0}}) {
+    const int64_t per_sample = conv_pass_input_bytes_per_sample(c, ConvPass::kForward);
+    table.add(c.key(), ConvPass::kForward, 32, static_cast<int64_t>(ratio * per_sample * 32));
   }
+  // A dense 3x3 at 28 px with twice the channels reads half the bytes; it is
+  // nearest to the dense 3x3, not to the depthwise one of the same size.
+  const auto query = ConvGeometry::from_key("c128o128k3x3s1p1g1h28w28");
+  EXPECT_EQ(table.nearest_shape(query, ConvPass::kForward), dense.key());
+  EXPECT_EQ(table.workspace_bytes(query, ConvPass::kForward, 32),
+            2 * conv_pass_input_bytes_per_sample(query, ConvPass::kForward) * 32);
+  const auto depthwise_query = ConvGeometry::from_key("c96o96k3x3s1p1g96h28w28");
+  EXPECT_EQ(table.nearest_shape(depthwise_query, ConvPass::kForward), depthwise.key());
+  // A 7x7 stem with another width takes the stem's workspace.
+  EXPECT_EQ(table.nearest_shape(ConvGeometry::from_key("c3o48k7x7s2p3g1h224w224"), ConvPass::kForward), stem.key());
+  // A pass no shape has: the table's median ratio for it, here nothing.
+  EXPECT_EQ(table.nearest_shape(query, ConvPass::kWeightGrad), "");
+  EXPECT_EQ(table.workspace_bytes(query, ConvPass::kWeightGrad, 32), 0);
   EXPECT_DOUBLE_EQ(table.fallback_ratio(ConvPass::kForward), 2.0);
-  EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kForward, 5), 2 * 4704 * 5);
   // The input gradient reads the output gradient: 16*10*10*4 bytes per sample.
   EXPECT_EQ(conv_pass_input_bytes_per_sample(lenet_conv2(), ConvPass::kInputGrad), 6400);
 }

@@ -255,3 +255,56 @@ def test_pow_by_a_number_has_a_rule():
             return self.head(h)
 
     assert colo.estimate(TanhGelu(), torch.randn(1, 16)).unmodelled_ops == []
+
+
+def test_multiplying_by_a_number_keeps_nothing_and_a_mask_keeps_only_the_mask():
+    """Autograd keeps an operand of x * y only for the other one's gradient:
+    x * 0.5 keeps nothing of x, and dropout's x * mask keeps the mask (one
+    byte per element on the GPU), not x."""
+
+    class Chain(nn.Module):
+        def __init__(self, scaled):
+            super().__init__()
+            self.fc = nn.Linear(256, 1024)
+            self.head = nn.Linear(1024, 10)
+            self.scaled = scaled
+
+        def forward(self, x):
+            h = torch.tanh(self.fc(x))
+            if self.scaled:
+                h = h * 0.5 * 2.0 * 0.25 * 4.0  # four temporaries, none kept for backward
+            return self.head(h)
+
+    batch = 4096  # 16 MiB tensors: allocations of their own, not 20 MiB pool blocks
+    one_tensor = batch * 1024 * FLOAT
+    rounding = 2 << 20
+    plain = colo.estimate(Chain(False), torch.randn(1, 256), batch_size=batch, optimizer="sgd")
+    scaled = colo.estimate(Chain(True), torch.randn(1, 256), batch_size=batch, optimizer="sgd")
+    # Were the scaled inputs kept, four more tensors would live at the peak.
+    assert scaled.bytes - plain.bytes <= one_tensor + rounding
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(256, 1024)
+            self.head = nn.Linear(1024, 10)
+
+        def forward(self, x):
+            h = torch.tanh(self.fc(x))
+            mask = (torch.rand_like(h) > 0.5).float()
+            return self.head(h * mask)
+
+    masked = colo.estimate(Masked(), torch.randn(1, 256), batch_size=batch, optimizer="sgd")
+    # The product (kept by head) plus a one-byte mask per element, not h again.
+    assert plain.bytes < masked.bytes <= plain.bytes + one_tensor // 4 + one_tensor + rounding
+
+
+def test_a_loop_that_lets_the_output_go_before_backward_needs_less():
+    """`loss = f(model(x))` frees the logits before backward; `out = model(x)`
+    holds them. For a language model they are batch x tokens x vocab."""
+    model = TinyGpt(vocab=8000, context=32, width=16, heads=2, layers=1)
+    ids = torch.randint(0, 8000, (1, 32))
+    held = colo.estimate(model, ids, batch_size=16, optimizer="sgd")
+    freed = colo.estimate(model, ids, batch_size=16, optimizer="sgd", keep_output=False)
+    logits = 16 * 32 * 8000 * FLOAT
+    assert held.bytes - freed.bytes >= 0.9 * logits

@@ -15,6 +15,27 @@ int64_t output_side(int64_t in, int64_t kernel, int64_t stride, int64_t padding)
   return (in + 2 * padding - kernel) / std::max<int64_t>(stride, 1) + 1;
 }
 
+// 0 dense, 1 depthwise, 2 other grouped: cuDNN runs them with different kernels.
+int conv_kind(const ConvGeometry& c) {
+  if (c.groups <= 1) return 0;
+  return c.groups == c.in_channels ? 1 : 2;
+}
+
+double log2_ratio(int64_t a, int64_t b) {
+  return std::abs(std::log2(static_cast<double>(std::max<int64_t>(a, 1)) / static_cast<double>(std::max<int64_t>(b, 1))));
+}
+
+// How unlike two convolutions are, for their workspace: kind dominates, then
+// kernel and stride (they pick the algorithm family), then sizes.
+double shape_distance(const ConvGeometry& a, const ConvGeometry& b) {
+  double d = conv_kind(a) == conv_kind(b) ? 0.0 : 100.0;
+  d += 4.0 * (log2_ratio(a.kernel_h, b.kernel_h) + log2_ratio(a.kernel_w, b.kernel_w));
+  d += 3.0 * log2_ratio(a.stride, b.stride);
+  d += log2_ratio(a.in_channels, b.in_channels) + log2_ratio(a.out_channels, b.out_channels);
+  d += 1.5 * (log2_ratio(a.height, b.height) + log2_ratio(a.width, b.width));
+  return d;
+}
+
 }  // namespace
 
 const char* conv_pass_name(ConvPass pass) {
@@ -46,6 +67,25 @@ void ConvWorkspaceTable::add(const std::string& key, ConvPass pass, int64_t batc
     points.insert(at, {batch, std::max<int64_t>(bytes, 0)});
   }
   fallback_stale_ = true;
+  nearest_.clear();
+}
+
+std::string ConvWorkspaceTable::nearest_shape(const ConvGeometry& conv, ConvPass pass) const {
+  const std::string key = conv.key();
+  if (auto cached = nearest_.find(key); cached != nearest_.end()) return cached->second[static_cast<int>(pass)];
+  std::array<std::string, 3> best_keys;
+  std::array<double, 3> best{-1, -1, -1};
+  for (const auto& [other, passes] : shapes_) {
+    double d = shape_distance(conv, ConvGeometry::from_key(other));
+    for (ConvPass p : kPasses) {
+      int i = static_cast<int>(p);
+      if (passes[i].empty() || (best[i] >= 0 && d >= best[i])) continue;
+      best[i] = d;
+      best_keys[i] = other;
+    }
+  }
+  nearest_[key] = best_keys;
+  return best_keys[static_cast<int>(pass)];
 }
 
 void ConvWorkspaceTable::update_fallback() const {
@@ -73,11 +113,19 @@ double ConvWorkspaceTable::fallback_ratio(ConvPass pass) const {
 int64_t ConvWorkspaceTable::workspace_bytes(const ConvGeometry& conv, ConvPass pass, int64_t batch) const {
   if (shapes_.empty() || batch <= 0 || conv.in_channels <= 0) return 0;
   auto found = shapes_.find(conv.key());
-  const Points* points = found == shapes_.end() ? nullptr : &found->second[static_cast<int>(pass)];
-  if (!points || points->empty()) {
-    double bytes = fallback_ratio(pass) * static_cast<double>(conv_pass_input_bytes_per_sample(conv, pass) * batch);
-    return static_cast<int64_t>(std::llround(bytes));
+  if (found != shapes_.end() && !found->second[static_cast<int>(pass)].empty()) {
+    return measured_bytes(found->second[static_cast<int>(pass)], batch);
   }
+  const double own = static_cast<double>(conv_pass_input_bytes_per_sample(conv, pass));
+  const std::string near = nearest_shape(conv, pass);
+  if (near.empty()) return static_cast<int64_t>(std::llround(fallback_ratio(pass) * own * static_cast<double>(batch)));
+  const double theirs = static_cast<double>(conv_pass_input_bytes_per_sample(ConvGeometry::from_key(near), pass));
+  const double bytes = static_cast<double>(measured_bytes(shapes_.at(near)[static_cast<int>(pass)], batch));
+  return theirs > 0 ? static_cast<int64_t>(std::llround(bytes * own / theirs)) : 0;
+}
+
+int64_t ConvWorkspaceTable::measured_bytes(const Points& points_in, int64_t batch) const {
+  const Points* points = &points_in;
   auto scaled = [batch](const std::pair<int64_t, int64_t>& p) {
     return static_cast<double>(p.second) * static_cast<double>(batch) / static_cast<double>(p.first);
   };

@@ -30,10 +30,17 @@ class ConvWorkspaceTable {
   // sizes it errs high: the larger of the interpolation and each neighbour's
   // bytes per sample times `batch` (cuDNN may switch algorithms between
   // them). Outside the measured range, the nearest measurement scaled by the
-  // batch. A shape the table lacks gets `fallback_ratio(pass)` times the
-  // bytes the pass reads per sample (input for forward and weight gradient,
-  // output gradient for the input gradient). 0 for an empty table.
+  // batch. A shape the table lacks takes its nearest measured shape's
+  // workspace (nearest_shape), scaled by the bytes the pass reads per sample
+  // (input for forward and weight gradient, output gradient for the input
+  // gradient); `fallback_ratio(pass)` times those bytes when no shape of the
+  // table has that pass. 0 for an empty table.
   int64_t workspace_bytes(const ConvGeometry& conv, ConvPass pass, int64_t batch) const;
+
+  // The measured shape most like `conv` for `pass`: the same kind (dense,
+  // depthwise or grouped) first, then the closest kernel and stride, then
+  // channels and resolution on a log scale. Empty when none has the pass.
+  std::string nearest_shape(const ConvGeometry& conv, ConvPass pass) const;
 
   // Median over the table of workspace over the pass's input bytes (see above).
   double fallback_ratio(ConvPass pass) const;
@@ -50,6 +57,8 @@ class ConvWorkspaceTable {
   using Points = std::vector<std::pair<int64_t, int64_t>>;  // (batch, bytes), sorted by batch
   std::map<std::string, std::array<Points, 3>> shapes_;
   mutable std::array<double, 3> fallback_{};
+  mutable std::map<std::string, std::array<std::string, 3>> nearest_;  // cache of nearest_shape
+  int64_t measured_bytes(const Points& points, int64_t batch) const;
   mutable bool fallback_stale_ = false;
   void update_fallback() const;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 #include <vector>
 
@@ -15,10 +17,26 @@ enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kWorkspace
 // Allocations by kind over the allocator model, remembering the mix at the peak.
 class Memory {
  public:
+  // With COLO_ESTIMATE_TRACE=FILE, every allocation and free is written to
+  // FILE as a line "A|F phase kind op bytes allocated reserved": a diagnostic
+  // for comparing the replay with a real allocator trace.
+  Memory() {
+    if (const char* path = std::getenv("COLO_ESTIMATE_TRACE"); path && *path) trace_ = std::fopen(path, "w");
+  }
+  ~Memory() {
+    if (trace_) std::fclose(trace_);
+  }
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  // Names the op whose allocations follow, for the trace.
+  void at_op(const std::string& name) { op_ = &name; }
+
   int64_t allocate(Kind kind, int64_t bytes, const char* phase) {
     int64_t id = next_id_++;
     if (bytes <= 0) return id;
     allocator_.allocate(id, bytes);
+    if (trace_) trace('A', phase, kind, bytes);
     int64_t size = CachingAllocatorModel::rounded_size(bytes);
     sizes_[id] = {kind, size};
     live_[kind] += size;
@@ -39,6 +57,7 @@ class Memory {
     if (it == sizes_.end()) return;
     live_[it->second.first] -= it->second.second;
     allocator_.free(id);
+    if (trace_) trace('F', "-", it->second.first, it->second.second);
     sizes_.erase(it);
   }
   SimulatedPeak result() const {
@@ -48,7 +67,17 @@ class Memory {
   }
 
  private:
+  void trace(char what, const char* phase, Kind kind, int64_t bytes) {
+    static constexpr const char* kKindNames[] = {"parameters", "gradients", "optimizer", "activations", "data",
+                                                 "workspace"};
+    std::fprintf(trace_, "%c %s %s %s %lld %lld %lld\n", what, phase, kKindNames[kind], op_ ? op_->c_str() : "-",
+                 static_cast<long long>(bytes), static_cast<long long>(allocator_.allocated()),
+                 static_cast<long long>(allocator_.reserved()));
+  }
+
   CachingAllocatorModel allocator_;
+  std::FILE* trace_ = nullptr;
+  const std::string* op_ = nullptr;
   std::unordered_map<int64_t, std::pair<Kind, int64_t>> sizes_;
   std::array<int64_t, kKinds> live_{};
   int64_t next_id_ = 0;
@@ -111,11 +140,12 @@ class Simulation {
       for (int t : op.saved) hold(t);
     }
     // The trainer keeps the logits (for accuracy) to the end of the step.
-    const int logits = logits_tensor();
+    const int logits = c_.keeps_output ? logits_tensor() : -1;
     if (logits >= 0) hold(logits);
     std::vector<int64_t> extras(g_.ops.size(), -1);
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       const GraphOp& op = g_.ops[i];
+      mem_.at_op(op.name);
       for (int t : op.outputs) {
         if (!g_.tensors[t].owns_memory) continue;
         storage_id_[t] = mem_.allocate(kActivations, bytes(t, b), "forward");
@@ -140,6 +170,7 @@ class Simulation {
     std::vector<bool> grad_shared(g_.tensors.size(), false);
     for (size_t k = g_.ops.size(); k-- > 0;) {
       const GraphOp& op = g_.ops[k];
+      mem_.at_op(op.name);
       for (int t : op.new_grads) {
         if (grad_of[t] < 0) grad_of[t] = mem_.allocate(kActivations, bytes(t, b), "backward");
       }

@@ -16,6 +16,7 @@ struct StepConfig {
   int optimizer_state_tensors = 0;    // per parameter: SGD momentum 1, Adam/AdamW 2
   int optimizer_temporaries = 0;      // per parameter while it is updated
   int64_t resident_data_bytes = 0;    // a data set held on the device
+  bool keeps_output = true;           // the loop holds the model's output (the logits) to the step's end
 };
 
 // Bytes live at the allocated peak, by kind, and the allocator's peaks.
@@ -28,11 +29,12 @@ struct SimulatedPeak {
 };
 
 // The job's allocator peak. Follows colo's trainer: forward, zero_grad (the
-// gradients are freed), backward, optimiser step; logits and batch live to the
-// end of the step. The evaluation pass follows graph.evaluation (the model
-// code's own allocations) when it was recorded, else frees each tensor one op
-// after its last reader. With `conv_workspace`, each convolution kernel also
-// takes its cuDNN workspace for the length of the kernel.
+// gradients are freed), backward, optimiser step; the batch, and the logits
+// when `keeps_output`, live to the end of the step. The evaluation pass
+// follows graph.evaluation (the model code's own allocations) when it was
+// recorded, else frees each tensor one op after its last reader. With
+// `conv_workspace`, each convolution kernel also takes its cuDNN workspace
+// for the length of the kernel.
 SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config,
                                 const ConvWorkspaceTable* conv_workspace = nullptr);
 

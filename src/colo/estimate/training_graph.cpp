@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <array>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -10,6 +12,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/generated/Functions.h>
 #include <torch/version.h>
 
 namespace colo::estimate {
@@ -89,6 +92,26 @@ OpRule rule_for(const std::string& name) {
     rule.modelled = false;
   }
   return rule;
+}
+
+// What a two-operand node (mul, div, mm, bmm) really saved: autograd keeps
+// an operand only when the other one's gradient needs it, so x * mask keeps
+// the mask, not x. For each operand: -1 not saved, else its element count.
+std::optional<std::array<int64_t, 2>> saved_operands(const Node& node) {
+  namespace gen = torch::autograd::generated;
+  auto count = [](const torch::autograd::SavedVariable& v) -> int64_t {
+    try {
+      at::Tensor t = v.unpack();
+      return t.defined() ? t.numel() : -1;
+    } catch (const c10::Error&) {
+      return 0;  // saved, then changed in place: kept, size unknown
+    }
+  };
+  if (const auto* n = dynamic_cast<const gen::MulBackward0*>(&node)) return std::array{count(n->self_), count(n->other_)};
+  if (const auto* n = dynamic_cast<const gen::DivBackward0*>(&node)) return std::array{count(n->self_), count(n->other_)};
+  if (const auto* n = dynamic_cast<const gen::MmBackward0*>(&node)) return std::array{count(n->self_), count(n->mat2_)};
+  if (const auto* n = dynamic_cast<const gen::BmmBackward0*>(&node)) return std::array{count(n->self_), count(n->mat2_)};
+  return std::nullopt;
 }
 
 // The shape a node records for one of its gradient inputs (the forward
@@ -256,6 +279,20 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
         break;
       case Saves::kOutputs: op.saved = op.outputs; break;
       case Saves::kInputs:
+        if (auto operands = saved_operands(*node); operands && edge_tensor.size() == 2) {
+          for (size_t e = 0; e < 2; ++e) {
+            if ((*operands)[e] < 0) continue;
+            if (edge_tensor[e] >= 0) {
+              op.saved.push_back(edge_tensor[e]);
+            } else if (!node->next_edges()[e].function && (*operands)[e] == output_elements) {
+              // An operand of the output's size without a gradient: a
+              // dropout mask, one byte per element on the GPU. A number
+              // (x * 0.5) costs nothing.
+              extra += output_elements;
+            }
+          }
+          break;
+        }
         for (size_t e = 0; e < edge_tensor.size(); ++e) {
           bool wanted = rule.saved_edges.empty() ||
                         std::find(rule.saved_edges.begin(), rule.saved_edges.end(), e) != rule.saved_edges.end();

@@ -26,6 +26,7 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   job.model_name = model.name;
   job.step.batch_size = training.batch_size;
   job.step.eval_batch_size = training.eval_batch_size;
+  job.step.keeps_output = training.keeps_output;
   set_optimizer_footprint(training.optimizer, job.step);
   job.summary = summarize_graph(job.graph, training.batch_size, "other", summary_optimizer(training.optimizer));
   return job;

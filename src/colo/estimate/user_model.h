@@ -32,6 +32,7 @@ struct UserTraining {
   int64_t batch_size = 32;
   int64_t eval_batch_size = 0;  // 0: no evaluation pass
   train::OptimizerSpec optimizer;
+  bool keeps_output = true;     // the loop holds the model's output until the step ends
 };
 
 // The optimiser's per-parameter state and temporaries in `step`, as colo's
