@@ -16,10 +16,10 @@ and a custom module with functional code; each at two batch sizes with SGD
 (momentum 0.9) and Adam. For each row:
 
   truth       the peak GPU footprint NVML shows for the training process
-              itself (its loop: loss = loss_of(model(x)), so colo.estimate
-              is told keep_output=False) (nvidia-smi --query-compute-apps, this pid), sampled every
+              itself (nvidia-smi --query-compute-apps, this pid), sampled every
               0.2 s and after 4 training steps of a fresh process;
-  colo        colo.estimate (the analytical estimator, on the CPU);
+  colo        colo.estimate (the analytical estimator, on the CPU), told
+              keep_output=False: the truth loop is loss = loss_of(model(x));
   fake        what a user could try instead: one training step traced under
               FakeTensorMode with torch's MemTracker (torch.distributed._tools),
               as returned (tensor bytes; no context, no allocator);
