@@ -102,6 +102,21 @@ TEST(JobSpec, BadJobFilesAreRejectedClearly) {
   EXPECT_NE(error_of("command = \"true\"\ngpu = 1\n").find("gpu: unknown field"), std::string::npos);
   EXPECT_NE(error_of("command = \"true\"\nsm_share = 2.0\n").find("sm_share"), std::string::npos);
   EXPECT_NE(error_of("command = []\n").find("command"), std::string::npos);
+  EXPECT_NE(error_of("command = \"true\"\ngpus = 0\n").find("gpus"), std::string::npos);
+}
+
+TEST(JobSpec, AJobAskingForMoreGpusThanTheHostHasIsRejected) {
+  JobSpec two;
+  two.name = "ddp";
+  two.gpus = 2;
+  EXPECT_NO_THROW(check_gpus_fit({two}, 2));
+  EXPECT_NO_THROW(check_gpus_fit({two}, 0));  // no GPUs: nothing to check against
+  try {
+    check_gpus_fit({JobSpec{}, two}, 1);
+    FAIL() << "a 2-GPU job on a 1-GPU host was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'ddp' asks for 2 GPUs; this host has 1"), std::string::npos);
+  }
 }
 
 }  // namespace

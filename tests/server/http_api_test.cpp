@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "colo/gpu/simulated_device.h"
 #include "support/temp_dir.h"
 
 namespace colo::server {
@@ -67,6 +68,18 @@ TEST_F(HttpApiTest, RejectsBadJobsNamingTheFieldAndStoresNothing) {
   auto share = client_.Post("/jobs", R"({"name": "z", "command": ["true"], "sm_share": 2})", "application/json");
   EXPECT_NE(share->body.find("sm_share"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(client_.Get("/jobs")->body).size(), 0u);
+}
+
+TEST(HttpApi, RejectsAJobAskingForMoreGpusThanTheHostHas) {
+  testing::TempDir dir;
+  HttpApi api(dir.file("jobs.db"), "secret", {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})});
+  HttpServer server(api, "127.0.0.1", 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_bearer_token_auth("secret");
+  auto two = client.Post("/jobs", R"({"name": "ddp", "command": ["true"], "gpus": 2})", "application/json");
+  EXPECT_EQ(two->status, 400);
+  EXPECT_NE(two->body.find("'ddp' asks for 2 GPUs; this host has 1"), std::string::npos) << two->body;
+  EXPECT_EQ(client.Post("/jobs", R"({"name": "one", "command": ["true"]})", "application/json")->status, 201);
 }
 
 TEST_F(HttpApiTest, DashboardEscapesWhatUsersWrote) {

@@ -176,6 +176,12 @@ int run_batch(const RunArgs& args) {
   }
   sched::RunnerOptions options = runner_options(args.scheduling);
 
+  std::vector<gpu::DevicePtr> devices = gpu::discover_devices();
+  try {
+    sched::check_gpus_fit(specs, devices.size());
+  } catch (const std::invalid_argument& e) {
+    throw InputError(args.jobs_file, "gpus", e.what());
+  }
   sched::JobStore store(store_path);
   if (!specs.empty()) {
     server::fill_memory_estimates(specs, &store);
@@ -183,7 +189,6 @@ int run_batch(const RunArgs& args) {
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }
   double t0 = unix_time_s();
-  std::vector<gpu::DevicePtr> devices = gpu::discover_devices();
   std::optional<TimelineWriter> timeline;
   if (!args.out.empty()) {
     ensure_writable_dir(args.out, "--out", "");

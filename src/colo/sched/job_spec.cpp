@@ -1,6 +1,7 @@
 #include "colo/sched/job_spec.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include "colo/core/error.h"
 #include "colo/core/units.h"
@@ -78,7 +79,7 @@ JobSpec parse_job_table(const SpecTable& t) {
   if (auto env = t.table("env")) {
     for (const auto& key : env->keys()) spec.env[key] = env->string(key);
   }
-  spec.gpus = static_cast<int>(t.integer_or("gpus", 1, 0, 64));
+  spec.gpus = static_cast<int>(t.integer_or("gpus", 1, 1, 64));
   if (t.has("mem")) {
     std::string text = t.string("mem");
     auto bytes = parse_bytes(text);
@@ -128,6 +129,16 @@ nlohmann::json to_json(const JobSpec& s) {
   if (s.sm_share) j["sm_share"] = *s.sm_share;
   if (s.model) j["model"] = model_to_json(*s.model);
   return j;
+}
+
+void check_gpus_fit(const std::vector<JobSpec>& specs, size_t host_gpus) {
+  if (host_gpus == 0) return;
+  for (const JobSpec& s : specs) {
+    if (static_cast<size_t>(s.gpus) > host_gpus) {
+      throw std::invalid_argument("job '" + s.name + "' asks for " + std::to_string(s.gpus) + " GPUs; this host has " +
+                                  std::to_string(host_gpus));
+    }
+  }
 }
 
 JobSpec job_spec_from_json(const nlohmann::json& j) {

@@ -39,6 +39,11 @@ std::vector<JobSpec> parse_job_file(const std::string& path);
 // a job without an array comes back as is.
 std::vector<JobSpec> expand_array(const JobSpec& spec);
 
+// Throws std::invalid_argument naming the first job that asks for more GPUs
+// than `host_gpus` (such a job could never start); nothing when host_gpus is
+// 0 (no GPUs: jobs run without one).
+void check_gpus_fit(const std::vector<JobSpec>& specs, size_t host_gpus);
+
 nlohmann::json to_json(const JobSpec& spec);
 JobSpec job_spec_from_json(const nlohmann::json& j);
 

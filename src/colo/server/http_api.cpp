@@ -168,6 +168,11 @@ void HttpApi::mount(httplib::Server& server) {
       return reply_error(res, 400, e.what());
     }
     if (specs.empty()) return reply_error(res, 400, "no jobs in the body");
+    try {
+      sched::check_gpus_fit(specs, devices_.size());
+    } catch (const std::invalid_argument& e) {
+      return reply_error(res, 400, e.what());
+    }
     // Jobs without `mem` get the default chain's estimate; a Python
     // model's takes seconds, so the store is not held meanwhile.
     std::vector<estimate::PastRun> history;
