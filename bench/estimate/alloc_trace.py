@@ -41,14 +41,7 @@ def loss_of(output):
 
 
 def trace_row(model_name, batch, optimizer):
-    torch.manual_seed(0)
-    _, build, example, _ = real_models.MODELS[model_name]
-    model = build().cuda().train()
-    opt = real_models.make_optimizer(optimizer, model.parameters())
-    one = example()
-    x = one.expand(batch, *one.shape[1:]).contiguous().cuda()
-    if not x.is_floating_point():
-        x = torch.randint(0, int(one.max()) + 1, x.shape, device="cuda")
+    model, opt, x = real_models.gpu_training({"model": model_name, "batch": batch, "optimizer": optimizer})
     torch.cuda.memory._record_memory_history(max_entries=400000, stacks="all")
     for _ in range(2):
         loss = loss_of(model(x))

@@ -157,8 +157,8 @@ def nvml_footprint(pid):
     return 0
 
 
-def truth(row):
-    """Child process: train the row's model for 4 steps on the GPU; print its NVML peak."""
+def gpu_training(row):
+    """The row's model in training mode on the GPU, its optimiser and one batch."""
     torch.manual_seed(0)
     _, build, example, _ = MODELS[row["model"]]
     model = build().cuda().train()
@@ -167,6 +167,12 @@ def truth(row):
     x = one.expand(row["batch"], *one.shape[1:]).contiguous().cuda()
     if not x.is_floating_point():
         x = torch.randint(0, int(one.max()) + 1, x.shape, device="cuda")
+    return model, opt, x
+
+
+def truth(row):
+    """Child process: train the row's model for 4 steps on the GPU; print its NVML peak."""
+    model, opt, x = gpu_training(row)
     peak = [0]
     stop = threading.Event()
 
