@@ -49,10 +49,13 @@ TEST(Mps, LeavesADaemonItDidNotStartRunning) {
 TEST(Mps, ClientEnvironmentCarriesPipePercentageAndMemoryLimit) {
   testing::TempDir dir;
   MpsDaemon daemon(fake_options(dir));
-  auto env = daemon.client_environment(50, int64_t{4} << 30, 0);
+  auto env = daemon.client_environment(50, int64_t{4} << 30, {0});
   EXPECT_EQ(env["CUDA_MPS_PIPE_DIRECTORY"], dir.file("pipe"));
   EXPECT_EQ(env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50");
   EXPECT_EQ(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=4096M");
+  EXPECT_EQ(daemon.client_environment(std::nullopt, int64_t{1} << 30, {0, 1})["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"],
+            "0=1024M,1=1024M")
+      << "a multi-GPU job gets the limit on each of its devices";
   EXPECT_EQ(daemon.client_environment(std::nullopt, std::nullopt).count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u);
 }
 

@@ -8,14 +8,21 @@ namespace {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 GpuView gpu(int index, int64_t free_gib, double sm, int jobs) {
-  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false};
+  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false, ""};
 }
 
 JobRequest job(int64_t mem_gib, double sm = 0.3) { return JobRequest{1, mem_gib * kGiB, sm, false, 0}; }
 
+std::optional<int> pick_one(Policy& p, const JobRequest& j, const std::vector<GpuView>& gpus) {
+  Placement placement = pick_gpus(p, j, gpus);
+  if (!placement.placed()) return std::nullopt;
+  EXPECT_EQ(placement.gpus.size(), 1u);
+  return placement.gpus.front();
+}
+
 std::optional<int> pick(const std::string& policy, const JobRequest& j, const std::vector<GpuView>& gpus) {
   auto p = make_policy(policy);
-  return pick_gpu(*p, j, gpus);
+  return pick_one(*p, j, gpus);
 }
 
 TEST(ExclusivePolicy, TakesOnlyEmptyGpusLowestIndexFirst) {
@@ -52,10 +59,10 @@ TEST(RadRmThresholds, UnknownMemoryOnlyGoesOnAnEmptyGpu) {
 TEST(RoundRobinPolicy, CyclesThroughTheGpus) {
   auto p = make_policy("round-robin");
   std::vector<GpuView> gpus{gpu(0, 80, 0, 0), gpu(1, 80, 0, 0), gpu(2, 80, 0, 0)};
-  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 0);
-  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 1);
-  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 2);
-  EXPECT_EQ(pick_gpu(*p, job(1), gpus), 0);
+  EXPECT_EQ(pick_one(*p, job(1), gpus), 0);
+  EXPECT_EQ(pick_one(*p, job(1), gpus), 1);
+  EXPECT_EQ(pick_one(*p, job(1), gpus), 2);
+  EXPECT_EQ(pick_one(*p, job(1), gpus), 0);
 }
 
 TEST(BestFitPolicy, FillsABusyGpuBeforeOpeningAnEmptyOne) {
@@ -81,6 +88,29 @@ TEST(CommonRules, MustRunAloneNeedsAnEmptyGpuAndHoldsIt) {
   GpuView held = gpu(0, 70, 0.1, 1);
   held.held_exclusively = true;
   EXPECT_EQ(pick("magm", job(1), {held}), std::nullopt);
+}
+
+TEST(Reasons, AWaitingJobSaysWhatEachGpuLacks) {
+  auto p = make_policy("magm");
+  Placement none = pick_gpus(*p, job(10), {gpu(0, 70, 0.85, 1), gpu(1, 10, 0.2, 1)});
+  ASSERT_FALSE(none.placed());
+  EXPECT_NE(none.reason.find("GPU 0: SM activity 0.85 > 0.80"), std::string::npos) << none.reason;
+  EXPECT_NE(none.reason.find("GPU 1: memory: needs 11.0 GiB with margin, 10.0 GiB free"), std::string::npos)
+      << none.reason;
+  GpuView settling = gpu(0, 70, 0.1, 1);
+  settling.closed_reason = "job 7 settling";
+  EXPECT_EQ(pick_gpus(*p, job(1), {settling}).reason, "GPU 0: job 7 settling");
+}
+
+TEST(GangPlacement, TakesAsManyGpusAsAskedOrNone) {
+  auto p = make_policy("magm");
+  JobRequest two = job(4);
+  two.gpus = 2;
+  Placement both = pick_gpus(*p, two, {gpu(0, 30, 0.1, 1), gpu(1, 60, 0.1, 1), gpu(2, 50, 0.1, 1)});
+  EXPECT_EQ(both.gpus, (std::vector<int>{1, 2})) << "the two with most free memory";
+  Placement none = pick_gpus(*p, two, {gpu(0, 70, 0.9, 1), gpu(1, 60, 0.1, 1)});
+  EXPECT_FALSE(none.placed()) << "never partly placed";
+  EXPECT_NE(none.reason.find("needs 2 GPUs at once, 1 can take it"), std::string::npos) << none.reason;
 }
 
 TEST(Policies, UnknownNameIsRejectedWithTheKnownOnes) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "colo/core/subprocess.h"
+
 #include "colo/core/error.h"
 #include "support/temp_dir.h"
 
@@ -35,14 +37,14 @@ TEST(JobStore, TransitionsFollowTheStateMachine) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));
   int64_t id = store.submit({spec("a")})[0];
-  EXPECT_TRUE(store.mark_running(id, 0, 1234, "/log"));
-  EXPECT_FALSE(store.mark_running(id, 0, 1234, "/log")) << "a running job cannot start again";
+  EXPECT_TRUE(store.mark_running(id, {0}, 1234, "/log"));
+  EXPECT_FALSE(store.mark_running(id, {0}, 1234, "/log")) << "a running job cannot start again";
   store.mark_finished(id, JobState::kOutOfMemory, 1, "oom", int64_t{5} << 30, 10.0);
   auto job = store.get(id);
   EXPECT_EQ(job->state, JobState::kOutOfMemory);
   EXPECT_EQ(job->oom_deaths, 1);
   EXPECT_EQ(job->peak_mem_bytes, int64_t{5} << 30);
-  EXPECT_TRUE(store.mark_running(id, 1, 99, "/log")) << "an OOM death is retried";
+  EXPECT_TRUE(store.mark_running(id, {1}, 99, "/log")) << "an OOM death is retried";
   store.mark_finished(id, JobState::kCompleted, 0, "", std::nullopt, 5.0);
   job = store.get(id);
   EXPECT_EQ(job->state, JobState::kCompleted);
@@ -51,12 +53,48 @@ TEST(JobStore, TransitionsFollowTheStateMachine) {
   EXPECT_DOUBLE_EQ(job->energy_j, 15.0);
 }
 
+TEST(JobStore, KeepsWaitingReasonsGpusOfAMultiGpuJobAndMeasuredShares) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({spec("a")})[0];
+  store.set_waiting_reason(id, "GPU 0: memory");
+  EXPECT_EQ(store.get(id)->reason, "GPU 0: memory");
+  EXPECT_TRUE(store.mark_running(id, {1, 3}, 7, "/log"));
+  store.set_waiting_reason(id, "late");
+  auto job = store.get(id);
+  EXPECT_EQ(job->reason, "") << "starting clears the reason; a running job takes none";
+  EXPECT_EQ(job->gpus, (std::vector<int>{1, 3}));
+  EXPECT_EQ(job->gpu, 1);
+  store.record_sm_share(id, 0.25);
+  EXPECT_DOUBLE_EQ(JobStore(dir.file("jobs.db")).get(id)->sm_share.value_or(0), 0.25);
+}
+
+TEST(JobStore, AStoreFromBeforeTheNewColumnsOpensAndKeepsItsJobs) {
+  testing::TempDir dir;
+  std::string path = dir.file("old.db");
+  run_process({"sqlite3", path,
+               "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, spec TEXT NOT NULL, state TEXT NOT NULL, "
+               "priority INTEGER NOT NULL DEFAULT 0, submit_s REAL NOT NULL, start_s REAL, end_s REAL, gpu INTEGER "
+               "NOT NULL DEFAULT -1, pid INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, reason TEXT NOT NULL DEFAULT "
+               "'', attempts INTEGER NOT NULL DEFAULT 0, oom_deaths INTEGER NOT NULL DEFAULT 0, peak_mem_bytes "
+               "INTEGER, energy_j REAL NOT NULL DEFAULT 0, log_path TEXT NOT NULL DEFAULT '');"
+               "INSERT INTO jobs (spec, state, submit_s, gpu) VALUES ('{\"name\":\"old\",\"command\":[\"true\"]}', "
+               "'COMPLETED', 1, 2);"},
+              {}, "", 10);
+  JobStore store(path);
+  auto jobs = store.list();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].spec.name, "old");
+  EXPECT_EQ(jobs[0].gpus, (std::vector<int>{2}));
+  EXPECT_FALSE(jobs[0].sm_share.has_value());
+}
+
 TEST(JobStore, CancelledJobsCannotStart) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));
   int64_t id = store.submit({spec("a")})[0];
   EXPECT_EQ(store.cancel(id), JobState::kPending);
-  EXPECT_FALSE(store.mark_running(id, 0, 1, ""));
+  EXPECT_FALSE(store.mark_running(id, {0}, 1, ""));
   EXPECT_EQ(store.get(id)->state, JobState::kCancelled);
 }
 

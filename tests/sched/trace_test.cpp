@@ -17,8 +17,8 @@ std::string error_of(const std::string& text) {
 TEST(Trace, RoundTripsThroughCsvWithCommasInCommands) {
   testing::TempDir dir;
   std::vector<TraceJob> jobs(2);
-  jobs[0] = {0, "a", 30, 1 << 30, 0.4, int64_t{2} << 30, 1, "python train.py --lr 0.1,0.2 \"quoted\""};
-  jobs[1] = {5.5, "b", 10, 123, 1.0, std::nullopt, 0, ""};
+  jobs[0] = {0, "a", 30, 1 << 30, 0.4, int64_t{2} << 30, 1, 2, "python train.py --lr 0.1,0.2 \"quoted\""};
+  jobs[1] = {5.5, "b", 10, 123, 1.0, std::nullopt, 0, 1, ""};
   write_trace(dir.file("t.csv"), jobs);
   auto read = read_trace(dir.file("t.csv"));
   ASSERT_EQ(read.size(), 2u);
@@ -26,17 +26,29 @@ TEST(Trace, RoundTripsThroughCsvWithCommasInCommands) {
   EXPECT_EQ(read[0].mem_estimate_bytes, int64_t{2} << 30);
   EXPECT_FALSE(read[1].mem_estimate_bytes.has_value());
   EXPECT_DOUBLE_EQ(read[1].submit_s, 5.5);
+  EXPECT_EQ(read[0].gpus, 2);
+  EXPECT_EQ(read[1].gpus, 1);
+}
+
+TEST(Trace, ATraceWithoutTheGpusColumnIsOneGpuPerJob) {
+  testing::TempDir dir;
+  auto jobs = read_trace(dir.write("t.csv", std::string(kTraceHeaderV1) + "\n0,a,1,1,0.5,,0,echo a,b\n"));
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].gpus, 1);
+  EXPECT_EQ(jobs[0].command, "echo a,b");
+  EXPECT_NE(error_of(std::string(kTraceHeader) + "\n0,a,1,1,0.5,,0,0,x\n").find("gpus"), std::string::npos)
+      << "0 GPUs is a bad input";
 }
 
 TEST(Trace, JobsAreSortedBySubmitTime) {
-  std::string text = std::string(kTraceHeader) + "\n9,late,1,1,0.5,,0,\n1,early,1,1,0.5,,0,\n";
+  std::string text = std::string(kTraceHeaderV1) + "\n9,late,1,1,0.5,,0,\n1,early,1,1,0.5,,0,\n";
   testing::TempDir dir;
   auto jobs = read_trace(dir.write("t.csv", text));
   EXPECT_EQ(jobs[0].name, "early");
 }
 
 TEST(Trace, BadValuesNameTheLineAndColumn) {
-  std::string header = std::string(kTraceHeader) + "\n";
+  std::string header = std::string(kTraceHeaderV1) + "\n";
   std::string message = error_of(header + "0,a,10,1,0.5,,0,\n0,b,ten,1,0.5,,0,\n");
   EXPECT_NE(message.find("t.csv:3: duration_s: expected seconds > 0, got \"ten\""), std::string::npos) << message;
   EXPECT_NE(error_of(header + "0,a,10,1,1.5,,0,\n").find("sm_activity"), std::string::npos);

@@ -22,9 +22,10 @@ class ColodTest : public ::testing::Test {
  protected:
   EnvironmentOverrides env() const { return {{"XDG_STATE_HOME", dir_.path()}, {"COLO_PROGRESS", "0"}}; }
 
-  std::unique_ptr<ChildProcess> start_daemon() {
-    auto daemon = std::make_unique<ChildProcess>(std::vector<std::string>{COLOD_EXECUTABLE, "--poll", "0.1"}, env(),
-                                                 dir_.file("colod.log"));
+  std::unique_ptr<ChildProcess> start_daemon(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{COLOD_EXECUTABLE, "--poll", "0.1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto daemon = std::make_unique<ChildProcess>(argv, env(), dir_.file("colod.log"));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!find_daemon(dir_.path() + "/colo") && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -39,6 +40,14 @@ class ColodTest : public ::testing::Test {
   }
 
   nlohmann::json show(int id) { return nlohmann::json::parse(colo({"show", std::to_string(id)}).output); }
+
+  // Polls `colo show` until the job is in `state`.
+  void wait_for_state(int id, const std::string& state) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (show(id)["state"] != state && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
 
   // Polls `colo show` until the job is in a final state.
   nlohmann::json wait_final(int id) {
@@ -97,6 +106,47 @@ TEST_F(ColodTest, KillNineOfTheDaemonLosesNoJob) {
   EXPECT_EQ(wait_final(2)["state"], "COMPLETED");
   EXPECT_EQ(colo({"logs", "2"}).output, "queued done\n");
   restarted->terminate(5);
+}
+
+// An upgrade or a service restart sends SIGTERM: the running job must not
+// lose its progress. It keeps running; the next colod adopts it, and it
+// completes having started once.
+TEST_F(ColodTest, AGracefulStopLeavesRunningJobsForTheNextDaemon) {
+  auto daemon = start_daemon();
+  std::string marker = dir_.file("ran");
+  ASSERT_EQ(colo({"submit", "--name", "long", "--", "sh", "-c", "echo x >> " + marker + "; sleep 2; echo long done"})
+                .exit_code,
+            0);
+  wait_for_state(1, "RUNNING");
+  daemon->terminate(10);
+  daemon->wait();
+  EXPECT_NE(read_file(dir_.file("colod.log")).find("keep running"), std::string::npos) << read_file(dir_.file("colod.log"));
+  EXPECT_EQ(show(1)["state"], "RUNNING") << "the store still says RUNNING; the process lives on";
+  auto restarted = start_daemon();
+  auto job = wait_final(1);
+  EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(job["attempts"], 1) << "adopted, not rerun";
+  EXPECT_EQ(read_file(marker), "x\n");
+  EXPECT_EQ(colo({"logs", "1"}).output, "long done\n");
+  restarted->terminate(5);
+}
+
+// --drain: the stop waits for the running job to end and starts nothing new;
+// a job that was waiting stays queued, saying why.
+TEST_F(ColodTest, DrainWaitsForRunningJobsAndStartsNoNewOne) {
+  auto daemon = start_daemon({"--drain", "--policy", "exclusive", "--mode", "exclusive"});
+  ASSERT_EQ(colo({"submit", "--name", "first", "--", "sh", "-c", "sleep 5"}).exit_code, 0);
+  ASSERT_EQ(colo({"submit", "--name", "second", "--", "true"}).exit_code, 0);
+  wait_for_state(1, "RUNNING");
+  EXPECT_NE(show(2)["reason"].get<std::string>().find("busy"), std::string::npos)
+      << "a waiting job says why: " << show(2).dump();
+  ::kill(daemon->pid(), SIGTERM);
+  daemon->wait();
+  EXPECT_EQ(show(1)["state"], "COMPLETED") << "drained: the running job ended before colod did\n"
+                                           << read_file(dir_.file("colod.log"));
+  auto second = show(2);
+  EXPECT_EQ(second["state"], "PENDING");
+  EXPECT_NE(colo({"queue"}).output.find("draining"), std::string::npos) << colo({"queue"}).output;
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ void print_jobs(const std::vector<sched::JobRecord>& jobs) {
     table.row({std::to_string(j.id), j.spec.name.substr(0, 28), sched::to_string(j.state),
                j.gpu >= 0 ? std::to_string(j.gpu) : "-", std::to_string(j.attempts), duration_cell(j),
                j.peak_mem_bytes ? bytes_human(double(*j.peak_mem_bytes)) : "-",
-               j.exit_code ? std::to_string(*j.exit_code) : "-", j.reason.substr(0, 30)});
+               j.exit_code ? std::to_string(*j.exit_code) : "-", j.reason});
   }
 }
 

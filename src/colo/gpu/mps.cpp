@@ -24,9 +24,13 @@ std::vector<int> parse_pid_list(const std::string& text) {
   return pids;
 }
 
-std::string pinned_mem_limit_value(int device_ordinal, int64_t bytes) {
+std::string pinned_mem_limit_value(const std::vector<int>& device_ordinals, int64_t bytes) {
   int64_t mib = std::max<int64_t>(1, bytes >> 20);
-  return std::to_string(device_ordinal) + "=" + std::to_string(mib) + "M";
+  std::string value;
+  for (int ordinal : device_ordinals) {
+    value += (value.empty() ? "" : ",") + std::to_string(ordinal) + "=" + std::to_string(mib) + "M";
+  }
+  return value;
 }
 
 MpsDaemon::MpsDaemon(MpsOptions options) : options_(std::move(options)) {
@@ -50,7 +54,7 @@ MpsDaemon::MpsDaemon(MpsOptions options) : options_(std::move(options)) {
                    "): " + start.output);
   }
   started_here_ = true;
-  cleanup_id_ = add_interrupt_cleanup([this] { quit(); });
+  if (options_.quit_on_interrupt) cleanup_id_ = add_interrupt_cleanup([this] { quit(); });
   Stopwatch clock;
   while (!healthy()) {
     if (clock.elapsed_s() > options_.timeout_s) {
@@ -110,12 +114,12 @@ std::vector<int> MpsDaemon::client_pids(int server_pid) const {
 
 EnvironmentOverrides MpsDaemon::client_environment(std::optional<int> thread_percentage,
                                                    std::optional<int64_t> mem_limit_bytes,
-                                                   int device_ordinal) const {
+                                                   const std::vector<int>& device_ordinals) const {
   EnvironmentOverrides env{{"CUDA_MPS_PIPE_DIRECTORY", options_.pipe_dir},
                            {"CUDA_MPS_LOG_DIRECTORY", options_.log_dir}};
   if (thread_percentage) env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*thread_percentage);
   if (mem_limit_bytes) {
-    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = pinned_mem_limit_value(device_ordinal, *mem_limit_bytes);
+    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = pinned_mem_limit_value(device_ordinals, *mem_limit_bytes);
   }
   return env;
 }

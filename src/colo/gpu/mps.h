@@ -22,6 +22,10 @@ struct MpsOptions {
   std::string log_dir;        // private
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES for the daemon ("" = inherit)
   double timeout_s = 15.0;    // for start, commands and quit
+  // Quit a daemon started here on SIGINT/SIGTERM. A scheduler that lets its
+  // jobs outlive it (colod's graceful stop) turns this off and quits the
+  // daemon itself when it should.
+  bool quit_on_interrupt = true;
 };
 
 // An MPS control daemon on a private pipe directory. If one already runs
@@ -46,10 +50,11 @@ class MpsDaemon {
   bool healthy() const;
 
   // Environment a client needs: the pipe directory, and optionally its
-  // active-thread percentage (1..100) and pinned device-memory limit.
+  // active-thread percentage (1..100) and pinned device-memory limit, the
+  // same on each of the devices it uses (ordinals among the daemon's).
   EnvironmentOverrides client_environment(std::optional<int> thread_percentage,
                                           std::optional<int64_t> mem_limit_bytes,
-                                          int device_ordinal = 0) const;
+                                          const std::vector<int>& device_ordinals = {0}) const;
 
   // Sends one command line; returns its output. Throws MpsError on failure.
   std::string command(const std::string& line) const;
@@ -61,6 +66,9 @@ class MpsDaemon {
   // Asks the daemon to quit and waits until it is gone; idempotent. Only
   // acts on a daemon this object started.
   void quit();
+  // Leaves the daemon running when this object goes (its clients outlive
+  // it; the next user finds it on the same pipe directory).
+  void leave_running() { quit_ = true; }
 
  private:
   EnvironmentOverrides control_environment() const;
@@ -75,7 +83,8 @@ class MpsDaemon {
 // get_client_list); words that are not numbers are skipped.
 std::vector<int> parse_pid_list(const std::string& text);
 
-// The environment value for CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("0=4096M").
-std::string pinned_mem_limit_value(int device_ordinal, int64_t bytes);
+// The environment value for CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("0=4096M",
+// or "0=4096M,1=4096M" for several devices).
+std::string pinned_mem_limit_value(const std::vector<int>& device_ordinals, int64_t bytes);
 
 }  // namespace colo::gpu

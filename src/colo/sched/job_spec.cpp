@@ -122,6 +122,11 @@ std::vector<JobSpec> expand_array(const JobSpec& spec) {
   return jobs;
 }
 
+std::string command_key(const JobSpec& spec) {
+  nlohmann::json key = {spec.command, spec.workdir};
+  return key.dump();
+}
+
 nlohmann::json to_json(const JobSpec& s) {
   nlohmann::json j = {{"name", s.name}, {"command", s.command}, {"workdir", s.workdir}, {"env", s.env},
                       {"gpus", s.gpus}, {"priority", s.priority}, {"array_index", s.array_index}};

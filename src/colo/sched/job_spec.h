@@ -19,7 +19,7 @@ struct JobSpec {
   std::vector<std::string> command;   // argv; a string in the file runs under /bin/sh -c
   std::string workdir = ".";
   std::map<std::string, std::string> env;
-  int gpus = 1;                        // GPUs it needs (only 1 is placed for now)
+  int gpus = 1;                        // GPUs it runs on at once (gang-placed; `mem` is per GPU)
   std::optional<int64_t> mem_bytes;    // peak GPU memory estimate; nullopt = unknown
   std::optional<double> sm_share;      // expected SM activity alone, 0..1
   int priority = 0;                    // higher first
@@ -43,6 +43,10 @@ std::vector<JobSpec> expand_array(const JobSpec& spec);
 // than `host_gpus` (such a job could never start); nothing when host_gpus is
 // 0 (no GPUs: jobs run without one).
 void check_gpus_fit(const std::vector<JobSpec>& specs, size_t host_gpus);
+
+// What makes two jobs "the same command" for history: argv and workdir
+// (array indices and other environment do not count).
+std::string command_key(const JobSpec& spec);
 
 nlohmann::json to_json(const JobSpec& spec);
 JobSpec job_spec_from_json(const nlohmann::json& j);

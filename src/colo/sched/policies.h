@@ -12,8 +12,8 @@ namespace colo::sched {
 class CollocatingPolicy : public Policy {
  public:
   explicit CollocatingPolicy(Thresholds thresholds) : thresholds_(thresholds) {}
-  bool filter(const JobRequest& job, const GpuView& gpu) const override {
-    return passes_collocation_thresholds(job, gpu, thresholds_);
+  Fit filter(const JobRequest& job, const GpuView& gpu) const override {
+    return collocation_thresholds(job, gpu, thresholds_);
   }
 
  protected:

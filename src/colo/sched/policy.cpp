@@ -1,9 +1,11 @@
 #include "colo/sched/policy.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <utility>
 
+#include "colo/core/table.h"
 #include "colo/sched/policies.h"
 
 namespace colo::sched {
@@ -25,31 +27,60 @@ const std::vector<std::pair<std::string, PolicyFactory>>& registry() {
 
 }  // namespace
 
-bool passes_common_rules(const JobRequest& job, const GpuView& gpu) {
-  if (gpu.held_exclusively) return false;
-  if (job.must_run_alone && gpu.jobs > 0) return false;
-  return gpu.mem_free_bytes >= job.min_free_bytes;
-}
-
-bool passes_collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t) {
-  if (gpu.jobs == 0) return true;  // an empty GPU always takes a job
-  if (!job.mem_bytes) return false;
-  return gpu.sm_activity <= t.max_sm_activity && gpu.mem_free_bytes >= *job.mem_bytes + t.mem_margin_bytes;
-}
-
-std::optional<int> pick_gpu(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus) {
-  std::optional<int> best;
-  double best_score = 0;
-  for (const auto& gpu : gpus) {
-    if (!passes_common_rules(job, gpu) || !policy.filter(job, gpu)) continue;
-    double score = policy.score(job, gpu);
-    if (!best || score > best_score || (score == best_score && gpu.index < *best)) {
-      best = gpu.index;
-      best_score = score;
-    }
+Fit common_rules(const JobRequest& job, const GpuView& gpu) {
+  if (gpu.held_exclusively) return Fit::no("busy: its job runs alone");
+  if (job.must_run_alone && gpu.jobs > 0) return Fit::no("must run alone (OOM recovery), GPU busy");
+  if (gpu.jobs > 0 && !gpu.closed_reason.empty()) return Fit::no(gpu.closed_reason);
+  if (gpu.mem_free_bytes < job.min_free_bytes) {
+    return Fit::no("held for recovery: needs " + bytes_human(double(job.min_free_bytes)) + " free, " +
+                   bytes_human(double(gpu.mem_free_bytes)) + " free");
   }
-  if (best) policy.placed(job, *best);
-  return best;
+  return Fit::yes();
+}
+
+Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t) {
+  if (gpu.jobs == 0) return Fit::yes();  // an empty GPU always takes a job
+  if (!job.mem_bytes) return Fit::no("memory unknown: waits for an empty GPU");
+  if (gpu.sm_activity > t.max_sm_activity) {
+    return Fit::no("SM activity " + fixed(gpu.sm_activity, 2) + " > " + fixed(t.max_sm_activity, 2));
+  }
+  if (gpu.mem_free_bytes < *job.mem_bytes + t.mem_margin_bytes) {
+    return Fit::no("memory: needs " + bytes_human(double(*job.mem_bytes + t.mem_margin_bytes)) + " with margin, " +
+                   bytes_human(double(std::max<int64_t>(gpu.mem_free_bytes, 0))) + " free");
+  }
+  return Fit::yes();
+}
+
+Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus) {
+  std::vector<std::pair<double, int>> passing;  // (score, index)
+  std::string refusals;
+  for (const auto& gpu : gpus) {
+    Fit fit = common_rules(job, gpu);
+    if (fit) fit = policy.filter(job, gpu);
+    if (!fit) {
+      refusals += (refusals.empty() ? "" : "; ") + ("GPU " + std::to_string(gpu.index) + ": " + fit.reason);
+      continue;
+    }
+    passing.emplace_back(policy.score(job, gpu), gpu.index);
+  }
+  int wanted = std::max(job.gpus, 1);
+  Placement placement;
+  if (static_cast<int>(passing.size()) < wanted) {
+    placement.reason = wanted > 1 ? "needs " + std::to_string(wanted) + " GPUs at once, " +
+                                        std::to_string(passing.size()) + " can take it (" + refusals + ")"
+                                  : refusals;
+    if (placement.reason.empty()) placement.reason = "no GPU";
+    return placement;
+  }
+  std::stable_sort(passing.begin(), passing.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  for (int i = 0; i < wanted; ++i) {
+    placement.gpus.push_back(passing[static_cast<size_t>(i)].second);
+    policy.placed(job, passing[static_cast<size_t>(i)].second);
+  }
+  std::sort(placement.gpus.begin(), placement.gpus.end());
+  return placement;
 }
 
 std::vector<std::string> policy_names() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace colo::sched {
@@ -21,6 +22,10 @@ struct GpuView {
   double sm_activity = 0;        // measured (or simulated), 0..1
   int jobs = 0;                  // jobs placed on it
   bool held_exclusively = false; // a job that must run alone is on it
+  // Non-empty while the GPU takes no further job whatever its load: a job of
+  // unknown SM share is settling on it, or the last job added did not raise
+  // its SM activity (gpu_ledger.h). Says why.
+  std::string closed_reason;
 };
 
 // What a policy knows of the job being placed.
@@ -30,12 +35,35 @@ struct JobRequest {
   double sm_share = 0;               // expected SM activity alone, 0..1 (0 = unknown)
   bool must_run_alone = false;       // OOM recovery under RAD-RM's rule
   int64_t min_free_bytes = 0;        // OOM recovery under the peak + margin rule
+  int gpus = 1;                      // placed on this many GPUs at once, all or none
 };
 
 // Thresholds RAD-RM uses for collocation.
 struct Thresholds {
   double max_sm_activity = 0.80;           // a GPU busier than this takes no more jobs
   int64_t mem_margin_bytes = int64_t{1} << 30;  // free memory must exceed the estimate by this
+  // A job of unknown SM share closes its GPU to further jobs this long after
+  // it starts; then its share is measured as the rise of the GPU's activity.
+  double settle_s = 8.0;
+  // A GPU whose SM activity rose by less than this when its last job settled
+  // has stopped growing: it takes no further job until one leaves.
+  double min_sm_gain = 0.03;
+};
+
+// Whether a job may go on a GPU, and why not.
+struct Fit {
+  bool ok = true;
+  std::string reason;  // set when !ok, e.g. "memory: needs 13.0 GiB, 8.0 GiB free"
+  static Fit yes() { return {}; }
+  static Fit no(std::string why) { return {false, std::move(why)}; }
+  explicit operator bool() const { return ok; }
+};
+
+// Where a job goes: the GPUs picked (as many as it asks for), or none and why.
+struct Placement {
+  std::vector<int> gpus;
+  std::string reason;  // set when gpus is empty
+  bool placed() const { return !gpus.empty(); }
 };
 
 // A placement policy. filter() and score() are pure; placed() lets a
@@ -44,26 +72,28 @@ class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string name() const = 0;
-  // May `job` go on `gpu` now?
-  virtual bool filter(const JobRequest& job, const GpuView& gpu) const = 0;
+  // May `job` go on `gpu` now? When not, the reason names what is short.
+  virtual Fit filter(const JobRequest& job, const GpuView& gpu) const = 0;
   // Higher is better; only called for GPUs that passed filter().
   virtual double score(const JobRequest& job, const GpuView& gpu) const = 0;
   virtual void placed(const JobRequest& /*job*/, int /*gpu_index*/) {}
 };
 
 // Checks every policy shares: a GPU held by a must-run-alone job takes
-// nothing; a must-run-alone job needs an empty GPU; the recovery minimum.
-bool passes_common_rules(const JobRequest& job, const GpuView& gpu);
+// nothing; a must-run-alone job needs an empty GPU; a closed GPU (settling
+// or saturated) takes nothing more; the recovery minimum.
+Fit common_rules(const JobRequest& job, const GpuView& gpu);
 
 // RAD-RM's collocation thresholds: SM activity at most the maximum, and free
 // memory at least the estimate plus the margin. A job of unknown memory
 // only goes on an empty GPU.
-bool passes_collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t);
+Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t);
 
-// The GPU `policy` picks for `job` among `gpus`: highest score among those
-// passing filter (ties: lowest index); nullopt when none passes. Calls
-// policy.placed() on a pick.
-std::optional<int> pick_gpu(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus);
+// The GPUs `policy` picks for `job` among `gpus`: the job.gpus highest
+// scores among those passing filter (ties: lowest index), all or none. When
+// none, the reason says why each GPU refused ("GPU 0: memory: ...").
+// Calls policy.placed() for each GPU picked.
+Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus);
 
 // Policies by name: exclusive, round-robin, magm, lug, best-fit.
 std::vector<std::string> policy_names();

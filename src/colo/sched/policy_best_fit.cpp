@@ -4,6 +4,7 @@
 // has jobs beats an empty one (fill before opening another), then the
 // tightest memory fit wins, so large holes stay free for large jobs.
 
+#include "colo/core/table.h"
 #include "colo/sched/policies.h"
 
 namespace colo::sched {
@@ -13,11 +14,15 @@ class BestFitPolicy : public CollocatingPolicy {
  public:
   using CollocatingPolicy::CollocatingPolicy;
   std::string name() const override { return "best-fit"; }
-  bool filter(const JobRequest& job, const GpuView& gpu) const override {
-    if (!CollocatingPolicy::filter(job, gpu)) return false;
-    if (gpu.jobs == 0) return true;
-    double share = job.sm_share > 0 ? job.sm_share : 0.5;  // unknown: assume half a GPU
-    return gpu.sm_activity + share <= 1.0 + 1e-9;
+  // A share not known yet counts as nothing: the GPU then stays closed
+  // while the job settles and its share is measured (gpu_ledger.h).
+  Fit filter(const JobRequest& job, const GpuView& gpu) const override {
+    Fit fit = CollocatingPolicy::filter(job, gpu);
+    if (!fit || gpu.jobs == 0) return fit;
+    if (gpu.sm_activity + job.sm_share > 1.0 + 1e-9) {
+      return Fit::no("SM headroom: " + fixed(gpu.sm_activity, 2) + " + " + fixed(job.sm_share, 2) + " > 1");
+    }
+    return Fit::yes();
   }
   double score(const JobRequest& job, const GpuView& gpu) const override {
     double total = static_cast<double>(std::max<int64_t>(gpu.mem_total_bytes, 1));

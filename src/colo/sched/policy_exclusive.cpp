@@ -8,7 +8,9 @@ namespace {
 class ExclusivePolicy : public Policy {
  public:
   std::string name() const override { return "exclusive"; }
-  bool filter(const JobRequest&, const GpuView& gpu) const override { return gpu.jobs == 0; }
+  Fit filter(const JobRequest&, const GpuView& gpu) const override {
+    return gpu.jobs == 0 ? Fit::yes() : Fit::no("exclusive: GPU busy");
+  }
   double score(const JobRequest&, const GpuView&) const override { return 0; }
 };
 

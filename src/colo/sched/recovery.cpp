@@ -12,6 +12,10 @@ RecoveryRule recovery_rule_from_string(const std::string& name) {
   throw std::invalid_argument("unknown recovery rule \"" + name + "\" (known: alone, peak-margin)");
 }
 
+JobState state_after_oom_death(int deaths, const RecoveryOptions& options) {
+  return deaths > options.max_retries ? JobState::kFailed : JobState::kOutOfMemory;
+}
+
 JobRequest recovery_request(const JobRequest& original, const RecoveryOptions& options, int attempt,
                             int64_t observed_peak_bytes) {
   JobRequest retry = original;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "colo/sched/job.h"
 #include "colo/sched/policy.h"
 
 namespace colo::sched {
@@ -21,6 +22,10 @@ struct RecoveryOptions {
 
 // Parses "alone" or "peak-margin"; throws std::invalid_argument otherwise.
 RecoveryRule recovery_rule_from_string(const std::string& name);
+
+// The state of a job after its `deaths`-th OOM death: OUT_OF_MEMORY (it
+// waits in the recovery queue) while deaths <= max_retries, else FAILED.
+JobState state_after_oom_death(int deaths, const RecoveryOptions& options);
 
 // The request for retry `attempt` (1 = first retry) of `original`, whose
 // largest observed peak was `observed_peak_bytes`. Retries are served before

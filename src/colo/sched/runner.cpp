@@ -19,11 +19,10 @@
 #include "colo/core/stopwatch.h"
 #include "colo/sched/mps_limit.h"
 #include "colo/sched/oom.h"
+#include "colo/sched/queue_order.h"
 
 namespace colo::sched {
 namespace {
-
-constexpr double kDefaultShare = 0.5;
 
 std::string tail_of(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
@@ -59,9 +58,22 @@ int process_group_of(uint32_t pid) {
 
 }  // namespace
 
+static gpu::SimulatedDevice* simulated_device(const gpu::DevicePtr& device) {
+  return dynamic_cast<gpu::SimulatedDevice*>(device.get());
+}
+
+static std::vector<int64_t> memory_totals(const std::vector<gpu::DevicePtr>& devices) {
+  std::vector<int64_t> totals;
+  for (const auto& d : devices) totals.push_back(d->info().mem_total_bytes);
+  if (totals.empty()) totals.push_back(0);  // the "no GPU" slot
+  return totals;
+}
+
 Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptions options)
     : store_(store), devices_(std::move(devices)), has_gpus_(!devices_.empty()), options_(std::move(options)),
-      policy_(make_policy(options_.policy, options_.thresholds)) {
+      policy_(make_policy(options_.policy, options_.thresholds)),
+      ledger_(memory_totals(devices_), has_gpus_ ? options_.mode : CollocationMode::kExclusive,
+              options_.thresholds) {
   if (!has_gpus_) {
     gpu::SimulatedGpuSpec cpu;
     cpu.name = "no GPU";
@@ -71,38 +83,57 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   if (options_.log_dir.empty()) options_.log_dir = store_.path() + ".logs";
   std::string error = make_directories(options_.log_dir);
   if (!error.empty()) throw InputError(options_.log_dir, "", "cannot create the job log directory: " + error);
+  learn_shares();
 }
 
-Runner::~Runner() = default;
+Runner::~Runner() {
+  if (mps_) mps_->leave_running();  // a runner that did not finish may have jobs on it
+}
 
 std::string Runner::log_path(int64_t id) const { return options_.log_dir + "/job-" + std::to_string(id) + ".log"; }
 std::string Runner::status_path(int64_t id) const {
   return options_.log_dir + "/job-" + std::to_string(id) + ".status";
 }
 
+void Runner::learn_shares() {
+  for (const auto& job : store_.list()) {  // by id: the latest measurement wins
+    if (job.sm_share) learned_share_[command_key(job.spec)] = *job.sm_share;
+  }
+}
+
 JobRequest Runner::request_for(const JobRecord& job) const {
-  JobRequest request{job.id, job.spec.mem_bytes, job.spec.sm_share.value_or(0), false, 0};
+  JobRequest request{job.id, job.spec.mem_bytes, job.spec.sm_share.value_or(0), false, 0, job.spec.gpus};
+  if (request.sm_share <= 0) {
+    auto learned = learned_share_.find(command_key(job.spec));
+    if (learned != learned_share_.end()) request.sm_share = learned->second;
+  }
   if (job.state == JobState::kOutOfMemory && job.oom_deaths > 0) {
     request = recovery_request(request, options_.recovery, job.oom_deaths, job.peak_mem_bytes.value_or(0));
   }
   return request;
 }
 
+void Runner::adopt(const JobRecord& job) {
+  Active a;
+  a.id = job.id;
+  a.gpus = job.gpus.empty() ? std::vector<int>{std::max(job.gpu, 0)} : job.gpus;
+  a.pgid = job.pid;
+  a.request = request_for(job);
+  if (job.sm_share) a.request.sm_share = *job.sm_share;
+  account_on_simulated(a);
+  ledger_.place(a.request, a.gpus, clock_.elapsed_s());
+  active_.push_back(std::move(a));
+  spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
+}
+
 void Runner::recover() {
   for (const auto& job : store_.list({JobState::kRunning})) {
     if (job.pid > 0 && process_alive(job.pid)) {
-      Active a;
-      a.id = job.id;
-      a.gpu = job.gpu;
-      a.pgid = job.pid;
-      a.request = request_for(job);
-      account_on_simulated(a);
-      active_.push_back(std::move(a));
-      spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
+      adopt(job);
     } else if (auto code = read_status(status_path(job.id))) {
       Active a;
       a.id = job.id;
-      a.gpu = job.gpu;
+      a.gpus = job.gpus;
       settle(a, *code);
     } else {
       store_.mark_requeued(job.id, "its process was lost while colo was down");
@@ -111,21 +142,26 @@ void Runner::recover() {
   }
 }
 
-static gpu::SimulatedDevice* simulated_device(const gpu::DevicePtr& device) {
-  return dynamic_cast<gpu::SimulatedDevice*>(device.get());
-}
-
 void Runner::account_on_simulated(const Active& job) {
   if (!has_gpus_) return;
-  if (auto* sim = simulated_device(devices_[job.gpu])) {
-    double share = job.request.sm_share > 0 ? job.request.sm_share : kDefaultShare;
-    sim->place(job.id, {static_cast<uint32_t>(job.pgid), job.request.mem_bytes.value_or(0), share});
+  for (int g : job.gpus) {
+    if (auto* sim = simulated_device(devices_[g])) {
+      double share = job.request.sm_share > 0 ? job.request.sm_share : 0.5;
+      sim->place(job.id, {static_cast<uint32_t>(job.pgid), job.request.mem_bytes.value_or(0), share});
+    }
   }
 }
 
 void Runner::release_on_simulated(const Active& job) {
   if (!has_gpus_) return;
-  if (auto* sim = simulated_device(devices_[job.gpu])) sim->remove(job.id);
+  for (int g : job.gpus) {
+    if (auto* sim = simulated_device(devices_[g])) sim->remove(job.id);
+  }
+}
+
+void Runner::forget(const Active& job) {
+  release_on_simulated(job);
+  ledger_.remove(job.id);
 }
 
 void Runner::observe_devices() {
@@ -134,10 +170,17 @@ void Runner::observe_devices() {
   double dt = last_observed_s_ < 0 ? 0 : now - last_observed_s_;
   last_observed_s_ = now;
   for (size_t g = 0; g < devices_.size(); ++g) {
+    int index = static_cast<int>(g);
     gpu::SimulatedDevice* sim = simulated_device(devices_[g]);
     if (sim != nullptr && has_gpus_) sim->advance(dt);
-    gpu::DeviceSample sample = devices_[g]->sample();
-    auto previous = last_sample_.find(static_cast<int>(g));
+    gpu::DeviceSample sample;
+    try {
+      sample = devices_[g]->sample();
+    } catch (const std::exception& e) {  // NVML stopped answering: schedule on the accounts alone
+      spdlog::warn("GPU {}: no reading ({}); placing by the scheduler's accounts", g, e.what());
+      continue;
+    }
+    auto previous = last_sample_.find(index);
     // The device's energy since the last round: the energy counter's
     // difference where the driver has one, else integrated power; split
     // among its jobs by SM share below.
@@ -145,13 +188,17 @@ void Runner::observe_devices() {
     if (previous != last_sample_.end()) {
       energy = gpu::energy_between({previous->second, sample}, previous->second.time_s, sample.time_s).energy_j;
     }
-    last_sample_[static_cast<int>(g)] = sample;
+    last_sample_[index] = sample;
     if (!has_gpus_) continue;
-    std::vector<gpu::ProcessUsage> processes = devices_[g]->processes();
+    std::optional<double> activity = sample.sm_active ? sample.sm_active : sample.gpu_util;
+    ledger_.observe(index, now, activity,
+                    sim != nullptr ? std::optional<int64_t>() : std::optional<int64_t>(sample.mem_free_bytes));
+    std::vector<gpu::ProcessUsage> processes;
+    if (sim == nullptr) processes = devices_[g]->processes();
     double shares = 0;
     for (auto& a : active_) {
-      if (a.gpu != static_cast<int>(g)) continue;
-      shares += a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare;
+      if (std::find(a.gpus.begin(), a.gpus.end(), index) == a.gpus.end()) continue;
+      shares += ledger_.energy_share(a.id);
       // A simulated GPU reports what colo placed on it, not what a job used:
       // no peak is recorded, so history never learns an estimate back.
       if (sim != nullptr) continue;
@@ -160,79 +207,64 @@ void Runner::observe_devices() {
         if (process_group_of(p.pid) == a.pgid) used += p.used_mem_bytes;
       }
       a.peak_bytes = std::max(a.peak_bytes, used);
+      ledger_.observe_peak(a.id, used);
     }
     for (auto& a : active_) {
-      if (a.gpu == static_cast<int>(g) && shares > 0) {
-        a.energy_j += energy * (a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare) / shares;
+      if (shares > 0 && std::find(a.gpus.begin(), a.gpus.end(), index) != a.gpus.end()) {
+        a.energy_j += energy * ledger_.energy_share(a.id) / shares;
       }
     }
   }
-}
-
-std::vector<GpuView> Runner::views() const {
-  std::vector<GpuView> out;
-  for (size_t g = 0; g < devices_.size(); ++g) {
-    GpuView v;
-    v.index = static_cast<int>(g);
-    v.mem_total_bytes = devices_[g]->info().mem_total_bytes;
-    int64_t reserved = 0;
-    double shares = 0;
-    for (const auto& a : active_) {
-      if (a.gpu != v.index) continue;
-      ++v.jobs;
-      int64_t reservation = a.request.mem_bytes ? *a.request.mem_bytes + options_.thresholds.mem_margin_bytes : 0;
-      reserved += std::max(reservation, a.peak_bytes);
-      shares += a.request.sm_share > 0 ? a.request.sm_share : kDefaultShare;
-      if (a.request.must_run_alone) v.held_exclusively = true;
-    }
-    if (options_.mode == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
-    v.mem_free_bytes = v.mem_total_bytes - reserved;
-    auto sample = last_sample_.find(v.index);
-    double measured = 0;
-    if (sample != last_sample_.end()) {
-      const auto& s = sample->second;
-      if (has_gpus_) v.mem_free_bytes = std::min(v.mem_free_bytes, s.mem_free_bytes);
-      measured = s.sm_active.value_or(s.gpu_util.value_or(0));
-    }
-    v.sm_activity = std::max(measured, std::min(1.0, shares));
-    out.push_back(v);
+  for (const auto& m : ledger_.settle(now)) {
+    auto record = store_.get(m.id);
+    if (!record) continue;
+    store_.record_sm_share(m.id, m.share);
+    learned_share_[command_key(record->spec)] = m.share;
+    spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
+                 m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
   }
-  return out;
 }
 
-gpu::MpsDaemon* Runner::mps_for(int gpu) {
-  auto it = mps_.find(gpu);
-  if (it != mps_.end()) return it->second.get();
+gpu::MpsDaemon* Runner::mps() {
+  if (mps_) return mps_.get();
   gpu::MpsOptions options;
   options.control = options_.mps_control;
-  std::string dir = (options_.mps_dir.empty() ? options_.log_dir + "/mps" : options_.mps_dir) + "/gpu" +
-                    std::to_string(gpu);
+  std::string dir = options_.mps_dir.empty() ? options_.log_dir + "/mps" : options_.mps_dir;
   options.pipe_dir = dir + "/pipe";
   options.log_dir = dir + "/log";
-  options.visible_devices = std::to_string(gpu);
-  auto daemon = std::make_unique<gpu::MpsDaemon>(options);
-  gpu::MpsDaemon* raw = daemon.get();
-  mps_[gpu] = std::move(daemon);
-  return raw;
+  options.quit_on_interrupt = false;  // stop_all() quits it; detach() leaves it to the jobs
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    const std::string& uuid = devices_[g]->info().uuid;
+    options.visible_devices += (g ? "," : "") + (uuid.empty() ? std::to_string(devices_[g]->info().index) : uuid);
+  }
+  mps_ = std::make_unique<gpu::MpsDaemon>(options);
+  return mps_.get();
 }
 
-bool Runner::start(const JobRecord& job) {
+std::optional<std::string> Runner::start(const JobRecord& job) {
   JobRequest request = request_for(job);
-  std::optional<int> g = pick_gpu(*policy_, request, views());
-  if (!g) return false;
+  Placement placement = pick_gpus(*policy_, request, ledger_.views(clock_.elapsed_s()));
+  if (!placement.placed()) return placement.reason;
+  const std::vector<int>& gpus = placement.gpus;
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   env["COLO_JOB_ID"] = std::to_string(job.id);
   env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
   if (has_gpus_) {
-    env["CUDA_VISIBLE_DEVICES"] = devices_[*g]->info().uuid.empty() ? std::to_string(*g) : devices_[*g]->info().uuid;
-    bool simulated = dynamic_cast<gpu::SimulatedDevice*>(devices_[*g].get()) != nullptr;
+    std::string visible, ordinals;
+    for (int g : gpus) {
+      const std::string& uuid = devices_[g]->info().uuid;
+      visible += (visible.empty() ? "" : ",") + (uuid.empty() ? std::to_string(devices_[g]->info().index) : uuid);
+      ordinals += (ordinals.empty() ? "" : ",") + std::to_string(g);
+    }
+    env["CUDA_VISIBLE_DEVICES"] = visible;
+    bool simulated = simulated_device(devices_[gpus.front()]) != nullptr;
     if (options_.mode == CollocationMode::kMps && !simulated) {
       std::optional<int> percentage;
-      if (request.sm_share > 0) percentage = std::clamp(static_cast<int>(std::ceil(request.sm_share * 100)), 1, 100);
+      if (job.spec.sm_share) percentage = std::clamp(static_cast<int>(std::ceil(*job.spec.sm_share * 100)), 1, 100);
       std::optional<int64_t> limit;
       if (options_.mps_memory_limits) limit = mps_memory_limit(request, options_.thresholds);
-      for (const auto& [k, v] : mps_for(*g)->client_environment(percentage, limit)) env[k] = v;
-      env["CUDA_VISIBLE_DEVICES"] = "0";  // the daemon exposes only its own GPU
+      for (const auto& [k, v] : mps()->client_environment(percentage, limit, gpus)) env[k] = v;
+      env["CUDA_VISIBLE_DEVICES"] = ordinals;  // ordinals among the daemon's GPUs (all of this runner's)
     }
   } else {
     env["CUDA_VISIBLE_DEVICES"] = "";
@@ -243,24 +275,28 @@ bool Runner::start(const JobRecord& job) {
   argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
   remove_tree(status_path(job.id));
   auto child = std::make_unique<ChildProcess>(argv, env, log_path(job.id));
-  if (!store_.mark_running(job.id, *g, child->pid(), log_path(job.id))) {
+  if (!store_.mark_running(job.id, gpus, child->pid(), log_path(job.id))) {
     child->terminate(5.0);  // cancelled meanwhile
-    return false;
+    return std::nullopt;
   }
   Active a;
   a.id = job.id;
-  a.gpu = *g;
+  a.gpus = gpus;
   a.pgid = child->pid();
   a.child = std::move(child);
   a.request = request;
   account_on_simulated(a);
+  ledger_.place(request, gpus, clock_.elapsed_s());
   active_.push_back(std::move(a));
-  spdlog::info("job {} ({}) started on GPU {}", job.id, job.spec.name, *g);
-  return true;
+  std::string where;
+  for (int g : gpus) where += (where.empty() ? "" : ",") + std::to_string(g);
+  spdlog::info("job {} ({}) started on GPU {}{}", job.id, job.spec.name, where,
+               request.sm_share > 0 ? "" : " (SM share unknown: settling)");
+  return std::nullopt;
 }
 
 void Runner::settle(Active& job, int exit_code) {
-  release_on_simulated(job);
+  forget(job);
   std::string log = tail_of(log_path(job.id), 16384);
   ExitKind kind = classify_exit(exit_code, log);
   std::optional<int64_t> peak = job.peak_bytes > 0 ? std::optional<int64_t>(job.peak_bytes) : std::nullopt;
@@ -272,7 +308,7 @@ void Runner::settle(Active& job, int exit_code) {
   } else {
     auto record = store_.get(job.id);
     int deaths = record ? record->oom_deaths + 1 : 1;
-    if (deaths > options_.recovery.max_retries) {
+    if (state_after_oom_death(deaths, options_.recovery) == JobState::kFailed) {
       store_.mark_finished(job.id, JobState::kFailed, exit_code,
                            "GPU out of memory " + std::to_string(deaths) + " times; retry limit reached", peak,
                            job.energy_j);
@@ -295,7 +331,7 @@ size_t Runner::step() {
       } else {
         ::kill(-a.pgid, SIGKILL);
       }
-      release_on_simulated(a);
+      forget(a);
       a.pgid = 0;
     }
   }
@@ -309,7 +345,7 @@ size_t Runner::step() {
       code = read_status(status_path(it->id));
       if (!code) {
         store_.mark_requeued(it->id, "its process ended without an exit status");
-        release_on_simulated(*it);
+        forget(*it);
         it = active_.erase(it);
         continue;
       }
@@ -321,16 +357,32 @@ size_t Runner::step() {
       ++it;
     }
   }
-  // Recovery queue first, then priority, then submit order.
   auto waiting = store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory});
-  std::stable_sort(waiting.begin(), waiting.end(), [](const JobRecord& a, const JobRecord& b) {
-    bool ra = a.state == JobState::kOutOfMemory, rb = b.state == JobState::kOutOfMemory;
-    if (ra != rb) return ra;
-    return a.spec.priority > b.spec.priority;
+  std::sort(waiting.begin(), waiting.end(), [](const JobRecord& a, const JobRecord& b) {
+    return QueueKey{a.state == JobState::kOutOfMemory, a.spec.priority, a.submit_s, a.id} <
+           QueueKey{b.state == JobState::kOutOfMemory, b.spec.priority, b.submit_s, b.id};
   });
   double now = unix_time_s();
+  std::optional<int64_t> reserved_for;
+  std::map<int64_t, std::string> reasons;
   for (const auto& job : waiting) {
-    if (!start(job) && options_.backfill.holds_back_later_jobs(now - job.submit_s)) break;
+    if (hold_new_jobs_) {
+      reasons[job.id] = "held: the scheduler is draining";
+    } else if (reserved_for) {
+      reasons[job.id] = "reserved for job " + std::to_string(*reserved_for);
+    } else if (auto reason = start(job)) {
+      reasons[job.id] = *reason;
+      if (options_.backfill.holds_back_later_jobs(now - job.submit_s, job.spec.gpus)) reserved_for = job.id;
+    }
+  }
+  for (const auto& [id, reason] : reasons) {
+    auto written = waiting_reason_.find(id);
+    if (written != waiting_reason_.end() && written->second == reason) continue;
+    store_.set_waiting_reason(id, reason);
+    waiting_reason_[id] = reason;
+  }
+  for (auto it = waiting_reason_.begin(); it != waiting_reason_.end();) {
+    it = reasons.count(it->first) ? std::next(it) : waiting_reason_.erase(it);
   }
   return store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory, JobState::kRunning}).size();
 }
@@ -341,7 +393,7 @@ void Runner::run_until_done(const std::function<void()>& on_round) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_interval_s));
   }
   if (on_round) on_round();
-  mps_.clear();  // quits the MPS daemons this runner started
+  mps_.reset();  // quits the MPS daemon this runner started
 }
 
 void Runner::stop_all(const std::string& reason) {
@@ -351,11 +403,19 @@ void Runner::stop_all(const std::string& reason) {
     } else {
       ::kill(-a.pgid, SIGTERM);
     }
-    release_on_simulated(a);
+    forget(a);
     store_.mark_requeued(a.id, reason);
   }
   active_.clear();
-  mps_.clear();
+  mps_.reset();
+}
+
+void Runner::detach() {
+  for (const auto& a : active_) forget(a);
+  if (!active_.empty()) spdlog::info("{} running job(s) left running for the next scheduler to adopt", active_.size());
+  active_.clear();
+  if (mps_) mps_->leave_running();
+  mps_.reset();
 }
 
 RunnerOptions runner_options_from_names(const std::string& policy, const std::string& mode,

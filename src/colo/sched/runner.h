@@ -13,6 +13,7 @@
 #include "colo/gpu/device.h"
 #include "colo/gpu/mps.h"
 #include "colo/sched/backfill.h"
+#include "colo/sched/gpu_ledger.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/simulator.h"
@@ -43,7 +44,12 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
                                         const std::string& recovery, double poll_interval_s,
                                         double reserve_after_s = 0);
 
-// One scheduler over one store and the devices it was given. Jobs run as
+// One scheduler over one store and the devices it was given. It accounts
+// GPUs through a GpuLedger (the simulator's rules too): a job that declares
+// no SM share settles before its GPU takes another, and its measured share
+// is kept in the store for later jobs of the same command. A job of
+// `gpus = N` is gang-placed on N GPUs (CUDA_VISIBLE_DEVICES lists them; one
+// MPS daemon serves all GPUs). A waiting job's reason is in the store. Jobs run as
 // `/bin/sh` wrappers in their own process groups, with stdout and stderr in
 // `<log_dir>/job-<id>.log` and their exit status written to
 // `<log_dir>/job-<id>.status`, so a restarted runner can still learn how a
@@ -71,6 +77,17 @@ class Runner {
   // Stops every job this runner watches (SIGTERM, then SIGKILL) and requeues them.
   void stop_all(const std::string& reason);
 
+  // Stops watching without stopping anything: running jobs keep running,
+  // stay RUNNING in the store, and the next runner on the store adopts them
+  // (recover()); the MPS daemon is left running for them. For a graceful
+  // stop of colod (an upgrade, a service restart).
+  void detach();
+
+  // While held, step() settles jobs but starts none (colod --drain).
+  void hold_new_jobs(bool hold) { hold_new_jobs_ = hold; }
+  // Jobs this runner watches now.
+  size_t running() const { return active_.size(); }
+
   // The latest reading of each device (by position), taken at the start of
   // the last step(). Simulated GPUs carry the memory estimate and SM share
   // of the jobs running on them, on the wall clock.
@@ -79,7 +96,7 @@ class Runner {
  private:
   struct Active {
     int64_t id = 0;
-    int gpu = 0;
+    std::vector<int> gpus;
     int pgid = 0;
     std::unique_ptr<ChildProcess> child;  // null for an adopted job
     JobRequest request;
@@ -88,15 +105,19 @@ class Runner {
   };
 
   void settle(Active& job, int exit_code);
-  bool start(const JobRecord& job);
-  std::vector<GpuView> views() const;
+  void forget(const Active& job);
+  // Starts `job` when the policy finds it GPUs; else returns why it waits.
+  std::optional<std::string> start(const JobRecord& job);
   JobRequest request_for(const JobRecord& job) const;
+  void adopt(const JobRecord& job);
   void observe_devices();
+  void learn_shares();
   // A simulated GPU accounts the jobs placed on it (their estimate and SM
   // share); both are no-ops on a real GPU.
   void account_on_simulated(const Active& job);
   void release_on_simulated(const Active& job);
-  gpu::MpsDaemon* mps_for(int gpu);
+  // The one MPS daemon over all of this runner's GPUs, started on first use.
+  gpu::MpsDaemon* mps();
   std::string log_path(int64_t id) const;
   std::string status_path(int64_t id) const;
 
@@ -106,8 +127,12 @@ class Runner {
   RunnerOptions options_;
   std::unique_ptr<Policy> policy_;
   std::vector<Active> active_;
-  std::map<int, std::unique_ptr<gpu::MpsDaemon>> mps_;
+  std::unique_ptr<gpu::MpsDaemon> mps_;
   std::map<int, gpu::DeviceSample> last_sample_;
+  GpuLedger ledger_;
+  std::map<std::string, double> learned_share_;  // measured SM share by command_key
+  std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
+  bool hold_new_jobs_ = false;
   Stopwatch clock_;
   double last_observed_s_ = -1;  // clock_ at the last observe_devices()
 };

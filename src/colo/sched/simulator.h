@@ -7,21 +7,12 @@
 #include "colo/gpu/simulated_device.h"
 #include "colo/sched/job.h"
 #include "colo/sched/backfill.h"
+#include "colo/sched/collocation_mode.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/trace.h"
 
 namespace colo::sched {
-
-enum class CollocationMode {
-  kExclusive,  // one job per GPU, whatever the policy
-  kShared,     // plain time-slicing: concurrent jobs also pay a context-switch overhead
-  kMps,        // MPS: kernels of concurrent jobs overlap
-};
-
-// "exclusive" | "shared" | "mps"; throws std::invalid_argument otherwise.
-CollocationMode collocation_mode_from_string(const std::string& name);
-std::string to_string(CollocationMode mode);
 
 struct SimulationOptions {
   int gpus = 4;
@@ -34,13 +25,18 @@ struct SimulationOptions {
   double oom_after_s = 5.0;       // a job that does not fit dies this long after it starts
   double shared_overhead = 0.10;  // kShared: fraction of progress lost when jobs share a GPU
   int backfill_window = 256;      // pending jobs considered per scheduling round
+  // When false, the scheduler is not told any job's SM share: each job
+  // settles and has its share measured (gpu_ledger.h), as real jobs do that
+  // declare none; a later job with the same command takes it from history.
+  bool declared_sm_share = true;
 };
 
 struct SimulatedJob {
   int64_t id = 0;                 // position in the trace
   std::string name;
   JobState state = JobState::kPending;
-  int gpu = -1;                   // last GPU it ran on
+  int gpu = -1;                   // last GPU it ran on (the first, for a multi-GPU job)
+  int gpus = 1;
   double submit_s = 0;
   double start_s = -1;            // start of its last (successful or final) attempt
   double end_s = -1;
@@ -63,14 +59,15 @@ struct SimulationResult {
   double mean_jct_s = 0;          // submit to end
 };
 
-// Runs `trace` to completion. Model, in virtual time: a job progresses at
+// Runs `trace` to completion under the runner's rules (gpu_ledger.h,
+// queue_order.h, recovery.h). Model, in virtual time: a job progresses at
 // 1 / max(1, sum of the SM activities on its GPU) of its solo speed under
 // MPS, the same times (1 - shared_overhead) when time-sliced with others,
-// and at full speed alone. A job whose true memory does not fit in what is
-// physically free dies of OOM oom_after_s after it starts and enters the
-// recovery queue, which is served before the normal queue (priority, then
-// submit order). Deterministic. Throws std::invalid_argument for an unknown
-// policy.
+// and at full speed alone; a multi-GPU job at the speed of its slowest GPU.
+// A job whose true memory does not fit in what is physically free dies of
+// OOM oom_after_s after it starts and enters the recovery queue.
+// Deterministic. Throws std::invalid_argument for an unknown policy or a job
+// asking for more GPUs than there are.
 SimulationResult simulate(const std::vector<TraceJob>& trace, const SimulationOptions& options);
 
 }  // namespace colo::sched

@@ -70,9 +70,33 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// Columns added after the first release, created in older stores on open.
+const char* kAddedColumns[][2] = {
+    {"gpus", "TEXT NOT NULL DEFAULT ''"},  // every GPU of the running attempt, "0,1"
+    {"sm_share", "REAL"},                  // SM share measured when it settled
+};
+
 const char* kColumns =
     "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
-    "peak_mem_bytes, energy_j, log_path";
+    "peak_mem_bytes, energy_j, log_path, gpus, sm_share";
+
+std::vector<int> parse_gpu_list(const std::string& text) {
+  std::vector<int> gpus;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) gpus.push_back(std::stoi(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return gpus;
+}
+
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::string text;
+  for (int g : gpus) text += (text.empty() ? "" : ",") + std::to_string(g);
+  return text;
+}
 
 JobRecord read_row(const Statement& s) {
   JobRecord r;
@@ -91,6 +115,9 @@ JobRecord read_row(const Statement& s) {
   if (!s.null(12)) r.peak_mem_bytes = s.integer(12);
   r.energy_j = s.real(13);
   r.log_path = s.text(14);
+  r.gpus = parse_gpu_list(s.text(15));
+  if (r.gpus.empty() && r.gpu >= 0) r.gpus = {r.gpu};
+  if (!s.null(16)) r.sm_share = s.real(16);
   return r;
 }
 
@@ -105,6 +132,8 @@ nlohmann::json to_json(const JobRecord& r) {
   if (r.end_s) j["end_s"] = *r.end_s;
   if (r.exit_code) j["exit_code"] = *r.exit_code;
   if (r.peak_mem_bytes) j["peak_mem_bytes"] = *r.peak_mem_bytes;
+  if (!r.gpus.empty()) j["gpus"] = r.gpus;
+  if (r.sm_share) j["sm_share"] = *r.sm_share;
   return j;
 }
 
@@ -135,6 +164,11 @@ JobStore::JobStore(const std::string& path) : path_(path) {
     exec("PRAGMA journal_mode=WAL;");
     exec("PRAGMA synchronous=NORMAL;");
     exec(kSchema);
+    for (const auto& [name, declaration] : kAddedColumns) {
+      Statement columns(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = ?");
+      columns.bind(1, std::string(name));
+      if (!columns.step()) exec(std::string("ALTER TABLE jobs ADD COLUMN ") + name + " " + declaration + ";");
+    }
   } catch (const std::runtime_error& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -195,12 +229,24 @@ std::vector<JobRecord> JobStore::list(const std::vector<JobState>& states) const
   return out;
 }
 
-bool JobStore::mark_running(int64_t id, int gpu, int pid, const std::string& log_path) {
+bool JobStore::mark_running(int64_t id, const std::vector<int>& gpus, int pid, const std::string& log_path) {
   Statement s(db_,
               "UPDATE jobs SET state = 'RUNNING', start_s = ?, end_s = NULL, gpu = ?, pid = ?, log_path = ?, "
-              "attempts = attempts + 1 WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
-  s.bind(1, unix_time_s()).bind(2, int64_t{gpu}).bind(3, int64_t{pid}).bind(4, log_path).bind(5, id).step();
+              "attempts = attempts + 1, reason = '', gpus = ? "
+              "WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+  s.bind(1, unix_time_s()).bind(2, int64_t{gpus.empty() ? -1 : gpus.front()}).bind(3, int64_t{pid});
+  s.bind(4, log_path).bind(5, gpu_list(gpus)).bind(6, id).step();
   return sqlite3_changes(db_) == 1;
+}
+
+void JobStore::set_waiting_reason(int64_t id, const std::string& reason) {
+  Statement s(db_, "UPDATE jobs SET reason = ? WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+  s.bind(1, reason).bind(2, id).step();
+}
+
+void JobStore::record_sm_share(int64_t id, double share) {
+  Statement s(db_, "UPDATE jobs SET sm_share = ? WHERE id = ?");
+  s.bind(1, share).bind(2, id).step();
 }
 
 void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,

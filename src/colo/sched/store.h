@@ -21,7 +21,8 @@ struct JobRecord {
   double submit_s = 0;           // unix time
   std::optional<double> start_s;
   std::optional<double> end_s;
-  int gpu = -1;
+  int gpu = -1;                  // first GPU of the running (or last) attempt
+  std::vector<int> gpus;         // all of its GPUs (a multi-GPU job has several)
   int pid = 0;                   // process group of the running attempt
   std::optional<int> exit_code;
   std::string reason;
@@ -30,6 +31,7 @@ struct JobRecord {
   std::optional<int64_t> peak_mem_bytes;
   double energy_j = 0;
   std::string log_path;
+  std::optional<double> sm_share;  // SM share measured when it settled (gpu_ledger.h)
 };
 
 // A record as JSON (`colo show`, colod's API): the spec, state, times,
@@ -61,9 +63,14 @@ class JobStore {
   // All jobs, or those in `states`, by id.
   std::vector<JobRecord> list(const std::vector<JobState>& states = {}) const;
 
-  // PENDING/REQUEUED/OUT_OF_MEMORY -> RUNNING. False if the job was no
-  // longer waiting (cancelled meanwhile): it must not be started.
-  bool mark_running(int64_t id, int gpu, int pid, const std::string& log_path);
+  // PENDING/REQUEUED/OUT_OF_MEMORY -> RUNNING on `gpus`; clears the
+  // waiting reason. False if the job was no longer waiting (cancelled
+  // meanwhile): it must not be started.
+  bool mark_running(int64_t id, const std::vector<int>& gpus, int pid, const std::string& log_path);
+  // Why a waiting job waits ("GPU 0: memory: ..."); no effect on others.
+  void set_waiting_reason(int64_t id, const std::string& reason);
+  // The SM share measured for a job, kept for later jobs of the same command.
+  void record_sm_share(int64_t id, double share);
   // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.
   void mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
                      std::optional<int64_t> peak_mem_bytes, double energy_j);

@@ -61,17 +61,20 @@ std::vector<TraceJob> read_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "trace file does not exist or cannot be read");
   std::string line;
-  if (!std::getline(in, line) || line != kTraceHeader) {
+  if (!std::getline(in, line) || (line != kTraceHeader && line != kTraceHeaderV1)) {
     throw InputError(path + ":1", "", std::string("expected the header ") + kTraceHeader);
   }
+  const size_t columns = line == kTraceHeader ? 9 : 8;
   std::vector<TraceJob> jobs;
   int number = 1;
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
     std::string where = path + ":" + std::to_string(number);
-    auto f = split_fields(line, 8);
-    if (f.size() != 8) throw InputError(where, "", "expected 8 columns, found " + std::to_string(f.size()));
+    auto f = split_fields(line, columns);
+    if (f.size() != columns) {
+      throw InputError(where, "", "expected " + std::to_string(columns) + " columns, found " + std::to_string(f.size()));
+    }
     TraceJob job;
     job.submit_s = parse_number<double>(f[0], where, "submit_s", "seconds >= 0");
     job.name = f[1];
@@ -80,7 +83,11 @@ std::vector<TraceJob> read_trace(const std::string& path) {
     job.sm_activity = parse_number<double>(f[4], where, "sm_activity", "a fraction in [0, 1]");
     if (!f[5].empty()) job.mem_estimate_bytes = parse_number<int64_t>(f[5], where, "mem_estimate_bytes", "bytes");
     job.priority = parse_number<int>(f[6], where, "priority", "an integer");
-    job.command = csv_unquote(f[7]);
+    if (columns == 9) {
+      job.gpus = parse_number<int>(f[7], where, "gpus", "an integer >= 1");
+      if (job.gpus < 1) throw InputError(where, "gpus", "expected an integer >= 1");
+    }
+    job.command = csv_unquote(f[columns - 1]);
     if (job.submit_s < 0) throw InputError(where, "submit_s", "expected seconds >= 0");
     if (!(job.duration_s > 0)) throw InputError(where, "duration_s", "expected seconds > 0");
     if (job.mem_bytes < 0) throw InputError(where, "mem_bytes", "expected bytes >= 0");
@@ -98,7 +105,7 @@ void write_trace(const std::string& path, const std::vector<TraceJob>& jobs) {
   for (const auto& j : jobs) {
     out << j.submit_s << "," << j.name << "," << j.duration_s << "," << j.mem_bytes << "," << j.sm_activity
         << "," << (j.mem_estimate_bytes ? std::to_string(*j.mem_estimate_bytes) : "") << "," << j.priority
-        << "," << csv_quote(j.command) << "\n";
+        << "," << j.gpus << "," << csv_quote(j.command) << "\n";
   }
   write_file_atomically(path, out.str());
 }
@@ -138,6 +145,7 @@ std::vector<TraceJob> generate_trace(const TraceGeneratorOptions& options) {
     job.mem_bytes = static_cast<int64_t>(gib * double(int64_t{1} << 30));
     job.sm_activity = std::round((c->min_sm + unit(rng) * (c->max_sm - c->min_sm)) * 1000) / 1000;
     job.mem_estimate_bytes = static_cast<int64_t>(double(job.mem_bytes) * (1.0 + error(rng)));
+    if (options.multi_gpu_fraction > 0 && c->min_s >= 600 && unit(rng) < options.multi_gpu_fraction) job.gpus = 2;
     jobs.push_back(job);
     t += gap(rng);
   }

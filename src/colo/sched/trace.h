@@ -18,11 +18,15 @@ struct TraceJob {
   double sm_activity = 0.5;     // SM activity alone, 0..1
   std::optional<int64_t> mem_estimate_bytes;  // what the scheduler is told (may be wrong)
   int priority = 0;             // higher first
+  int gpus = 1;                 // GPUs it runs on at once (gang-placed); memory is per GPU
   std::string command;          // for real replays; may be empty in simulations
 };
 
-// The CSV header read_trace expects and write_trace writes.
+// The CSV header write_trace writes; read_trace also takes kTraceHeaderV1
+// (no gpus column: every job takes one GPU).
 inline constexpr const char* kTraceHeader =
+    "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,command";
+inline constexpr const char* kTraceHeaderV1 =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command";
 
 // Reads a trace CSV (header above; `command` is the rest of the line and may
@@ -38,6 +42,7 @@ struct TraceGeneratorOptions {
   uint64_t seed = 0;
   double mean_interarrival_s = 20.0;  // Poisson arrivals
   double estimate_sigma = 0.08;       // relative error of memory estimates
+  double multi_gpu_fraction = 0;      // this share of the medium and large jobs take 2 GPUs
 };
 
 // A synthetic trace with RAD-RM-like mix: 60% small jobs (MobileNet /

@@ -5,8 +5,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
   std::string store, policy = "magm", mode = "mps", recovery = "alone";
   int port = 0;
   double poll_s = 0.5, reserve_after_s = 0;
+  bool drain = false;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
   app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
@@ -38,6 +41,11 @@ int main(int argc, char** argv) {
   app.add_option("--reserve-after", reserve_after_s,
                  "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
       ->capture_default_str();
+  app.add_flag("--drain", drain,
+               "on SIGTERM/SIGINT, start no new job and wait for the running ones to end (default: leave them "
+               "running for the next colod to adopt)");
+  app.footer("\nStopping colod (SIGTERM, SIGINT) never kills a job: running jobs keep running and the next colod\n"
+             "on the same store adopts them; with --drain it first waits for them to end. Queued jobs stay queued.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,17 +69,37 @@ int main(int argc, char** argv) {
     colo::server::HttpServer http(api, "127.0.0.1", port);
     colo::server::publish_daemon(state_dir, {"127.0.0.1", http.port(), static_cast<int>(::getpid()), store});
     int pid = static_cast<int>(::getpid());
-    colo::add_interrupt_cleanup([&runner, state_dir, pid] {
+    // The runner is not thread-safe: the signal's cleanup asks the loop below
+    // to stop and waits until it has detached (or drained).
+    std::atomic<bool> stop_requested{false};
+    std::promise<void> stopped;
+    std::future<void> stopped_future = stopped.get_future();
+    colo::add_interrupt_cleanup([&stop_requested, &stopped_future, state_dir, pid] {
       colo::server::withdraw_daemon(state_dir, pid);
-      runner.stop_all("colod stopped");
+      stop_requested = true;
+      stopped_future.wait();
     });
     std::fprintf(stderr, "colod: pid %d serving %s on http://127.0.0.1:%d (token in %s), %zu GPU(s), policy %s, mode %s\n",
                  pid, store.c_str(), http.port(), colo::server::token_path(state_dir).c_str(), devices.size(),
                  policy.c_str(), mode.c_str());
-    while (true) {  // ends with SIGINT/SIGTERM: running jobs are stopped and requeued
+    while (!stop_requested) {
       runner.step();
       std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
     }
+    if (drain) {
+      runner.hold_new_jobs(true);
+      std::fprintf(stderr, "colod: draining: waiting for %zu running job(s) to end\n", runner.running());
+      while (runner.running() > 0) {
+        runner.step();
+        std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+      }
+    } else {
+      std::fprintf(stderr, "colod: stopping; %zu running job(s) keep running for the next colod to adopt\n",
+                   runner.running());
+    }
+    runner.detach();
+    stopped.set_value();
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // the signal ends the process
   } catch (const colo::InputError& e) {
     std::fprintf(stderr, "colod: error: %s\n", e.what());
     return colo::kExitBadInput;

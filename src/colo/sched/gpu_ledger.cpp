@@ -1,0 +1,149 @@
+#include "colo/sched/gpu_ledger.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "colo/core/table.h"
+
+namespace colo::sched {
+namespace {
+
+constexpr double kMinMeasuredShare = 0.02;
+
+double averaging_window_s(const Thresholds& t) { return std::max(t.settle_s / 2, 1.0); }
+
+}  // namespace
+
+GpuLedger::GpuLedger(std::vector<int64_t> mem_total_bytes, CollocationMode mode, Thresholds thresholds)
+    : mode_(mode), thresholds_(thresholds) {
+  for (int64_t total : mem_total_bytes) {
+    GpuState gpu;
+    gpu.mem_total_bytes = total;
+    gpus_.push_back(gpu);
+  }
+  on_gpu_.resize(gpus_.size());
+}
+
+double GpuLedger::mean_activity(const GpuState& gpu, double now_s) const {
+  double sum = 0;
+  int n = 0;
+  for (const auto& [t, a] : gpu.activity) {
+    if (t >= now_s - averaging_window_s(thresholds_)) {
+      sum += a;
+      ++n;
+    }
+  }
+  if (n == 0 && !gpu.activity.empty()) return gpu.activity.back().second;
+  return n > 0 ? sum / n : 0;
+}
+
+void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, double now_s) {
+  LedgerEntry entry;
+  entry.request = request;
+  entry.gpus = gpus;
+  entry.start_s = now_s;
+  entry.sm_share = request.sm_share;
+  entry.settling = request.sm_share <= 0 && mode_ != CollocationMode::kExclusive;
+  if (!gpus.empty()) entry.activity_before = mean_activity(gpus_.at(static_cast<size_t>(gpus[0])), now_s);
+  remove(request.id);
+  jobs_[request.id] = entry;
+  for (int g : gpus) on_gpu_.at(static_cast<size_t>(g)).push_back(request.id);
+}
+
+void GpuLedger::remove(int64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  for (int g : it->second.gpus) {
+    gpus_.at(static_cast<size_t>(g)).saturated.clear();
+    auto& ids = on_gpu_.at(static_cast<size_t>(g));
+    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+  }
+  jobs_.erase(it);
+}
+
+void GpuLedger::observe_peak(int64_t id, int64_t bytes) {
+  auto it = jobs_.find(id);
+  if (it != jobs_.end()) it->second.peak_bytes = std::max(it->second.peak_bytes, bytes);
+}
+
+void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity,
+                        std::optional<int64_t> mem_free_bytes) {
+  GpuState& state = gpus_.at(static_cast<size_t>(gpu));
+  state.measured_free_bytes = mem_free_bytes;
+  if (!sm_activity) return;
+  state.activity.emplace_back(now_s, *sm_activity);
+  double keep_after = now_s - 2 * std::max(thresholds_.settle_s, averaging_window_s(thresholds_));
+  while (state.activity.size() > 1 && state.activity.front().first < keep_after) state.activity.pop_front();
+}
+
+std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
+  std::vector<MeasuredShare> measured;
+  for (auto& [id, job] : jobs_) {
+    if (!job.settling || now_s < job.start_s + thresholds_.settle_s) continue;
+    job.settling = false;
+    GpuState& gpu = gpus_.at(static_cast<size_t>(job.gpus.at(0)));
+    double rise = mean_activity(gpu, now_s) - job.activity_before;
+    job.sm_share = std::clamp(rise, kMinMeasuredShare, 1.0);
+    MeasuredShare m{id, job.sm_share, false};
+    bool had_others = on_gpu_.at(static_cast<size_t>(job.gpus[0])).size() > 1;
+    if (had_others && rise < thresholds_.min_sm_gain) {
+      m.saturated = true;
+      for (int g : job.gpus) {
+        gpus_.at(static_cast<size_t>(g)).saturated =
+            "SM activity stopped growing (+" + fixed(std::max(rise, 0.0), 2) + " with job " + std::to_string(id) + ")";
+      }
+    }
+    measured.push_back(m);
+  }
+  return measured;
+}
+
+double GpuLedger::next_settle_s() const {
+  double next = std::numeric_limits<double>::infinity();
+  for (const auto& [id, job] : jobs_) {
+    if (job.settling) next = std::min(next, job.start_s + thresholds_.settle_s);
+  }
+  return next;
+}
+
+std::vector<int64_t> GpuLedger::jobs_on(int gpu) const { return on_gpu_.at(static_cast<size_t>(gpu)); }
+
+double GpuLedger::energy_share(int64_t id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.sm_share <= 0) return 0.5;
+  return it->second.sm_share;
+}
+
+std::vector<GpuView> GpuLedger::views(double now_s) const {
+  std::vector<GpuView> out;
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    const GpuState& state = gpus_[g];
+    GpuView v;
+    v.index = static_cast<int>(g);
+    v.mem_total_bytes = state.mem_total_bytes;
+    int64_t reserved = 0;
+    double shares = 0;
+    for (int64_t id : on_gpu_[g]) {
+      const LedgerEntry& job = jobs_.at(id);
+      ++v.jobs;
+      int64_t reservation = job.request.mem_bytes ? *job.request.mem_bytes + thresholds_.mem_margin_bytes : 0;
+      reserved += std::max(reservation, job.peak_bytes);
+      shares += job.sm_share;
+      if (job.request.must_run_alone) v.held_exclusively = true;
+      if (job.settling && v.closed_reason.empty()) {
+        double left = job.start_s + thresholds_.settle_s - now_s;
+        v.closed_reason = "job " + std::to_string(id) + " settling (SM share unknown, " + fixed(std::max(left, 0.0), 1) +
+                          " s left)";
+      }
+    }
+    if (v.closed_reason.empty()) v.closed_reason = state.saturated;
+    if (mode_ == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
+    v.mem_free_bytes = v.mem_total_bytes - reserved;
+    if (state.measured_free_bytes) v.mem_free_bytes = std::min(v.mem_free_bytes, *state.measured_free_bytes);
+    v.sm_activity = std::max(mean_activity(state, now_s), std::min(1.0, shares));
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace colo::sched

@@ -1,0 +1,91 @@
+#pragma once
+// What each GPU holds as the scheduler accounts it. These are the rules the
+// runner and the simulator share, so that a simulation runs exactly the
+// runner's rules: the runner feeds the ledger real device readings, the
+// simulator its simulated ones, and both place jobs from its views().
+//
+// Memory: each job reserves the larger of its estimate plus the margin and
+// its measured peak; a reading of the device's free memory caps what is left.
+// SM activity: the larger of the measured activity (mean over the last
+// `settle_s / 2` seconds) and the sum of the shares known for its jobs.
+// A job of unknown share settles: its GPUs take no further job for
+// `settle_s`, then its share is measured as the rise of their activity since
+// it started. When that rise is below `min_sm_gain` on a GPU that had other
+// jobs, the GPU's aggregate has stopped growing and it closes until a job
+// leaves it.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "colo/sched/collocation_mode.h"
+#include "colo/sched/policy.h"
+
+namespace colo::sched {
+
+// One running job as the ledger accounts it.
+struct LedgerEntry {
+  JobRequest request;
+  std::vector<int> gpus;
+  double start_s = 0;
+  double sm_share = 0;         // declared, from history, or measured; 0 while unknown
+  bool settling = false;       // share unknown: measured when its settle window ends
+  double activity_before = 0;  // mean activity of its first GPU when it started
+  int64_t peak_bytes = 0;      // largest measured use on one of its GPUs
+};
+
+// A share measured when a job's settle window ended.
+struct MeasuredShare {
+  int64_t id = 0;
+  double share = 0;
+  bool saturated = false;      // the GPU's activity stopped growing with it
+};
+
+class GpuLedger {
+ public:
+  // One GPU per entry of `mem_total_bytes`, indexed from 0.
+  GpuLedger(std::vector<int64_t> mem_total_bytes, CollocationMode mode, Thresholds thresholds);
+
+  // Records `request` running on `gpus` from `now_s`. A request with
+  // sm_share 0 settles.
+  void place(const JobRequest& request, const std::vector<int>& gpus, double now_s);
+  // Forgets a job that ended or was stopped; reopens the GPUs it was on.
+  void remove(int64_t id);
+  // The job's measured use on one GPU; the largest is kept.
+  void observe_peak(int64_t id, int64_t bytes);
+  // A reading of GPU `gpu` at `now_s`; nullopt where the device cannot tell.
+  void observe(int gpu, double now_s, std::optional<double> sm_activity, std::optional<int64_t> mem_free_bytes);
+  // Ends the settle windows due by `now_s`; returns the shares measured.
+  std::vector<MeasuredShare> settle(double now_s);
+  // When the next settle window ends; +infinity when none is open.
+  double next_settle_s() const;
+
+  // The GPUs as policies see them at `now_s`.
+  std::vector<GpuView> views(double now_s) const;
+  const std::map<int64_t, LedgerEntry>& jobs() const { return jobs_; }
+  // Jobs on GPU `gpu`, by id.
+  std::vector<int64_t> jobs_on(int gpu) const;
+  // The share a job's energy is split by: its known share, else 0.5.
+  double energy_share(int64_t id) const;
+
+ private:
+  struct GpuState {
+    int64_t mem_total_bytes = 0;
+    std::deque<std::pair<double, double>> activity;  // (time, SM activity) readings
+    std::optional<int64_t> measured_free_bytes;
+    std::string saturated;                            // why it stopped growing; "" = open
+  };
+  double mean_activity(const GpuState& gpu, double now_s) const;
+
+  std::vector<GpuState> gpus_;
+  CollocationMode mode_;
+  Thresholds thresholds_;
+  std::map<int64_t, LedgerEntry> jobs_;
+  std::vector<std::vector<int64_t>> on_gpu_;  // job ids by GPU
+};
+
+}  // namespace colo::sched

@@ -1,0 +1,82 @@
+// The accounting rules the runner and the simulator share.
+
+#include "colo/sched/gpu_ledger.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::sched {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+JobRequest request(int64_t id, int64_t mem_gib, double share = 0, int gpus = 1) {
+  return JobRequest{id, mem_gib * kGiB, share, false, 0, gpus};
+}
+
+Thresholds thresholds() {
+  Thresholds t;
+  t.settle_s = 8;
+  t.min_sm_gain = 0.03;
+  return t;
+}
+
+TEST(GpuLedger, ReservesEstimatePlusMarginOrTheMeasuredPeak) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 10, 0.2), {0}, 0);
+  EXPECT_EQ(ledger.views(0)[0].mem_free_bytes, 69 * kGiB);
+  ledger.observe_peak(1, 20 * kGiB);
+  EXPECT_EQ(ledger.views(0)[0].mem_free_bytes, 60 * kGiB) << "a peak above the reservation counts";
+  ledger.observe(0, 1, 0.1, 50 * kGiB);
+  EXPECT_EQ(ledger.views(1)[0].mem_free_bytes, 50 * kGiB) << "the device's own reading caps what is left";
+  EXPECT_DOUBLE_EQ(ledger.views(1)[0].sm_activity, 0.2) << "known shares count while the reading lags";
+}
+
+TEST(GpuLedger, AJobOfUnknownShareClosesItsGpuUntilItsShareIsMeasured) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.observe(0, 0, 0.0, std::nullopt);
+  ledger.place(request(1, 4), {0}, 0);
+  EXPECT_NE(ledger.views(1)[0].closed_reason.find("job 1 settling"), std::string::npos);
+  EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 8);
+  for (double t = 1; t <= 8; t += 1) ledger.observe(0, t, 0.25, std::nullopt);
+  auto measured = ledger.settle(8);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(measured[0].share, 0.25, 1e-9);
+  EXPECT_FALSE(measured[0].saturated);
+  EXPECT_EQ(ledger.views(8)[0].closed_reason, "");
+  EXPECT_NEAR(ledger.views(8)[0].sm_activity, 0.25, 1e-9);
+}
+
+TEST(GpuLedger, AGpuWhoseActivityStopsGrowingClosesUntilAJobLeaves) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 4, 0.6), {0}, 0);
+  for (double t = 1; t <= 10; t += 1) ledger.observe(0, t, 0.6, std::nullopt);
+  ledger.place(request(2, 4), {0}, 10);
+  for (double t = 11; t <= 18; t += 1) ledger.observe(0, t, 0.61, std::nullopt);
+  auto measured = ledger.settle(18);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_TRUE(measured[0].saturated);
+  EXPECT_NE(ledger.views(18)[0].closed_reason.find("stopped growing"), std::string::npos);
+  ledger.remove(1);
+  EXPECT_EQ(ledger.views(18)[0].closed_reason, "") << "a job left: the GPU may take another";
+}
+
+TEST(GpuLedger, AMultiGpuJobCountsOnEachOfItsGpus) {
+  GpuLedger ledger({80 * kGiB, 80 * kGiB, 80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 30, 0.5, 2), {0, 2}, 0);
+  auto views = ledger.views(0);
+  EXPECT_EQ(views[0].jobs, 1);
+  EXPECT_EQ(views[1].jobs, 0);
+  EXPECT_EQ(views[2].mem_free_bytes, 49 * kGiB);
+  ledger.remove(1);
+  EXPECT_EQ(ledger.views(0)[2].jobs, 0);
+}
+
+TEST(GpuLedger, ExclusiveModeHoldsABusyGpu) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kExclusive, thresholds());
+  ledger.place(request(1, 4), {0}, 0);
+  EXPECT_TRUE(ledger.views(0)[0].held_exclusively);
+  EXPECT_EQ(ledger.views(0)[0].closed_reason, "") << "nothing settles when nothing can join";
+}
+
+}  // namespace
+}  // namespace colo::sched
