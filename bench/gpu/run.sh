@@ -19,6 +19,12 @@
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
+#   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
+#   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
+#                               #   ("TAG:POLICY:MODE ...", default "magm:magm:mps"); REAL_ARGS="--two-gpu"
+#
+# A colo binary built here comes back as $OUT/colo when RETURN_BINARY=1; carried
+# back as .gpubin/colo, it replaces the build when it still loads (GPU_BINARY_ONLY=1).
 #
 # BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw").
 #
@@ -43,6 +49,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$OUT/gpu.txt"
 
 start=$(date +%s)
+if [ "${GPU_BINARY_ONLY:-0}" = 1 ] && [ -x .gpubin/colo ] && ! ldd .gpubin/colo | grep -q "not found"; then
+  mkdir -p "$BUILD" && cp .gpubin/colo "$BUILD/colo"
+  note "build: carried binary .gpubin/colo"
+else
 # Warnings are counted, not fatal, here: the table says how many this toolchain gives.
 if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_WERROR=OFF >"$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"; exit 1
@@ -54,6 +64,8 @@ if ! cmake --build "$BUILD" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGE
 fi
 note "build: $(( $(date +%s) - start )) s, $(grep -c 'warning:' "$OUT/build.log") warning(s) ($(g++ --version | head -1))"
 grep -E "warning:" "$OUT/build.log" | sort | uniq | head -20
+fi
+[ "${RETURN_BINARY:-0}" = 1 ] && cp "$BUILD/colo" "$OUT/colo"
 
 if want tests || want train; then
   # Four tests at a time with four threads each: sixteen CPU-heavy tests of
@@ -65,6 +77,18 @@ fi
 
 if want gpu; then
   tests/gpu/check_on_gpu.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want smprobe; then
+  python3 bench/sched/real/sm_probe.py "$PWD/$BUILD/colo" "$OUT/sm_probe.json" | tee -a "$summary"
+fi
+
+if want realtrace; then
+  for run in ${REAL_RUNS:-magm:magm:mps}; do
+    IFS=: read -r tag policy mode <<<"$run"
+    # shellcheck disable=SC2086
+    bench/sched/real/run_trace.sh "$BUILD" "$OUT" "$tag" "$policy" "$mode" ${REAL_ARGS:-} | tee -a "$summary"
+  done
 fi
 
 if want sched; then

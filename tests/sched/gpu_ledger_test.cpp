@@ -16,6 +16,7 @@ JobRequest request(int64_t id, int64_t mem_gib, double share = 0, int gpus = 1) 
 Thresholds thresholds() {
   Thresholds t;
   t.settle_s = 8;
+  t.settle_active_s = 4;
   t.min_sm_gain = 0.03;
   return t;
 }
@@ -24,7 +25,7 @@ TEST(GpuLedger, ReservesEstimatePlusMarginOrTheMeasuredPeak) {
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
   ledger.place(request(1, 10, 0.2), {0}, 0);
   EXPECT_EQ(ledger.views(0)[0].mem_free_bytes, 69 * kGiB);
-  ledger.observe_peak(1, 20 * kGiB);
+  ledger.observe_peak(1, 20 * kGiB, 0);
   EXPECT_EQ(ledger.views(0)[0].mem_free_bytes, 60 * kGiB) << "a peak above the reservation counts";
   ledger.observe(0, 1, 0.1, 50 * kGiB);
   EXPECT_EQ(ledger.views(1)[0].mem_free_bytes, 50 * kGiB) << "the device's own reading caps what is left";
@@ -44,6 +45,17 @@ TEST(GpuLedger, AJobOfUnknownShareClosesItsGpuUntilItsShareIsMeasured) {
   EXPECT_FALSE(measured[0].saturated);
   EXPECT_EQ(ledger.views(8)[0].closed_reason, "");
   EXPECT_NEAR(ledger.views(8)[0].sm_activity, 0.25, 1e-9);
+}
+
+TEST(GpuLedger, ASettlingJobIsMeasuredOnceItHasBeenActiveLongEnough) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 4), {0}, 0);
+  ledger.observe_peak(1, 0, 1);
+  EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 8) << "no memory on the GPU yet: the longest window";
+  ledger.observe_peak(1, kGiB, 2);
+  EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 6) << "active from 2 s: settles 4 s later";
+  EXPECT_TRUE(ledger.settle(5.9).empty());
+  EXPECT_EQ(ledger.settle(6).size(), 1u);
 }
 
 TEST(GpuLedger, AGpuWhoseActivityStopsGrowingClosesUntilAJobLeaves) {

@@ -10,7 +10,7 @@ namespace {
 
 constexpr double kMinMeasuredShare = 0.02;
 
-double averaging_window_s(const Thresholds& t) { return std::max(t.settle_s / 2, 1.0); }
+double averaging_window_s(const Thresholds& t) { return std::max(t.settle_active_s, 0.5); }
 
 }  // namespace
 
@@ -28,7 +28,7 @@ double GpuLedger::mean_activity(const GpuState& gpu, double now_s) const {
   double sum = 0;
   int n = 0;
   for (const auto& [t, a] : gpu.activity) {
-    if (t >= now_s - averaging_window_s(thresholds_)) {
+    if (t > now_s - averaging_window_s(thresholds_)) {
       sum += a;
       ++n;
     }
@@ -61,9 +61,17 @@ void GpuLedger::remove(int64_t id) {
   jobs_.erase(it);
 }
 
-void GpuLedger::observe_peak(int64_t id, int64_t bytes) {
+void GpuLedger::observe_peak(int64_t id, int64_t bytes, double now_s) {
   auto it = jobs_.find(id);
-  if (it != jobs_.end()) it->second.peak_bytes = std::max(it->second.peak_bytes, bytes);
+  if (it == jobs_.end()) return;
+  it->second.peak_bytes = std::max(it->second.peak_bytes, bytes);
+  if (bytes > 0 && it->second.active_since_s < 0) it->second.active_since_s = now_s;
+}
+
+double GpuLedger::settles_at(const LedgerEntry& job) const {
+  double latest = job.start_s + thresholds_.settle_s;
+  if (job.active_since_s < 0) return latest;
+  return std::min(latest, job.active_since_s + thresholds_.settle_active_s);
 }
 
 void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity,
@@ -72,14 +80,14 @@ void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity
   state.measured_free_bytes = mem_free_bytes;
   if (!sm_activity) return;
   state.activity.emplace_back(now_s, *sm_activity);
-  double keep_after = now_s - 2 * std::max(thresholds_.settle_s, averaging_window_s(thresholds_));
+  double keep_after = now_s - 2 * std::max(thresholds_.settle_s, averaging_window_s(thresholds_));  // bounded
   while (state.activity.size() > 1 && state.activity.front().first < keep_after) state.activity.pop_front();
 }
 
 std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
   std::vector<MeasuredShare> measured;
   for (auto& [id, job] : jobs_) {
-    if (!job.settling || now_s < job.start_s + thresholds_.settle_s) continue;
+    if (!job.settling || now_s < settles_at(job) - 1e-9) continue;
     job.settling = false;
     GpuState& gpu = gpus_.at(static_cast<size_t>(job.gpus.at(0)));
     double rise = mean_activity(gpu, now_s) - job.activity_before;
@@ -101,7 +109,7 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
 double GpuLedger::next_settle_s() const {
   double next = std::numeric_limits<double>::infinity();
   for (const auto& [id, job] : jobs_) {
-    if (job.settling) next = std::min(next, job.start_s + thresholds_.settle_s);
+    if (job.settling) next = std::min(next, settles_at(job));
   }
   return next;
 }
@@ -131,7 +139,7 @@ std::vector<GpuView> GpuLedger::views(double now_s) const {
       shares += job.sm_share;
       if (job.request.must_run_alone) v.held_exclusively = true;
       if (job.settling && v.closed_reason.empty()) {
-        double left = job.start_s + thresholds_.settle_s - now_s;
+        double left = settles_at(job) - now_s;
         v.closed_reason = "job " + std::to_string(id) + " settling (SM share unknown, " + fixed(std::max(left, 0.0), 1) +
                           " s left)";
       }

@@ -7,10 +7,11 @@
 // Memory: each job reserves the larger of its estimate plus the margin and
 // its measured peak; a reading of the device's free memory caps what is left.
 // SM activity: the larger of the measured activity (mean over the last
-// `settle_s / 2` seconds) and the sum of the shares known for its jobs.
-// A job of unknown share settles: its GPUs take no further job for
-// `settle_s`, then its share is measured as the rise of their activity since
-// it started. When that rise is below `min_sm_gain` on a GPU that had other
+// `settle_active_s` seconds) and the sum of the shares known for its jobs.
+// A job of unknown share settles: its GPUs take no further job until it has
+// been active (its memory showing) for `settle_active_s`, at most `settle_s`
+// after it starts; then its share is measured as the rise of their activity
+// since it started. When that rise is below `min_sm_gain` on a GPU that had other
 // jobs, the GPU's aggregate has stopped growing and it closes until a job
 // leaves it.
 
@@ -36,6 +37,7 @@ struct LedgerEntry {
   bool settling = false;       // share unknown: measured when its settle window ends
   double activity_before = 0;  // mean activity of its first GPU when it started
   int64_t peak_bytes = 0;      // largest measured use on one of its GPUs
+  double active_since_s = -1;  // when its memory first showed on a GPU; -1 = not yet
 };
 
 // A share measured when a job's settle window ended.
@@ -55,8 +57,9 @@ class GpuLedger {
   void place(const JobRequest& request, const std::vector<int>& gpus, double now_s);
   // Forgets a job that ended or was stopped; reopens the GPUs it was on.
   void remove(int64_t id);
-  // The job's measured use on one GPU; the largest is kept.
-  void observe_peak(int64_t id, int64_t bytes);
+  // The job's measured use on one GPU at `now_s`; the largest is kept, and
+  // the first use above zero starts its active time.
+  void observe_peak(int64_t id, int64_t bytes, double now_s);
   // A reading of GPU `gpu` at `now_s`; nullopt where the device cannot tell.
   void observe(int gpu, double now_s, std::optional<double> sm_activity, std::optional<int64_t> mem_free_bytes);
   // Ends the settle windows due by `now_s`; returns the shares measured.
@@ -80,6 +83,7 @@ class GpuLedger {
     std::string saturated;                            // why it stopped growing; "" = open
   };
   double mean_activity(const GpuState& gpu, double now_s) const;
+  double settles_at(const LedgerEntry& job) const;
 
   std::vector<GpuState> gpus_;
   CollocationMode mode_;

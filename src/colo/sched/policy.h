@@ -42,9 +42,12 @@ struct JobRequest {
 struct Thresholds {
   double max_sm_activity = 0.80;           // a GPU busier than this takes no more jobs
   int64_t mem_margin_bytes = int64_t{1} << 30;  // free memory must exceed the estimate by this
-  // A job of unknown SM share closes its GPU to further jobs this long after
-  // it starts; then its share is measured as the rise of the GPU's activity.
-  double settle_s = 8.0;
+  // A job of unknown SM share closes its GPU to further jobs until it has
+  // run settle_active_s on the GPU (from when its memory first shows there),
+  // at most settle_s after it starts; then its share is measured as the rise
+  // of the GPU's activity, averaged over the last settle_active_s.
+  double settle_s = 15.0;
+  double settle_active_s = 4.0;
   // A GPU whose SM activity rose by less than this when its last job settled
   // has stopped growing: it takes no further job until one leaves.
   double min_sm_gain = 0.03;

@@ -122,6 +122,7 @@ void Runner::adopt(const JobRecord& job) {
   if (job.sm_share) a.request.sm_share = *job.sm_share;
   account_on_simulated(a);
   ledger_.place(a.request, a.gpus, clock_.elapsed_s());
+  mark_active_on_simulated(a);
   active_.push_back(std::move(a));
   spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
 }
@@ -149,6 +150,14 @@ void Runner::account_on_simulated(const Active& job) {
       double share = job.request.sm_share > 0 ? job.request.sm_share : 0.5;
       sim->place(job.id, {static_cast<uint32_t>(job.pgid), job.request.mem_bytes.value_or(0), share});
     }
+  }
+}
+
+void Runner::mark_active_on_simulated(const Active& job) {
+  // A simulated GPU shows no process memory: the job counts as active at once.
+  if (has_gpus_ && simulated_device(devices_[job.gpus.front()]) != nullptr) {
+    ledger_.observe_peak(job.id, 0, clock_.elapsed_s());
+    ledger_.observe_peak(job.id, 1, clock_.elapsed_s());
   }
 }
 
@@ -207,7 +216,7 @@ void Runner::observe_devices() {
         if (process_group_of(p.pid) == a.pgid) used += p.used_mem_bytes;
       }
       a.peak_bytes = std::max(a.peak_bytes, used);
-      ledger_.observe_peak(a.id, used);
+      ledger_.observe_peak(a.id, used, now);
     }
     for (auto& a : active_) {
       if (shares > 0 && std::find(a.gpus.begin(), a.gpus.end(), index) != a.gpus.end()) {
@@ -287,6 +296,7 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   a.request = request;
   account_on_simulated(a);
   ledger_.place(request, gpus, clock_.elapsed_s());
+  mark_active_on_simulated(a);
   active_.push_back(std::move(a));
   std::string where;
   for (int g : gpus) where += (where.empty() ? "" : ",") + std::to_string(g);

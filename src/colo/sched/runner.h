@@ -116,6 +116,7 @@ class Runner {
   // share); both are no-ops on a real GPU.
   void account_on_simulated(const Active& job);
   void release_on_simulated(const Active& job);
+  void mark_active_on_simulated(const Active& job);
   // The one MPS daemon over all of this runner's GPUs, started on first use.
   gpu::MpsDaemon* mps();
   std::string log_path(int64_t id) const;

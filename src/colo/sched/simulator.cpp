@@ -130,7 +130,7 @@ class Simulation {
       held_most = std::max(held_most, held);
     }
     ledger_.place(request, placement.gpus, now_);
-    ledger_.observe_peak(id, held_most);
+    ledger_.observe_peak(id, held_most, now_);
     running_[id] = r;
     SimulatedJob& job = result_.jobs[id];
     job.state = JobState::kRunning;
