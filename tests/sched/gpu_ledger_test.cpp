@@ -18,6 +18,7 @@ Thresholds thresholds() {
   t.settle_s = 8;
   t.settle_active_s = 4;
   t.min_sm_gain = 0.03;
+  t.saturation_floor = 0.5;
   return t;
 }
 
@@ -36,14 +37,14 @@ TEST(GpuLedger, AJobOfUnknownShareClosesItsGpuUntilItsShareIsMeasured) {
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
   ledger.observe(0, 0, 0.0, std::nullopt);
   ledger.place(request(1, 4), {0}, 0);
-  EXPECT_NE(ledger.views(1)[0].closed_reason.find("job 1 settling"), std::string::npos);
+  EXPECT_NE(ledger.views(1)[0].settling_reason.find("job 1 settling"), std::string::npos);
   EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 8);
   for (double t = 1; t <= 8; t += 1) ledger.observe(0, t, 0.25, std::nullopt);
   auto measured = ledger.settle(8);
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_NEAR(measured[0].share, 0.25, 1e-9);
   EXPECT_FALSE(measured[0].saturated);
-  EXPECT_EQ(ledger.views(8)[0].closed_reason, "");
+  EXPECT_EQ(ledger.views(8)[0].settling_reason, "");
   EXPECT_NEAR(ledger.views(8)[0].sm_activity, 0.25, 1e-9);
 }
 
@@ -54,8 +55,38 @@ TEST(GpuLedger, ASettlingJobIsMeasuredOnceItHasBeenActiveLongEnough) {
   EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 8) << "no memory on the GPU yet: the longest window";
   ledger.observe_peak(1, kGiB, 2);
   EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 6) << "active from 2 s: settles 4 s later";
-  EXPECT_TRUE(ledger.settle(5.9).empty());
-  EXPECT_EQ(ledger.settle(6).size(), 1u);
+  ledger.observe_peak(1, 3 * kGiB, 3);
+  EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 7) << "its memory grew at 3 s: still setting up";
+  EXPECT_TRUE(ledger.settle(6.9).empty());
+  EXPECT_EQ(ledger.settle(7).size(), 1u);
+}
+
+TEST(GpuLedger, JobsOfKnownShareMayJoinASettlingGpuAndAreNotCountedInItsRise) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.observe(0, 0, 0.0, std::nullopt);
+  ledger.place(request(1, 4), {0}, 0);
+  auto view = ledger.views(0)[0];
+  EXPECT_FALSE(common_rules(request(2, 4), view)) << "unknown share: waits";
+  EXPECT_TRUE(common_rules(request(2, 4, 0.3), view)) << "known share: may join";
+  ledger.place(request(2, 4, 0.3), {0}, 1);
+  for (double t = 5; t <= 8; t += 1) ledger.observe(0, t, 0.5, std::nullopt);
+  auto measured = ledger.settle(8);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(measured[0].share, 0.2, 1e-9) << "0.5 rise less job 2's known 0.3";
+}
+
+TEST(GpuLedger, AShortJobIsMeasuredAsItEnds) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.observe(0, 0, 0.0, std::nullopt);
+  ledger.place(request(1, 4), {0}, 0);
+  ledger.observe_peak(1, kGiB, 1);
+  ledger.observe(0, 2, 0.3, std::nullopt);
+  ledger.observe(0, 3, 0.3, std::nullopt);
+  auto measured = ledger.remove(1, 3);
+  ASSERT_TRUE(measured.has_value()) << "active 2 s of a 4 s window: enough to measure";
+  EXPECT_NEAR(measured->share, 0.3, 1e-9);
+  ledger.place(request(2, 4), {0}, 3);
+  EXPECT_FALSE(ledger.remove(2, 3.5).has_value()) << "never active: nothing measured";
 }
 
 TEST(GpuLedger, AGpuWhoseActivityStopsGrowingClosesUntilAJobLeaves) {
@@ -68,7 +99,7 @@ TEST(GpuLedger, AGpuWhoseActivityStopsGrowingClosesUntilAJobLeaves) {
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_TRUE(measured[0].saturated);
   EXPECT_NE(ledger.views(18)[0].closed_reason.find("stopped growing"), std::string::npos);
-  ledger.remove(1);
+  ledger.remove(1, 18);
   EXPECT_EQ(ledger.views(18)[0].closed_reason, "") << "a job left: the GPU may take another";
 }
 
@@ -79,7 +110,7 @@ TEST(GpuLedger, AMultiGpuJobCountsOnEachOfItsGpus) {
   EXPECT_EQ(views[0].jobs, 1);
   EXPECT_EQ(views[1].jobs, 0);
   EXPECT_EQ(views[2].mem_free_bytes, 49 * kGiB);
-  ledger.remove(1);
+  ledger.remove(1, 0);
   EXPECT_EQ(ledger.views(0)[2].jobs, 0);
 }
 

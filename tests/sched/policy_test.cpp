@@ -8,7 +8,7 @@ namespace {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 GpuView gpu(int index, int64_t free_gib, double sm, int jobs) {
-  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false, ""};
+  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false, "", ""};
 }
 
 JobRequest job(int64_t mem_gib, double sm = 0.3) { return JobRequest{1, mem_gib * kGiB, sm, false, 0}; }
@@ -98,8 +98,9 @@ TEST(Reasons, AWaitingJobSaysWhatEachGpuLacks) {
   EXPECT_NE(none.reason.find("GPU 1: memory: needs 11.0 GiB with margin, 10.0 GiB free"), std::string::npos)
       << none.reason;
   GpuView settling = gpu(0, 70, 0.1, 1);
-  settling.closed_reason = "job 7 settling";
-  EXPECT_EQ(pick_gpus(*p, job(1), {settling}).reason, "GPU 0: job 7 settling");
+  settling.settling_reason = "job 7 settling";
+  EXPECT_EQ(pick_gpus(*p, job(1, 0), {settling}).reason, "GPU 0: job 7 settling");
+  EXPECT_TRUE(pick_gpus(*p, job(1, 0.2), {settling}).placed()) << "a job of known share may join";
 }
 
 TEST(GangPlacement, TakesAsManyGpusAsAskedOrNone) {

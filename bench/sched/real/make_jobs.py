@@ -86,15 +86,32 @@ def estimate_all(path):
         json.dump(out, f, indent=1, sort_keys=True)
 
 
-def toml_job(name, command, copies, mem=None, gpus=1):
+def toml_job(name, command, copies, mem=None, gpus=1, first=0):
+    """One [[job]] table; an array of `copies` from index `first`."""
     lines = ["[[job]]", f'name = "{name}"', f"command = {json.dumps(command)}", f'workdir = "{HERE}"']
-    if copies > 1:
-        lines.append(f'array = "0-{copies - 1}"')
+    if copies > 1 or first > 0:
+        lines.append(f'array = "{first}-{copies - 1}"')
     if mem is not None:
         lines.append(f'mem = "{int(mem) >> 20}MiB"')
     if gpus > 1:
         lines.append(f"gpus = {gpus}")
     return "\n".join(lines) + "\n"
+
+
+def rest_of(tables, first_job):
+    """The [[job]] tables from expanded job `first_job` (1-based) on."""
+    out, seen = [], 0
+    for table in tables:
+        lines = table.splitlines()
+        array = [l for l in lines if l.startswith("array = ")]
+        copies = int(array[0].split('"')[1].split("-")[1]) + 1 if array else 1
+        if seen + copies >= first_job:
+            skip = max(0, first_job - 1 - seen)
+            if skip:
+                lines = [l if not l.startswith("array = ") else f'array = "{skip}-{copies - 1}"' for l in lines]
+            out.append("\n".join(lines) + "\n")
+        seen += copies
+    return out
 
 
 def main():
@@ -105,6 +122,8 @@ def main():
     p.add_argument("--out", default="jobs.toml")
     p.add_argument("--runs", default="/tmp/colo-real-trace", help="where colo train jobs write")
     p.add_argument("--two-gpu", action="store_true", help="the two-GPU variant (adds torchrun jobs)")
+    p.add_argument("--from-job", type=int, default=1,
+                   help="only the jobs from this one on (1-based, arrays expanded): the rest of a cut-off run")
     args = p.parse_args()
     estimates_path = os.path.join(HERE, "estimates.json")
     if args.estimate:
@@ -131,6 +150,8 @@ def main():
                        f"--model {model} --res {res} --batch {batch} --opt sgd --steps {steps}")
             jobs.append(toml_job(f"ddp2-{model}-{res}px-b{batch}", command, copies,
                                  estimates[vision_key(model, res, batch, "sgd")] * margin, gpus=2))
+    if args.from_job > 1:
+        jobs = rest_of(jobs, args.from_job)
     with open(args.out, "w") as f:
         f.write("# Made by bench/sched/real/make_jobs.py; work-bound, no sm_share anywhere.\n\n")
         f.write("\n".join(jobs))

@@ -26,6 +26,7 @@ struct SimulateArgs {
   std::string recovery = "alone";
   double gpu_mem_gib = 80;
   double reserve_after_s = 0;
+  bool undeclared_sm_share = false;
   std::string out;
 };
 
@@ -72,6 +73,7 @@ int run_simulate(const SimulateArgs& args) {
     options.mode = sched::collocation_mode_from_string(mode);
     options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
     options.backfill.reserve_after_s = args.reserve_after_s;
+    options.declared_sm_share = !args.undeclared_sm_share;
     Stopwatch clock;
     auto result = sched::simulate(trace, options);
     double wall = clock.elapsed_s();
@@ -102,6 +104,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reserve-after", args->reserve_after_s,
                   "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
       ->capture_default_str();
+  cmd->add_flag("--undeclared-sm-share", args->undeclared_sm_share,
+                "tell the scheduler no job's SM share: each settles and is measured, as real jobs that declare none");
   cmd->add_option("--out", args->out, "write summary.json and jobs_<policy>_<mode>.jsonl here");
   cmd->callback([args, &exit_code] { exit_code = run_simulate(*args); });
 }

@@ -24,11 +24,12 @@ GpuLedger::GpuLedger(std::vector<int64_t> mem_total_bytes, CollocationMode mode,
   on_gpu_.resize(gpus_.size());
 }
 
-double GpuLedger::mean_activity(const GpuState& gpu, double now_s) const {
+double GpuLedger::mean_activity(const GpuState& gpu, double now_s, double since_s) const {
   double sum = 0;
   int n = 0;
+  double from = std::max(now_s - averaging_window_s(thresholds_), since_s);
   for (const auto& [t, a] : gpu.activity) {
-    if (t > now_s - averaging_window_s(thresholds_)) {
+    if (t > from) {
       sum += a;
       ++n;
     }
@@ -45,33 +46,56 @@ void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, d
   entry.sm_share = request.sm_share;
   entry.settling = request.sm_share <= 0 && mode_ != CollocationMode::kExclusive;
   if (!gpus.empty()) entry.activity_before = mean_activity(gpus_.at(static_cast<size_t>(gpus[0])), now_s);
-  remove(request.id);
+  remove(request.id, now_s);
   jobs_[request.id] = entry;
   for (int g : gpus) on_gpu_.at(static_cast<size_t>(g)).push_back(request.id);
 }
 
-void GpuLedger::remove(int64_t id) {
+std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end()) return std::nullopt;
+  std::optional<MeasuredShare> measured;
+  const LedgerEntry& job = it->second;
+  if (job.settling && job.active_since_s >= 0 && now_s - job.active_since_s >= thresholds_.settle_active_s / 2) {
+    measured = measure(id, job, now_s);
+    measured->saturated = false;  // it is leaving: nothing to close
+  }
   for (int g : it->second.gpus) {
     gpus_.at(static_cast<size_t>(g)).saturated.clear();
     auto& ids = on_gpu_.at(static_cast<size_t>(g));
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   }
   jobs_.erase(it);
+  return measured;
 }
 
 void GpuLedger::observe_peak(int64_t id, int64_t bytes, double now_s) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  it->second.peak_bytes = std::max(it->second.peak_bytes, bytes);
-  if (bytes > 0 && it->second.active_since_s < 0) it->second.active_since_s = now_s;
+  LedgerEntry& job = it->second;
+  if (bytes > 0 && job.active_since_s < 0) job.active_since_s = now_s;
+  if (bytes > job.peak_bytes + job.peak_bytes / 50) job.last_growth_s = now_s;  // grew by more than 2%
+  job.peak_bytes = std::max(job.peak_bytes, bytes);
 }
 
 double GpuLedger::settles_at(const LedgerEntry& job) const {
   double latest = job.start_s + thresholds_.settle_s;
   if (job.active_since_s < 0) return latest;
-  return std::min(latest, job.active_since_s + thresholds_.settle_active_s);
+  return std::min(latest, std::max(job.active_since_s, job.last_growth_s) + thresholds_.settle_active_s);
+}
+
+MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_s) {
+  int first = job.gpus.at(0);
+  double activity = mean_activity(gpus_.at(static_cast<size_t>(first)), now_s, job.active_since_s);
+  double rise = activity - job.activity_before;
+  for (int64_t other : on_gpu_.at(static_cast<size_t>(first))) {
+    const LedgerEntry& o = jobs_.at(other);
+    if (other != id && o.start_s > job.start_s && !o.settling) rise -= o.sm_share;
+  }
+  MeasuredShare m{id, std::clamp(rise, kMinMeasuredShare, 1.0), false};
+  bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
+  m.saturated = had_others && rise < thresholds_.min_sm_gain && activity >= thresholds_.saturation_floor;
+  return m;
 }
 
 void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity,
@@ -88,17 +112,13 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
   std::vector<MeasuredShare> measured;
   for (auto& [id, job] : jobs_) {
     if (!job.settling || now_s < settles_at(job) - 1e-9) continue;
+    MeasuredShare m = measure(id, job, now_s);
     job.settling = false;
-    GpuState& gpu = gpus_.at(static_cast<size_t>(job.gpus.at(0)));
-    double rise = mean_activity(gpu, now_s) - job.activity_before;
-    job.sm_share = std::clamp(rise, kMinMeasuredShare, 1.0);
-    MeasuredShare m{id, job.sm_share, false};
-    bool had_others = on_gpu_.at(static_cast<size_t>(job.gpus[0])).size() > 1;
-    if (had_others && rise < thresholds_.min_sm_gain) {
-      m.saturated = true;
+    job.sm_share = m.share;
+    if (m.saturated) {
       for (int g : job.gpus) {
-        gpus_.at(static_cast<size_t>(g)).saturated =
-            "SM activity stopped growing (+" + fixed(std::max(rise, 0.0), 2) + " with job " + std::to_string(id) + ")";
+        gpus_.at(static_cast<size_t>(g)).saturated = "SM activity stopped growing (job " + std::to_string(id) +
+                                                     " added " + fixed(m.share, 2) + ")";
       }
     }
     measured.push_back(m);
@@ -138,13 +158,13 @@ std::vector<GpuView> GpuLedger::views(double now_s) const {
       reserved += std::max(reservation, job.peak_bytes);
       shares += job.sm_share;
       if (job.request.must_run_alone) v.held_exclusively = true;
-      if (job.settling && v.closed_reason.empty()) {
+      if (job.settling && v.settling_reason.empty()) {
         double left = settles_at(job) - now_s;
-        v.closed_reason = "job " + std::to_string(id) + " settling (SM share unknown, " + fixed(std::max(left, 0.0), 1) +
-                          " s left)";
+        v.settling_reason = "job " + std::to_string(id) + " settling (SM share unknown, at most " +
+                            fixed(std::max(left, 0.0), 1) + " s left)";
       }
     }
-    if (v.closed_reason.empty()) v.closed_reason = state.saturated;
+    v.closed_reason = state.saturated;
     if (mode_ == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
     v.mem_free_bytes = v.mem_total_bytes - reserved;
     if (state.measured_free_bytes) v.mem_free_bytes = std::min(v.mem_free_bytes, *state.measured_free_bytes);

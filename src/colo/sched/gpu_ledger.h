@@ -8,12 +8,14 @@
 // its measured peak; a reading of the device's free memory caps what is left.
 // SM activity: the larger of the measured activity (mean over the last
 // `settle_active_s` seconds) and the sum of the shares known for its jobs.
-// A job of unknown share settles: its GPUs take no further job until it has
-// been active (its memory showing) for `settle_active_s`, at most `settle_s`
-// after it starts; then its share is measured as the rise of their activity
-// since it started. When that rise is below `min_sm_gain` on a GPU that had other
-// jobs, the GPU's aggregate has stopped growing and it closes until a job
-// leaves it.
+// A job of unknown share settles: its GPUs take no other job of unknown
+// share until its memory there has stopped growing for `settle_active_s`
+// (it trains), at most `settle_s` after it starts; then its share is the
+// rise of their activity since it started, less the known shares of jobs
+// that joined meanwhile. When that rise is below `min_sm_gain` on a GPU at
+// least `saturation_floor` busy that had other jobs, the GPU's aggregate has
+// stopped growing and it takes no job until one leaves it. A job that ends
+// while settling, after some active time, is measured as it ends.
 
 #include <cstdint>
 #include <deque>
@@ -38,6 +40,7 @@ struct LedgerEntry {
   double activity_before = 0;  // mean activity of its first GPU when it started
   int64_t peak_bytes = 0;      // largest measured use on one of its GPUs
   double active_since_s = -1;  // when its memory first showed on a GPU; -1 = not yet
+  double last_growth_s = -1;   // when its measured memory last grew
 };
 
 // A share measured when a job's settle window ended.
@@ -55,8 +58,10 @@ class GpuLedger {
   // Records `request` running on `gpus` from `now_s`. A request with
   // sm_share 0 settles.
   void place(const JobRequest& request, const std::vector<int>& gpus, double now_s);
-  // Forgets a job that ended or was stopped; reopens the GPUs it was on.
-  void remove(int64_t id);
+  // Forgets a job that ended or was stopped at `now_s`; reopens the GPUs it
+  // was on. A job still settling that was active long enough comes back
+  // measured.
+  std::optional<MeasuredShare> remove(int64_t id, double now_s);
   // The job's measured use on one GPU at `now_s`; the largest is kept, and
   // the first use above zero starts its active time.
   void observe_peak(int64_t id, int64_t bytes, double now_s);
@@ -82,8 +87,12 @@ class GpuLedger {
     std::optional<int64_t> measured_free_bytes;
     std::string saturated;                            // why it stopped growing; "" = open
   };
-  double mean_activity(const GpuState& gpu, double now_s) const;
+  // Mean reading over the averaging window, counting none before `since_s`.
+  double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
   double settles_at(const LedgerEntry& job) const;
+  // The settling job's share now: the rise of its first GPU's activity less
+  // the known shares of jobs that joined it since.
+  MeasuredShare measure(int64_t id, const LedgerEntry& job, double now_s);
 
   std::vector<GpuState> gpus_;
   CollocationMode mode_;

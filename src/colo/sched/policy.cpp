@@ -31,6 +31,7 @@ Fit common_rules(const JobRequest& job, const GpuView& gpu) {
   if (gpu.held_exclusively) return Fit::no("busy: its job runs alone");
   if (job.must_run_alone && gpu.jobs > 0) return Fit::no("must run alone (OOM recovery), GPU busy");
   if (gpu.jobs > 0 && !gpu.closed_reason.empty()) return Fit::no(gpu.closed_reason);
+  if (gpu.jobs > 0 && job.sm_share <= 0 && !gpu.settling_reason.empty()) return Fit::no(gpu.settling_reason);
   if (gpu.mem_free_bytes < job.min_free_bytes) {
     return Fit::no("held for recovery: needs " + bytes_human(double(job.min_free_bytes)) + " free, " +
                    bytes_human(double(gpu.mem_free_bytes)) + " free");

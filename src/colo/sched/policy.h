@@ -22,10 +22,12 @@ struct GpuView {
   double sm_activity = 0;        // measured (or simulated), 0..1
   int jobs = 0;                  // jobs placed on it
   bool held_exclusively = false; // a job that must run alone is on it
-  // Non-empty while the GPU takes no further job whatever its load: a job of
-  // unknown SM share is settling on it, or the last job added did not raise
-  // its SM activity (gpu_ledger.h). Says why.
+  // Non-empty while the GPU takes no further job whatever its load: the last
+  // job added did not raise its SM activity (gpu_ledger.h). Says why.
   std::string closed_reason;
+  // Non-empty while a job of unknown SM share settles on it: it takes no
+  // other job of unknown share until that share is measured. Says why.
+  std::string settling_reason;
 };
 
 // What a policy knows of the job being placed.
@@ -42,14 +44,16 @@ struct JobRequest {
 struct Thresholds {
   double max_sm_activity = 0.80;           // a GPU busier than this takes no more jobs
   int64_t mem_margin_bytes = int64_t{1} << 30;  // free memory must exceed the estimate by this
-  // A job of unknown SM share closes its GPU to further jobs until it has
-  // run settle_active_s on the GPU (from when its memory first shows there),
-  // at most settle_s after it starts; then its share is measured as the rise
-  // of the GPU's activity, averaged over the last settle_active_s.
-  double settle_s = 15.0;
-  double settle_active_s = 4.0;
-  // A GPU whose SM activity rose by less than this when its last job settled
-  // has stopped growing: it takes no further job until one leaves.
+  // A job of unknown SM share keeps other jobs of unknown share off its GPU
+  // until its memory on the GPU has stopped growing for settle_active_s (it
+  // trains), at most settle_s after it starts; then its share is measured as
+  // the rise of the GPU's activity, averaged over the last settle_active_s.
+  double settle_s = 20.0;
+  double settle_active_s = 3.0;
+  // A GPU at least `saturation_floor` busy whose SM activity rose by less
+  // than min_sm_gain when its last job settled has stopped growing: it takes
+  // no further job until one leaves.
+  double saturation_floor = 0.5;
   double min_sm_gain = 0.03;
 };
 
@@ -83,8 +87,8 @@ class Policy {
 };
 
 // Checks every policy shares: a GPU held by a must-run-alone job takes
-// nothing; a must-run-alone job needs an empty GPU; a closed GPU (settling
-// or saturated) takes nothing more; the recovery minimum.
+// nothing; a must-run-alone job needs an empty GPU; a saturated GPU takes
+// nothing more, a settling one no job of unknown share; the recovery minimum.
 Fit common_rules(const JobRequest& job, const GpuView& gpu);
 
 // RAD-RM's collocation thresholds: SM activity at most the maximum, and free

@@ -98,7 +98,13 @@ std::string Runner::status_path(int64_t id) const {
 void Runner::learn_shares() {
   for (const auto& job : store_.list()) {  // by id: the latest measurement wins
     if (job.sm_share) learned_share_[command_key(job.spec)] = *job.sm_share;
+    if (job.state == JobState::kCompleted && job.peak_mem_bytes) learn_peak(job.spec, *job.peak_mem_bytes);
   }
+}
+
+void Runner::learn_peak(const JobSpec& spec, int64_t peak_bytes) {
+  int64_t& learned = learned_peak_[command_key(spec)];
+  learned = std::max(learned, peak_bytes);
 }
 
 JobRequest Runner::request_for(const JobRecord& job) const {
@@ -106,6 +112,13 @@ JobRequest Runner::request_for(const JobRecord& job) const {
   if (request.sm_share <= 0) {
     auto learned = learned_share_.find(command_key(job.spec));
     if (learned != learned_share_.end()) request.sm_share = learned->second;
+  }
+  if (!request.mem_bytes) {
+    // No estimate: the largest peak a completed run of the same command
+    // reached, plus 10%. Until one has run, the job runs alone (a job of
+    // unknown memory only goes on an empty GPU) and its peak is measured.
+    auto learned = learned_peak_.find(command_key(job.spec));
+    if (learned != learned_peak_.end()) request.mem_bytes = learned->second + learned->second / 10;
   }
   if (job.state == JobState::kOutOfMemory && job.oom_deaths > 0) {
     request = recovery_request(request, options_.recovery, job.oom_deaths, job.peak_mem_bytes.value_or(0));
@@ -170,7 +183,16 @@ void Runner::release_on_simulated(const Active& job) {
 
 void Runner::forget(const Active& job) {
   release_on_simulated(job);
-  ledger_.remove(job.id);
+  if (auto m = ledger_.remove(job.id, clock_.elapsed_s())) remember_share(*m);
+}
+
+void Runner::remember_share(const MeasuredShare& m) {
+  auto record = store_.get(m.id);
+  if (!record) return;
+  store_.record_sm_share(m.id, m.share);
+  learned_share_[command_key(record->spec)] = m.share;
+  spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
+               m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
 
 void Runner::observe_devices() {
@@ -224,14 +246,7 @@ void Runner::observe_devices() {
       }
     }
   }
-  for (const auto& m : ledger_.settle(now)) {
-    auto record = store_.get(m.id);
-    if (!record) continue;
-    store_.record_sm_share(m.id, m.share);
-    learned_share_[command_key(record->spec)] = m.share;
-    spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
-                 m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
-  }
+  for (const auto& m : ledger_.settle(now)) remember_share(m);
 }
 
 gpu::MpsDaemon* Runner::mps() {
@@ -312,6 +327,8 @@ void Runner::settle(Active& job, int exit_code) {
   std::optional<int64_t> peak = job.peak_bytes > 0 ? std::optional<int64_t>(job.peak_bytes) : std::nullopt;
   if (kind == ExitKind::kSuccess) {
     store_.mark_finished(job.id, JobState::kCompleted, exit_code, "", peak, job.energy_j);
+    auto record = store_.get(job.id);
+    if (record && peak) learn_peak(record->spec, *peak);
   } else if (kind == ExitKind::kFailure) {
     store_.mark_finished(job.id, JobState::kFailed, exit_code, "exit status " + std::to_string(exit_code), peak,
                          job.energy_j);
@@ -421,7 +438,10 @@ void Runner::stop_all(const std::string& reason) {
 }
 
 void Runner::detach() {
-  for (const auto& a : active_) forget(a);
+  for (const auto& a : active_) {
+    release_on_simulated(a);
+    ledger_.remove(a.id, clock_.elapsed_s());
+  }
   if (!active_.empty()) spdlog::info("{} running job(s) left running for the next scheduler to adopt", active_.size());
   active_.clear();
   if (mps_) mps_->leave_running();

@@ -47,7 +47,8 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
 // One scheduler over one store and the devices it was given. It accounts
 // GPUs through a GpuLedger (the simulator's rules too): a job that declares
 // no SM share settles before its GPU takes another, and its measured share
-// is kept in the store for later jobs of the same command. A job of
+// is kept in the store for later jobs of the same command; so is the peak
+// memory of a completed job, the estimate of a later one that has none. A job of
 // `gpus = N` is gang-placed on N GPUs (CUDA_VISIBLE_DEVICES lists them; one
 // MPS daemon serves all GPUs). A waiting job's reason is in the store. Jobs run as
 // `/bin/sh` wrappers in their own process groups, with stdout and stderr in
@@ -105,13 +106,16 @@ class Runner {
   };
 
   void settle(Active& job, int exit_code);
+  // Drops a job from the accounts; a share measured as it leaves is kept.
   void forget(const Active& job);
+  void remember_share(const MeasuredShare& m);
   // Starts `job` when the policy finds it GPUs; else returns why it waits.
   std::optional<std::string> start(const JobRecord& job);
   JobRequest request_for(const JobRecord& job) const;
   void adopt(const JobRecord& job);
   void observe_devices();
   void learn_shares();
+  void learn_peak(const JobSpec& spec, int64_t peak_bytes);
   // A simulated GPU accounts the jobs placed on it (their estimate and SM
   // share); both are no-ops on a real GPU.
   void account_on_simulated(const Active& job);
@@ -132,6 +136,7 @@ class Runner {
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;
   std::map<std::string, double> learned_share_;  // measured SM share by command_key
+  std::map<std::string, int64_t> learned_peak_;  // largest completed peak by command_key
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;
   Stopwatch clock_;

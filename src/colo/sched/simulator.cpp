@@ -80,10 +80,12 @@ class Simulation {
     for (int g = 0; g < options_.gpus; ++g) {
       ledger_.observe(g, now_, gpus_[g]->sm_activity(), options_.gpu.mem_total_bytes - gpus_[g]->mem_used_bytes());
     }
-    for (const auto& m : ledger_.settle(now_)) {
-      const std::string& command = trace_[m.id].command;
-      if (!command.empty()) learned_share_[command] = m.share;
-    }
+    for (const auto& m : ledger_.settle(now_)) remember(m);
+  }
+
+  void remember(const MeasuredShare& m) {
+    const std::string& command = trace_[m.id].command;
+    if (!command.empty()) learned_share_[command] = m.share;
   }
 
   double gpu_rate(int g) const {
@@ -184,7 +186,7 @@ class Simulation {
       gpus_[g]->remove(id);
       on_gpu_[g].erase(std::find(on_gpu_[g].begin(), on_gpu_[g].end(), id));
     }
-    ledger_.remove(id);
+    if (auto m = ledger_.remove(id, now_)) remember(*m);
   }
 
   void finish_due() {
