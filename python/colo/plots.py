@@ -69,6 +69,31 @@ def policies_plot(summary, path):
     plt.close(fig)
 
 
+def jobs_per_gpu_plot(jobs, title, path):
+    """Jobs running on each GPU over time, as steps."""
+    placed = [j for j in jobs if j["gpu"] >= 0 and j["start_s"] >= 0 and j["end_s"] >= 0]
+    gpus = sorted({j["gpu"] for j in placed})
+    div, label = time_unit(max([j["end_s"] for j in placed] + [1]))
+    fig, ax = plt.subplots(figsize=(10, 3))
+    for g in gpus[:16]:
+        events = sorted([(j["start_s"], 1) for j in placed if j["gpu"] == g] +
+                        [(j["end_s"], -1) for j in placed if j["gpu"] == g])
+        times, counts, running = [0.0], [0], 0
+        for t, step in events:
+            running += step
+            times.append(t / div)
+            counts.append(running)
+        ax.step(times, counts, where="post", label=f"GPU {g}", linewidth=1)
+    ax.set_xlabel(f"time ({label})")
+    ax.set_ylabel("jobs running")
+    ax.set_title(title + ": jobs per GPU", fontsize=9)
+    if 1 < len(gpus) <= 16:
+        ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def gantt_plot(jobs, title, path):
     fig, ax = plt.subplots(figsize=(10, 4))
     placed = [j for j in jobs if j["gpu"] >= 0 and j["start_s"] >= 0 and j["end_s"] >= 0]
@@ -138,6 +163,9 @@ def report(directory):
         stem = os.path.basename(jobs_path)[len("jobs_"):-len(".jsonl")]
         path = os.path.join(directory, f"gantt_{stem}.png")
         gantt_plot(jobs, stem.replace("_", " / "), path)
+        written.append(path)
+        path = os.path.join(directory, f"jobs_per_gpu_{stem}.png")
+        jobs_per_gpu_plot(jobs, stem.replace("_", " / "), path)
         written.append(path)
     for csv_path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
         with open(csv_path) as f:

@@ -1,6 +1,9 @@
 #pragma once
-// `colo run jobs.toml`: run a batch of jobs in-process (no daemon), and
-// `colo queue`: list the jobs of a store.
+// The scheduler's subcommands over a job store, one file each:
+// `colo run jobs.toml` runs a batch in-process (run_command.cpp), `colo
+// replay` a trace for real (replay_command.cpp), `colo queue` lists a
+// store's jobs (queue_command.cpp), `colo history` its finished ones
+// (history_command.cpp).
 
 #include <CLI/CLI.hpp>
 

@@ -110,53 +110,6 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->callback([args, &exit_code] { exit_code = run_simulate(*args); });
 }
 
-// Prints the policy table of a `colo simulate --out` directory and has
-// python/colo/plots.py draw its PNGs.
-int run_report(const std::string& dir) {
-  std::string summary_path = dir + "/summary.json";
-  if (!path_exists(summary_path)) throw InputError(dir, "", "expected summary.json (from colo simulate --out DIR)");
-  nlohmann::json runs;
-  try {
-    runs = nlohmann::json::parse(read_file(summary_path));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(summary_path, "", std::string("malformed JSON: ") + e.what());
-  }
-  TablePrinter table({{"policy", 11}, {"mode", 9}, {"jobs", 6}, {"total_h", 8}, {"energy_kwh", 10},
-                      {"jct_min", 8}, {"ooms", 5}, {"lost", 4}});
-  table.header();
-  for (const auto& r : runs) {
-    table.row({r.value("policy", "?"), r.value("mode", "?"), std::to_string(r.value("jobs", 0)),
-               fixed(r.value("total_s", 0.0) / 3600, 2), fixed(r.value("energy_j", 0.0) / 3.6e6, 2),
-               fixed(r.value("mean_jct_s", 0.0) / 60, 1), std::to_string(r.value("oom_events", 0)),
-               std::to_string(r.value("jobs_lost", 0))});
-  }
-  const char* python_dir = std::getenv("COLO_PYTHON_DIR");
-  std::string script = std::string(python_dir ? python_dir : COLO_PYTHON_DIR) + "/colo/plots.py";
-  // The first interpreter that has matplotlib: python3 on PATH (a venv, say),
-  // else Debian's, which carries python3-matplotlib.
-  std::string python = "python3";
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    if (run_process({candidate, "-c", "import matplotlib"}, {}, "", 60).exit_code == 0) {
-      python = candidate;
-      break;
-    }
-  }
-  ProcessResult plots = run_process({python, script, "report", dir}, {}, "", 300);
-  if (plots.exit_code != 0) {
-    std::fprintf(stderr, "colo report: plotting failed (matplotlib missing?):\n%s", plots.output.c_str());
-    return 1;
-  }
-  std::printf("%s", plots.output.c_str());
-  return 0;
-}
-
-void add_report_command(CLI::App& app, int& exit_code) {
-  auto dir = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("report", "Table and PNG plots (Gantt, policies, GPU timeline) of a results directory");
-  cmd->add_option("dir", *dir, "directory written by colo simulate --out (monitor CSVs in it are plotted too)")->required();
-  cmd->callback([dir, &exit_code] { exit_code = run_report(*dir); });
-}
-
 void add_trace_command(CLI::App& app, int& exit_code) {
   CLI::App* trace = app.add_subcommand("trace", "Workload traces");
   trace->require_subcommand(1);

@@ -1,0 +1,20 @@
+#include "colo/cli/scheduling_options.h"
+
+namespace colo::cli {
+
+sched::RunnerOptions runner_options(const SchedulingArgs& args) {
+  return sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
+}
+
+void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
+  cmd->add_option("--policy", args.policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
+  cmd->add_option("--mode", args.mode, "exclusive | shared | mps")->capture_default_str();
+  cmd->add_option("--recovery", args.recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
+  cmd->add_option("--poll", args.poll_s, "seconds between scheduling rounds")->capture_default_str();
+  cmd->add_option("--reserve-after", args.reserve_after_s,
+                  "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--summary-json", args.summary_json, "write a summary here");
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,33 @@
+#include "colo/sched/batch_totals.h"
+
+#include <algorithm>
+
+namespace colo::sched {
+
+BatchTotals::BatchTotals(const std::vector<JobRecord>& jobs) {
+  for (const auto& j : jobs) {
+    completed += j.state == JobState::kCompleted;
+    failed += j.state == JobState::kFailed;
+    oom_events += j.oom_deaths;
+    lost += !is_final(j.state);
+    energy_j += j.energy_j;
+    if (j.state == JobState::kCompleted && j.start_s && j.end_s) {
+      wait_s += *j.start_s - j.submit_s;
+      exec_s += *j.end_s - *j.start_s;
+      jct_s += *j.end_s - j.submit_s;
+    }
+  }
+  int n = std::max(completed, 1);
+  wait_s /= n;
+  exec_s /= n;
+  jct_s /= n;
+}
+
+nlohmann::json BatchTotals::to_json(const std::string& policy, const std::string& mode, double wall_s) const {
+  return {{"policy", policy}, {"mode", mode}, {"wall_s", wall_s}, {"total_s", wall_s},
+          {"completed", completed}, {"failed", failed}, {"oom_events", oom_events},
+          {"oom_unrecovered", failed}, {"jobs_lost", lost}, {"mean_wait_s", wait_s}, {"mean_exec_s", exec_s},
+          {"mean_jct_s", jct_s}, {"job_energy_share_j", energy_j}, {"energy_j", energy_j}};
+}
+
+}  // namespace colo::sched
