@@ -32,6 +32,13 @@ struct ReplayArgs {
 // every job is final.
 int run_replay(const ReplayArgs& args) {
   auto trace = sched::read_trace(args.trace);
+  std::vector<gpu::DevicePtr> devices = gpu::discover_devices();
+  for (const auto& job : trace) {
+    if (!devices.empty() && job.gpus > static_cast<int>(devices.size())) {
+      throw InputError(args.trace, "gpus", "job " + job.name + " asks for " + std::to_string(job.gpus) +
+                                               " GPUs; this host has " + std::to_string(devices.size()));
+    }
+  }
   for (const auto& job : trace) {
     if (job.command.empty()) {
       throw InputError(args.trace, "command", "job " + job.name + " has no command; a replay runs real jobs");
@@ -46,7 +53,7 @@ int run_replay(const ReplayArgs& args) {
   sched::JobStore store(store_path);
   if (!store.list().empty()) throw InputError(store_path, "", "expected a new store for a replay");
   double t0 = unix_time_s();
-  sched::Runner runner(store, gpu::discover_devices(), options);
+  sched::Runner runner(store, devices, options);
   int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo replay was interrupted"); });
   Stopwatch wall;
   size_t next = 0;
@@ -58,6 +65,7 @@ int run_replay(const ReplayArgs& args) {
       spec.mem_bytes = trace[next].mem_estimate_bytes;
       spec.sm_share = trace[next].sm_activity;
       spec.priority = trace[next].priority;
+      spec.gpus = trace[next].gpus;
       store.submit({spec});
       ++next;
     }

@@ -119,6 +119,8 @@ void add_trace_command(CLI::App& app, int& exit_code) {
   generate->add_option("--jobs", options->jobs, "number of jobs")->required();
   generate->add_option("--seed", options->seed, "random seed")->capture_default_str();
   generate->add_option("--mean-interarrival", options->mean_interarrival_s, "seconds between arrivals, on average")->capture_default_str();
+  generate->add_option("--multi-gpu-fraction", options->multi_gpu_fraction,
+                       "share of the medium and large jobs that take 2 GPUs")->capture_default_str();
   generate->add_option("--out", *out, "trace CSV to write")->required();
   generate->callback([options, out, &exit_code] {
     if (options->jobs < 1) throw InputError("--jobs", "", "expected at least 1");

@@ -225,7 +225,11 @@ void Runner::observe_devices() {
     ledger_.observe(index, now, activity,
                     sim != nullptr ? std::optional<int64_t>() : std::optional<int64_t>(sample.mem_free_bytes));
     std::vector<gpu::ProcessUsage> processes;
-    if (sim == nullptr) processes = devices_[g]->processes();
+    try {
+      if (sim == nullptr) processes = devices_[g]->processes();
+    } catch (const std::exception& e) {
+      spdlog::warn("GPU {}: no process list ({}); peaks not updated this round", g, e.what());
+    }
     double shares = 0;
     for (auto& a : active_) {
       if (std::find(a.gpus.begin(), a.gpus.end(), index) == a.gpus.end()) continue;
