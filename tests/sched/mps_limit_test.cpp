@@ -22,5 +22,12 @@ TEST(MpsMemoryLimit, EstimatePlusMarginAndNoneWhenUnknownOrAlone) {
   EXPECT_FALSE(mps_memory_limit(request, thresholds));
 }
 
+TEST(MpsMemoryLimit, AnOomWithRoomLeftOnTheGpuIsAFalseOom) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  EXPECT_TRUE(is_false_oom(4 * kGiB, 40 * kGiB)) << "killed by its limit while the GPU had 40 GiB free";
+  EXPECT_TRUE(is_false_oom(4 * kGiB, kGiB)) << "a quarter of the limit free";
+  EXPECT_FALSE(is_false_oom(4 * kGiB, kGiB / 2)) << "the GPU was full: a true OOM";
+}
+
 }  // namespace
 }  // namespace colo::sched

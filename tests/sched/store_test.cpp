@@ -67,6 +67,8 @@ TEST(JobStore, KeepsWaitingReasonsGpusOfAMultiGpuJobAndMeasuredShares) {
   EXPECT_EQ(job->gpu, 1);
   store.record_sm_share(id, 0.25);
   EXPECT_DOUBLE_EQ(JobStore(dir.file("jobs.db")).get(id)->sm_share.value_or(0), 0.25);
+  store.count_false_oom(id);
+  EXPECT_EQ(store.get(id)->false_ooms, 1);
 }
 
 TEST(JobStore, AStoreFromBeforeTheNewColumnsOpensAndKeepsItsJobs) {

@@ -28,10 +28,10 @@ void add_history_command(CLI::App& app, int& exit_code) {
                  std::to_string(j.attempts), std::to_string(j.oom_deaths)});
     }
     sched::BatchTotals totals(store.list());
-    std::printf("%d completed, %d failed, %d OOM deaths, %d not final; mean wait %.1f s, run %.1f s, JCT %.1f s; "
-                "energy share %.0f J\n",
-                totals.completed, totals.failed, totals.oom_events, totals.lost, totals.wait_s, totals.exec_s,
-                totals.jct_s, totals.energy_j);
+    std::printf("%d completed, %d failed, %d OOM deaths (%d false), %d not final; mean wait %.1f s, run %.1f s, "
+                "JCT %.1f s; energy share %.0f J\n",
+                totals.completed, totals.failed, totals.oom_events, totals.false_ooms, totals.lost, totals.wait_s,
+                totals.exec_s, totals.jct_s, totals.energy_j);
     exit_code = 0;
   });
 }

@@ -79,8 +79,9 @@ int run_replay(const ReplayArgs& args) {
   auto jobs = store.list();
   print_jobs(jobs);
   sched::BatchTotals totals(jobs);
-  std::printf("replay %s/%s: %d completed, %d failed, %d OOM deaths, %d lost, %.1f s\n", scheduling.policy.c_str(),
-              scheduling.mode.c_str(), totals.completed, totals.failed, totals.oom_events, totals.lost, total_s);
+  std::printf("replay %s/%s: %d completed, %d failed, %d OOM deaths (%d false), %d lost, %.1f s\n",
+              scheduling.policy.c_str(), scheduling.mode.c_str(), totals.completed, totals.failed, totals.oom_events,
+              totals.false_ooms, totals.lost, total_s);
   nlohmann::json summary = totals.to_json(scheduling.policy, scheduling.mode, total_s);
   summary["trace"] = args.trace;
   summary["jobs"] = jobs.size();

@@ -77,8 +77,8 @@ int run_batch(const RunArgs& args) {
   auto jobs = store.list();
   print_jobs(jobs);
   sched::BatchTotals totals(jobs);
-  std::printf("%d completed, %d failed, %d OOM deaths, %d lost, %.1f s, %.0f J\n", totals.completed, totals.failed,
-              totals.oom_events, totals.lost, wall.elapsed_s(), totals.energy_j);
+  std::printf("%d completed, %d failed, %d OOM deaths (%d false), %d lost, %.1f s, %.0f J\n", totals.completed,
+              totals.failed, totals.oom_events, totals.false_ooms, totals.lost, wall.elapsed_s(), totals.energy_j);
   nlohmann::json summary = totals.to_json(args.scheduling.policy, args.scheduling.mode, wall.elapsed_s());
   summary["store"] = store_path;
   summary["jobs"] = jobs.size();

@@ -9,6 +9,7 @@ BatchTotals::BatchTotals(const std::vector<JobRecord>& jobs) {
     completed += j.state == JobState::kCompleted;
     failed += j.state == JobState::kFailed;
     oom_events += j.oom_deaths;
+    false_ooms += j.false_ooms;
     lost += !is_final(j.state);
     energy_j += j.energy_j;
     if (j.state == JobState::kCompleted && j.start_s && j.end_s) {
@@ -25,7 +26,7 @@ BatchTotals::BatchTotals(const std::vector<JobRecord>& jobs) {
 
 nlohmann::json BatchTotals::to_json(const std::string& policy, const std::string& mode, double wall_s) const {
   return {{"policy", policy}, {"mode", mode}, {"wall_s", wall_s}, {"total_s", wall_s},
-          {"completed", completed}, {"failed", failed}, {"oom_events", oom_events},
+          {"completed", completed}, {"failed", failed}, {"oom_events", oom_events}, {"false_ooms", false_ooms},
           {"oom_unrecovered", failed}, {"jobs_lost", lost}, {"mean_wait_s", wait_s}, {"mean_exec_s", exec_s},
           {"mean_jct_s", jct_s}, {"job_energy_share_j", energy_j}, {"energy_j", energy_j}};
 }

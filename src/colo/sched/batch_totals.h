@@ -13,6 +13,7 @@ namespace colo::sched {
 
 struct BatchTotals {
   int completed = 0, failed = 0, oom_events = 0, lost = 0;
+  int false_ooms = 0;  // OOM deaths at an MPS limit with room left on the GPU
   double energy_j = 0, wait_s = 0, exec_s = 0, jct_s = 0;  // means over completed jobs
 
   explicit BatchTotals(const std::vector<JobRecord>& jobs);

@@ -16,4 +16,10 @@ namespace colo::sched {
 // (it may use the whole device).
 std::optional<int64_t> mps_memory_limit(const JobRequest& request, const Thresholds& thresholds);
 
+// Whether an OOM death under a pinned limit of `limit_bytes` was a false
+// OOM: its GPU still had at least a quarter of the limit free, so the job
+// would most likely have fitted without the limit (its estimate was too
+// small), rather than the GPU being full.
+bool is_false_oom(int64_t limit_bytes, int64_t gpu_free_bytes);
+
 }  // namespace colo::sched

@@ -14,6 +14,7 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/table.h"
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
 #include "colo/core/stopwatch.h"
@@ -277,6 +278,7 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   env["COLO_JOB_ID"] = std::to_string(job.id);
   env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
+  std::optional<int64_t> mem_limit;
   if (has_gpus_) {
     std::string visible, ordinals;
     for (int g : gpus) {
@@ -289,9 +291,8 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
     if (options_.mode == CollocationMode::kMps && !simulated) {
       std::optional<int> percentage;
       if (job.spec.sm_share) percentage = std::clamp(static_cast<int>(std::ceil(*job.spec.sm_share * 100)), 1, 100);
-      std::optional<int64_t> limit;
-      if (options_.mps_memory_limits) limit = mps_memory_limit(request, options_.thresholds);
-      for (const auto& [k, v] : mps()->client_environment(percentage, limit, gpus)) env[k] = v;
+      if (options_.mps_memory_limits) mem_limit = mps_memory_limit(request, options_.thresholds);
+      for (const auto& [k, v] : mps()->client_environment(percentage, mem_limit, gpus)) env[k] = v;
       env["CUDA_VISIBLE_DEVICES"] = ordinals;  // ordinals among the daemon's GPUs (all of this runner's)
     }
   } else {
@@ -313,6 +314,7 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   a.pgid = child->pid();
   a.child = std::move(child);
   a.request = request;
+  a.mem_limit = mem_limit;
   account_on_simulated(a);
   ledger_.place(request, gpus, clock_.elapsed_s());
   mark_active_on_simulated(a);
@@ -339,13 +341,20 @@ void Runner::settle(Active& job, int exit_code) {
   } else {
     auto record = store_.get(job.id);
     int deaths = record ? record->oom_deaths + 1 : 1;
+    std::string cause;
+    auto sample = job.gpus.empty() ? last_sample_.end() : last_sample_.find(job.gpus.front());
+    if (job.mem_limit && sample != last_sample_.end() && is_false_oom(*job.mem_limit, sample->second.mem_free_bytes)) {
+      cause = " at its MPS limit of " + bytes_human(double(*job.mem_limit)) + " with " +
+              bytes_human(double(sample->second.mem_free_bytes)) + " free on the GPU (a false OOM: its estimate was too small)";
+      store_.count_false_oom(job.id);
+    }
     if (state_after_oom_death(deaths, options_.recovery) == JobState::kFailed) {
       store_.mark_finished(job.id, JobState::kFailed, exit_code,
-                           "GPU out of memory " + std::to_string(deaths) + " times; retry limit reached", peak,
-                           job.energy_j);
+                           "GPU out of memory " + std::to_string(deaths) + " times" + cause + "; retry limit reached",
+                           peak, job.energy_j);
     } else {
-      store_.mark_finished(job.id, JobState::kOutOfMemory, exit_code, "GPU out of memory; will retry", peak,
-                           job.energy_j);
+      store_.mark_finished(job.id, JobState::kOutOfMemory, exit_code, "GPU out of memory" + cause + "; will retry",
+                           peak, job.energy_j);
     }
     spdlog::warn("job {} died of GPU out-of-memory (death {})", job.id, deaths);
   }

@@ -103,6 +103,7 @@ class Runner {
     JobRequest request;
     int64_t peak_bytes = 0;
     double energy_j = 0;
+    std::optional<int64_t> mem_limit;    // its MPS pinned-memory limit, if any
   };
 
   void settle(Active& job, int exit_code);

@@ -74,11 +74,12 @@ class Statement {
 const char* kAddedColumns[][2] = {
     {"gpus", "TEXT NOT NULL DEFAULT ''"},  // every GPU of the running attempt, "0,1"
     {"sm_share", "REAL"},                  // SM share measured when it settled
+    {"false_ooms", "INTEGER NOT NULL DEFAULT 0"},
 };
 
 const char* kColumns =
     "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
-    "peak_mem_bytes, energy_j, log_path, gpus, sm_share";
+    "peak_mem_bytes, energy_j, log_path, gpus, sm_share, false_ooms";
 
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> gpus;
@@ -118,6 +119,7 @@ JobRecord read_row(const Statement& s) {
   r.gpus = parse_gpu_list(s.text(15));
   if (r.gpus.empty() && r.gpu >= 0) r.gpus = {r.gpu};
   if (!s.null(16)) r.sm_share = s.real(16);
+  r.false_ooms = static_cast<int>(s.integer(17));
   return r;
 }
 
@@ -134,6 +136,7 @@ nlohmann::json to_json(const JobRecord& r) {
   if (r.peak_mem_bytes) j["peak_mem_bytes"] = *r.peak_mem_bytes;
   if (!r.gpus.empty()) j["gpus"] = r.gpus;
   if (r.sm_share) j["sm_share"] = *r.sm_share;
+  if (r.false_ooms) j["false_ooms"] = r.false_ooms;
   return j;
 }
 
@@ -242,6 +245,11 @@ bool JobStore::mark_running(int64_t id, const std::vector<int>& gpus, int pid, c
 void JobStore::set_waiting_reason(int64_t id, const std::string& reason) {
   Statement s(db_, "UPDATE jobs SET reason = ? WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
   s.bind(1, reason).bind(2, id).step();
+}
+
+void JobStore::count_false_oom(int64_t id) {
+  Statement s(db_, "UPDATE jobs SET false_ooms = false_ooms + 1 WHERE id = ?");
+  s.bind(1, id).step();
 }
 
 void JobStore::record_sm_share(int64_t id, double share) {

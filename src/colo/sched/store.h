@@ -32,6 +32,7 @@ struct JobRecord {
   double energy_j = 0;
   std::string log_path;
   std::optional<double> sm_share;  // SM share measured when it settled (gpu_ledger.h)
+  int false_ooms = 0;              // OOM deaths at its MPS limit with room left on the GPU
 };
 
 // A record as JSON (`colo show`, colod's API): the spec, state, times,
@@ -71,6 +72,8 @@ class JobStore {
   void set_waiting_reason(int64_t id, const std::string& reason);
   // The SM share measured for a job, kept for later jobs of the same command.
   void record_sm_share(int64_t id, double share);
+  // One more false OOM (mps_limit.h, is_false_oom) for a job.
+  void count_false_oom(int64_t id);
   // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.
   void mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
                      std::optional<int64_t> peak_mem_bytes, double energy_j);
