@@ -12,6 +12,7 @@ packages=(
   libspdlog-dev libfmt-dev libcpp-httplib-dev
   libzmq3-dev cppzmq-dev
   dataset-fashion-mnist python3-matplotlib
+  libjs-chart.js chromium
   python3-pytest pybind11-dev python3-dev
 )
 

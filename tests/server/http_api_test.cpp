@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
+#include <thread>
+
+#include "colo/core/files.h"
 #include "colo/gpu/simulated_device.h"
+#include "colo/server/dashboard_data.h"
 #include "support/temp_dir.h"
 
 namespace colo::server {
@@ -82,11 +87,66 @@ TEST(HttpApi, RejectsAJobAskingForMoreGpusThanTheHostHas) {
   EXPECT_EQ(client.Post("/jobs", R"({"name": "one", "command": ["true"]})", "application/json")->status, 201);
 }
 
-TEST_F(HttpApiTest, DashboardEscapesWhatUsersWrote) {
-  client_.Post("/jobs", R"({"name": "<script>x</script>", "command": ["true"]})", "application/json");
-  std::string page = client_.Get("/")->body;
-  EXPECT_NE(page.find("&lt;script&gt;x&lt;/script&gt;"), std::string::npos);
-  EXPECT_EQ(page.find("<script>"), std::string::npos);
+TEST_F(HttpApiTest, TheDashboardPageHoldsNoDataAndTheTokenMovesToACookie) {
+  client_.Post("/jobs", R"({"name": "secret-job-name", "command": ["true"]})", "application/json");
+  httplib::Client browser("127.0.0.1", server_.port());
+  auto page = browser.Get("/?token=secret");
+  ASSERT_EQ(page->status, 200);
+  EXPECT_EQ(page->body.find("secret-job-name"), std::string::npos) << "data comes only through the API";
+  EXPECT_NE(page->body.find("history.replaceState"), std::string::npos) << "the page drops ?token= from the URL";
+  std::string cookie = page->get_header_value("Set-Cookie");
+  EXPECT_NE(cookie.find("colo_token=secret"), std::string::npos) << cookie;
+  EXPECT_NE(cookie.find("HttpOnly"), std::string::npos) << cookie;
+  auto with_cookie = browser.Get("/jobs", {{"Cookie", "other=1; colo_token=secret"}});
+  ASSERT_EQ(with_cookie->status, 200);
+  EXPECT_NE(with_cookie->body.find("secret-job-name"), std::string::npos);
+  EXPECT_EQ(browser.Get("/jobs", {{"Cookie", "colo_token=wrong"}})->status, 401);
+  auto wrong = browser.Get("/?token=wrong");
+  EXPECT_EQ(wrong->status, 401);
+  EXPECT_EQ(wrong->get_header_value("Set-Cookie"), "");
+}
+
+TEST(HttpApiDashboard, GpuHistoryHasSamplesAndTheJobsPlacedOnEachGpu) {
+  testing::TempDir dir;
+  auto device = std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{});
+  {
+    sched::JobStore store(dir.file("jobs.db"));
+    sched::JobSpec spec;
+    spec.name = "on-gpu-0";
+    spec.command = {"sleep", "1"};
+    spec.mem_bytes = int64_t{2} << 30;
+    int64_t id = store.submit({spec})[0];
+    ASSERT_TRUE(store.mark_running(id, {0}, 1, ""));
+    device->place(id, {1, *spec.mem_bytes, 0.3});
+  }
+  HttpApi api(dir.file("jobs.db"), "secret", {device});
+  HttpServer server(api, "127.0.0.1", 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_bearer_token_auth("secret");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the sampler ticks each second
+  auto gpus = nlohmann::json::parse(client.Get("/api/gpus")->body);
+  ASSERT_EQ(gpus.size(), 1u);
+  ASSERT_GE(gpus[0]["samples"].size(), 1u);
+  EXPECT_EQ(gpus[0]["samples"][0]["mem_used_bytes"], int64_t{2} << 30) << "a simulated GPU shows what is placed on it";
+  ASSERT_EQ(gpus[0]["jobs"].size(), 1u);
+  EXPECT_EQ(gpus[0]["jobs"][0]["name"], "on-gpu-0");
+  EXPECT_TRUE(gpus[0]["jobs"][0]["end_s"].is_null()) << "still running";
+}
+
+TEST(HttpApiDashboard, ATrainJobsMetricsComeFromItsOutputDirectory) {
+  testing::TempDir dir;
+  sched::JobRecord job;
+  job.id = 7;
+  job.spec.workdir = dir.path();
+  job.spec.command = {"/bin/sh", "-c", "colo train spec.toml --device cuda --out runs/$COLO_JOB_ID"};
+  EXPECT_EQ(train_metrics_path(job), dir.path() + "/runs/7/metrics.jsonl");
+  make_directories(dir.path() + "/runs/7");
+  dir.write("runs/7/metrics.jsonl", "{\"epoch\": 1, \"loss\": 0.5}\nnot json\n{\"epoch\": 2, \"loss\": 0.4}\n");
+  auto records = read_metrics(train_metrics_path(job));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1]["epoch"], 2);
+  job.spec.command = {"python3", "train.py", "--out", "x"};
+  EXPECT_EQ(train_metrics_path(job), "") << "only colo train writes metrics.jsonl";
 }
 
 }  // namespace

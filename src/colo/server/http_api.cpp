@@ -1,7 +1,10 @@
 #include "colo/server/http_api.h"
+#include "colo/server/dashboard_data.h"
 #include "colo/server/job_memory.h"
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -43,24 +46,41 @@ sched::JobSpec job_from(const nlohmann::json& j, size_t index) {
   return spec;
 }
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+// The value of cookie `name` in a Cookie header; "" when absent.
+std::string cookie_value(const std::string& header, const std::string& name) {
+  size_t at = 0;
+  while (at < header.size()) {
+    size_t end = header.find(';', at);
+    if (end == std::string::npos) end = header.size();
+    std::string pair = header.substr(at, end - at);
+    size_t start = pair.find_first_not_of(' ');
+    if (start != std::string::npos && pair.compare(start, name.size() + 1, name + "=") == 0) {
+      return pair.substr(start + name.size() + 1);
     }
+    at = end + 1;
   }
-  return out;
+  return "";
+}
+
+const char* kDashboardHtml =
+#include "dashboard_html.inc"
+    ;
+
+// Chart.js as Debian installs it (libjs-chart.js); $COLO_CHARTJS overrides.
+std::string chartjs_path() {
+  const char* given = std::getenv("COLO_CHARTJS");
+  return given && *given ? given : "/usr/share/javascript/chart.js/chart.min.js";
 }
 
 }  // namespace
 
 HttpApi::HttpApi(const std::string& store_path, std::string token, std::vector<gpu::DevicePtr> devices)
-    : store_(store_path), token_(std::move(token)), devices_(std::move(devices)) {}
+    : store_(store_path), token_(std::move(token)), devices_(std::move(devices)) {
+  if (!devices_.empty()) {
+    sampler_ = std::make_unique<gpu::Sampler>(devices_, gpu::SamplerOptions{1.0, 900, ""});
+    sampler_->start();
+  }
+}
 
 HttpApi::~HttpApi() = default;
 
@@ -106,45 +126,26 @@ std::string HttpApi::metrics() {
   return out.str();
 }
 
-std::string HttpApi::dashboard(const std::string& token) {
+nlohmann::json HttpApi::gpu_history() {
   std::vector<sched::JobRecord> jobs;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     jobs = store_.list();
   }
-  std::ostringstream page;
-  page << "<!doctype html><html><head><meta charset=\"utf-8\"><title>colod</title>"
-       << "<meta http-equiv=\"refresh\" content=\"5; url=/?token=" << html_escape(token) << "\">"
-       << "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}"
-       << ".RUNNING{color:#06c}.COMPLETED{color:#080}.FAILED,.OUT_OF_MEMORY{color:#c00}</style></head><body>"
-       << "<h1>colod</h1><h2>GPUs</h2><table><tr><th>gpu</th><th>name</th><th>memory used</th>"
-       << "<th>SM activity</th><th>power W</th></tr>";
-  for (auto& device : devices_) {
-    gpu::DeviceSample s = device->sample();
-    page << "<tr><td>" << s.index << "</td><td>" << html_escape(device->info().name) << "</td><td>"
-         << s.mem_used_bytes / (1 << 20) << " / " << s.mem_total_bytes / (1 << 20) << " MiB</td><td>"
-         << (s.sm_active ? std::to_string(*s.sm_active) : "-") << "</td><td>"
-         << (s.power_w ? std::to_string(*s.power_w) : "-") << "</td></tr>";
+  nlohmann::json gpus = nlohmann::json::array();
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    std::vector<gpu::DeviceSample> samples = sampler_->samples(g);
+    double now = samples.empty() ? 0 : samples.back().time_s;
+    gpus.push_back(gpu_history_json(devices_[g]->info(), static_cast<int>(g), samples, now, jobs));
   }
-  if (devices_.empty()) page << "<tr><td colspan=5>no GPU: jobs run one at a time</td></tr>";
-  page << "</table><h2>Jobs</h2><table><tr><th>id</th><th>name</th><th>state</th><th>gpu</th><th>tries</th>"
-       << "<th>exit</th><th>reason</th></tr>";
-  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
-    const auto& j = *it;
-    std::string state = sched::to_string(j.state);
-    page << "<tr class=\"" << state << "\"><td>" << j.id << "</td><td>" << html_escape(j.spec.name) << "</td><td>"
-         << state << "</td><td>" << (j.gpu >= 0 ? std::to_string(j.gpu) : "-") << "</td><td>" << j.attempts
-         << "</td><td>" << (j.exit_code ? std::to_string(*j.exit_code) : "-") << "</td><td>"
-         << html_escape(j.reason) << "</td></tr>";
-  }
-  page << "</table></body></html>\n";
-  return page.str();
+  return gpus;
 }
 
 void HttpApi::mount(httplib::Server& server) {
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
-    std::string given = req.get_param_value("token");
+    if (req.path == "/healthz" || req.path == "/static/chart.min.js") return httplib::Server::HandlerResponse::Unhandled;
+    std::string given = cookie_value(req.get_header_value("Cookie"), "colo_token");
+    if (req.has_param("token")) given = req.get_param_value("token");
     std::string header = req.get_header_value("Authorization");
     if (header.rfind("Bearer ", 0) == 0) given = header.substr(7);
     if (given != token_) {
@@ -240,8 +241,35 @@ void HttpApi::mount(httplib::Server& server) {
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics(), "text/plain; version=0.0.4");
   });
-  server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dashboard(token_), "text/html; charset=utf-8");
+  server.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+    // The page drops ?token= from the address bar; the cookie carries it from then on.
+    if (req.has_param("token")) {
+      res.set_header("Set-Cookie", "colo_token=" + token_ + "; HttpOnly; SameSite=Strict; Path=/");
+    }
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(kDashboardHtml, "text/html; charset=utf-8");
+  });
+  server.Get("/static/chart.min.js", [](const httplib::Request&, httplib::Response& res) {
+    std::ifstream in(chartjs_path(), std::ios::binary);
+    if (!in) {
+      reply_error(res, 404, "Chart.js not found at " + chartjs_path() + " (install Debian's libjs-chart.js)");
+      return;
+    }
+    std::ostringstream body;
+    body << in.rdbuf();
+    res.set_content(body.str(), "application/javascript");
+  });
+  server.Get("/api/gpus", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(gpu_history().dump(), kJson);
+  });
+  server.Get(R"(/jobs/(\d+)/metrics)", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<sched::JobRecord> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job = store_.get(std::stoll(req.matches[1]));
+    }
+    if (!job) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
+    res.set_content(read_metrics(train_metrics_path(*job)).dump(), kJson);
   });
 }
 

@@ -8,8 +8,15 @@
 //   GET  /jobs/ID              -> record; 404 for an unknown id
 //   POST /jobs/ID/cancel       -> {"id", "before", "after"}
 //   GET  /jobs/ID/log?offset=N -> the log from byte N (header X-Colo-Final: 1 once the job is final)
+//   GET  /jobs/ID/metrics      -> a `colo train` job's metrics.jsonl records (its --out); [] otherwise
 //   GET  /metrics              -> Prometheus text: jobs by state, OOM deaths, energy, GPU telemetry
-//   GET  /                     -> an HTML dashboard (refreshes every 5 s)
+//   GET  /api/gpus             -> per GPU: the last 15 min of memory, SM activity and power, and its jobs
+//   GET  /                     -> the dashboard (dashboard/index.html: live charts per GPU, a Gantt
+//                                 view of jobs, a page per job with its log); opened once with
+//                                 ?token=, it gets the token as an HttpOnly cookie and drops it
+//                                 from the address bar
+//   GET  /static/chart.min.js  -> Chart.js (Debian's libjs-chart.js; no token: a public library)
+// The token may also come as the cookie colo_token.
 
 #include <memory>
 #include <mutex>
@@ -18,6 +25,7 @@
 #include <vector>
 
 #include "colo/gpu/device.h"
+#include "colo/gpu/sampler.h"
 #include "colo/sched/store.h"
 
 namespace httplib {
@@ -39,14 +47,15 @@ class HttpApi {
 
   // The Prometheus exposition of the store and devices right now.
   std::string metrics();
-  // The dashboard page; `token` goes into its refresh link.
-  std::string dashboard(const std::string& token);
+  // /api/gpus as JSON.
+  nlohmann::json gpu_history();
 
  private:
   std::mutex mutex_;  // the store connection is used by one handler at a time
   sched::JobStore store_;
   std::string token_;
   std::vector<gpu::DevicePtr> devices_;
+  std::unique_ptr<gpu::Sampler> sampler_;  // the charts' history; null without devices
 };
 
 // Serves `api` on HOST:PORT (PORT 0: a free one) on a background thread.

@@ -1,0 +1,74 @@
+#include "colo/server/dashboard_data.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "colo/core/stopwatch.h"
+
+namespace colo::server {
+
+nlohmann::json gpu_history_json(const gpu::DeviceInfo& info, int position,
+                                const std::vector<gpu::DeviceSample>& samples, double now_s,
+                                const std::vector<sched::JobRecord>& jobs) {
+  nlohmann::json out = {{"index", position}, {"name", info.name}, {"mem_total_bytes", info.mem_total_bytes},
+                        {"now_s", now_s}, {"samples", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  for (const auto& s : samples) {
+    nlohmann::json point = {{"t", s.time_s}, {"mem_used_bytes", s.mem_used_bytes}};
+    if (s.sm_active || s.gpu_util) point["sm_activity"] = s.sm_active.value_or(s.gpu_util.value_or(0));
+    if (s.power_w) point["power_w"] = *s.power_w;
+    out["samples"].push_back(point);
+  }
+  double span_start_unix = samples.empty() ? unix_time_s() : samples.front().unix_s;
+  for (const auto& j : jobs) {
+    bool on_it = std::find(j.gpus.begin(), j.gpus.end(), position) != j.gpus.end();
+    bool in_span = j.state == sched::JobState::kRunning || (j.end_s && *j.end_s >= span_start_unix);
+    if (!on_it || !j.start_s || !in_span) continue;
+    nlohmann::json job = {{"id", j.id}, {"name", j.spec.name}, {"state", sched::to_string(j.state)},
+                          {"start_s", *j.start_s}, {"mem_estimate_bytes", j.spec.mem_bytes.value_or(0)}};
+    job["end_s"] = j.state == sched::JobState::kRunning || !j.end_s ? nlohmann::json() : nlohmann::json(*j.end_s);
+    out["jobs"].push_back(job);
+  }
+  return out;
+}
+
+std::string train_metrics_path(const sched::JobRecord& job) {
+  // The argv words, also of a one-string `/bin/sh -c "..."` command.
+  std::vector<std::string> words;
+  for (const auto& part : job.spec.command) {
+    std::istringstream in(part);
+    std::string w;
+    while (in >> w) words.push_back(w);
+  }
+  bool trains = false;
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "train" && i > 0 && words[i - 1].size() >= 4 &&
+        words[i - 1].compare(words[i - 1].size() - 4, 4, "colo") == 0) {
+      trains = true;
+    }
+    if (words[i] == "--out" && i + 1 < words.size()) out = words[i + 1];
+  }
+  if (!trains || out.empty()) return "";
+  for (const std::string var : {"${COLO_JOB_ID}", "$COLO_JOB_ID"}) {
+    for (size_t at = out.find(var); at != std::string::npos; at = out.find(var)) {
+      out.replace(at, var.size(), std::to_string(job.id));
+    }
+  }
+  if (out.front() != '/') out = job.spec.workdir + "/" + out;
+  return out + "/metrics.jsonl";
+}
+
+nlohmann::json read_metrics(const std::string& path) {
+  nlohmann::json records = nlohmann::json::array();
+  if (path.empty()) return records;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_discarded() && record.is_object()) records.push_back(record);
+  }
+  return records;
+}
+
+}  // namespace colo::server

@@ -1,0 +1,31 @@
+#pragma once
+// What the dashboard draws, as JSON, from the store's records and the
+// devices' sampled history.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/gpu/device.h"
+#include "colo/sched/store.h"
+
+namespace colo::server {
+
+// One GPU for /api/gpus: index, name, mem_total_bytes, now_s (the samples'
+// clock now), samples [{t, mem_used_bytes, sm_activity, power_w}] and the
+// jobs placed on it that run or ended within the samples' span.
+nlohmann::json gpu_history_json(const gpu::DeviceInfo& info, int position,
+                                const std::vector<gpu::DeviceSample>& samples, double now_s,
+                                const std::vector<sched::JobRecord>& jobs);
+
+// Where a `colo train` job writes metrics.jsonl: its `--out DIR` (with
+// $COLO_JOB_ID expanded, relative to its workdir) + "/metrics.jsonl"; ""
+// for any other command.
+std::string train_metrics_path(const sched::JobRecord& job);
+
+// The records of a metrics.jsonl, skipping lines that are not JSON; [] when
+// the file does not exist.
+nlohmann::json read_metrics(const std::string& path);
+
+}  // namespace colo::server
