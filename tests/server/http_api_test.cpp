@@ -145,6 +145,8 @@ TEST(HttpApiDashboard, ATrainJobsMetricsComeFromItsOutputDirectory) {
   auto records = read_metrics(train_metrics_path(job));
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[1]["epoch"], 2);
+  job.spec.command = {"colo", "train", "spec.toml", "--out", "runs/$COLO_JOB_ID"};
+  EXPECT_EQ(train_metrics_path(job), dir.path() + "/runs/$COLO_JOB_ID/metrics.jsonl") << "no shell: no expansion";
   job.spec.command = {"python3", "train.py", "--out", "x"};
   EXPECT_EQ(train_metrics_path(job), "") << "only colo train writes metrics.jsonl";
 }

@@ -50,7 +50,11 @@ std::string train_metrics_path(const sched::JobRecord& job) {
     if (words[i] == "--out" && i + 1 < words.size()) out = words[i + 1];
   }
   if (!trains || out.empty()) return "";
+  // Only a shell expands $COLO_JOB_ID; an argv command gets the text as is.
+  const auto& argv = job.spec.command;
+  bool shell = argv.size() >= 2 && (argv[0] == "/bin/sh" || argv[0] == "sh") && argv[1] == "-c";
   for (const std::string var : {"${COLO_JOB_ID}", "$COLO_JOB_ID"}) {
+    if (!shell) break;
     for (size_t at = out.find(var); at != std::string::npos; at = out.find(var)) {
       out.replace(at, var.size(), std::to_string(job.id));
     }

@@ -19,9 +19,9 @@ nlohmann::json gpu_history_json(const gpu::DeviceInfo& info, int position,
                                 const std::vector<gpu::DeviceSample>& samples, double now_s,
                                 const std::vector<sched::JobRecord>& jobs);
 
-// Where a `colo train` job writes metrics.jsonl: its `--out DIR` (with
-// $COLO_JOB_ID expanded, relative to its workdir) + "/metrics.jsonl"; ""
-// for any other command.
+// Where a `colo train` job writes metrics.jsonl: its `--out DIR` (relative
+// to its workdir; $COLO_JOB_ID expanded when the command runs under
+// `sh -c`) + "/metrics.jsonl"; "" for any other command.
 std::string train_metrics_path(const sched::JobRecord& job);
 
 // The records of a metrics.jsonl, skipping lines that are not JSON; [] when
