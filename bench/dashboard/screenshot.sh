@@ -2,7 +2,8 @@
 # Screenshots of colod's dashboard (overview and one job's page) in headless
 # Chromium, with colod scheduling a small batch on two simulated GPUs:
 # jobs of 8-30 GiB (some wait for memory), one that fails, and a `colo train`
-# job on the CPU whose metrics the job page charts.
+# job on the CPU whose metrics the job page charts, and a `colo sweep` whose
+# page ranks its models.
 #
 #   bench/dashboard/screenshot.sh BUILD OUT_DIR
 set -euo pipefail
@@ -22,8 +23,10 @@ for spec in "resnet50-a 30GiB 0.5 25" "resnet50-b 30GiB 0.5 30" "vit-small 28GiB
   read -r name mem sm secs <<<"$spec"
   colo submit --name "$name" --mem "$mem" --sm-share "$sm" -- sh -c "echo $name starts; sleep $secs; echo $name done" >/dev/null
 done
+colo submit --name sweep-quickstart --mem 2GiB --sm-share 0.3 -- \
+  sh -c "$BUILD/colo sweep $PWD/examples/sweep_quickstart.toml --device cpu --output $work/sweep" >/dev/null
 colo submit --name broken --mem 2GiB --sm-share 0.1 -- sh -c 'echo "Traceback: bad input" >&2; exit 3' >/dev/null
-sleep 25
+sleep 40
 token=$(cat "$work/colo/token")
 port=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['port'])" "$work/colo/colod.json")
 shot() {
@@ -34,5 +37,6 @@ shot() {
 }
 shot "" overview
 shot "#/job/1" job_page
+shot "#/job/9" sweep_page
 colo queue
 ls -la "$OUT"

@@ -151,5 +151,31 @@ TEST(HttpApiDashboard, ATrainJobsMetricsComeFromItsOutputDirectory) {
   EXPECT_EQ(train_metrics_path(job), "") << "only colo train writes metrics.jsonl";
 }
 
+TEST(HttpApiDashboard, ASweepsModelsAreRankedByTheirLatestAccuracyWithCurves) {
+  testing::TempDir dir;
+  dir.write("sweep.toml", "output = \"runs/s\"\nepochs = 2\n");
+  sched::JobRecord job;
+  job.spec.workdir = dir.path();
+  job.spec.command = {"/usr/bin/colo", "sweep", "sweep.toml", "--device", "cuda"};
+  EXPECT_EQ(sweep_log_path(job), dir.path() + "/runs/s/sweep.jsonl") << "the sweep file's output";
+  job.spec.command = {"/bin/sh", "-c", "colo sweep sweep.toml --output /abs/out"};
+  EXPECT_EQ(sweep_log_path(job), "/abs/out/sweep.jsonl");
+  job.spec.command = {"colo", "train", "sweep.toml"};
+  EXPECT_EQ(sweep_log_path(job), "");
+  auto records = nlohmann::json::parse(R"([
+    {"model": 0, "epoch": 1, "test_accuracy": 0.80, "loss": 0.6, "values": {"lr": 0.1}, "array": 0},
+    {"model": 1, "epoch": 1, "test_accuracy": 0.70, "loss": 0.8, "values": {"lr": 0.01}, "array": 0},
+    {"event": "oom_split", "array": 0},
+    {"model": 0, "epoch": 2, "test_accuracy": 0.75, "loss": 0.5, "values": {"lr": 0.1}, "array": 0},
+    {"model": 1, "epoch": 2, "test_accuracy": 0.85, "loss": 0.4, "values": {"lr": 0.01}, "array": 1}])");
+  auto ranked = sweep_ranking(records);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0]["model"], 1) << "ranked by the latest accuracy";
+  EXPECT_EQ(ranked[0]["array"], 1) << "its array after the split";
+  EXPECT_DOUBLE_EQ(ranked[1]["best_test_accuracy"].get<double>(), 0.80);
+  EXPECT_EQ(ranked[1]["curve"].size(), 2u);
+  EXPECT_EQ(ranked[1]["epochs"], 2);
+}
+
 }  // namespace
 }  // namespace colo::server

@@ -2,11 +2,33 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include <toml++/toml.h>
 
 #include "colo/core/stopwatch.h"
 
 namespace colo::server {
+
+namespace {
+
+// The command's words, also those of a one-string `sh -c "..."` command.
+std::vector<std::string> command_words(const sched::JobSpec& spec) {
+  std::vector<std::string> words;
+  for (const auto& part : spec.command) {
+    std::istringstream in(part);
+    std::string w;
+    while (in >> w) words.push_back(w);
+  }
+  return words;
+}
+
+bool ends_with_colo(const std::string& word) {
+  return word.size() >= 4 && word.compare(word.size() - 4, 4, "colo") == 0;
+}
+
+}  // namespace
 
 nlohmann::json gpu_history_json(const gpu::DeviceInfo& info, int position,
                                 const std::vector<gpu::DeviceSample>& samples, double now_s,
@@ -33,20 +55,11 @@ nlohmann::json gpu_history_json(const gpu::DeviceInfo& info, int position,
 }
 
 std::string train_metrics_path(const sched::JobRecord& job) {
-  // The argv words, also of a one-string `/bin/sh -c "..."` command.
-  std::vector<std::string> words;
-  for (const auto& part : job.spec.command) {
-    std::istringstream in(part);
-    std::string w;
-    while (in >> w) words.push_back(w);
-  }
+  std::vector<std::string> words = command_words(job.spec);
   bool trains = false;
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i] == "train" && i > 0 && words[i - 1].size() >= 4 &&
-        words[i - 1].compare(words[i - 1].size() - 4, 4, "colo") == 0) {
-      trains = true;
-    }
+    if (words[i] == "train" && i > 0 && ends_with_colo(words[i - 1])) trains = true;
     if (words[i] == "--out" && i + 1 < words.size()) out = words[i + 1];
   }
   if (!trains || out.empty()) return "";
@@ -61,6 +74,53 @@ std::string train_metrics_path(const sched::JobRecord& job) {
   }
   if (out.front() != '/') out = job.spec.workdir + "/" + out;
   return out + "/metrics.jsonl";
+}
+
+
+std::string sweep_log_path(const sched::JobRecord& job) {
+  std::vector<std::string> words = command_words(job.spec);
+  std::string file, out;
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i] == "sweep" && ends_with_colo(words[i - 1]) && i + 1 < words.size()) file = words[i + 1];
+    if (words[i] == "--output" && i + 1 < words.size()) out = words[i + 1];
+  }
+  if (file.empty()) return "";
+  auto relative = [&](const std::string& p) { return !p.empty() && p.front() == '/' ? p : job.spec.workdir + "/" + p; };
+  if (out.empty()) {
+    try {
+      toml::table spec = toml::parse_file(relative(file));
+      out = spec["output"].value_or(std::string());
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
+  return out.empty() ? "" : relative(out) + "/sweep.jsonl";
+}
+
+nlohmann::json sweep_ranking(const nlohmann::json& records) {
+  std::map<int64_t, nlohmann::json> models;
+  for (const auto& r : records) {
+    if (!r.contains("model") || !r.contains("epoch")) continue;
+    int64_t id = r["model"].get<int64_t>();
+    nlohmann::json& m = models[id];
+    if (m.is_null()) {
+      m = {{"model", id}, {"values", r.value("values", nlohmann::json::object())}, {"array", r.value("array", 0)},
+           {"best_test_accuracy", 0.0}, {"curve", nlohmann::json::array()}};
+    }
+    double accuracy = r.value("test_accuracy", 0.0);
+    m["array"] = r.value("array", m["array"].get<int64_t>());  // an OOM split moves a model to a new array
+    m["epochs"] = r["epoch"];
+    m["test_accuracy"] = accuracy;
+    m["loss"] = r.value("loss", 0.0);
+    m["best_test_accuracy"] = std::max(m["best_test_accuracy"].get<double>(), accuracy);
+    m["curve"].push_back({r["epoch"], accuracy, r.value("loss", 0.0)});
+  }
+  nlohmann::json ranked = nlohmann::json::array();
+  for (auto& [id, m] : models) ranked.push_back(m);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["test_accuracy"].get<double>() > b["test_accuracy"].get<double>();
+  });
+  return ranked;
 }
 
 nlohmann::json read_metrics(const std::string& path) {

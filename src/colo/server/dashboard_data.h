@@ -28,4 +28,14 @@ std::string train_metrics_path(const sched::JobRecord& job);
 // the file does not exist.
 nlohmann::json read_metrics(const std::string& path);
 
+// Where a `colo sweep FILE` job logs every model's epochs: `--output DIR`,
+// else the sweep file's `output`, + "/sweep.jsonl" (relative to its
+// workdir); "" for any other command or an unreadable file.
+std::string sweep_log_path(const sched::JobRecord& job);
+
+// A sweep's models from its sweep.jsonl records, best first by their latest
+// test accuracy: [{model, values, array, epochs, test_accuracy,
+// best_test_accuracy, loss, curve: [[epoch, test_accuracy, loss], ...]}].
+nlohmann::json sweep_ranking(const nlohmann::json& records);
+
 }  // namespace colo::server

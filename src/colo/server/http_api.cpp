@@ -271,6 +271,15 @@ void HttpApi::mount(httplib::Server& server) {
     if (!job) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
     res.set_content(read_metrics(train_metrics_path(*job)).dump(), kJson);
   });
+  server.Get(R"(/jobs/(\d+)/sweep)", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<sched::JobRecord> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job = store_.get(std::stoll(req.matches[1]));
+    }
+    if (!job) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
+    res.set_content(sweep_ranking(read_metrics(sweep_log_path(*job))).dump(), kJson);
+  });
 }
 
 HttpServer::HttpServer(HttpApi& api, const std::string& host, int port)

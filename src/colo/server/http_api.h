@@ -9,6 +9,7 @@
 //   POST /jobs/ID/cancel       -> {"id", "before", "after"}
 //   GET  /jobs/ID/log?offset=N -> the log from byte N (header X-Colo-Final: 1 once the job is final)
 //   GET  /jobs/ID/metrics      -> a `colo train` job's metrics.jsonl records (its --out); [] otherwise
+//   GET  /jobs/ID/sweep        -> a `colo sweep` job's models ranked with their curves; [] otherwise
 //   GET  /metrics              -> Prometheus text: jobs by state, OOM deaths, energy, GPU telemetry
 //   GET  /api/gpus             -> per GPU: the last 15 min of memory, SM activity and power, and its jobs
 //   GET  /                     -> the dashboard (dashboard/index.html: live charts per GPU, a Gantt
