@@ -1,4 +1,5 @@
 #include "colo/dist/cluster_spec.h"
+#include "colo/dist/strategy_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -96,6 +97,22 @@ TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
   options.mode = "async";
   options.momentum_compensation = false;
   EXPECT_EQ(server_optimizer(sgd, options, 4).momentum, 0.9);
+}
+
+TEST(StrategyRegistry, NamesEveryStrategyOnceAndRefusesAnUnknownOne) {
+  EXPECT_EQ(strategy_names(), (std::vector<std::string>{"allreduce", "param_server", "switch"}));
+  EXPECT_FALSE(strategy_info("allreduce").uses_servers);
+  EXPECT_TRUE(strategy_info("param_server").uses_servers);
+  EXPECT_TRUE(strategy_info("switch").uses_servers);
+  try {
+    strategy_info("gossip");
+    FAIL() << "an unknown name must not fall back to a strategy";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("allreduce, param_server, switch"), std::string::npos) << e.what();
+  }
+  testing::TempDir dir;
+  std::string message = error_for(dir, "[cluster]\nstrategy = \"gossip\"\n");
+  EXPECT_NE(message.find("allreduce"), std::string::npos) << "the file error lists the known names: " << message;
 }
 
 }  // namespace

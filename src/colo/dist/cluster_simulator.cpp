@@ -1,4 +1,5 @@
 #include "colo/dist/cluster_simulator.h"
+#include "colo/dist/strategy_registry.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -238,7 +239,8 @@ std::vector<SimulatedRun> simulate_cluster(const ClusterSpec& spec) {
   std::vector<SimulatedRun> runs;
   nlohmann::json summary{{"workers", spec.simulate.workers.size()}, {"servers", spec.servers},
                          {"target_accuracy", spec.target_accuracy}, {"max_time_s", spec.simulate.max_time_s}};
-  for (const auto& strategy : spec.simulate.strategies) {
+  const auto& strategies = spec.simulate.strategies.empty() ? simulated_strategy_names() : spec.simulate.strategies;
+  for (const auto& strategy : strategies) {
     SimulatedRun run = Simulation(spec, strategy).run();
     for (const auto& e : run.evaluations) records.write(e);
     table.row({run.strategy, run.step_s > 0 ? fixed(1000 * run.step_s, 1) : "-", std::to_string(run.updates),

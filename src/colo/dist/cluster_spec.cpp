@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "colo/core/spec_table.h"
+#include "colo/dist/strategy_registry.h"
 
 namespace colo::dist {
 namespace {
@@ -29,10 +30,13 @@ SimulationSpec parse_simulation(const SpecTable& table, int64_t workers) {
   sim.server_latency_us = table.number_or("server_latency_us", sim.server_latency_us, 0, 1e7);
   sim.max_time_s = table.number_or("max_time_s", sim.max_time_s, 1e-3, 1e7);
   sim.eval_every_s = table.number_or("eval_every_s", sim.eval_every_s, 1e-4, 1e6);
-  sim.strategies = table.strings_or("strategies", sim.strategies);
+  const auto& known = simulated_strategy_names();
+  sim.strategies = table.strings_or("strategies", known);
   for (const auto& s : sim.strategies) {
-    if (s != "allreduce" && s != "ps-sync" && s != "ps-async" && s != "switch") {
-      table.fail("strategies", "expected names among allreduce, ps-sync, ps-async, switch, got " + s);
+    if (std::find(known.begin(), known.end(), s) == known.end()) {
+      std::string names;
+      for (const auto& n : known) names += (names.empty() ? "" : ", ") + n;
+      table.fail("strategies", "expected names among " + names + ", got " + s);
     }
   }
   for (const auto& w : table.tables("worker")) {
@@ -68,7 +72,7 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
   auto cluster = root.table("cluster");
   if (!cluster) root.fail("cluster", "missing required table [cluster] (a plain training spec runs with colo train)");
   spec.workers = cluster->integer_or("workers", spec.workers, 1, 1024);
-  spec.strategy = cluster->choice_or("strategy", spec.strategy, {"allreduce", "param_server", "switch"});
+  spec.strategy = cluster->choice_or("strategy", spec.strategy, strategy_names());
   spec.servers = cluster->integer_or("servers", spec.uses_servers() ? 1 : 0, 0, 1024);
   if (spec.uses_servers() && spec.servers < 1) {
     cluster->fail("servers", "strategy \"" + spec.strategy + "\" needs at least 1 server");
@@ -114,5 +118,7 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
   root.reject_unknown();
   return spec;
 }
+
+bool ClusterSpec::uses_servers() const { return strategy_info(strategy).uses_servers; }
 
 }  // namespace colo::dist

@@ -57,7 +57,7 @@ struct SimulationSpec {
   double server_latency_us = 50.0;
   double max_time_s = 120;              // simulated time budget per strategy
   double eval_every_s = 1.0;            // simulated seconds between evaluations
-  std::vector<std::string> strategies{"allreduce", "ps-sync", "ps-async", "switch"};
+  std::vector<std::string> strategies{};  // empty: all (strategy_registry.h, simulated_strategy_names)
   std::vector<SimulatedWorker> workers;  // [[simulate.worker]]; empty = `workers` copies of the default
 };
 
@@ -65,7 +65,7 @@ struct ClusterSpec {
   train::TrainSpec train;   // batch_size is per worker
   int64_t workers = 2;
   int64_t servers = 0;      // param_server and switch need at least 1
-  std::string strategy = "allreduce";  // allreduce | param_server | switch
+  std::string strategy = "allreduce";  // a name of strategy_registry.h
   std::string backend = "auto";        // auto | gloo | nccl
   std::string rendezvous = "tcp://127.0.0.1:0";  // tcp://HOST:PORT (0 = a free port) or file:///PATH
   double timeout_s = 60;    // a collective or message that takes longer fails the run
@@ -76,7 +76,8 @@ struct ClusterSpec {
   SwitchRule switch_rule;
   SimulationSpec simulate;
 
-  bool uses_servers() const { return strategy != "allreduce"; }
+  // Whether the strategy needs parameter-server processes (strategy_registry.h).
+  bool uses_servers() const;
   int64_t world() const { return workers + (uses_servers() ? servers : 0); }
 };
 

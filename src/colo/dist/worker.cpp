@@ -12,14 +12,12 @@
 #include "colo/core/stopwatch.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/data/loader.h"
-#include "colo/dist/allreduce_strategy.h"
 #include "colo/dist/communicator.h"
 #include "colo/dist/evaluation.h"
 #include "colo/dist/flat_model.h"
 #include "colo/dist/flat_optimizer.h"
 #include "colo/dist/param_server.h"
-#include "colo/dist/param_server_strategy.h"
-#include "colo/dist/switch_strategy.h"
+#include "colo/dist/strategy_registry.h"
 #include "colo/gpu/torch_device.h"
 #include "colo/models/model_registry.h"
 #include "colo/train/loader_options.h"
@@ -42,15 +40,6 @@ c10::Device worker_device(const ClusterSpec& spec, int rank) {
 std::string backend_for(const ClusterSpec& spec, const c10::Device& device) {
   if (spec.backend != "auto") return spec.backend;
   return device.is_cuda() ? "nccl" : "gloo";
-}
-
-std::unique_ptr<Strategy> make_strategy(const ClusterSpec& spec, FlatModel& flat, FlatOptimizer& optimizer,
-                                        Communicator& group, Rendezvous& rendezvous, int rank) {
-  if (spec.strategy == "allreduce") return std::make_unique<AllreduceStrategy>(flat, optimizer, group, spec.allreduce);
-  if (spec.strategy == "switch") {
-    return std::make_unique<SwitchStrategy>(flat, optimizer, group, rendezvous, spec, rank);
-  }
-  return std::make_unique<ParamServerStrategy>(flat, optimizer, rendezvous, spec, rank);
 }
 
 // The bytes of a float32 tensor, as it lies in memory (little-endian here).
@@ -89,7 +78,7 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   // Every worker starts from worker 0's parameters, whatever its generator did.
   group.broadcast(flat.values(), 0).wait();
   FlatOptimizer optimizer(flat.values(), flat.gradients(), spec.train.optimizer);
-  std::unique_ptr<Strategy> strategy = make_strategy(spec, flat, optimizer, group, rendezvous, rank);
+  std::unique_ptr<Strategy> strategy = make_strategy({flat, optimizer, group, rendezvous, spec, rank});
   auto* switching = dynamic_cast<SwitchStrategy*>(strategy.get());
 
   data::LoaderOptions options = train::loader_options(spec.train, dataset, device, true);

@@ -87,9 +87,7 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   learn_shares();
 }
 
-Runner::~Runner() {
-  if (mps_) mps_->leave_running();  // a runner that did not finish may have jobs on it
-}
+Runner::~Runner() = default;  // quits an MPS daemon it started, unless detach() left it to the jobs
 
 std::string Runner::log_path(int64_t id) const { return options_.log_dir + "/job-" + std::to_string(id) + ".log"; }
 std::string Runner::status_path(int64_t id) const {
