@@ -103,9 +103,16 @@ void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity
   GpuState& state = gpus_.at(static_cast<size_t>(gpu));
   state.measured_free_bytes = mem_free_bytes;
   if (!sm_activity) return;
+  // An unchanged reading soon after the last adds nothing to a mean (the
+  // simulator observes at every event); readings older than the averaging
+  // window are never read again.
+  if (!state.activity.empty() && state.activity.back().second == *sm_activity &&
+      now_s - state.activity.back().first < 0.5) {
+    return;
+  }
   state.activity.emplace_back(now_s, *sm_activity);
-  double keep_after = now_s - 2 * std::max(thresholds_.settle_s, averaging_window_s(thresholds_));  // bounded
-  while (state.activity.size() > 1 && state.activity.front().first < keep_after) state.activity.pop_front();
+  double keep_after = now_s - averaging_window_s(thresholds_);
+  while (state.activity.size() > 1 && state.activity.front().first <= keep_after) state.activity.pop_front();
 }
 
 std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
@@ -144,8 +151,15 @@ double GpuLedger::energy_share(int64_t id) const {
 
 std::vector<GpuView> GpuLedger::views(double now_s) const {
   std::vector<GpuView> out;
-  for (size_t g = 0; g < gpus_.size(); ++g) {
-    const GpuState& state = gpus_[g];
+  out.reserve(gpus_.size());
+  for (size_t g = 0; g < gpus_.size(); ++g) out.push_back(view(static_cast<int>(g), now_s));
+  return out;
+}
+
+GpuView GpuLedger::view(int index, double now_s) const {
+  size_t g = static_cast<size_t>(index);
+  {
+    const GpuState& state = gpus_.at(g);
     GpuView v;
     v.index = static_cast<int>(g);
     v.mem_total_bytes = state.mem_total_bytes;
@@ -169,9 +183,8 @@ std::vector<GpuView> GpuLedger::views(double now_s) const {
     v.mem_free_bytes = v.mem_total_bytes - reserved;
     if (state.measured_free_bytes) v.mem_free_bytes = std::min(v.mem_free_bytes, *state.measured_free_bytes);
     v.sm_activity = std::max(mean_activity(state, now_s), std::min(1.0, shares));
-    out.push_back(v);
+    return v;
   }
-  return out;
 }
 
 }  // namespace colo::sched

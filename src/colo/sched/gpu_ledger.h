@@ -74,6 +74,8 @@ class GpuLedger {
 
   // The GPUs as policies see them at `now_s`.
   std::vector<GpuView> views(double now_s) const;
+  // One of them.
+  GpuView view(int gpu, double now_s) const;
   const std::map<int64_t, LedgerEntry>& jobs() const { return jobs_; }
   // Jobs on GPU `gpu`, by id.
   std::vector<int64_t> jobs_on(int gpu) const;

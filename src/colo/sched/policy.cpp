@@ -27,39 +27,53 @@ const std::vector<std::pair<std::string, PolicyFactory>>& registry() {
 
 }  // namespace
 
+std::string Fit::reason() const {
+  switch (why) {
+    case Why::kFits: return "";
+    case Why::kGpuSays: return text ? *text : "";
+    case Why::kBusyAlone: return "busy: its job runs alone";
+    case Why::kMustRunAlone: return "must run alone (OOM recovery), GPU busy";
+    case Why::kRecoveryMinimum:
+      return "held for recovery: needs " + bytes_human(need) + " free, " + bytes_human(have) + " free";
+    case Why::kMemoryUnknown: return "memory unknown: waits for an empty GPU";
+    case Why::kSmActivity: return "SM activity " + fixed(have, 2) + " > " + fixed(need, 2);
+    case Why::kMemory:
+      return "memory: needs " + bytes_human(need) + " with margin, " + bytes_human(std::max(have, 0.0)) + " free";
+    case Why::kSmHeadroom: return "SM headroom: " + fixed(have, 2) + " + " + fixed(need, 2) + " > 1";
+    case Why::kExclusiveBusy: return "exclusive: GPU busy";
+  }
+  return "";
+}
+
 Fit common_rules(const JobRequest& job, const GpuView& gpu) {
-  if (gpu.held_exclusively) return Fit::no("busy: its job runs alone");
-  if (job.must_run_alone && gpu.jobs > 0) return Fit::no("must run alone (OOM recovery), GPU busy");
-  if (gpu.jobs > 0 && !gpu.closed_reason.empty()) return Fit::no(gpu.closed_reason);
-  if (gpu.jobs > 0 && job.sm_share <= 0 && !gpu.settling_reason.empty()) return Fit::no(gpu.settling_reason);
+  if (gpu.held_exclusively) return Fit::no(Fit::Why::kBusyAlone);
+  if (job.must_run_alone && gpu.jobs > 0) return Fit::no(Fit::Why::kMustRunAlone);
+  if (gpu.jobs > 0 && !gpu.closed_reason.empty()) return Fit::gpu_says(gpu.closed_reason);
+  if (gpu.jobs > 0 && job.sm_share <= 0 && !gpu.settling_reason.empty()) return Fit::gpu_says(gpu.settling_reason);
   if (gpu.mem_free_bytes < job.min_free_bytes) {
-    return Fit::no("held for recovery: needs " + bytes_human(double(job.min_free_bytes)) + " free, " +
-                   bytes_human(double(gpu.mem_free_bytes)) + " free");
+    return Fit::no(Fit::Why::kRecoveryMinimum, double(job.min_free_bytes), double(gpu.mem_free_bytes));
   }
   return Fit::yes();
 }
 
 Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t) {
   if (gpu.jobs == 0) return Fit::yes();  // an empty GPU always takes a job
-  if (!job.mem_bytes) return Fit::no("memory unknown: waits for an empty GPU");
-  if (gpu.sm_activity > t.max_sm_activity) {
-    return Fit::no("SM activity " + fixed(gpu.sm_activity, 2) + " > " + fixed(t.max_sm_activity, 2));
-  }
+  if (!job.mem_bytes) return Fit::no(Fit::Why::kMemoryUnknown);
+  if (gpu.sm_activity > t.max_sm_activity) return Fit::no(Fit::Why::kSmActivity, t.max_sm_activity, gpu.sm_activity);
   if (gpu.mem_free_bytes < *job.mem_bytes + t.mem_margin_bytes) {
-    return Fit::no("memory: needs " + bytes_human(double(*job.mem_bytes + t.mem_margin_bytes)) + " with margin, " +
-                   bytes_human(double(std::max<int64_t>(gpu.mem_free_bytes, 0))) + " free");
+    return Fit::no(Fit::Why::kMemory, double(*job.mem_bytes + t.mem_margin_bytes), double(gpu.mem_free_bytes));
   }
   return Fit::yes();
 }
 
-Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus) {
+Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus, bool explain) {
   std::vector<std::pair<double, int>> passing;  // (score, index)
   std::string refusals;
   for (const auto& gpu : gpus) {
     Fit fit = common_rules(job, gpu);
     if (fit) fit = policy.filter(job, gpu);
     if (!fit) {
-      refusals += (refusals.empty() ? "" : "; ") + ("GPU " + std::to_string(gpu.index) + ": " + fit.reason);
+      if (explain) refusals += (refusals.empty() ? "" : "; ") + ("GPU " + std::to_string(gpu.index) + ": " + fit.reason());
       continue;
     }
     passing.emplace_back(policy.score(job, gpu), gpu.index);
@@ -67,6 +81,7 @@ Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<Gpu
   int wanted = std::max(job.gpus, 1);
   Placement placement;
   if (static_cast<int>(passing.size()) < wanted) {
+    if (!explain) return placement;
     placement.reason = wanted > 1 ? "needs " + std::to_string(wanted) + " GPUs at once, " +
                                         std::to_string(passing.size()) + " can take it (" + refusals + ")"
                                   : refusals;

@@ -57,13 +57,32 @@ struct Thresholds {
   double min_sm_gain = 0.03;
 };
 
-// Whether a job may go on a GPU, and why not.
+// Whether a job may go on a GPU, and why not. The reason is formatted only
+// when asked for: a simulation refuses millions of times and reads none.
 struct Fit {
-  bool ok = true;
-  std::string reason;  // set when !ok, e.g. "memory: needs 13.0 GiB, 8.0 GiB free"
+  enum class Why {
+    kFits,
+    kGpuSays,          // the GPU's own closed or settling reason (`text`)
+    kBusyAlone,        // a job that runs alone holds it
+    kMustRunAlone,     // the job recovers alone and the GPU is busy
+    kRecoveryMinimum,  // need: bytes free the recovery asks, have: bytes free
+    kMemoryUnknown,    // a job of unknown memory waits for an empty GPU
+    kSmActivity,       // have: the GPU's activity, need: the ceiling
+    kMemory,           // need: estimate + margin, have: bytes free
+    kSmHeadroom,       // have: the GPU's activity, need: the job's share
+    kExclusiveBusy,
+  };
+  Why why = Why::kFits;
+  double need = 0, have = 0;
+  const std::string* text = nullptr;  // kGpuSays: owned by the GpuView it came from
+
   static Fit yes() { return {}; }
-  static Fit no(std::string why) { return {false, std::move(why)}; }
-  explicit operator bool() const { return ok; }
+  static Fit no(Why why, double need = 0, double have = 0) { return {why, need, have, nullptr}; }
+  static Fit gpu_says(const std::string& text) { return {Why::kGpuSays, 0, 0, &text}; }
+  bool ok() const { return why == Why::kFits; }
+  explicit operator bool() const { return ok(); }
+  // e.g. "memory: needs 13.0 GiB with margin, 8.0 GiB free"; "" when it fits.
+  std::string reason() const;
 };
 
 // Where a job goes: the GPUs picked (as many as it asks for), or none and why.
@@ -98,9 +117,9 @@ Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thre
 
 // The GPUs `policy` picks for `job` among `gpus`: the job.gpus highest
 // scores among those passing filter (ties: lowest index), all or none. When
-// none, the reason says why each GPU refused ("GPU 0: memory: ...").
-// Calls policy.placed() for each GPU picked.
-Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus);
+// none, the reason says why each GPU refused ("GPU 0: memory: ..."), unless
+// `explain` is false. Calls policy.placed() for each GPU picked.
+Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus, bool explain = true);
 
 // Policies by name: exclusive, round-robin, magm, lug, best-fit.
 std::vector<std::string> policy_names();

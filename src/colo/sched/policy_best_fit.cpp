@@ -4,7 +4,6 @@
 // has jobs beats an empty one (fill before opening another), then the
 // tightest memory fit wins, so large holes stay free for large jobs.
 
-#include "colo/core/table.h"
 #include "colo/sched/policies.h"
 
 namespace colo::sched {
@@ -20,7 +19,7 @@ class BestFitPolicy : public CollocatingPolicy {
     Fit fit = CollocatingPolicy::filter(job, gpu);
     if (!fit || gpu.jobs == 0) return fit;
     if (gpu.sm_activity + job.sm_share > 1.0 + 1e-9) {
-      return Fit::no("SM headroom: " + fixed(gpu.sm_activity, 2) + " + " + fixed(job.sm_share, 2) + " > 1");
+      return Fit::no(Fit::Why::kSmHeadroom, job.sm_share, gpu.sm_activity);
     }
     return Fit::yes();
   }

@@ -9,7 +9,7 @@ class ExclusivePolicy : public Policy {
  public:
   std::string name() const override { return "exclusive"; }
   Fit filter(const JobRequest&, const GpuView& gpu) const override {
-    return gpu.jobs == 0 ? Fit::yes() : Fit::no("exclusive: GPU busy");
+    return gpu.jobs == 0 ? Fit::yes() : Fit::no(Fit::Why::kExclusiveBusy);
   }
   double score(const JobRequest&, const GpuView&) const override { return 0; }
 };

@@ -111,9 +111,31 @@ class Simulation {
     return request;
   }
 
+  // A necessary condition of every policy, from this round's aggregates: an
+  // empty GPU, or an open one (not held or closed, SM activity within the
+  // ceiling) with room for the estimate plus the margin. Saves scanning
+  // every GPU for each of a long queue's jobs.
+  bool could_fit(const JobRequest& request) const {
+    if (empty_gpus_ >= request.gpus) return true;
+    if (!request.mem_bytes) return false;
+    int64_t need = std::max(*request.mem_bytes + options_.thresholds.mem_margin_bytes, request.min_free_bytes);
+    return need <= most_free_;
+  }
+
+  void aggregate_views() {
+    empty_gpus_ = 0;
+    most_free_ = 0;
+    for (const auto& v : views_) {
+      if (v.jobs == 0) ++empty_gpus_;
+      bool open = !v.held_exclusively && v.closed_reason.empty() && v.sm_activity <= options_.thresholds.max_sm_activity;
+      if (open) most_free_ = std::max(most_free_, v.mem_free_bytes);
+    }
+  }
+
   bool try_place(int64_t id) {
     JobRequest request = request_for(id);
-    Placement placement = pick_gpus(*policy_, request, ledger_.views(now_));
+    if (!could_fit(request)) return false;
+    Placement placement = pick_gpus(*policy_, request, views_, /*explain=*/false);
     if (!placement.placed()) return false;
     const TraceJob& t = trace_[id];
     Running r;
@@ -133,6 +155,8 @@ class Simulation {
     }
     ledger_.place(request, placement.gpus, now_);
     ledger_.observe_peak(id, held_most, now_);
+    for (int g : placement.gpus) views_[static_cast<size_t>(g)] = ledger_.view(g, now_);
+    aggregate_views();
     running_[id] = r;
     SimulatedJob& job = result_.jobs[id];
     job.state = JobState::kRunning;
@@ -146,7 +170,10 @@ class Simulation {
     return options_.backfill.holds_back_later_jobs(now_ - trace_[id].submit_s, trace_[id].gpus);
   }
 
+  // Views are computed once per round; a placement updates its GPUs' views.
   void schedule() {
+    views_ = ledger_.views(now_);
+    aggregate_views();
     int considered = 0;
     for (auto it = queue_.begin(); it != queue_.end() && considered < options_.backfill_window; ++considered) {
       if (try_place(it->id)) {
@@ -251,6 +278,9 @@ class Simulation {
   std::vector<JobRequest> requests_;
   std::map<std::string, double> learned_share_;  // measured SM share by command
   std::set<QueueKey> queue_;
+  std::vector<GpuView> views_;  // this round's, kept current through placements
+  int empty_gpus_ = 0;          // aggregates of views_ (could_fit)
+  int64_t most_free_ = 0;
   SimulationResult result_;
   double now_ = 0;
 };
