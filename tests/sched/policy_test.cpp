@@ -114,6 +114,23 @@ TEST(GangPlacement, TakesAsManyGpusAsAskedOrNone) {
   EXPECT_NE(none.reason.find("needs 2 GPUs at once, 1 can take it"), std::string::npos) << none.reason;
 }
 
+TEST(GpuRoom, MightFitOnlyWhereAnEmptyOrOpenGpuHasTheRoom) {
+  Thresholds t;
+  GpuView busy = gpu(0, 70, 0.9, 1), roomy = gpu(1, 20, 0.2, 1);
+  EXPECT_FALSE(might_fit(job(10), room_of({busy}, t), t)) << "70 GiB free, but over the SM ceiling";
+  EXPECT_TRUE(might_fit(job(10), room_of({busy, roomy}, t), t));
+  EXPECT_FALSE(might_fit(job(20), room_of({busy, roomy}, t), t)) << "20 + 1 GiB margin does not fit in 20";
+  EXPECT_TRUE(might_fit(job(60), room_of({busy, gpu(2, 80, 0, 0)}, t), t)) << "an empty GPU takes anything";
+  for (const auto& views : {std::vector<GpuView>{busy, roomy}, std::vector<GpuView>{busy, gpu(2, 80, 0, 0)}}) {
+    for (int mem : {1, 10, 19, 20, 60}) {
+      auto p = make_policy("magm");
+      if (!might_fit(job(mem), room_of(views, t), t)) {
+        EXPECT_FALSE(pick_gpus(*p, job(mem), views).placed()) << "might_fit may never refuse a job a policy places";
+      }
+    }
+  }
+}
+
 TEST(Policies, UnknownNameIsRejectedWithTheKnownOnes) {
   try {
     make_policy("fastest");

@@ -3,12 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/json_lines.h"
 #include "colo/core/subprocess.h"
 #include "colo/core/table.h"
 #include "colo/sched/schedule_stats.h"
@@ -18,18 +18,7 @@ namespace {
 
 std::vector<sched::ScheduledJob> read_schedule(const std::string& path) {
   std::vector<sched::ScheduledJob> jobs;
-  std::ifstream in(path);
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    try {
-      jobs.push_back(sched::scheduled_job_from_json(nlohmann::json::parse(line)));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(path + ":" + std::to_string(number), "", std::string("malformed JSON: ") + e.what());
-    }
-  }
+  for (const auto& record : read_json_lines(path)) jobs.push_back(sched::scheduled_job_from_json(record));
   return jobs;
 }
 

@@ -66,6 +66,22 @@ Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thre
   return Fit::yes();
 }
 
+GpuRoom room_of(const std::vector<GpuView>& gpus, const Thresholds& t) {
+  GpuRoom room;
+  for (const auto& v : gpus) {
+    if (v.jobs == 0) ++room.empty;
+    bool open = !v.held_exclusively && v.closed_reason.empty() && v.sm_activity <= t.max_sm_activity;
+    if (open) room.most_free_open_bytes = std::max(room.most_free_open_bytes, v.mem_free_bytes);
+  }
+  return room;
+}
+
+bool might_fit(const JobRequest& job, const GpuRoom& room, const Thresholds& t) {
+  if (room.empty >= job.gpus) return true;
+  if (!job.mem_bytes) return false;
+  return std::max(*job.mem_bytes + t.mem_margin_bytes, job.min_free_bytes) <= room.most_free_open_bytes;
+}
+
 Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus, bool explain) {
   std::vector<std::pair<double, int>> passing;  // (score, index)
   std::string refusals;

@@ -115,6 +115,20 @@ Fit common_rules(const JobRequest& job, const GpuView& gpu);
 // only goes on an empty GPU.
 Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t);
 
+// What a set of GPUs has room for, summed up once: how many are empty, and
+// the most free memory on one that is open (not held or closed, SM activity
+// within the ceiling).
+struct GpuRoom {
+  int empty = 0;
+  int64_t most_free_open_bytes = 0;
+};
+GpuRoom room_of(const std::vector<GpuView>& gpus, const Thresholds& t);
+
+// False when no policy could place `job` on GPUs with this room: every
+// policy's filter implies common_rules and either an empty GPU or
+// collocation_thresholds. A cheap test before pick_gpus scans every GPU.
+bool might_fit(const JobRequest& job, const GpuRoom& room, const Thresholds& t);
+
 // The GPUs `policy` picks for `job` among `gpus`: the job.gpus highest
 // scores among those passing filter (ties: lowest index), all or none. When
 // none, the reason says why each GPU refused ("GPU 0: memory: ..."), unless

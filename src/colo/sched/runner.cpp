@@ -168,7 +168,6 @@ void Runner::account_on_simulated(const Active& job) {
 void Runner::mark_active_on_simulated(const Active& job) {
   // A simulated GPU shows no process memory: the job counts as active at once.
   if (has_gpus_ && simulated_device(devices_[job.gpus.front()]) != nullptr) {
-    ledger_.observe_peak(job.id, 0, clock_.elapsed_s());
     ledger_.observe_peak(job.id, 1, clock_.elapsed_s());
   }
 }

@@ -111,30 +111,9 @@ class Simulation {
     return request;
   }
 
-  // A necessary condition of every policy, from this round's aggregates: an
-  // empty GPU, or an open one (not held or closed, SM activity within the
-  // ceiling) with room for the estimate plus the margin. Saves scanning
-  // every GPU for each of a long queue's jobs.
-  bool could_fit(const JobRequest& request) const {
-    if (empty_gpus_ >= request.gpus) return true;
-    if (!request.mem_bytes) return false;
-    int64_t need = std::max(*request.mem_bytes + options_.thresholds.mem_margin_bytes, request.min_free_bytes);
-    return need <= most_free_;
-  }
-
-  void aggregate_views() {
-    empty_gpus_ = 0;
-    most_free_ = 0;
-    for (const auto& v : views_) {
-      if (v.jobs == 0) ++empty_gpus_;
-      bool open = !v.held_exclusively && v.closed_reason.empty() && v.sm_activity <= options_.thresholds.max_sm_activity;
-      if (open) most_free_ = std::max(most_free_, v.mem_free_bytes);
-    }
-  }
-
   bool try_place(int64_t id) {
     JobRequest request = request_for(id);
-    if (!could_fit(request)) return false;
+    if (!might_fit(request, room_, options_.thresholds)) return false;
     Placement placement = pick_gpus(*policy_, request, views_, /*explain=*/false);
     if (!placement.placed()) return false;
     const TraceJob& t = trace_[id];
@@ -156,7 +135,7 @@ class Simulation {
     ledger_.place(request, placement.gpus, now_);
     ledger_.observe_peak(id, held_most, now_);
     for (int g : placement.gpus) views_[static_cast<size_t>(g)] = ledger_.view(g, now_);
-    aggregate_views();
+    room_ = room_of(views_, options_.thresholds);
     running_[id] = r;
     SimulatedJob& job = result_.jobs[id];
     job.state = JobState::kRunning;
@@ -173,7 +152,7 @@ class Simulation {
   // Views are computed once per round; a placement updates its GPUs' views.
   void schedule() {
     views_ = ledger_.views(now_);
-    aggregate_views();
+    room_ = room_of(views_, options_.thresholds);
     int considered = 0;
     for (auto it = queue_.begin(); it != queue_.end() && considered < options_.backfill_window; ++considered) {
       if (try_place(it->id)) {
@@ -279,8 +258,7 @@ class Simulation {
   std::map<std::string, double> learned_share_;  // measured SM share by command
   std::set<QueueKey> queue_;
   std::vector<GpuView> views_;  // this round's, kept current through placements
-  int empty_gpus_ = 0;          // aggregates of views_ (could_fit)
-  int64_t most_free_ = 0;
+  GpuRoom room_;                // of views_, for might_fit
   SimulationResult result_;
   double now_ = 0;
 };

@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include <toml++/toml.h>
+#include "colo/core/spec_table.h"
 
 #include "colo/core/stopwatch.h"
 
@@ -88,8 +88,7 @@ std::string sweep_log_path(const sched::JobRecord& job) {
   auto relative = [&](const std::string& p) { return !p.empty() && p.front() == '/' ? p : job.spec.workdir + "/" + p; };
   if (out.empty()) {
     try {
-      toml::table spec = toml::parse_file(relative(file));
-      out = spec["output"].value_or(std::string());
+      out = SpecTable::root(relative(file)).string_or("output", "");
     } catch (const std::exception&) {
       return "";
     }
