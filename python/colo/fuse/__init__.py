@@ -1,0 +1,114 @@
+"""colo.fuse: train N copies of your own PyTorch model as one fused array.
+
+    fused = colo.fuse.fuse(lambda: MyNet(), 8)          # one module, 8 models
+    opt = colo.fuse.optimizer(fused, "sgd", lr=[0.1, 0.05, ...], momentum=0.9)
+    trainer = colo.fuse.Trainer(fused, opt, torch.nn.functional.cross_entropy)
+    losses = trainer.step(images, labels)                # [8] per-model losses
+    states = colo.fuse.unfuse(fused)                     # 8 state_dicts for MyNet
+
+The model's forward is traced with torch.fx and rewritten: its layers become
+colo's fused layers (one grouped convolution or batched GEMM for all models,
+colo's CUDA kernels where they apply), elementwise functions and reshapes
+pass through with the model axis accounted for, and anything colo.fuse does
+not know is named in a FuseError. See docs/python.md.
+"""
+import inspect
+
+import torch
+import torch.fx as fx
+
+from colo.fuse.optim import FusedOptimizer, optimizer
+from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter
+from colo.fuse.stacking import FuseError, check_no_tied_parameters, per_model_state
+from colo.fuse.trainer import Trainer, per_model_loss
+
+__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "fuse", "optimizer", "per_model_loss",
+           "unfuse"]
+
+
+def _build(build_model, n):
+    if isinstance(build_model, (list, tuple)):
+        return list(build_model)
+    if n is None or n < 1:
+        raise FuseError("colo.fuse: give the number of models n >= 1, or a list of models")
+    takes_index = False
+    try:
+        takes_index = len(inspect.signature(build_model).parameters) >= 1
+    except (TypeError, ValueError):
+        pass
+    return [build_model(i) if takes_index else build_model() for i in range(n)]
+
+
+def _check_alike(models):
+    reference = {k: tuple(v.shape) for k, v in models[0].state_dict().items()}
+    for i, model in enumerate(models[1:], start=1):
+        shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+        if shapes != reference:
+            diff = sorted(set(shapes.items()) ^ set(reference.items()))[:3]
+            raise FuseError(f"colo.fuse: model {i} differs from model 0 in its parameters or buffers {diff}; "
+                            "fused models share one architecture")
+
+
+class _Tracer(fx.Tracer):
+    def __init__(self):
+        super().__init__()
+        self.record_stack_traces = True
+
+
+def fuse(build_model, n=None, *, own_kernels=True):
+    """One module that trains n models of one architecture.
+
+    `build_model` is a function returning a new nn.Module (called n times,
+    with the model's index if it takes an argument), or a list of modules.
+    The models keep their own initial weights; their hyper-parameters go to
+    colo.fuse.optimizer.
+
+    Returns a torch.fx.GraphModule whose forward takes the single model's
+    inputs (a batch shared by all models) and returns each output with the
+    model axis first ([N, B, ...]); its parameters and buffers are the
+    models' stacked on a first axis under the single model's names, and its
+    `.models` is n. `own_kernels` lets convolutions use colo's CUDA kernels.
+    Raises FuseError naming the layer or operation it cannot fuse."""
+    models = _build(build_model, n)
+    for model in models:
+        if not isinstance(model, torch.nn.Module):
+            raise FuseError(f"colo.fuse: build_model returned {type(model).__name__}, not a torch.nn.Module")
+    _check_alike(models)
+    check_no_tied_parameters(models[0])
+    training = models[0].training
+    traced = _Tracer().trace(models[0])
+    root, graph = Rewriter(models, own_kernels=own_kernels).run(traced)
+    fused = fx.GraphModule(root, graph, class_name="Fused" + type(models[0]).__name__)
+    fused.graph.eliminate_dead_code()  # e.g. a ReLU that a ReLU+max-pool kernel absorbed
+    fused.recompile()
+    _install_unused(fused, models)
+    fused.models = len(models)
+    fused.train(training)
+    return fused
+
+
+def _install_unused(fused, models):
+    """Parameters and buffers the forward never touches still travel with the
+    fused module, so unfuse gives complete state_dicts."""
+    present = set(fused.state_dict())
+    for name, value in models[0].state_dict().items():
+        if name in present:
+            continue
+        owner_path, _, leaf = name.rpartition(".")
+        owner = fused
+        for part in owner_path.split(".") if owner_path else []:
+            if not hasattr(owner, part):
+                owner.add_module(part, torch.nn.Module())
+            owner = getattr(owner, part)
+        owner.register_buffer(leaf, torch.stack([m.state_dict()[name] for m in models]))
+
+
+def unfuse(fused, index=None):
+    """Model `index`'s state_dict (or a list of all N), loadable into the
+    original class with load_state_dict."""
+    state = fused.state_dict()
+    if index is not None:
+        if not 0 <= index < fused.models:
+            raise IndexError(f"colo.unfuse: model {index} of {fused.models}")
+        return per_model_state(state, index)
+    return [per_model_state(state, i) for i in range(fused.models)]
