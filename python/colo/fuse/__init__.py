@@ -12,6 +12,7 @@ colo's CUDA kernels where they apply), elementwise functions and reshapes
 pass through with the model axis accounted for, and anything colo.fuse does
 not know is named in a FuseError. See docs/python.md.
 """
+import dis
 import inspect
 
 import torch
@@ -32,8 +33,9 @@ def _build(build_model, n):
     if n is None or n < 1:
         raise FuseError("colo.fuse: give the number of models n >= 1, or a list of models")
     takes_index = False
-    try:
-        takes_index = len(inspect.signature(build_model).parameters) >= 1
+    try:  # build_model(i) only when it has a required positional parameter
+        takes_index = any(p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                          for p in inspect.signature(build_model).parameters.values())
     except (TypeError, ValueError):
         pass
     return [build_model(i) if takes_index else build_model() for i in range(n)]
@@ -49,10 +51,40 @@ def _check_alike(models):
                             "fused models share one architecture")
 
 
+def _unpack_count(frame):
+    """How many values the instruction running in `frame` unpacks, or None."""
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset >= frame.f_lasti:
+            return instruction.argval if instruction.opname == "UNPACK_SEQUENCE" else None
+    return None
+
+
+def _iterate_proxy(proxy):
+    frame = inspect.currentframe().f_back
+    count = _unpack_count(frame) if frame is not None else None
+    if count is not None:
+        return iter(proxy[i] for i in range(count))
+    return _FX_ITER(proxy)
+
+
+_FX_ITER = fx.Proxy.__iter__
+
+
 class _Tracer(fx.Tracer):
+    """fx's tracer, recording where each operation comes from. While it
+    traces, a traced value can be unpacked (`n, c, h, w = x.shape`) on Python
+    versions whose bytecode torch 1.13's fx does not recognise (3.11)."""
+
     def __init__(self):
         super().__init__()
         self.record_stack_traces = True
+
+    def trace(self, root, concrete_args=None):
+        fx.Proxy.__iter__ = _iterate_proxy
+        try:
+            return super().trace(root, concrete_args)
+        finally:
+            fx.Proxy.__iter__ = _FX_ITER
 
 
 def fuse(build_model, n=None, *, own_kernels=True):
@@ -77,12 +109,13 @@ def fuse(build_model, n=None, *, own_kernels=True):
     check_no_tied_parameters(models[0])
     training = models[0].training
     traced = _Tracer().trace(models[0])
-    root, graph = Rewriter(models, own_kernels=own_kernels).run(traced)
+    root, graph, shared_state = Rewriter(models, own_kernels=own_kernels).run(traced)
     fused = fx.GraphModule(root, graph, class_name="Fused" + type(models[0]).__name__)
     fused.graph.eliminate_dead_code()  # e.g. a ReLU that a ReLU+max-pool kernel absorbed
     fused.recompile()
     _install_unused(fused, models)
     fused.models = len(models)
+    fused.colo_shared_state = shared_state
     fused.train(training)
     return fused
 
@@ -107,8 +140,9 @@ def unfuse(fused, index=None):
     """Model `index`'s state_dict (or a list of all N), loadable into the
     original class with load_state_dict."""
     state = fused.state_dict()
+    shared = getattr(fused, "colo_shared_state", set())
     if index is not None:
         if not 0 <= index < fused.models:
             raise IndexError(f"colo.unfuse: model {index} of {fused.models}")
-        return per_model_state(state, index)
-    return [per_model_state(state, i) for i in range(fused.models)]
+        return per_model_state(state, index, shared)
+    return [per_model_state(state, i, shared) for i in range(fused.models)]

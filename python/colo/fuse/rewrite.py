@@ -37,9 +37,12 @@ SUPPORTED_LAYERS = ("Conv1d, Conv2d, ConvTranspose2d, Linear, BatchNorm1d/2d/3d,
 
 
 def _where(node):
+    """The traced operation and the line of the model's code it comes from."""
     trace = (node.stack_trace or "").strip().splitlines()
     lines = [line.strip() for line in trace if line.strip().startswith("File")]
-    return f"{node.format_node()}" + (f" ({lines[-1]})" if lines else "")
+    in_forward = [line for line in lines if ", in forward" in line or ", in _" in line]
+    line = (in_forward or lines or [""])[0]
+    return f"{node.format_node()}" + (f" ({line})" if line else "")
 
 
 def _fetch(model, path):
@@ -62,12 +65,13 @@ class Rewriter:
         self.root = {}       # qualified name -> fused layer or stacked tensor
         self.converted = {}  # (traced node, layout) -> conversion node, made once
         self.dropouts = 0
+        self.shared_state = set()  # names of buffers kept plain (the same in every model)
 
     def run(self, traced):
         for node in traced.nodes:
             handler = getattr(self, "_" + node.op)
             handler(node)
-        return self.root, self.graph
+        return self.root, self.graph, self.shared_state
 
     # ---- values and layouts ----
 
@@ -117,7 +121,13 @@ class Rewriter:
             self.root[node.target] = value
             self._copy(node)
             return
-        stacked = stack_tensors([_fetch(m, node.target) for m in self.models], node.target)
+        values = [_fetch(m, node.target) for m in self.models]
+        if not isinstance(value, torch.nn.Parameter) and all(torch.equal(v, value) for v in values[1:]):
+            # A constant buffer (a mask, position ids) stays one plain tensor.
+            self.root[node.target] = value.clone()
+            self.shared_state.add(node.target)
+            return self._copy(node)
+        stacked = stack_tensors(values, node.target)
         if isinstance(value, torch.nn.Parameter):
             stacked = torch.nn.Parameter(stacked, requires_grad=value.requires_grad)
         self.root[node.target] = stacked
@@ -239,11 +249,12 @@ class Rewriter:
         if not self._is_fused(x):
             return self._copy(node) if not extra else self._emit(
                 node, ops.as_function(target, extra), self._new(node.args), self._new(node.kwargs), PLAIN)
+        sequence = ops.returns_sequence(target) or (
+            target in ("max", "min") and (len(node.args) > 1 or "dim" in node.kwargs))
+        wrap = (lambda layout: ("seq", layout) if sequence else layout)
         if self._layout_of(x) == STACKED and not extra and ops.stacked_dims_kept(target, node.args, node.kwargs):
-            return self._copy(node, STACKED)
-        layout = MODEL_MAJOR
-        if ops.returns_sequence(target) or (target in ("max", "min") and (len(node.args) > 1 or "dim" in node.kwargs)):
-            layout = ("seq", MODEL_MAJOR)
+            return self._copy(node, wrap(STACKED))
+        layout = wrap(MODEL_MAJOR)
         args = [self._as(x, MODEL_MAJOR)] + [self._new(a) for a in node.args[1:]]
         self._emit(node, ops.dim_op(target, self.n, extra), args, self._new(node.kwargs), layout)
 
@@ -297,6 +308,9 @@ class Rewriter:
 
     def _getattr(self, node):
         source, name = node.args[0], node.args[1]
+        layout = self._layout_of(source)
+        if isinstance(layout, tuple):  # .values / .indices of a (values, indices) result
+            return self._copy(node, layout[1] if layout[0] == "seq" else MODEL_MAJOR)
         if not self._is_fused(source) or name in ops._PASSTHROUGH_GETATTR:
             return self._copy(node)
         if name not in ("shape", "ndim"):

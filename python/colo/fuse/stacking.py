@@ -44,9 +44,10 @@ def stack_into(target, modules, where):
             target.register_parameter(name, None)
 
 
-def per_model_state(fused_state, index):
-    """Model `index`'s state_dict out of a fused state_dict."""
-    return {name: value[index].clone() for name, value in fused_state.items()}
+def per_model_state(fused_state, index, shared=()):
+    """Model `index`'s state_dict out of a fused state_dict; names in `shared`
+    are one tensor for every model."""
+    return {name: value.clone() if name in shared else value[index].clone() for name, value in fused_state.items()}
 
 
 def check_no_tied_parameters(model):

@@ -15,6 +15,10 @@ def _cross_entropy_settings(loss_fn):
     return None
 
 
+def _at_least_float32(outputs):
+    return outputs.float() if outputs.dtype in (torch.float16, torch.bfloat16) else outputs
+
+
 def per_model_loss(loss_fn, outputs, targets):
     """[N] losses: loss_fn(outputs[i], targets) for each model i, where
     loss_fn is a single model's loss (mean over the batch). Cross-entropy and
@@ -74,8 +78,7 @@ class Trainer:
 
     def _eager(self, inputs, targets):
         with self._autocast(inputs.device.type):
-            outputs = self.fused(inputs)
-        outputs = outputs.float()
+            outputs = _at_least_float32(self.fused(inputs))
         losses = per_model_loss(self.loss_fn, outputs, targets)
         self.optimizer.zero_grad()
         losses.sum().backward()
@@ -133,7 +136,7 @@ class Trainer:
         count = 0
         for inputs, targets in batches:
             with self._autocast(inputs.device.type):
-                outputs = self.fused(inputs).float()
+                outputs = _at_least_float32(self.fused(inputs))
             batch_loss = per_model_loss(self.loss_fn, outputs, targets).double() * targets.shape[0]
             batch_correct = (outputs.argmax(-1) == targets).sum(1)
             loss = batch_loss if loss is None else loss + batch_loss
