@@ -19,6 +19,7 @@
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
+#   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
 #                               #   ("TAG:POLICY:MODE ...", default "magm:magm:mps"); REAL_ARGS="--two-gpu"
@@ -171,6 +172,15 @@ if want realmodels; then
     ${REAL_ROWS:+--rows $REAL_ROWS} --parallel "${REAL_PARALLEL:-2}" 2>"$OUT/realmodels/stderr.log" | tail -60
   python3 bench/estimate/real_models.py summarize "$OUT/realmodels/rows.jsonl" --out "$OUT/realmodels" \
     | head -40 | tee -a "$summary"
+fi
+
+if want userfuse; then
+  # BUILD_TARGETS=colo_core_module is enough: colo.fuse needs the Python module only.
+  PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider tests/python/test_fuse.py 2>&1 | tail -5 \
+    | tee -a "$summary"
+  mkdir -p "$OUT/userfuse"
+  PYTHONPATH="$BUILD/python" python3 bench/fusion/user_models.py all --out "$OUT/userfuse" \
+    --seconds "${USERFUSE_SECONDS:-3}" 2>"$OUT/userfuse/stderr.log" | tail -14 | tee -a "$summary"
 fi
 
 echo "== summary =="
