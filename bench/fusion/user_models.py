@@ -81,9 +81,9 @@ def batches(case, batch, device, count=16):
     return x, y
 
 
-def run_colo(case, n, batch, bf16, graph):
+def run_colo(case, n, batch, bf16, graph, channels_last=False):
     import colo.fuse as cf
-    fused = cf.fuse(lambda: build(case), n).cuda()
+    fused = cf.fuse(lambda: build(case), n, channels_last=channels_last).cuda()
     opt = cf.optimizer(fused, "sgd", lr=[0.01 * (1 + i % 4) for i in range(n)], momentum=0.9)
     trainer = cf.Trainer(fused, opt, cuda_graph=graph, bf16=bf16)
     x, y = batches(case, batch, "cuda")
@@ -180,8 +180,9 @@ def one(args):
     torch.backends.cudnn.benchmark = True
     bf16 = args.precision == "bf16"
     extra_fn = None
-    if args.mode in ("colo", "colo_eager"):
-        step, extra, trainer = run_colo(args.case, args.models, args.batch, bf16, args.mode == "colo")
+    if args.mode in ("colo", "colo_eager", "colo_nhwc"):
+        step, extra, trainer = run_colo(args.case, args.models, args.batch, bf16, args.mode != "colo_eager",
+                                        args.mode == "colo_nhwc")
         extra_fn = (lambda: {"graphed": trainer.graph is not None, "graph_error": trainer.graph_error[:300]})
     elif args.mode == "vmap":
         step, extra = run_vmap(args.case, args.models, args.batch, bf16)
@@ -255,7 +256,7 @@ def run_all(args):
     for mode in ("colo", "colo_eager", "vmap", "handfused", "handfused_graph"):
         add(invoke(["--case", "lenet", "--mode", mode, "--models", "32", "--batch", "128"] + common))
     for precision in ("fp32", "bf16"):
-        for mode in ("colo", "vmap"):
+        for mode in ("colo", "colo_nhwc", "vmap"):
             add(invoke(["--case", "resnet18", "--mode", mode, "--models", "8", "--batch", "128",
                         "--precision", precision] + common))
         add(mps_processes("resnet18", 8, 128, precision, args.seconds))
@@ -277,7 +278,7 @@ def run_all(args):
     for precision in ("fp32", "bf16"):
         alternatives = [rate.get(("resnet18", m, precision)) for m in ("mps", "vmap")]
         alternatives = [a for a in alternatives if a]
-        colo = rate.get(("resnet18", "colo", precision))
+        colo = max([rate.get(("resnet18", m, precision)) or 0 for m in ("colo", "colo_nhwc")])
         summary[f"resnet18_n8_over_best_alternative_{precision}"] = \
             colo / max(alternatives) if colo and alternatives else None
     with open(os.path.join(args.out, "summary.json"), "w") as f:
@@ -295,7 +296,7 @@ def main():
     sub = p.add_subparsers(dest="command", required=True)
     o = sub.add_parser("one")
     o.add_argument("--case", choices=["lenet", "resnet18"], required=True)
-    o.add_argument("--mode", choices=["colo", "colo_eager", "vmap", "handfused", "handfused_graph", "single"],
+    o.add_argument("--mode", choices=["colo", "colo_eager", "colo_nhwc", "vmap", "handfused", "handfused_graph", "single"],
                    required=True)
     o.add_argument("--models", type=int, default=1)
     o.add_argument("--batch", type=int, default=128)

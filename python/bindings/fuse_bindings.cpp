@@ -5,6 +5,8 @@
 
 #include "fuse_bindings.h"
 
+#include <optional>
+
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -49,8 +51,14 @@ colo::fuse::FusedOptimizer make_fused_optimizer(std::vector<at::Tensor> paramete
 void bind_fuse(py::module& m) {
   m.def("own_grouped_conv_applies", &colo::fuse::own_grouped_conv_applies, py::arg("x"), py::arg("weight"),
         py::arg("groups"), py::arg("stride"), py::arg("padding"));
-  m.def("grouped_conv2d", &colo::fuse::grouped_conv2d, py::arg("x"), py::arg("weight"), py::arg("bias"),
-        py::arg("stride"), py::arg("padding"), py::arg("groups"), py::arg("allow_own") = true);
+  m.def(
+      "grouped_conv2d",
+      [](const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, int64_t stride,
+         int64_t padding, int64_t groups, bool allow_own) {
+        return colo::fuse::grouped_conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, groups, allow_own);
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("groups") = 1, py::arg("allow_own") = true);
   m.def("own_relu_max_pool_applies", &colo::fuse::own_relu_max_pool_applies, py::arg("x"));
   m.def("relu_max_pool2x2", &colo::fuse::relu_max_pool2x2, py::arg("x"), py::arg("allow_own") = true);
 

@@ -87,7 +87,7 @@ class _Tracer(fx.Tracer):
             fx.Proxy.__iter__ = _FX_ITER
 
 
-def fuse(build_model, n=None, *, own_kernels=True):
+def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
     """One module that trains n models of one architecture.
 
     `build_model` is a function returning a new nn.Module (called n times,
@@ -99,7 +99,9 @@ def fuse(build_model, n=None, *, own_kernels=True):
     inputs (a batch shared by all models) and returns each output with the
     model axis first ([N, B, ...]); its parameters and buffers are the
     models' stacked on a first axis under the single model's names, and its
-    `.models` is n. `own_kernels` lets convolutions use colo's CUDA kernels.
+    `.models` is n. `own_kernels` lets convolutions use colo's CUDA kernels;
+    `channels_last` runs 2-D convolutions in NHWC layout (cuDNN's grouped
+    convolutions are faster so for wide layers, e.g. ResNets).
     Raises FuseError naming the layer or operation it cannot fuse."""
     models = _build(build_model, n)
     for model in models:
@@ -109,7 +111,7 @@ def fuse(build_model, n=None, *, own_kernels=True):
     check_no_tied_parameters(models[0])
     training = models[0].training
     traced = _Tracer().trace(models[0])
-    root, graph, shared_state = Rewriter(models, own_kernels=own_kernels).run(traced)
+    root, graph, shared_state = Rewriter(models, own_kernels=own_kernels, channels_last=channels_last).run(traced)
     fused = fx.GraphModule(root, graph, class_name="Fused" + type(models[0]).__name__)
     fused.graph.eliminate_dead_code()  # e.g. a ReLU that a ReLU+max-pool kernel absorbed
     fused.recompile()

@@ -42,8 +42,9 @@ class FusedConv(FusedLayer):
     takes = (PLAIN, STACKED)
     gives = STACKED
 
-    def __init__(self, modules, where, own_kernels=True):
+    def __init__(self, modules, where, own_kernels=True, channels_last=False):
         super().__init__(modules, where)
+        self.channels_last = channels_last
         m = modules[0]
         self.transposed = isinstance(m, torch.nn.ConvTranspose2d)
         self.dims = 1 if isinstance(m, torch.nn.Conv1d) else 2
@@ -66,11 +67,15 @@ class FusedConv(FusedLayer):
         if self.transposed:
             return F.conv_transpose2d(x, weight, bias, self.stride, padding, self.output_padding, groups,
                                       self.dilation)
-        if (self.own_kernels and isinstance(padding, tuple) and padding[0] == padding[1]
+        if (self.own_kernels and not self.channels_last and isinstance(padding, tuple) and padding[0] == padding[1]
                 and self.stride == (1, 1) and self.dilation == (1, 1) and _own_kernels_usable(x, weight)):
             return _core.grouped_conv2d(x, weight, bias, 1, padding[0], groups)
-        conv = F.conv1d if self.dims == 1 else F.conv2d
-        return conv(x, weight, bias, self.stride, padding, self.dilation, groups)
+        if self.dims == 1:
+            return F.conv1d(x, weight, bias, self.stride, padding, self.dilation, groups)
+        if self.channels_last:  # NHWC: cuDNN's faster grouped-convolution kernels
+            x = x.contiguous(memory_format=torch.channels_last)
+            weight = weight.contiguous(memory_format=torch.channels_last)
+        return F.conv2d(x, weight, bias, self.stride, padding, self.dilation, groups)
 
 
 class FusedLinear(FusedLayer):

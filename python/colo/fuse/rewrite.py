@@ -55,10 +55,11 @@ def _fetch(model, path):
 class Rewriter:
     """Builds the fused forward of `models` (N models of one architecture)."""
 
-    def __init__(self, models, own_kernels=True):
+    def __init__(self, models, own_kernels=True, channels_last=False):
         self.models = models
         self.n = len(models)
         self.own_kernels = own_kernels
+        self.channels_last = channels_last
         self.graph = fx.Graph()
         self.env = {}        # traced node -> node of the fused graph
         self.layout = {}     # traced node -> layout, a tuple of layouts, or ("seq", layout)
@@ -187,7 +188,8 @@ class Rewriter:
     def _fused_layer(self, node, fused_cls):
         if node.target not in self.root:
             modules = [m.get_submodule(node.target) for m in self.models]
-            extra = {"own_kernels": self.own_kernels} if fused_cls is layers.FusedConv else {}
+            extra = {"own_kernels": self.own_kernels, "channels_last": self.channels_last} \
+                if fused_cls is layers.FusedConv else {}
             self.root[node.target] = fused_cls(modules, node.target, **extra)
         fused = self.root[node.target]
         if isinstance(fused, MULTI_INPUT_LAYERS):
