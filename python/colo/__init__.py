@@ -1,5 +1,6 @@
 """colo from Python: memory estimates for your own PyTorch models
-(colo.estimate), colod's API (colo.Client), the C++ engine's training and
+(colo.estimate), N copies of your own model trained as one fused array
+(colo.fuse), colod's API (colo.Client), the C++ engine's training and
 fused sweeps (colo.train, colo.sweep) and the plots of colo's results
 (colo.plots).
 
