@@ -13,6 +13,7 @@
 #include "colo/fuse/fused_optimizer.h"
 #include "colo/fuse/grouped_conv.h"
 #include "colo/fuse/relu_max_pool.h"
+#include "colo/fuse/sweep_plan.h"
 
 namespace py = pybind11;
 
@@ -46,9 +47,33 @@ colo::fuse::FusedOptimizer make_fused_optimizer(std::vector<at::Tensor> paramete
   }
 }
 
+// expand_axes over JSON text: axes [{"name", "values"} or {"name", "min",
+// "max", "log"}] -> the configurations as a JSON list of objects.
+std::string expand_axes_json(const std::string& axes_json, const std::string& sampling, int64_t count,
+                             uint64_t seed) {
+  std::vector<colo::fuse::SweepAxis> axes;
+  for (const auto& item : nlohmann::json::parse(axes_json)) {
+    colo::fuse::SweepAxis axis;
+    axis.name = item.at("name").get<std::string>();
+    if (item.contains("values")) {
+      for (const auto& v : item["values"]) axis.values.push_back(v);
+    } else {
+      axis.range = true;
+      axis.min = item.at("min").get<double>();
+      axis.max = item.at("max").get<double>();
+      axis.log = item.value("log", false);
+    }
+    axes.push_back(std::move(axis));
+  }
+  return nlohmann::json(colo::fuse::expand_axes(axes, sampling, count, seed)).dump();
+}
+
 }  // namespace
 
 void bind_fuse(py::module& m) {
+  m.def("expand_axes_json", &expand_axes_json, py::arg("axes_json"), py::arg("sampling"), py::arg("count"),
+        py::arg("seed"));
+  m.def("halving_survivors", &colo::fuse::halving_survivors, py::arg("accuracies"), py::arg("keep"));
   m.def("own_grouped_conv_applies", &colo::fuse::own_grouped_conv_applies, py::arg("x"), py::arg("weight"),
         py::arg("groups"), py::arg("stride"), py::arg("padding"));
   m.def(

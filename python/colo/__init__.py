@@ -11,7 +11,19 @@ The compiled core (colo._core) is built by `make` into build/python/colo:
 See docs/python.md.
 """
 from colo.client import Client, ColoError  # noqa: F401
-from colo.engine import RunError, sweep, train  # noqa: F401
+from colo.engine import RunError, train  # noqa: F401
+from colo.engine import sweep as _sweep_spec
 from colo.estimate import Estimate, estimate  # noqa: F401
+
+
+def sweep(spec_or_build_model, *args, **kwargs):
+    """A sweep file (`colo sweep SPEC`, zoo models, records of results.json),
+    or, given a function that builds your model, colo.fuse.sweep over it
+    (see colo.fuse.sweep for its arguments)."""
+    if callable(spec_or_build_model):
+        from colo.fuse.sweep import sweep as sweep_model
+        return sweep_model(spec_or_build_model, *args, **kwargs)
+    return _sweep_spec(spec_or_build_model, *args, **kwargs)
+
 
 __all__ = ["Client", "ColoError", "Estimate", "RunError", "estimate", "sweep", "train"]

@@ -21,10 +21,11 @@ import torch.fx as fx
 from colo.fuse.optim import FusedOptimizer, optimizer
 from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter
 from colo.fuse.stacking import FuseError, check_no_tied_parameters, per_model_state
+from colo.fuse.sweep import configurations, sweep
 from colo.fuse.trainer import Trainer, per_model_loss
 
-__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "fuse", "optimizer", "per_model_loss",
-           "unfuse"]
+__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "configurations", "fuse", "optimizer",
+           "per_model_loss", "sweep", "unfuse"]
 
 
 def _build(build_model, n):

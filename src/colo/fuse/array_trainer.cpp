@@ -209,22 +209,15 @@ void ArrayTrainer::end_epoch(int64_t epoch, int64_t step, int64_t samples, doubl
     record.wall_s = wall.elapsed_s();
     if (on_epoch) on_epoch(model, record);
   }
-  bool rung = halving && std::find(halving->rungs.begin(), halving->rungs.end(), epoch + 1) !=
-                             halving->rungs.end();
-  if (!rung || models() < 2) return;
-  std::vector<int64_t> order(static_cast<size_t>(models()));
-  for (int64_t k = 0; k < models(); ++k) order[static_cast<size_t>(k)] = k;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return tests[static_cast<size_t>(a)].first > tests[static_cast<size_t>(b)].first;
-  });
-  auto kept = static_cast<size_t>(
-      std::max<int64_t>(1, std::llround(std::ceil(halving->keep * static_cast<double>(models())))));
-  if (kept >= order.size()) return;
-  for (size_t r = kept; r < order.size(); ++r) {
-    if (on_stop) on_stop(active_[static_cast<size_t>(order[r])], epoch + 1);
+  if (!halving || !is_rung(*halving, epoch + 1) || models() < 2) return;
+  std::vector<double> accuracies;
+  for (const auto& test : tests) accuracies.push_back(test.first);
+  std::vector<int64_t> order = halving_survivors(accuracies, halving->keep);
+  if (order.size() >= static_cast<size_t>(models())) return;
+  for (int64_t k = 0; k < models(); ++k) {
+    bool kept = std::binary_search(order.begin(), order.end(), k);
+    if (!kept && on_stop) on_stop(active_[static_cast<size_t>(k)], epoch + 1);
   }
-  order.resize(kept);
-  std::sort(order.begin(), order.end());
   keep_models(order);
 }
 

@@ -18,6 +18,7 @@
 #include "colo/fuse/array_step.h"
 #include "colo/fuse/fused_classifier.h"
 #include "colo/fuse/fused_optimizer.h"
+#include "colo/fuse/sweep_plan.h"
 #include "colo/models/classifier.h"
 #include "colo/train/epoch_record.h"
 #include "colo/train/train_spec.h"
@@ -38,10 +39,6 @@ struct ArrayOptions {
 
 // Successive halving inside the array: after each epoch in `rungs`, the
 // models outside the best `keep` fraction (by test accuracy) stop training.
-struct Halving {
-  std::vector<int64_t> rungs;  // epochs, ascending
-  double keep = 0.5;
-};
 
 class ArrayTrainer;
 

@@ -138,39 +138,7 @@ SweepSpec parse_sweep_spec(const std::string& path) {
 }
 
 std::vector<SweepConfig> expand_sweep(const SweepSpec& sweep) {
-  std::vector<nlohmann::json> combos;
-  if (sweep.sampling == "grid") {
-    combos.push_back(nlohmann::json::object());
-    for (const auto& axis : sweep.axes) {
-      std::vector<nlohmann::json> next;
-      for (const auto& combo : combos) {
-        for (const auto& value : axis.values) {
-          nlohmann::json c = combo;
-          c[axis.name] = value;
-          next.push_back(c);
-        }
-      }
-      combos = std::move(next);
-    }
-    if (sweep.count > 0 && static_cast<int64_t>(combos.size()) > sweep.count) combos.resize(sweep.count);
-  } else {
-    std::mt19937_64 gen(sweep.seed);
-    for (int64_t i = 0; i < sweep.count; ++i) {
-      nlohmann::json c = nlohmann::json::object();
-      for (const auto& axis : sweep.axes) {
-        if (axis.range) {
-          std::uniform_real_distribution<double> u(axis.log ? std::log(axis.min) : axis.min,
-                                                   axis.log ? std::log(axis.max) : axis.max);
-          double v = u(gen);
-          c[axis.name] = axis.log ? std::exp(v) : v;
-        } else {
-          std::uniform_int_distribution<size_t> pick(0, axis.values.size() - 1);
-          c[axis.name] = axis.values[pick(gen)];
-        }
-      }
-      combos.push_back(c);
-    }
-  }
+  std::vector<nlohmann::json> combos = expand_axes(sweep.axes, sweep.sampling, sweep.count, sweep.seed);
   std::vector<SweepConfig> configs;
   for (size_t i = 0; i < combos.size(); ++i) {
     SweepConfig config;

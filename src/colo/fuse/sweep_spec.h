@@ -11,19 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/fuse/array_trainer.h"
+#include "colo/fuse/sweep_plan.h"
 #include "colo/train/train_spec.h"
 
 namespace colo::fuse {
-
-// One axis: the values to take (grid, or random choice), or for `lr`,
-// `momentum`, `weight_decay` and `dropout` in random sampling a range.
-struct SweepAxis {
-  std::string name;  // lr | momentum | weight_decay | optimizer | seed | dropout | widths | width
-  std::vector<nlohmann::json> values;
-  bool range = false;
-  double min = 0, max = 0;
-  bool log = false;
-};
 
 struct SweepSpec {
   train::TrainSpec base;

@@ -1,0 +1,240 @@
+"""colo.fuse.sweep: a hyper-parameter sweep over your own model, trained as
+fused arrays, with successive halving. The configurations and the halving
+rule are colo's C++ ones (fuse/sweep_plan.h), the same `colo sweep` uses, so
+a grid or a seeded random draw gives the same configurations in both."""
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from colo.fuse.optim import optimizer as make_optimizer
+from colo.fuse.stacking import FuseError
+from colo.fuse.trainer import Trainer
+
+# Axes that go to the optimiser; "seed" seeds each model's initialisation;
+# every other axis is a keyword argument of build_model.
+OPTIMIZER_AXES = ("optimizer", "lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "nesterov")
+_OPTIMIZER_DEFAULTS = {"optimizer": "sgd", "lr": None, "momentum": 0.0, "weight_decay": 0.0, "beta1": 0.9,
+                       "beta2": 0.999, "eps": 1e-8, "nesterov": False}
+
+
+def _core():
+    try:
+        from colo import _core
+    except ImportError as e:
+        raise ImportError(f"colo.fuse.sweep needs colo's compiled core (run `make`): {e}") from e
+    return _core
+
+
+def configurations(axes, sampling="grid", count=0, seed=0):
+    """The sweep's configurations (dicts of axis values), in colo's order:
+    `axes` maps a name to a list of values or, for random sampling, to a
+    range {"min": a, "max": b, "log": bool}."""
+    if sampling not in ("grid", "random"):
+        raise FuseError(f"colo.fuse.sweep: sampling is grid or random, not {sampling!r}")
+    if sampling == "random" and count < 1:
+        raise FuseError("colo.fuse.sweep: random sampling needs count >= 1")
+    described = []
+    for name, spec in axes.items():
+        if isinstance(spec, dict):
+            if sampling != "random":
+                raise FuseError(f"colo.fuse.sweep: axis {name!r} is a range, which only random sampling takes")
+            described.append({"name": name, "min": float(spec["min"]), "max": float(spec["max"]),
+                              "log": bool(spec.get("log", False))})
+        elif isinstance(spec, (list, tuple)) and spec:
+            described.append({"name": name, "values": list(spec)})
+        else:
+            raise FuseError(f"colo.fuse.sweep: axis {name!r} needs a non-empty list of values or a range")
+    return json.loads(_core().expand_axes_json(json.dumps(described), sampling, count, seed))
+
+
+class _Member:
+    """One configuration: its index, values, optimiser settings and model arguments."""
+
+    def __init__(self, index, values, base_optimizer):
+        self.index, self.values = index, values
+        self.optimizer = dict(_OPTIMIZER_DEFAULTS, **base_optimizer)
+        self.optimizer.update({k: v for k, v in values.items() if k in OPTIMIZER_AXES})
+        self.model_args = {k: v for k, v in values.items() if k not in OPTIMIZER_AXES and k != "seed"}
+        self.seed = values.get("seed", index)
+        self.epochs = 0
+        self.stopped = False
+        self.test_accuracy = self.best_test_accuracy = self.loss = 0.0
+        self.array = 0
+
+    def build(self, build_model):
+        torch.manual_seed(self.seed)
+        return build_model(**self.model_args)
+
+    def result(self):
+        return {"model": self.index, "values": self.values, "array": self.array, "epochs": self.epochs,
+                "stopped": self.stopped, "test_accuracy": self.test_accuracy,
+                "best_test_accuracy": self.best_test_accuracy, "loss": self.loss}
+
+
+def _signature(model):
+    return tuple((k, tuple(v.shape)) for k, v in model.state_dict().items())
+
+
+def _arrays(members, build_model, max_array):
+    """Members grouped into arrays that can fuse: one optimiser and one
+    architecture each, at most max_array models (0: no limit)."""
+    groups = {}
+    for m in members:
+        key = (m.optimizer["optimizer"], bool(m.optimizer["nesterov"]), _signature(m.build(build_model)))
+        groups.setdefault(key, []).append(m)
+    arrays = []
+    for group in groups.values():
+        size = max_array or len(group)
+        arrays.extend(group[i:i + size] for i in range(0, len(group), size))
+    return arrays
+
+
+class _Array:
+    """One fused array being trained: its members still training, the fused
+    module, optimiser and trainer."""
+
+    def __init__(self, members, build_model, device, options, states=None, optimizer_state=None):
+        from colo.fuse import fuse
+        self.members = members
+        models = [m.build(build_model) for m in members]
+        if states is not None:
+            for model, state in zip(models, states):
+                model.load_state_dict(state)
+        self.fused = fuse(models, channels_last=options["channels_last"]).to(device)
+        per = (lambda key: [m.optimizer[key] for m in members])
+        first = members[0].optimizer
+        self.optimizer = make_optimizer(self.fused, first["optimizer"], lr=per("lr"), momentum=per("momentum"),
+                                        weight_decay=per("weight_decay"), nesterov=first["nesterov"],
+                                        betas=list(zip(per("beta1"), per("beta2"))), eps=per("eps"))
+        if optimizer_state is not None:
+            for new, old in zip(self.optimizer.state(), optimizer_state):
+                new.copy_(old)
+        self.trainer = Trainer(self.fused, self.optimizer, options["loss_fn"], cuda_graph=options["cuda_graph"],
+                               bf16=options["bf16"])
+
+    def keep(self, positions, build_model, device, options):
+        """The array compacted to the members at `positions`, their weights,
+        buffers and optimiser state carried over."""
+        from colo.fuse import unfuse
+        states = unfuse(self.fused)
+        index = torch.tensor(positions, device=device)
+        old_state = self.optimizer.state()
+        carried = [s.index_select(0, index) for s in old_state[:-1]] + [old_state[-1]]
+        return _Array([self.members[p] for p in positions], build_model, device, options,
+                      [states[p] for p in positions], carried)
+
+
+def _to(batch, device):
+    inputs, targets = batch
+    return inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+
+
+def _print_progress(record):
+    if record["position"] == 0:
+        print(f"colo.fuse.sweep: array {record['array'] + 1}/{record['arrays']} ({record['models']} models) "
+              f"epoch {record['epoch']}: best test accuracy {record['array_best']:.4f}, "
+              f"{record['samples_per_s']:.0f} samples/s", file=sys.stderr, flush=True)
+
+
+def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=None, sampling="grid", count=0,
+          seed=0, halving=None, device=None, max_array=0, cuda_graph=False, bf16=False, channels_last=False,
+          loss_fn=F.cross_entropy, on_epoch=_print_progress, out=None):
+    """Trains every configuration of `axes` on your model and ranks them.
+
+    build_model(**kwargs) builds one model; axes other than the optimiser's
+    (optimizer, lr, momentum, weight_decay, beta1, beta2, eps, nesterov) and
+    "seed" (each model's initialisation; default its index) are its keyword
+    arguments. `optimizer` gives settings no axis varies (e.g. {"lr": 0.1}).
+    `train_batches`/`test_batches` are iterables of (inputs, targets),
+    re-iterated every epoch (a DataLoader). Configurations that share an
+    optimiser and an architecture train as one fused array, arrays one
+    after another. `halving` = {"rungs": [epochs], "keep": 0.5} stops the
+    worse models of each array at each rung (by test accuracy).
+
+    `on_epoch(record)` is called per model and epoch (default: a progress
+    line per array on stderr). With `out`, writes sweep.jsonl, results.json
+    and model-<k>/{config.json,state.pt} there. Returns one record per model,
+    best final test accuracy first (model, values, array, epochs, stopped,
+    test_accuracy, best_test_accuracy, loss)."""
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    configs = configurations(axes, sampling, count, seed)
+    members = [_Member(i, values, optimizer or {}) for i, values in enumerate(configs)]
+    for m in members:
+        if m.optimizer["lr"] is None and m.optimizer["optimizer"] == "sgd":
+            raise FuseError("colo.fuse.sweep: sgd needs lr (an axis or optimizer={'lr': ...})")
+    rungs = sorted(halving.get("rungs", [])) if halving else []
+    keep = float(halving.get("keep", 0.5)) if halving else 1.0
+    options = {"channels_last": channels_last, "cuda_graph": cuda_graph, "bf16": bf16, "loss_fn": loss_fn}
+    arrays = _arrays(members, build_model, max_array)
+    log = None
+    if out:
+        os.makedirs(out, exist_ok=True)
+        log = open(os.path.join(out, "sweep.jsonl"), "w")
+    started = time.perf_counter()
+    try:
+        for a, array_members in enumerate(arrays):
+            for m in array_members:
+                m.array = a
+            array = _Array(array_members, build_model, device, options)
+            for epoch in range(1, epochs + 1):
+                array.trainer.reset_totals()
+                clock = time.perf_counter()
+                for batch in train_batches:
+                    array.trainer.step(*_to(batch, device))
+                train_s = time.perf_counter() - clock
+                samples = array.trainer.samples
+                losses = (array.trainer.loss_sums / max(samples, 1)).tolist()
+                correct = array.trainer.correct.tolist()
+                tests = array.trainer.evaluate(_to(b, device) for b in test_batches)
+                best = max(tests["accuracy"]) if tests["accuracy"] else 0.0
+                for k, m in enumerate(array.members):
+                    m.epochs, m.loss = epoch, losses[k]
+                    m.test_accuracy = tests["accuracy"][k] if tests["accuracy"] else 0.0
+                    m.best_test_accuracy = max(m.best_test_accuracy, m.test_accuracy)
+                    record = {"model": m.index, "array": a, "arrays": len(arrays), "models": len(array.members),
+                              "position": k, "values": m.values, "epoch": epoch, "loss": m.loss,
+                              "train_accuracy": correct[k] / max(samples, 1), "test_accuracy": m.test_accuracy,
+                              "test_loss": tests["loss"][k] if tests["loss"] else None,
+                              "samples_per_s": samples * len(array.members) / max(train_s, 1e-9),
+                              "array_best": best}
+                    if log:
+                        log.write(json.dumps(record) + "\n")
+                    if on_epoch:
+                        on_epoch(record)
+                if epoch in rungs and len(array.members) > 1 and epoch < epochs:
+                    survivors = _core().halving_survivors(tests["accuracy"], keep)
+                    if len(survivors) < len(array.members):
+                        stopped = [k for k in range(len(array.members)) if k not in survivors]
+                        for k in stopped:
+                            array.members[k].stopped = True
+                        if out:
+                            _write_models(out, array, stopped)
+                        array = array.keep(survivors, build_model, device, options)
+            if out:
+                _write_models(out, array, range(len(array.members)))
+    finally:
+        if log:
+            log.close()
+    ranked = sorted((m.result() for m in members), key=lambda r: -r["test_accuracy"])
+    if out:
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"models": ranked, "arrays": len(arrays), "array_sizes": [len(x) for x in arrays],
+                       "total_s": time.perf_counter() - started, "device": str(device)}, f, indent=2)
+    return ranked
+
+
+def _write_models(out, array, positions):
+    """The current state of the array's models at `positions`, each as if trained alone."""
+    from colo.fuse import unfuse
+    for k in positions:
+        m, state = array.members[k], unfuse(array.fused, k)
+        directory = os.path.join(out, f"model-{m.index}")
+        os.makedirs(directory, exist_ok=True)
+        torch.save(state, os.path.join(directory, "state.pt"))
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump({"values": m.values, "optimizer": m.optimizer, "model_args": m.model_args, "seed": m.seed},
+                      f, indent=2)

@@ -1,0 +1,80 @@
+"""colo.fuse.sweep on the CPU: configurations come from colo's C++ sweep plan,
+architectures that differ train as separate arrays, successive halving stops
+the worse models, and a model that survives halving ends exactly as the same
+configuration trained alone with torch.optim (float64)."""
+import json
+import os
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import colo
+import colo.fuse as cf
+
+
+def test_grid_and_random_configurations():
+    grid = cf.configurations({"lr": [0.1, 0.01], "width": [8, 16, 32]})
+    assert grid[0] == {"lr": 0.1, "width": 8} and grid[3] == {"lr": 0.01, "width": 8} and len(grid) == 6
+    axes = {"lr": {"min": 1e-4, "max": 1e-1, "log": True}, "width": [8, 16]}
+    draws = cf.configurations(axes, "random", count=20, seed=3)
+    assert len(draws) == 20 and all(1e-4 <= d["lr"] <= 1e-1 for d in draws)
+    assert draws == cf.configurations(axes, "random", count=20, seed=3)
+    with pytest.raises(cf.FuseError, match="range"):
+        cf.configurations(axes)
+
+
+class Mlp(nn.Module):
+    def __init__(self, width=16):
+        super().__init__()
+        self.hidden = nn.Linear(10, width)
+        self.out = nn.Linear(width, 3)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.hidden(x)))
+
+
+def data(seed, batches, batch=32):
+    """Three Gaussian classes (centres fixed, samples drawn with `seed`)."""
+    centres = torch.randn(3, 10, generator=torch.Generator().manual_seed(99), dtype=torch.float64) * 2
+    generator = torch.Generator().manual_seed(seed)
+    result = []
+    for _ in range(batches):
+        labels = torch.randint(0, 3, (batch,), generator=generator)
+        result.append((centres[labels] + torch.randn(batch, 10, generator=generator, dtype=torch.float64), labels))
+    return result
+
+
+def test_sweep_halves_and_survivors_train_as_if_alone(tmp_path):
+    train, test = data(0, 6), data(1, 2)
+    axes = {"width": [8, 16], "lr": [0.3, 0.1, 0.03]}
+    ranked = colo.sweep(lambda width: Mlp(width).double(), axes, train, test, epochs=3,
+                        optimizer={"momentum": 0.9}, halving={"rungs": [1], "keep": 0.5}, out=str(tmp_path),
+                        on_epoch=None)
+    assert len(ranked) == 6
+    assert [r["test_accuracy"] for r in ranked] == sorted((r["test_accuracy"] for r in ranked), reverse=True)
+    assert {r["array"] for r in ranked} == {0, 1}  # two widths cannot fuse
+    stopped = [r for r in ranked if r["stopped"]]
+    assert len(stopped) == 2 and all(r["epochs"] == 1 for r in stopped)  # ceil(0.5 * 3) = 2 of 3 go on
+    assert all(r["epochs"] == 3 for r in ranked if not r["stopped"])
+    assert ranked[0]["test_accuracy"] > 0.8
+    with open(tmp_path / "sweep.jsonl") as f:
+        assert len(f.readlines()) == 6 + 4 + 4
+    assert json.load(open(tmp_path / "results.json"))["array_sizes"] == [3, 3]
+
+    survivor = next(r for r in ranked if not r["stopped"])
+    torch.manual_seed(survivor["model"])  # a model's seed defaults to its index
+    alone = Mlp(survivor["values"]["width"]).double()
+    opt = torch.optim.SGD(alone.parameters(), lr=survivor["values"]["lr"], momentum=0.9)
+    for _ in range(3):
+        for x, y in train:
+            opt.zero_grad()
+            F.cross_entropy(alone(x), y).backward()
+            opt.step()
+    state = torch.load(os.path.join(tmp_path, f"model-{survivor['model']}", "state.pt"))
+    for name, value in alone.state_dict().items():
+        assert torch.allclose(state[name], value, rtol=1e-9, atol=1e-12), name
+    with torch.no_grad():
+        correct = sum((alone(x).argmax(1) == y).sum().item() for x, y in test)
+    assert survivor["test_accuracy"] == pytest.approx(correct / 64)
