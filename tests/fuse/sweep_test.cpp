@@ -1,5 +1,6 @@
 #include "colo/fuse/sweep.h"
 
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 #include "colo/core/paths.h"
+#include "colo/fuse/sweep_progress.h"
 #include "support/input_error.h"
 #include "support/temp_dir.h"
 
@@ -110,6 +112,38 @@ TEST(Sweep, TrainsArraysWritesEveryModelAndRanksThem) {
   EXPECT_EQ(read_json_lines(dir.file("out/sweep.jsonl")).size(), 12u);
   auto results = nlohmann::json::parse(read_file(dir.file("out/results.json")));
   EXPECT_EQ(results["models"].size(), 6u);
+}
+
+// Counts what a sweep reports instead of printing it.
+class CountingObserver : public SweepObserver {
+ public:
+  void on_start(size_t configurations, const std::string&, const std::string&, const std::string&) override {
+    started = configurations;
+  }
+  void on_array(size_t, size_t, size_t models, const std::string&) override { array_sizes.push_back(models); }
+  void on_epoch(int64_t model, size_t, const train::EpochRecord& record) override {
+    epochs_of[model] = record.epoch;
+  }
+  void on_arrays_done() override { ++passes; }
+  void on_note(const std::string&) override {}
+  void on_done(const SweepResult& result) override { finished = result.models.size(); }
+  size_t started = 0, finished = 0, passes = 0;
+  std::vector<size_t> array_sizes;
+  std::map<int64_t, int64_t> epochs_of;
+};
+
+TEST(Sweep, ProgressGoesToTheObserverGiven) {
+  testing::TempDir dir;
+  auto spec = parse_sweep_spec(dir.write("s.toml", base_text(dir.file("out")) +
+      "[sweep]\nmax_array = 2\n[sweep.axes]\nlr = [0.01, 0.05, 0.1]\n"));
+  CountingObserver observer;
+  run_sweep(spec, &observer);
+  EXPECT_EQ(observer.started, 3u);
+  EXPECT_EQ(observer.array_sizes, (std::vector<size_t>{2, 1}));
+  EXPECT_EQ(observer.passes, 2u);
+  EXPECT_EQ(observer.finished, 3u);
+  ASSERT_EQ(observer.epochs_of.size(), 3u);
+  for (const auto& [model, epoch] : observer.epochs_of) EXPECT_EQ(epoch, 2) << model;
 }
 
 TEST(Sweep, SideBySideTrainsEveryArrayInOnePassWithTheSameResults) {

@@ -7,39 +7,20 @@
 #include <map>
 #include <memory>
 
-#include <torch/serialize/output-archive.h>
-
-#include "colo/core/files.h"
-#include "colo/core/json_lines.h"
 #include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
+#include "colo/fuse/sweep_progress.h"
+#include "colo/fuse/sweep_records.h"
 #include "colo/gpu/torch_device.h"
 
 namespace colo::fuse {
 namespace {
 
-nlohmann::json effective_config(const SweepConfig& config) {
-  const train::TrainSpec& s = config.spec;
-  return {{"model", config.index},
-          {"values", config.values},
-          {"seed", s.seed},
-          {"shuffle_seed", s.shuffle_seed},
-          {"model_name", s.model.name},
-          {"optimizer", {{"name", s.optimizer.name}, {"lr", s.optimizer.lr},
-                         {"momentum", s.optimizer.momentum}, {"weight_decay", s.optimizer.weight_decay},
-                         {"betas", {s.optimizer.beta1, s.optimizer.beta2}}}},
-          {"dropout", s.model.dropout},
-          {"widths", s.model.widths},
-          {"width", s.model.width},
-          {"batch_size", s.batch_size},
-          {"epochs", s.epochs}};
-}
-
 // The configurations in arrays: grouped by array_key in order of first
 // appearance, each group cut into arrays of at most `capacity_of(group)`.
-std::vector<std::vector<const SweepConfig*>> plan_arrays(
+SweepArrays plan_arrays(
     const std::vector<SweepConfig>& configs,
     const std::function<int64_t(const train::TrainSpec&)>& capacity_of) {
   std::vector<std::string> order;
@@ -49,7 +30,7 @@ std::vector<std::vector<const SweepConfig*>> plan_arrays(
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&config);
   }
-  std::vector<std::vector<const SweepConfig*>> arrays;
+  SweepArrays arrays;
   for (const auto& key : order) {
     const auto& group = groups[key];
     auto capacity = static_cast<size_t>(std::max<int64_t>(1, capacity_of(group.front()->spec)));
@@ -64,22 +45,6 @@ std::vector<std::vector<const SweepConfig*>> plan_arrays(
   return arrays;
 }
 
-void print_ranking(const SweepResult& result) {
-  TablePrinter table({{"rank", 4}, {"model", 5}, {"test acc", 8}, {"best acc", 8}, {"loss", 7},
-                      {"epochs", 6}, {"array", 5}, {"values", 0}});
-  table.header();
-  int rank = 0;
-  for (const auto& m : result.models) {
-    table.row({std::to_string(++rank), std::to_string(m.index), percent(m.test_accuracy, 2),
-               percent(m.best_test_accuracy, 2), fixed(m.loss, 4),
-               std::to_string(m.epochs) + (m.stopped ? "*" : ""), std::to_string(m.array),
-               m.values.dump()});
-  }
-  if (std::any_of(result.models.begin(), result.models.end(), [](const auto& m) { return m.stopped; })) {
-    std::printf("* stopped at a halving rung\n");
-  }
-}
-
 // Fault injection for tests: with COLO_FAULT_OOM_ABOVE=N, an array of more
 // than N models runs out of device memory after its first epoch.
 void simulate_oom_for_tests(size_t models, int64_t epoch) {
@@ -88,6 +53,20 @@ void simulate_oom_for_tests(size_t models, int64_t epoch) {
     throw c10::OutOfMemoryError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
                                 "simulated out of memory (COLO_FAULT_OOM_ABOVE=" + std::string(limit) + ")");
   }
+}
+
+// Splits arrays[a] into two halves in place (the first stays at a).
+void split_array(SweepArrays& arrays, size_t a) {
+  auto middle = arrays[a].begin() + static_cast<std::ptrdiff_t>(arrays[a].size() / 2);
+  std::vector<const SweepConfig*> second(middle, arrays[a].end());
+  arrays[a].erase(middle, arrays[a].end());
+  arrays.insert(arrays.begin() + static_cast<std::ptrdiff_t>(a) + 1, std::move(second));
+}
+
+std::string format_note(const char* format, size_t a, size_t b, size_t c, size_t d) {
+  char line[256];
+  std::snprintf(line, sizeof line, format, a, b, c, d);
+  return line;
 }
 
 }  // namespace
@@ -115,15 +94,15 @@ int64_t array_capacity(const train::TrainSpec& spec, const data::Dataset& datase
   return std::clamp<int64_t>(capacity, 1, 1024);
 }
 
-SweepResult run_sweep(const SweepSpec& spec) {
+SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
+  SweepConsole console(spec.base.epochs);
+  SweepObserver& report = observer ? *observer : console;
   std::vector<SweepConfig> configs = expand_sweep(spec);
   const train::TrainSpec& base = spec.base;
   c10::Device device = gpu::resolve_device(base.device, base.source, "device");
   data::Dataset dataset = data::load_dataset(base.data);
   ensure_writable_dir(base.output, base.source, "output");  // after every input is read
-  std::printf("sweep: %zu configurations of %s on %s (%s)\n", configs.size(), base.model.name.c_str(),
-              dataset.name.c_str(), gpu::describe_device(device).c_str());
-  std::fflush(stdout);
+  report.on_start(configs.size(), base.model.name, dataset.name, gpu::describe_device(device));
 
   Stopwatch wall;
   std::map<std::string, int64_t> capacities;
@@ -133,71 +112,13 @@ SweepResult run_sweep(const SweepSpec& spec) {
     if (!capacities.count(key)) capacities[key] = array_capacity(s, dataset, device);
     return capacities[key];
   };
-  auto arrays = plan_arrays(configs, capacity_of);
-
-  JsonLinesWriter sweep_log(base.output + "/sweep.jsonl", JsonLinesWriter::Mode::kTruncate);
-  SweepResult result;
-  result.arrays = static_cast<int64_t>(arrays.size());
-  result.device = gpu::describe_device(device);
-  std::map<int64_t, SweepModelResult> by_index;
+  SweepArrays arrays = plan_arrays(configs, capacity_of);
+  SweepRecords records(base.output, arrays);
   ArrayOptions options;
   options.cuda_graph = spec.cuda_graph;
   options.channels_last = spec.channels_last;
   options.bf16_autocast = spec.bf16_autocast;
 
-  std::map<int64_t, std::unique_ptr<JsonLinesWriter>> metrics;
-  for (size_t a = 0; a < arrays.size(); ++a) {
-    result.array_sizes.push_back(static_cast<int64_t>(arrays[a].size()));
-    for (const SweepConfig* config : arrays[a]) {
-      std::string dir = base.output + "/model-" + std::to_string(config->index);
-      make_directories(dir);
-      write_file_atomically(dir + "/config.json", effective_config(*config).dump(2) + "\n");
-      metrics[config->index] = std::make_unique<JsonLinesWriter>(dir + "/metrics.jsonl", JsonLinesWriter::Mode::kTruncate);
-      SweepModelResult& r = by_index[config->index];
-      r.index = config->index;
-      r.values = config->values;
-      r.array = static_cast<int64_t>(a);
-    }
-  }
-
-  int64_t last_epoch = 0, epoch_models = 0, best_model = -1;
-  double epoch_best = 0, epoch_rate = 0;
-  auto report_epoch = [&]() {
-    if (last_epoch == 0) return;
-    std::printf("  epoch %lld/%lld: %lld models, best test acc %s (model %lld), %.0f samples/s\n",
-                static_cast<long long>(last_epoch), static_cast<long long>(base.epochs),
-                static_cast<long long>(epoch_models), percent(epoch_best, 2).c_str(),
-                static_cast<long long>(best_model), epoch_rate);
-    std::fflush(stdout);
-    last_epoch = 0;
-  };
-  auto record_epoch = [&](size_t a, int64_t position, const train::EpochRecord& record) {
-    const SweepConfig* config = arrays[a][static_cast<size_t>(position)];
-    simulate_oom_for_tests(arrays[a].size(), record.epoch);
-    if (record.epoch != last_epoch) {
-      report_epoch();
-      last_epoch = record.epoch;
-      epoch_best = epoch_rate = 0;
-      epoch_models = 0;
-    }
-    ++epoch_models;
-    nlohmann::json line = train::to_json(record);
-    metrics[config->index]->write(line);
-    line["model"] = config->index;
-    line["array"] = a;
-    line["values"] = config->values;
-    sweep_log.write(line);
-    SweepModelResult& r = by_index[config->index];
-    r.epochs = record.epoch;
-    r.test_accuracy = record.test_accuracy;
-    r.best_test_accuracy = std::max(r.best_test_accuracy, record.test_accuracy);
-    r.loss = record.loss;
-    epoch_rate += record.samples_per_s;
-    if (record.test_accuracy >= epoch_best) {
-      epoch_best = record.test_accuracy;
-      best_model = config->index;
-    }
-  };
   // Trains arrays [from, to) of the plan in one data pass, then saves them.
   auto train_arrays = [&](size_t from, size_t to) {
     std::vector<std::unique_ptr<ArrayTrainer>> trainers;
@@ -205,29 +126,31 @@ SweepResult run_sweep(const SweepSpec& spec) {
     for (size_t a = from; a < to; ++a) {
       std::vector<train::TrainSpec> specs;
       for (const SweepConfig* config : arrays[a]) specs.push_back(config->spec);
-      std::printf("array %zu/%zu: %zu models (%s)\n", a + 1, arrays.size(), specs.size(),
-                  array_key(specs.front()).c_str());
+      report.on_array(a, arrays.size(), specs.size(), array_key(specs.front()));
       trainers.push_back(std::make_unique<ArrayTrainer>(specs, dataset, device, options));
       members.push_back(trainers.back().get());
     }
-    std::fflush(stdout);
+    auto config_at = [&](size_t i, int64_t position) -> const SweepConfig& {
+      return *arrays[from + i][static_cast<size_t>(position)];
+    };
     train_side_by_side(
-        members, [&](size_t i, int64_t position, const train::EpochRecord& r) { record_epoch(from + i, position, r); },
+        members,
+        [&](size_t i, int64_t position, const train::EpochRecord& r) {
+          simulate_oom_for_tests(arrays[from + i].size(), r.epoch);
+          records.record(from + i, config_at(i, position), r);
+          report.on_epoch(config_at(i, position).index, from + i, r);
+        },
         spec.halving_enabled ? &spec.halving : nullptr,
-        [&](size_t i, int64_t position, int64_t) { by_index[arrays[from + i][static_cast<size_t>(position)]->index].stopped = true; });
-    report_epoch();
+        [&](size_t i, int64_t position, int64_t) { records.stop(config_at(i, position).index); });
+    report.on_arrays_done();
     for (size_t i = 0; i < trainers.size(); ++i) {
       if (!trainers[i]->graph_error().empty()) {
-        std::printf("  note: CUDA graph capture failed, array %zu ran eagerly: %s\n", from + i + 1,
-                    trainers[i]->graph_error().c_str());
+        report.on_note("  note: CUDA graph capture failed, array " + std::to_string(from + i + 1) +
+                       " ran eagerly: " + trainers[i]->graph_error());
       }
-      const auto& members_of = arrays[from + i];
-      for (size_t position = 0; position < members_of.size(); ++position) {
-        const SweepConfig* config = members_of[position];
-        if (by_index[config->index].stopped) continue;
-        torch::serialize::OutputArchive archive;
-        trainers[i]->extract(static_cast<int64_t>(position))->save(archive);
-        archive.save_to(base.output + "/model-" + std::to_string(config->index) + "/model.pt");
+      for (size_t position = 0; position < arrays[from + i].size(); ++position) {
+        int64_t model = arrays[from + i][position]->index;
+        if (!records.stopped(model)) records.save_model(model, *trainers[i]->extract(static_cast<int64_t>(position)));
       }
     }
   };
@@ -242,55 +165,22 @@ SweepResult run_sweep(const SweepSpec& spec) {
         // and train both halves from scratch (down to single models).
         if (arrays[a].size() < 2) throw;
         gpu::release_cached_memory(device);
-        std::vector<const SweepConfig*> first(arrays[a].begin(), arrays[a].begin() + arrays[a].size() / 2);
-        std::vector<const SweepConfig*> second(arrays[a].begin() + arrays[a].size() / 2, arrays[a].end());
+        records.restart(arrays[a]);
         nlohmann::json models = nlohmann::json::array();
-        for (const SweepConfig* config : arrays[a]) {
-          models.push_back(config->index);
-          std::string dir = base.output + "/model-" + std::to_string(config->index);
-          metrics[config->index] = std::make_unique<JsonLinesWriter>(dir + "/metrics.jsonl", JsonLinesWriter::Mode::kTruncate);
-          SweepModelResult fresh;
-          fresh.index = config->index;
-          fresh.values = config->values;
-          by_index[config->index] = fresh;
-        }
-        std::printf("array %zu ran out of device memory with %zu models; retrying as %zu + %zu\n", a + 1,
-                    arrays[a].size(), first.size(), second.size());
-        sweep_log.write({{"event", "oom_split"}, {"array", a}, {"models", models},
-                         {"into", {first.size(), second.size()}}, {"error", e.what_without_backtrace()}});
-        arrays[a] = std::move(first);
-        arrays.insert(arrays.begin() + static_cast<std::ptrdiff_t>(a) + 1, std::move(second));
-        for (size_t b = a; b < arrays.size(); ++b) {
-          for (const SweepConfig* config : arrays[b]) by_index[config->index].array = static_cast<int64_t>(b);
-        }
+        for (const SweepConfig* config : arrays[a]) models.push_back(config->index);
+        size_t first = arrays[a].size() / 2, second = arrays[a].size() - first;
+        report.on_note(format_note("array %zu ran out of device memory with %zu models; retrying as %zu + %zu",
+                                   a + 1, arrays[a].size(), first, second));
+        records.log_event({{"event", "oom_split"}, {"array", a}, {"models", models},
+                           {"into", {first, second}}, {"error", e.what_without_backtrace()}});
+        split_array(arrays, a);
+        records.assign(arrays);
         --a;  // train the first half next
       }
     }
   }
-  result.arrays = static_cast<int64_t>(arrays.size());
-  result.array_sizes.clear();
-  for (const auto& members : arrays) result.array_sizes.push_back(static_cast<int64_t>(members.size()));
-  result.total_s = wall.elapsed_s();
-  for (auto& [index, r] : by_index) result.models.push_back(r);
-  std::stable_sort(result.models.begin(), result.models.end(),
-                   [](const auto& a, const auto& b) { return a.test_accuracy > b.test_accuracy; });
-  print_ranking(result);
-  std::printf("sweep: %zu models in %lld arrays, %.1f s\n", result.models.size(),
-              static_cast<long long>(result.arrays), result.total_s);
-
-  nlohmann::json out;
-  out["total_s"] = result.total_s;
-  out["arrays"] = result.arrays;
-  out["array_sizes"] = result.array_sizes;
-  out["device"] = result.device;
-  out["models"] = nlohmann::json::array();
-  for (const auto& m : result.models) {
-    out["models"].push_back({{"model", m.index}, {"values", m.values}, {"array", m.array},
-                             {"epochs", m.epochs}, {"stopped", m.stopped},
-                             {"test_accuracy", m.test_accuracy},
-                             {"best_test_accuracy", m.best_test_accuracy}, {"loss", m.loss}});
-  }
-  write_file_atomically(base.output + "/results.json", out.dump(2) + "\n");
+  SweepResult result = records.finish(arrays, wall.elapsed_s(), gpu::describe_device(device));
+  report.on_done(result);
   return result;
 }
 

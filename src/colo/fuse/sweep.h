@@ -38,9 +38,10 @@ struct SweepResult {
 //   model-<k>/config.json    its axis values and effective hyper-parameters
 //   model-<k>/model.pt       its final parameters (a models::Classifier archive)
 //   results.json             the ranked results and totals
-// Prints progress per array and epoch. Throws InputError for bad input
-// before training starts.
-SweepResult run_sweep(const SweepSpec& spec);
+// Reports progress to `observer` (sweep_progress.h; null: printed to
+// stdout). Throws InputError for bad input before training starts.
+class SweepObserver;
+SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer = nullptr);
 
 // Models of `spec`'s architecture that fit one array on `device`: measured
 // from the allocator peaks of one-model and two-model arrays over a few steps
