@@ -51,7 +51,7 @@ def test_sweep_halves_and_survivors_train_as_if_alone(tmp_path):
     axes = {"width": [8, 16], "lr": [0.3, 0.1, 0.03]}
     ranked = colo.sweep(lambda width: Mlp(width).double(), axes, train, test, epochs=3,
                         optimizer={"momentum": 0.9}, halving={"rungs": [1], "keep": 0.5}, out=str(tmp_path),
-                        on_epoch=None)
+                        on_epoch=None, device="cpu")
     assert len(ranked) == 6
     assert [r["test_accuracy"] for r in ranked] == sorted((r["test_accuracy"] for r in ranked), reverse=True)
     assert {r["array"] for r in ranked} == {0, 1}  # two widths cannot fuse
