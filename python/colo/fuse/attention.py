@@ -6,20 +6,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from colo.fuse.layers import FusedDropout, FusedLayer, FusedLayerNorm, FusedLinear
+from colo.fuse.layers import FusedDropout, FusedLayer, FusedLayerNorm, FusedLinear, model_major_linear
 from colo.fuse.layout import MODEL_MAJOR
 from colo.fuse.stacking import FuseError
 
 _sdpa = getattr(F, "scaled_dot_product_attention", None)
-
-
-def _projection(x, weight, bias):
-    """x [N, ..., in] @ weight[N, out, in]^T + bias[N, out]."""
-    n = weight.shape[0]
-    flat = x.reshape(n, -1, x.shape[-1])
-    y = torch.bmm(flat, weight.transpose(1, 2)) if bias is None \
-        else torch.baddbmm(bias.unsqueeze(1), flat, weight.transpose(1, 2))
-    return y.view(*x.shape[:-1], weight.shape[1])
 
 
 def _additive_mask(attn_mask, key_padding_mask, n, batch, heads, dtype):
@@ -69,12 +60,12 @@ class FusedMultiheadAttention(FusedLayer):
         part = (lambda i: None if bias is None else bias[:, i * e:(i + 1) * e])
         if self.same_dim:
             if query is key and key is value:
-                return _projection(query, self.in_proj_weight, bias).chunk(3, dim=-1)
+                return model_major_linear(query, self.in_proj_weight, bias).chunk(3, dim=-1)
             w = self.in_proj_weight
             weights = (w[:, :e], w[:, e:2 * e], w[:, 2 * e:])
         else:
             weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
-        return tuple(_projection(x, w, part(i)) for i, (x, w) in enumerate(zip((query, key, value), weights)))
+        return tuple(model_major_linear(x, w, part(i)) for i, (x, w) in enumerate(zip((query, key, value), weights)))
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):

@@ -29,6 +29,16 @@ class FusedLayer(torch.nn.Module):
         stack_into(self, modules, where)
 
 
+def model_major_linear(x, weight, bias):
+    """x [N, ..., in] @ weight[N, out, in]^T + bias[N, out] (bias may be None):
+    N linear layers as one batched GEMM."""
+    n = weight.shape[0]
+    flat = x.reshape(n, -1, x.shape[-1])
+    y = torch.bmm(flat, weight.transpose(1, 2)) if bias is None \
+        else torch.baddbmm(bias.unsqueeze(1), flat, weight.transpose(1, 2))
+    return y.view(*x.shape[:-1], weight.shape[1])
+
+
 def _own_kernels_usable(x, weight):
     return (_core is not None and x.is_cuda and x.dtype == torch.float32 and weight.dtype == torch.float32
             and not torch.is_autocast_enabled())
@@ -92,12 +102,7 @@ class FusedLinear(FusedLayer):
             if self.bias is not None:
                 y = y + self.bias.flatten()
             return y.view(rows.shape[0], n, out_features).transpose(0, 1).reshape(n, *x.shape[:-1], out_features)
-        flat = x.reshape(n, -1, in_features)
-        if self.bias is None:
-            y = torch.bmm(flat, self.weight.transpose(1, 2))
-        else:
-            y = torch.baddbmm(self.bias.unsqueeze(1), flat, self.weight.transpose(1, 2))
-        return y.view(*x.shape[:-1], out_features)
+        return model_major_linear(x, self.weight, self.bias)
 
 
 class FusedBatchNorm(FusedLayer):

@@ -104,6 +104,12 @@ _SPATIAL_MODULES = (
 _RELU = {F.relu, torch.relu, "relu"}
 
 
+def passes_through_getattr(name):
+    """Whether attribute `name` of a per-model tensor is the same for every
+    model (dtype, device, ...)."""
+    return name in _PASSTHROUGH_GETATTR
+
+
 def kind_of_function(target):
     """'elementwise' | 'dim' | 'spatial' | 'concat' | 'dropout' | 'getitem' |
     'matmul' | 'linear' | None (unknown) for a call_function target."""

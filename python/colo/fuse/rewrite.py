@@ -313,7 +313,7 @@ class Rewriter:
         layout = self._layout_of(source)
         if isinstance(layout, tuple):  # .values / .indices of a (values, indices) result
             return self._copy(node, layout[1] if layout[0] == "seq" else MODEL_MAJOR)
-        if not self._is_fused(source) or name in ops._PASSTHROUGH_GETATTR:
+        if not self._is_fused(source) or ops.passes_through_getattr(name):
             return self._copy(node)
         if name not in ("shape", "ndim"):
             self._fail(node, f"attribute '{name}' of a per-model tensor is not supported")

@@ -82,9 +82,12 @@ def _signature(model):
 def _arrays(members, build_model, max_array):
     """Members grouped into arrays that can fuse: one optimiser and one
     architecture each, at most max_array models (0: no limit)."""
-    groups = {}
+    signatures, groups = {}, {}
     for m in members:
-        key = (m.optimizer["optimizer"], bool(m.optimizer["nesterov"]), _signature(m.build(build_model)))
+        arguments = json.dumps(m.model_args, sort_keys=True)
+        if arguments not in signatures:  # one model per distinct set of arguments
+            signatures[arguments] = _signature(m.build(build_model))
+        key = (m.optimizer["optimizer"], bool(m.optimizer["nesterov"]), signatures[arguments])
         groups.setdefault(key, []).append(m)
     arrays = []
     for group in groups.values():
