@@ -78,3 +78,38 @@ def test_sweep_halves_and_survivors_train_as_if_alone(tmp_path):
     with torch.no_grad():
         correct = sum((alone(x).argmax(1) == y).sum().item() for x, y in test)
     assert survivor["test_accuracy"] == pytest.approx(correct / 64)
+
+
+def test_array_that_runs_out_of_memory_is_split_and_restarted(tmp_path, monkeypatch, capsys):
+    """An array of more than two models "runs out of memory" on its first
+    step; the sweep splits it until the pieces fit, and every model's result
+    equals a sweep whose arrays were that small to begin with."""
+    train, test = data(0, 3), data(1, 1)
+    axes = {"lr": [0.3, 0.1, 0.03, 0.01, 0.003]}
+    step = cf.Trainer.step
+
+    def step_with_a_memory_limit(self, inputs, targets):
+        if self.fused.models > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (test)")
+        return step(self, inputs, targets)
+
+    monkeypatch.setattr(cf.Trainer, "step", step_with_a_memory_limit)
+    run = lambda out, max_array: colo.sweep(lambda: Mlp().double(), axes, train, test, epochs=2, on_epoch=None,
+                                            device="cpu", out=str(out), max_array=max_array)
+    split = run(tmp_path / "split", 0)
+    assert "splitting it into 3 + 2" in capsys.readouterr().err
+    assert json.load(open(tmp_path / "split" / "results.json"))["array_sizes"] == [2, 1, 2]
+    events = [json.loads(line) for line in open(tmp_path / "split" / "sweep.jsonl")]
+    assert [e["sizes"] for e in events if e.get("event") == "split"] == [[3, 2], [2, 1]]
+    small = run(tmp_path / "small", 2)
+    assert {r["model"]: r["test_accuracy"] for r in split} == {r["model"]: r["test_accuracy"] for r in small}
+    assert {r["model"]: r["loss"] for r in split} == pytest.approx({r["model"]: r["loss"] for r in small}, rel=1e-12)
+
+
+def test_halving_is_checked():
+    train, test = data(0, 1), data(1, 1)
+    for halving, message in [({"rungs": [1], "kepp": 0.5}, "unknown key"), ({"keep": 0.5}, "rungs"),
+                             ({"rungs": [0]}, "rungs"), ({"rungs": [1], "keep": 1.5}, "keep")]:
+        with pytest.raises(cf.FuseError, match=message):
+            colo.sweep(lambda: Mlp().double(), {"lr": [0.1, 0.2]}, train, test, epochs=2, halving=halving,
+                       on_epoch=None, device="cpu")

@@ -60,10 +60,14 @@ class _Member:
         self.optimizer.update({k: v for k, v in values.items() if k in OPTIMIZER_AXES})
         self.model_args = {k: v for k, v in values.items() if k not in OPTIMIZER_AXES and k != "seed"}
         self.seed = values.get("seed", index)
+        self.restart(0)
+
+    def restart(self, array):
+        """Forgets any training: the member starts again in array `array`."""
         self.epochs = 0
         self.stopped = False
         self.test_accuracy = self.best_test_accuracy = self.loss = 0.0
-        self.array = 0
+        self.array = array
 
     def build(self, build_model):
         torch.manual_seed(self.seed)
@@ -169,65 +173,115 @@ def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=N
     for m in members:
         if m.optimizer["lr"] is None and m.optimizer["optimizer"] == "sgd":
             raise FuseError("colo.fuse.sweep: sgd needs lr (an axis or optimizer={'lr': ...})")
-    rungs = sorted(halving.get("rungs", [])) if halving else []
-    keep = float(halving.get("keep", 0.5)) if halving else 1.0
-    options = {"channels_last": channels_last, "cuda_graph": cuda_graph, "bf16": bf16, "loss_fn": loss_fn}
-    arrays = _arrays(members, build_model, max_array)
+    rungs, keep = _halving(halving)
+    options = {"channels_last": channels_last, "cuda_graph": cuda_graph, "bf16": bf16, "loss_fn": loss_fn,
+               "rungs": rungs, "keep": keep, "epochs": epochs, "device": device, "out": out}
+    pending = _arrays(members, build_model, max_array)
     log = None
     if out:
         os.makedirs(out, exist_ok=True)
         log = open(os.path.join(out, "sweep.jsonl"), "w")
-    started = time.perf_counter()
+
+    def report(record):
+        if log:
+            log.write(json.dumps(record) + "\n")
+        if on_epoch:
+            on_epoch(record)
+
+    started, done = time.perf_counter(), []
     try:
-        for a, array_members in enumerate(arrays):
+        while pending:
+            array_members = pending.pop(0)
             for m in array_members:
-                m.array = a
-            array = _Array(array_members, build_model, device, options)
-            for epoch in range(1, epochs + 1):
-                array.trainer.reset_totals()
-                clock = time.perf_counter()
-                for batch in train_batches:
-                    array.trainer.step(*_to(batch, device))
-                train_s = time.perf_counter() - clock
-                samples = array.trainer.samples
-                losses = (array.trainer.loss_sums / max(samples, 1)).tolist()
-                correct = array.trainer.correct.tolist()
-                tests = array.trainer.evaluate(_to(b, device) for b in test_batches)
-                best = max(tests["accuracy"]) if tests["accuracy"] else 0.0
-                for k, m in enumerate(array.members):
-                    m.epochs, m.loss = epoch, losses[k]
-                    m.test_accuracy = tests["accuracy"][k] if tests["accuracy"] else 0.0
-                    m.best_test_accuracy = max(m.best_test_accuracy, m.test_accuracy)
-                    record = {"model": m.index, "array": a, "arrays": len(arrays), "models": len(array.members),
-                              "position": k, "values": m.values, "epoch": epoch, "loss": m.loss,
-                              "train_accuracy": correct[k] / max(samples, 1), "test_accuracy": m.test_accuracy,
-                              "test_loss": tests["loss"][k] if tests["loss"] else None,
-                              "samples_per_s": samples * len(array.members) / max(train_s, 1e-9),
-                              "array_best": best}
-                    if log:
-                        log.write(json.dumps(record) + "\n")
-                    if on_epoch:
-                        on_epoch(record)
-                if epoch in rungs and len(array.members) > 1 and epoch < epochs:
-                    survivors = _core().halving_survivors(tests["accuracy"], keep)
-                    if len(survivors) < len(array.members):
-                        stopped = [k for k in range(len(array.members)) if k not in survivors]
-                        for k in stopped:
-                            array.members[k].stopped = True
-                        if out:
-                            _write_models(out, array, stopped)
-                        array = array.keep(survivors, build_model, device, options)
-            if out:
-                _write_models(out, array, range(len(array.members)))
+                m.restart(len(done))
+            try:
+                _train_array(array_members, build_model, train_batches, test_batches, options,
+                             len(done) + 1 + len(pending), report)
+                done.append(array_members)
+            except RuntimeError as error:
+                if not _out_of_memory(error):
+                    raise
+                if len(array_members) == 1:
+                    raise FuseError(f"colo.fuse.sweep: model {array_members[0].index} alone does not fit in "
+                                    f"{device} memory ({error})") from error
+                half = (len(array_members) + 1) // 2
+                print(f"colo.fuse.sweep: an array of {len(array_members)} models ran out of {device} memory; "
+                      f"splitting it into {half} + {len(array_members) - half} and restarting both",
+                      file=sys.stderr, flush=True)
+                report({"event": "split", "models": [m.index for m in array_members], "sizes":
+                        [half, len(array_members) - half]})
+                pending[:0] = [array_members[:half], array_members[half:]]
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
     finally:
         if log:
             log.close()
+    arrays = done
     ranked = sorted((m.result() for m in members), key=lambda r: -r["test_accuracy"])
     if out:
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump({"models": ranked, "arrays": len(arrays), "array_sizes": [len(x) for x in arrays],
                        "total_s": time.perf_counter() - started, "device": str(device)}, f, indent=2)
     return ranked
+
+
+def _halving(halving):
+    """(rungs, keep) from sweep's `halving` argument, checked."""
+    if not halving:
+        return [], 1.0
+    unknown = set(halving) - {"rungs", "keep"}
+    if unknown:
+        raise FuseError(f"colo.fuse.sweep: halving has unknown key(s) {sorted(unknown)} (known: rungs, keep)")
+    rungs = halving.get("rungs")
+    if not rungs or any(not isinstance(r, int) or isinstance(r, bool) or r < 1 for r in rungs):
+        raise FuseError(f"colo.fuse.sweep: halving rungs must be a non-empty list of epochs (1, 2, ...), "
+                        f"got {rungs!r}")
+    keep = halving.get("keep", 0.5)
+    if not isinstance(keep, (int, float)) or isinstance(keep, bool) or not 0 < keep < 1:
+        raise FuseError(f"colo.fuse.sweep: halving keep must be a fraction in (0, 1), got {keep!r}")
+    return sorted(set(rungs)), float(keep)
+
+
+def _out_of_memory(error):
+    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error)
+
+
+def _train_array(members, build_model, train_batches, test_batches, options, arrays, report):
+    """Trains one array through every epoch, stopping models at halving rungs;
+    calls `report` per model and epoch."""
+    device, out = options["device"], options["out"]
+    array = _Array(members, build_model, device, options)
+    for epoch in range(1, options["epochs"] + 1):
+        array.trainer.reset_totals()
+        clock = time.perf_counter()
+        for batch in train_batches:
+            array.trainer.step(*_to(batch, device))
+        train_s = time.perf_counter() - clock
+        samples = array.trainer.samples
+        losses = (array.trainer.loss_sums / max(samples, 1)).tolist()
+        correct = array.trainer.correct.tolist()
+        tests = array.trainer.evaluate(_to(b, device) for b in test_batches)
+        best = max(tests["accuracy"]) if tests["accuracy"] else 0.0
+        for k, m in enumerate(array.members):
+            m.epochs, m.loss = epoch, losses[k]
+            m.test_accuracy = tests["accuracy"][k] if tests["accuracy"] else 0.0
+            m.best_test_accuracy = max(m.best_test_accuracy, m.test_accuracy)
+            report({"model": m.index, "array": m.array, "arrays": arrays, "models": len(array.members),
+                    "position": k, "values": m.values, "epoch": epoch, "loss": m.loss,
+                    "train_accuracy": correct[k] / max(samples, 1), "test_accuracy": m.test_accuracy,
+                    "test_loss": tests["loss"][k] if tests["loss"] else None,
+                    "samples_per_s": samples * len(array.members) / max(train_s, 1e-9), "array_best": best})
+        if epoch in options["rungs"] and len(array.members) > 1 and epoch < options["epochs"]:
+            survivors = _core().halving_survivors(tests["accuracy"], options["keep"])
+            if len(survivors) < len(array.members):
+                stopped = [k for k in range(len(array.members)) if k not in survivors]
+                for k in stopped:
+                    array.members[k].stopped = True
+                if out:
+                    _write_models(out, array, stopped)
+                array = array.keep(survivors, build_model, device, options)
+    if out:
+        _write_models(out, array, range(len(array.members)))
 
 
 def _write_models(out, array, positions):

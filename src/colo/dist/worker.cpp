@@ -20,6 +20,7 @@
 #include "colo/dist/strategy_registry.h"
 #include "colo/gpu/torch_device.h"
 #include "colo/models/model_registry.h"
+#include "colo/train/epoch_loop.h"
 #include "colo/train/loader_options.h"
 #include "colo/train/schedule.h"
 
@@ -91,8 +92,7 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
     throw std::runtime_error("the training split has fewer samples than one global batch (" +
                              std::to_string(spec.train.batch_size * spec.workers) + ")");
   }
-  int64_t total_steps = spec.train.epochs * per_epoch;
-  if (spec.train.max_steps > 0) total_steps = std::min(total_steps, spec.train.max_steps);
+  int64_t total_steps = train::planned_steps(spec.train, per_epoch);
   train::LearningRateSchedule schedule(spec.train.schedule, spec.train.optimizer.lr, per_epoch, total_steps);
 
   const std::string& out = spec.train.output;

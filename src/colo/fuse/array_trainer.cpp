@@ -82,8 +82,7 @@ ArrayTrainer::ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Data
   optimizer_ = std::make_unique<FusedOptimizer>(array_->parameters(), optimizer_specs);
 
   steps_per_epoch_ = (dataset.train.size() + first.batch_size - 1) / first.batch_size;
-  total_steps_ = first.epochs * steps_per_epoch_;
-  if (first.max_steps > 0) total_steps_ = std::min(total_steps_, first.max_steps);
+  total_steps_ = train::planned_steps(first, steps_per_epoch_);
   at::Tensor table = at::empty({std::max<int64_t>(total_steps_, 1), models()}, at::kFloat);
   auto rows = table.accessor<float, 2>();
   for (int64_t m = 0; m < models(); ++m) {
@@ -136,28 +135,10 @@ void ArrayTrainer::keep_models(const std::vector<int64_t>& positions) {
   build_step();
 }
 
-std::vector<std::pair<double, double>> ArrayTrainer::evaluate() {
-  torch::NoGradGuard no_grad;
+std::vector<train::TestResult> ArrayTrainer::evaluate() {
   array_->eval();
-  data::DataLoader loader(dataset_.test,
-                          train::loader_options(specs_.front(), dataset_, device_, false));
-  loader.start_epoch(0);
-  auto on_device = at::TensorOptions().device(device_);
-  at::Tensor correct = at::zeros({models()}, on_device.dtype(at::kLong));
-  at::Tensor loss_sum = at::zeros({models()}, on_device.dtype(at::kDouble));
-  while (auto batch = loader.next()) {
-    at::Tensor logits = array_->forward(batch->inputs);
-    loss_sum += per_model_loss(logits, batch->labels).to(at::kDouble) *
-                static_cast<double>(batch->labels.size(0));
-    correct += logits.argmax(2).eq(batch->labels).sum(1);
-  }
-  double samples = static_cast<double>(std::max<int64_t>(loader.samples(), 1));
-  at::Tensor c = correct.cpu(), l = loss_sum.cpu();
-  std::vector<std::pair<double, double>> out;
-  for (int64_t k = 0; k < models(); ++k) {
-    out.emplace_back(static_cast<double>(c[k].item<int64_t>()) / samples, l[k].item<double>() / samples);
-  }
-  return out;
+  data::DataLoader loader(dataset_.test, train::loader_options(specs_.front(), dataset_, device_, false));
+  return train::evaluate_logits([&](const at::Tensor& inputs) { return array_->forward(inputs); }, loader);
 }
 
 void ArrayTrainer::begin_epoch() {
@@ -188,30 +169,19 @@ void ArrayTrainer::end_epoch(int64_t epoch, int64_t step, int64_t samples, doubl
   SideStream stream(stream_);
   auto tests = evaluate();
   at::Tensor losses = step_->loss_sums().cpu(), correct = step_->correct().cpu();
-  std::optional<int64_t> peak = gpu::peak_memory_bytes(device_);
-  std::optional<int64_t> reserved = gpu::peak_reserved_bytes(device_);
   for (int64_t k = 0; k < models(); ++k) {
     int64_t model = active_[static_cast<size_t>(k)];
     const train::TrainSpec& spec = specs_[static_cast<size_t>(model)];
     train::LearningRateSchedule schedule(spec.schedule, spec.optimizer.lr, steps_per_epoch_, total_steps_);
-    train::EpochRecord record;
-    record.epoch = epoch + 1;
-    record.step = step;
-    record.loss = losses[k].item<double>() / std::max<int64_t>(samples, 1);
-    record.train_accuracy = static_cast<double>(correct[k].item<int64_t>()) / std::max<int64_t>(samples, 1);
-    record.samples_per_s = samples / std::max(train_s, 1e-9);
-    record.test_accuracy = tests[static_cast<size_t>(k)].first;
-    record.test_loss = tests[static_cast<size_t>(k)].second;
-    record.lr = schedule.lr_at(std::max<int64_t>(step - 1, 0));
-    record.peak_mem_bytes = peak;
-    record.peak_reserved_bytes = reserved;
-    record.epoch_s = epoch_clock.elapsed_s();
-    record.wall_s = wall.elapsed_s();
+    train::EpochTotals totals{epoch, step, losses[k].item<double>(), correct[k].item<int64_t>(), samples, train_s,
+                              schedule.lr_at(std::max<int64_t>(step - 1, 0))};
+    train::EpochRecord record = train::epoch_record(totals, tests[static_cast<size_t>(k)], device_,
+                                                    epoch_clock.elapsed_s(), wall.elapsed_s());
     if (on_epoch) on_epoch(model, record);
   }
   if (!halving || !is_rung(*halving, epoch + 1) || models() < 2) return;
   std::vector<double> accuracies;
-  for (const auto& test : tests) accuracies.push_back(test.first);
+  for (const auto& test : tests) accuracies.push_back(test.accuracy);
   std::vector<int64_t> order = halving_survivors(accuracies, halving->keep);
   if (order.size() >= static_cast<size_t>(models())) return;
   for (int64_t k = 0; k < models(); ++k) {

@@ -20,6 +20,7 @@
 #include "colo/fuse/fused_optimizer.h"
 #include "colo/fuse/sweep_plan.h"
 #include "colo/models/classifier.h"
+#include "colo/train/epoch_loop.h"
 #include "colo/train/epoch_record.h"
 #include "colo/train/train_spec.h"
 
@@ -99,7 +100,7 @@ class ArrayTrainer {
                  const StopCallback& on_stop);
   void build_step();
   void keep_models(const std::vector<int64_t>& positions);
-  std::vector<std::pair<double, double>> evaluate();  // per active model: (accuracy, loss)
+  std::vector<train::TestResult> evaluate();  // per active model
 
   std::vector<train::TrainSpec> specs_;
   const data::Dataset& dataset_;

@@ -17,6 +17,7 @@
 #include "colo/gpu/torch_device.h"
 #include "colo/models/model_registry.h"
 #include "colo/train/checkpoint.h"
+#include "colo/train/epoch_loop.h"
 #include "colo/train/loader_options.h"
 #include "colo/train/progress_line.h"
 #include "colo/train/schedule.h"
@@ -73,21 +74,11 @@ int64_t Trainer::steps_per_epoch() const {
 std::string Trainer::metrics_path() const { return spec_.output + "/metrics.jsonl"; }
 std::string Trainer::checkpoint_path() const { return spec_.output + "/checkpoint.pt"; }
 
-double Trainer::evaluate(double* loss) {
-  torch::NoGradGuard no_grad;
+TestResult Trainer::evaluate() {
   model_->eval();
   data::DataLoader loader(dataset_.test, loader_options(spec_, dataset_, device_, false));
-  loader.start_epoch(0);
-  at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device_));
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  while (auto batch = loader.next()) {
-    at::Tensor logits = model_->forward(batch->inputs);
-    loss_sum += at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::Sum).to(at::kDouble);
-    correct += logits.argmax(1).eq(batch->labels).sum();
-  }
-  double samples = static_cast<double>(std::max<int64_t>(loader.samples(), 1));
-  *loss = loss_sum.item<double>() / samples;
-  return static_cast<double>(correct.item<int64_t>()) / samples;
+  auto results = evaluate_logits([&](const at::Tensor& inputs) { return model_->forward(inputs); }, loader);
+  return results.empty() ? TestResult{} : results.front();
 }
 
 std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch) {
@@ -106,8 +97,7 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
                                                  : JsonLinesWriter::Mode::kTruncate);
 
   data::DataLoader loader(dataset_.train, loader_options(spec_, dataset_, device_, true));
-  int64_t total_steps = spec_.epochs * loader.batches_per_epoch();
-  if (spec_.max_steps > 0) total_steps = std::min(total_steps, spec_.max_steps);
+  int64_t total_steps = planned_steps(spec_, loader.batches_per_epoch());
   LearningRateSchedule schedule(spec_.schedule, spec_.optimizer.lr, loader.batches_per_epoch(),
                                 total_steps);
   ProgressLine progress;
@@ -149,18 +139,9 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
     double train_s = epoch_clock.elapsed_s();
     progress.clear();
 
-    EpochRecord record;
-    record.epoch = epoch + 1;
-    record.step = step;
-    record.loss = loss_sum.item<double>() / std::max<int64_t>(samples, 1);
-    record.train_accuracy = static_cast<double>(correct.item<int64_t>()) / std::max<int64_t>(samples, 1);
-    record.samples_per_s = samples / std::max(train_s, 1e-9);
-    record.test_accuracy = evaluate(&record.test_loss);
-    record.lr = lr;
-    record.peak_mem_bytes = gpu::peak_memory_bytes(device_);
-    record.peak_reserved_bytes = gpu::peak_reserved_bytes(device_);
-    record.epoch_s = epoch_clock.elapsed_s();
-    record.wall_s = wall.elapsed_s();
+    EpochTotals totals{epoch, step, loss_sum.item<double>(), correct.item<int64_t>(), samples, train_s, lr};
+    TestResult test = evaluate();
+    EpochRecord record = epoch_record(totals, test, device_, epoch_clock.elapsed_s(), wall.elapsed_s());
     metrics.write(to_json(record));
 
     bool last = epoch + 1 == spec_.epochs || step >= total_steps;

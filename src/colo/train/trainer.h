@@ -10,6 +10,7 @@
 
 #include "colo/data/dataset.h"
 #include "colo/models/classifier.h"
+#include "colo/train/epoch_loop.h"
 #include "colo/train/epoch_record.h"
 #include "colo/train/train_spec.h"
 
@@ -43,7 +44,7 @@ class Trainer {
   int64_t steps_per_epoch() const;
 
  private:
-  double evaluate(double* loss);
+  TestResult evaluate();  // test split, in eval mode
   std::string metrics_path() const;
   std::string checkpoint_path() const;
 
