@@ -10,6 +10,7 @@
 #include "colo/estimate/analytical_estimator.h"
 #include "colo/estimate/learned_estimator.h"
 #include "colo/estimate/user_model.h"
+#include "data_bindings.h"
 #include "fuse_bindings.h"
 
 namespace py = pybind11;
@@ -83,4 +84,5 @@ PYBIND11_MODULE(_core, m) {
         py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
         py::arg("keeps_output") = true, py::arg("learned") = "");
   bind_fuse(m);
+  bind_data(m);
 }

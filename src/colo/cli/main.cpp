@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include "colo/cli/gpus_command.h"
+#include "colo/cli/loader_command.h"
 #include "colo/cli/monitor_command.h"
 #include "colo/cli/mps_command.h"
 #include "colo/cli/run_command.h"
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   colo::cli::add_estimate_command(app, exit_code);
   colo::cli::add_dist_command(app, exit_code);
   colo::cli::add_gpus_command(app, exit_code);
+  colo::cli::add_loader_command(app, exit_code);
   colo::cli::add_monitor_command(app, exit_code);
   colo::cli::add_mps_command(app, exit_code);
   colo::cli::add_simulate_command(app, exit_code);

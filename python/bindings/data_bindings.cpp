@@ -1,0 +1,83 @@
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "colo/data/image_pipeline.h"
+#include "colo/data/loader_server.h"
+#include "colo/data/shared_loader.h"
+#include "data_bindings.h"
+
+namespace py = pybind11;
+
+namespace {
+
+void check_batch(const at::Tensor& pixels, const at::Tensor& labels, int64_t batch, int64_t sample_bytes) {
+  if (!pixels.is_contiguous() || pixels.device().type() != c10::DeviceType::CPU ||
+      pixels.scalar_type() != at::kByte || pixels.numel() != batch * sample_bytes) {
+    throw std::invalid_argument("pixels must be a contiguous CPU uint8 tensor of the batch's size");
+  }
+  if (!labels.is_contiguous() || labels.device().type() != c10::DeviceType::CPU ||
+      labels.scalar_type() != at::kLong || labels.numel() != batch) {
+    throw std::invalid_argument("labels must be a contiguous CPU int64 tensor of the batch's size");
+  }
+}
+
+}  // namespace
+
+void bind_data(py::module& m) {
+  using colo::data::SharedLoaderClient;
+  py::register_exception<colo::data::ProducerLost>(m, "ProducerLost", PyExc_RuntimeError);
+
+  m.def("loader_spec", [](const std::string& path) {
+    colo::data::LoaderServeSpec spec = colo::data::parse_loader_serve_spec(path);
+    py::dict d;
+    d["address"] = spec.address;
+    d["root"] = spec.pipeline.root;
+    d["size"] = spec.pipeline.size;
+    d["threads"] = spec.pipeline.threads;
+    d["mean"] = spec.pipeline.mean;
+    d["std"] = spec.pipeline.std;
+    d["chunk"] = spec.chunk;
+    return d;
+  }, "The data file's settings as colo loader serve reads them (address, root, size, ...).");
+
+  py::class_<SharedLoaderClient>(m, "SharedLoaderClient")
+      .def(py::init<const std::string&, int64_t, double>(), py::arg("address"), py::arg("batch_size"),
+           py::arg("timeout_s") = 10.0, py::call_guard<py::gil_scoped_release>())
+      .def("next_batch", [](SharedLoaderClient& c, at::Tensor pixels, at::Tensor labels) {
+             std::vector<int64_t> shape = c.sample_shape();
+             check_batch(pixels, labels, c.batch_size(), shape[0] * shape[1] * shape[2]);
+             py::gil_scoped_release release;
+             c.next_batch(pixels.data_ptr<uint8_t>(), labels.data_ptr<int64_t>());
+           })
+      .def_property_readonly("batch_size", &SharedLoaderClient::batch_size)
+      .def_property_readonly("sample_shape", &SharedLoaderClient::sample_shape)
+      .def_property_readonly("mean", &SharedLoaderClient::mean)
+      .def_property_readonly("std", &SharedLoaderClient::std)
+      .def_property_readonly("classes", &SharedLoaderClient::classes)
+      .def_property_readonly("batches_per_epoch", &SharedLoaderClient::batches_per_epoch)
+      .def("stats", [](const SharedLoaderClient& c) { return c.stats().dump(); });
+
+  py::class_<colo::data::ImageDecoder>(m, "ImageDecoder")
+      .def(py::init([](const std::string& data_file, int64_t threads) {
+             colo::data::ImagePipelineSpec spec = colo::data::parse_loader_serve_spec(data_file).pipeline;
+             if (threads > 0) spec.threads = threads;
+             return std::make_unique<colo::data::ImageDecoder>(colo::data::scan_image_folder(spec.root), spec);
+           }),
+           py::arg("data_file"), py::arg("threads") = 0)
+      .def_property_readonly("size", [](const colo::data::ImageDecoder& d) { return d.folder().size(); })
+      .def_property_readonly("side", [](const colo::data::ImageDecoder& d) { return d.spec().size; })
+      .def_property_readonly("classes", [](const colo::data::ImageDecoder& d) { return d.folder().classes.size(); })
+      .def_property_readonly("mean", [](const colo::data::ImageDecoder& d) { return d.spec().mean; })
+      .def_property_readonly("std", [](const colo::data::ImageDecoder& d) { return d.spec().std; })
+      .def("fill", [](colo::data::ImageDecoder& d, at::Tensor indices, uint64_t draw, at::Tensor pixels,
+                      at::Tensor labels) {
+             if (!indices.is_contiguous() || indices.scalar_type() != at::kLong) {
+               throw std::invalid_argument("indices must be a contiguous int64 tensor");
+             }
+             check_batch(pixels, labels, indices.numel(), colo::data::sample_bytes(d.spec()));
+             py::gil_scoped_release release;
+             d.fill(indices.data_ptr<int64_t>(), indices.numel(), draw, pixels.data_ptr<uint8_t>(),
+                    labels.data_ptr<int64_t>());
+           }, "Decodes and augments images `indices` into uint8 [n, 3, S, S] `pixels` and `labels`.");
+}

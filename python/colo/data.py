@@ -1,0 +1,145 @@
+"""colo.data: batches from a shared loader, in your own training loop.
+
+One `colo loader serve DATA.toml` decodes and augments the images once for
+every job on the host; each job reads them through a `SharedLoader`, a
+drop-in for a `torch.utils.data.DataLoader`:
+
+    loader = colo.data.SharedLoader("DATA.toml", batch_size=128, device="cuda")
+    for epoch in range(epochs):
+        for inputs, labels in loader:      # float32, normalised, on `device`
+            ...
+
+Jobs may use different batch sizes. A job that joins late starts from the
+oldest batches the producer still holds. If the producer dies, the next
+batch raises `colo.data.ProducerLost` (no silent fallback): save your
+checkpoint and stop. `LocalImageLoader` runs the same pipeline inside the
+job, for a job that has no producer to share (and as the baseline).
+"""
+import json
+import queue
+import threading
+import time
+
+import torch
+
+
+def _core():
+    from colo import _core
+    return _core
+
+
+def __getattr__(name):
+    if name == "ProducerLost":  # from the C++ module, loaded on first use
+        return _core().ProducerLost
+    raise AttributeError(name)
+
+
+class _Normaliser:
+    """uint8 [B, 3, H, W] on the host -> float32 normalised on `device`."""
+
+    def __init__(self, mean, std, device, pin_memory):
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.mean = torch.tensor(mean, dtype=torch.float32, device=self.device).view(1, -1, 1, 1) * 255
+        self.std = torch.tensor(std, dtype=torch.float32, device=self.device).view(1, -1, 1, 1) * 255
+        self.pin = pin_memory and self.device.type == "cuda"
+
+    def empty(self, shape, dtype):
+        return torch.empty(shape, dtype=dtype, pin_memory=self.pin)
+
+    def __call__(self, pixels, labels):
+        x = pixels.to(self.device, non_blocking=True).float()
+        return (x - self.mean) / self.std, labels.to(self.device, non_blocking=True)
+
+
+class SharedLoader:
+    """Batches of `batch_size` from a running `colo loader serve`.
+
+    `source` is the loader's address (ipc://..., tcp://...) or its DATA.toml
+    (the address is read from it). Iterating gives one epoch: len(self) =
+    images // batch_size batches of (inputs, labels). `timeout` is the
+    producer silence, in seconds, after which ProducerLost is raised."""
+
+    def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0):
+        address = _core().loader_spec(source)["address"] if str(source).endswith(".toml") else str(source)
+        self.address = address
+        self.client = _core().SharedLoaderClient(address, int(batch_size), float(timeout))
+        self.batch_size = int(batch_size)
+        self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory)
+        self.classes = self.client.classes
+
+    def __len__(self):
+        return self.client.batches_per_epoch
+
+    def next_batch(self):
+        """One batch (inputs, labels), whatever the epoch."""
+        pixels = self.normalise.empty([self.batch_size] + list(self.client.sample_shape), torch.uint8)
+        labels = self.normalise.empty([self.batch_size], torch.int64)
+        self.client.next_batch(pixels, labels)
+        return self.normalise(pixels, labels)
+
+    def __iter__(self):
+        for _ in range(len(self)):
+            yield self.next_batch()
+
+    def stats(self):
+        """This consumer's counters: batches, samples, wait_s, elapsed_s,
+        samples_per_s, chunks_skipped."""
+        return json.loads(self.client.stats())
+
+    def close(self):
+        """Says goodbye to the producer (also done when garbage-collected)."""
+        self.client = None
+
+
+class LocalImageLoader:
+    """The same pipeline as `colo loader serve DATA.toml`, run inside this job
+    on `threads` decode threads (default: the file's), `prefetch` batches
+    ahead on a background thread, as a DataLoader's workers would. Same
+    interface as SharedLoader; shuffles with `seed` + epoch."""
+
+    def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2):
+        self.decoder = _core().ImageDecoder(str(data_file), int(threads))
+        self.batch_size = int(batch_size)
+        self.normalise = _Normaliser(self.decoder.mean, self.decoder.std, device, pin_memory)
+        self.classes = self.decoder.classes
+        self.seed, self.epoch, self.prefetch = seed, 0, max(1, prefetch)
+        self.wait_s = 0.0
+
+    def __len__(self):
+        return self.decoder.size // self.batch_size
+
+    def _produce(self, epoch, out, stop):
+        order = torch.randperm(self.decoder.size, generator=torch.Generator().manual_seed(self.seed + epoch))
+        side = self.decoder.side
+        try:
+            for b in range(len(self)):
+                if stop.is_set():
+                    return
+                indices = order[b * self.batch_size:(b + 1) * self.batch_size].contiguous()
+                pixels = self.normalise.empty([self.batch_size, 3, side, side], torch.uint8)
+                labels = self.normalise.empty([self.batch_size], torch.int64)
+                self.decoder.fill(indices, epoch, pixels, labels)
+                out.put((pixels, labels))
+        except Exception as error:  # noqa: BLE001 - handed to the consumer
+            out.put(error)
+
+    def __iter__(self):
+        out, stop = queue.Queue(self.prefetch), threading.Event()
+        worker = threading.Thread(target=self._produce, args=(self.epoch, out, stop), daemon=True)
+        worker.start()
+        try:
+            for _ in range(len(self)):
+                clock = time.perf_counter()
+                item = out.get()
+                self.wait_s += time.perf_counter() - clock
+                if isinstance(item, Exception):
+                    raise item
+                yield self.normalise(*item)
+        finally:
+            stop.set()
+            while worker.is_alive():
+                try:
+                    out.get_nowait()
+                except queue.Empty:
+                    worker.join(0.01)
+        self.epoch += 1

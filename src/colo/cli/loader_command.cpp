@@ -1,0 +1,188 @@
+#include "colo/cli/loader_command.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "colo/core/error.h"
+#include "colo/data/dataset_registry.h"
+#include "colo/data/image_folder.h"
+#include "colo/data/image_pipeline.h"
+#include "colo/data/loader_server.h"
+#include "colo/data/shared_loader.h"
+
+namespace colo::cli {
+namespace {
+
+data::LoaderServer* g_server = nullptr;
+
+void stop_server(int) {
+  if (g_server) g_server->stop();
+}
+
+int serve(const std::string& path, double report_s) {
+  data::LoaderServeSpec spec = data::parse_loader_serve_spec(path);
+  data::LoaderServer server(spec);
+  g_server = &server;
+  std::signal(SIGINT, stop_server);
+  std::signal(SIGTERM, stop_server);
+  std::fprintf(stderr, "colo loader: serving %s (%lld px, chunks of %lld, %lld slots, %lld threads) at %s\n",
+               spec.pipeline.root.c_str(), static_cast<long long>(spec.pipeline.size),
+               static_cast<long long>(spec.chunk), static_cast<long long>(spec.buffer),
+               static_cast<long long>(spec.pipeline.threads), spec.address.c_str());
+  server.serve(report_s);
+  g_server = nullptr;
+  std::printf("%s\n", server.stats().dump().c_str());
+  return 0;
+}
+
+// Image i of a synthetic set: a class-coloured gradient and stripe pattern
+// with per-pixel noise, so JPEG decoding costs what a photo's would.
+std::vector<uint8_t> synthetic_image(int64_t label, int64_t index, int64_t size) {
+  std::mt19937_64 rng(static_cast<uint64_t>(index) * 7919 + 17);
+  std::normal_distribution<double> noise(0, 24);
+  std::vector<uint8_t> hwc(static_cast<size_t>(size * size * 3));
+  double period = 4.0 + 2.0 * static_cast<double>(label), phase = static_cast<double>(rng() % 100);
+  for (int64_t y = 0; y < size; ++y) {
+    for (int64_t x = 0; x < size; ++x) {
+      double stripe = 60 * std::sin((static_cast<double>(x + y) + phase) / period);
+      for (int64_t c = 0; c < 3; ++c) {
+        double base = 40 + 20 * static_cast<double>((label * (c + 3)) % 9) + 60.0 * static_cast<double>(y) / size;
+        hwc[static_cast<size_t>((y * size + x) * 3 + c)] =
+            static_cast<uint8_t>(std::clamp(base + stripe + noise(rng), 0.0, 255.0));
+      }
+    }
+  }
+  return hwc;
+}
+
+int write_images(const std::string& source, const std::string& out, int64_t size, int64_t limit,
+                 const std::string& split, int quality, int64_t classes) {
+  std::vector<int64_t> labels;
+  std::function<std::vector<uint8_t>(int64_t)> pixels;
+  at::Tensor images;
+  if (source == "synthetic") {
+    if (limit <= 0) throw std::invalid_argument("colo loader write-images: synthetic needs --limit N");
+    for (int64_t i = 0; i < limit; ++i) labels.push_back(i % classes);
+    pixels = [&](int64_t i) { return synthetic_image(labels[static_cast<size_t>(i)], i, size); };
+  } else {
+    data::DataSpec spec;
+    spec.name = source;
+    data::Dataset dataset = data::load_dataset(spec);
+    data::Split& part = split == "test" ? dataset.test : dataset.train;
+    if (part.inputs.scalar_type() != at::kByte || part.inputs.dim() < 3) {
+      throw std::invalid_argument("colo loader write-images: " + source + " is not an image data set");
+    }
+    int64_t n = limit > 0 ? std::min(limit, part.size()) : part.size();
+    images = part.inputs.slice(0, 0, n).contiguous();
+    if (images.dim() == 3) images = images.unsqueeze(1);
+    at::Tensor label_tensor = part.labels.slice(0, 0, n).contiguous();
+    labels.assign(label_tensor.data_ptr<int64_t>(), label_tensor.data_ptr<int64_t>() + n);
+    data::ImagePipelineSpec resize;
+    resize.size = size;
+    resize.crop = resize.flip = false;
+    pixels = [&, resize](int64_t i) {
+      at::Tensor hwc = images[i].expand({3, images.size(2), images.size(3)}).permute({1, 2, 0}).contiguous();
+      std::vector<uint8_t> chw(static_cast<size_t>(3 * size * size)), out_hwc(chw.size());
+      data::crop_resize_flip(hwc.data_ptr<uint8_t>(), hwc.size(1), hwc.size(0), resize, 0, chw.data());
+      for (int64_t p = 0; p < size * size; ++p) {
+        for (int64_t c = 0; c < 3; ++c) out_hwc[static_cast<size_t>(p * 3 + c)] = chw[static_cast<size_t>(c * size * size + p)];
+      }
+      return out_hwc;
+    };
+  }
+  int64_t count = static_cast<int64_t>(labels.size());
+  int64_t bytes = data::write_image_folder(out, count, labels, size, quality, pixels, [&](int64_t done) {
+    std::fprintf(stderr, "\rcolo loader write-images: %lld/%lld", static_cast<long long>(done),
+                 static_cast<long long>(count));
+  });
+  std::fprintf(stderr, "\n");
+  std::printf("%s\n", nlohmann::json{{"root", out}, {"images", count}, {"size", size}, {"bytes", bytes}}.dump().c_str());
+  return 0;
+}
+
+int status(const std::string& address, double timeout_s) {
+  zmq::context_t context;
+  zmq::socket_t socket(context, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.connect(address);
+  socket.send(zmq::buffer(std::string(R"({"op":"stats"})")), zmq::send_flags::none);
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  zmq::poll(&item, 1, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+  zmq::message_t reply;
+  if (!(item.revents & ZMQ_POLLIN) || !socket.recv(reply, zmq::recv_flags::dontwait)) {
+    std::fprintf(stderr, "colo loader status: no loader answered at %s\n", address.c_str());
+    return 1;
+  }
+  std::printf("%s\n", reply.to_string().c_str());
+  return 0;
+}
+
+int consume(const std::string& address, int64_t batch_size, int64_t batches, double step_ms, double timeout_s) {
+  data::SharedLoaderClient client(address, batch_size, timeout_s);
+  std::vector<int64_t> shape = client.sample_shape();
+  std::vector<uint8_t> pixels(static_cast<size_t>(batch_size * shape[0] * shape[1] * shape[2]));
+  std::vector<int64_t> labels(static_cast<size_t>(batch_size));
+  for (int64_t b = 0; b < batches; ++b) {
+    client.next_batch(pixels.data(), labels.data());
+    for (int64_t label : labels) {
+      if (label < 0 || label >= client.classes()) throw std::runtime_error("shared loader: label out of range");
+    }
+    if (step_ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(step_ms * 1000)));
+  }
+  std::printf("%s\n", client.stats().dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_loader_command(CLI::App& app, int& exit_code) {
+  auto* loader = app.add_subcommand("loader", "shared data loading: one pipeline serves many jobs");
+  loader->require_subcommand(1);
+
+  auto* serve_cmd = loader->add_subcommand("serve", "run DATA.toml's image pipeline for every consumer on this host");
+  static std::string data_path;
+  static double report_s = 10;
+  serve_cmd->add_option("data", data_path, "the data file (root, size, threads, chunk, buffer, address, ...)")
+      ->required();
+  serve_cmd->add_option("--report", report_s, "seconds between progress lines (0: none)");
+  serve_cmd->callback([&] { exit_code = serve(data_path, report_s); });
+
+  auto* write_cmd = loader->add_subcommand("write-images", "write a JPEG image folder (ROOT/<class>/*.jpg)");
+  static std::string source = "fashion-mnist", out, split = "train";
+  static int64_t size = 112, limit = 0, classes = 10;
+  static int quality = 90;
+  write_cmd->add_option("--source", source, "fashion-mnist (or another registered image set) or synthetic");
+  write_cmd->add_option("--out", out, "the folder to write")->required();
+  write_cmd->add_option("--size", size, "image side in pixels")->check(CLI::Range(8, 1024));
+  write_cmd->add_option("--limit", limit, "images to write (0: the whole split)");
+  write_cmd->add_option("--split", split, "train or test")->check(CLI::IsMember({"train", "test"}));
+  write_cmd->add_option("--quality", quality, "JPEG quality")->check(CLI::Range(1, 100));
+  write_cmd->add_option("--classes", classes, "synthetic: number of classes")->check(CLI::Range(1, 1000));
+  write_cmd->callback([&] { exit_code = write_images(source, out, size, limit, split, quality, classes); });
+
+  auto* status_cmd = loader->add_subcommand("status", "a running loader's counters, as JSON");
+  static std::string address;
+  static double timeout_s = 5;
+  status_cmd->add_option("address", address, "the loader's address (ipc://... or tcp://...)")->required();
+  status_cmd->add_option("--timeout", timeout_s, "seconds to wait for an answer");
+  status_cmd->callback([&] { exit_code = status(address, timeout_s); });
+
+  auto* consume_cmd = loader->add_subcommand("consume", "read batches from a running loader; print the consumer's counters");
+  static int64_t batch_size = 64, batches = 10;
+  static double step_ms = 0;
+  consume_cmd->add_option("address", address, "the loader's address")->required();
+  consume_cmd->add_option("--batch-size", batch_size, "samples per batch")->check(CLI::Range(1, 1 << 20));
+  consume_cmd->add_option("--batches", batches, "batches to read")->check(CLI::Range(0, 1 << 30));
+  consume_cmd->add_option("--step-ms", step_ms, "simulated training time per batch");
+  consume_cmd->add_option("--timeout", timeout_s, "seconds of producer silence before giving up");
+  consume_cmd->callback([&] { exit_code = consume(address, batch_size, batches, step_ms, timeout_s); });
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,96 @@
+#pragma once
+// The CPU image pipeline a shared loader runs once for many jobs (and a job
+// runs for itself without one): read a JPEG, decode, random resized crop,
+// random horizontal flip, to uint8 CHW. Normalisation is left to the
+// consumer, on its own device, so the shared buffers stay uint8.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "colo/core/spec_table.h"
+#include "colo/data/image_folder.h"
+
+namespace colo::data {
+
+struct ImagePipelineSpec {
+  std::string root;             // ImageFolder root (ROOT/<class>/*.jpg)
+  int64_t size = 112;           // output is size x size
+  double scale_min = 0.08;      // random resized crop: area fraction range
+  double scale_max = 1.0;
+  bool crop = true;             // false: resize the whole image (evaluation)
+  bool flip = true;             // random horizontal flip, p = 0.5
+  std::vector<double> mean{0.5, 0.5, 0.5};  // for the consumer's normalisation
+  std::vector<double> std{0.25, 0.25, 0.25};
+  int64_t threads = 2;          // decode threads
+  uint64_t seed = 0;            // shuffling and augmentation
+  bool stop_on_error = false;   // corrupt image: false = one line, then skip it
+};
+
+// Reads the pipeline keys of a DATA.toml table (see docs/data.md).
+ImagePipelineSpec parse_image_pipeline(const SpecTable& table);
+
+// Bytes of one output sample.
+inline int64_t sample_bytes(const ImagePipelineSpec& spec) { return 3 * spec.size * spec.size; }
+
+// Loads samples through a pool of decode threads. fill() is deterministic:
+// sample k of a call gets the same pixels for the same (seed, index,
+// draw) whichever thread decodes it.
+class ImageDecoder {
+ public:
+  ImageDecoder(ImageFolder folder, ImagePipelineSpec spec);
+  ~ImageDecoder();
+  ImageDecoder(const ImageDecoder&) = delete;
+  ImageDecoder& operator=(const ImageDecoder&) = delete;
+
+  // Decodes images `indices[0..n)` into `pixels` (n samples, uint8 CHW) and
+  // their labels into `labels`; `draw` picks the augmentation (e.g. the
+  // epoch). A corrupt image prints one line naming the file (once per file)
+  // and is replaced by the next readable image, or, with stop_on_error,
+  // throws InputError naming it. Blocks until all n are done.
+  void fill(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels);
+
+  const ImageFolder& folder() const { return folder_; }
+  const ImagePipelineSpec& spec() const { return spec_; }
+  // Images found corrupt so far.
+  int64_t corrupt_images() const;
+
+ private:
+  struct Job {
+    const int64_t* indices = nullptr;
+    int64_t n = 0;
+    uint64_t draw = 0;
+    uint8_t* pixels = nullptr;
+    int64_t* labels = nullptr;
+    std::atomic<int64_t> next{0};
+    int64_t done = 0;
+    std::string failure;
+  };
+  void work();
+  void load_one(int64_t index, uint64_t draw, int64_t position, uint8_t* out, int64_t* label);
+
+  ImageFolder folder_;
+  ImagePipelineSpec spec_;
+  std::vector<std::thread> threads_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::set<int64_t> corrupt_;
+};
+
+// One sample's augmentation applied to a decoded image: a crop of area
+// fraction in [scale_min, scale_max] and aspect ratio in [3/4, 4/3] (the
+// centre square when no draw fits), bilinear resize to size x size, optional
+// flip; written as uint8 CHW. Exposed for tests.
+void crop_resize_flip(const uint8_t* hwc, int64_t width, int64_t height, const ImagePipelineSpec& spec,
+                      uint64_t sample_seed, uint8_t* chw);
+
+}  // namespace colo::data

@@ -1,0 +1,26 @@
+#pragma once
+// JPEG to and from 8-bit RGB pixels, through libjpeg(-turbo).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace colo::data {
+
+// An 8-bit RGB image, rows top to bottom, pixels interleaved (HWC).
+struct RgbImage {
+  int64_t width = 0;
+  int64_t height = 0;
+  std::vector<uint8_t> pixels;  // width * height * 3
+};
+
+// Decodes a JPEG (grey-scale ones become RGB). Returns false and sets
+// `*error` to libjpeg's reason when the bytes are not a decodable JPEG.
+// Never aborts the process. Thread-safe.
+bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error);
+
+// Encodes `image` at `quality` (1-100). Throws std::invalid_argument for an
+// empty image.
+std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality);
+
+}  // namespace colo::data

@@ -1,0 +1,356 @@
+#include "colo/data/loader_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include <sys/resource.h>
+#include <zmq.hpp>
+
+#include "colo/core/error.h"
+#include "colo/core/spec_table.h"
+#include "colo/data/loader_protocol.h"
+#include "colo/data/shared_ring.h"
+
+namespace colo::data {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double cpu_core_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return s(usage.ru_utime) + s(usage.ru_stime);
+}
+
+struct Consumer {
+  std::string route;          // ZeroMQ routing id
+  int64_t cursor = 0;         // next chunk it wants; done with all before
+  bool pending = false;       // a "next" is waiting for data
+  int64_t skipped = 0;        // chunks it lost by falling behind
+  Clock::time_point last_seen = Clock::now();
+};
+
+struct Published {
+  int64_t slot = 0;
+  int64_t count = 0;
+  int64_t epoch = 0;
+};
+
+}  // namespace
+
+LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
+  SpecTable table = SpecTable::root(path);
+  LoaderServeSpec spec;
+  spec.pipeline = parse_image_pipeline(table);
+  std::string absolute = std::filesystem::absolute(path).string();
+  spec.address = table.string_or("address", "ipc:///tmp/colo-loader-" +
+                                                std::to_string(std::hash<std::string>{}(absolute) % 1000000007) + ".sock");
+  spec.chunk = table.integer_or("chunk", spec.chunk, 1, 65536);
+  spec.buffer = table.integer_or("buffer", spec.buffer, 2, 4096);
+  spec.stall_s = table.number_or("stall_s", spec.stall_s, 0.1, 1e6);
+  spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
+  spec.idle_exit_s = table.number_or("idle_exit_s", spec.idle_exit_s, 0, 1e9);
+  table.reject_unknown();
+  if (spec.pipeline.root.rfind('/', 0) != 0) {
+    spec.pipeline.root = (std::filesystem::path(path).parent_path() / spec.pipeline.root).lexically_normal().string();
+  }
+  return spec;
+}
+
+struct LoaderServer::State {
+  State(const LoaderServeSpec& spec)
+      : decoder(scan_image_folder(spec.pipeline.root), spec.pipeline),
+        ring(SharedRing::create(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)) + 8)),
+        router(context, zmq::socket_type::router) {}
+
+  ImageDecoder decoder;
+  SharedRing ring;
+  zmq::context_t context;
+  zmq::socket_t router;
+
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  std::map<int64_t, Published> chunks;  // seq -> where it is; oldest first
+  int64_t next_seq = 0;                 // the chunk the assembler makes next
+  int64_t oldest = 0;                   // oldest chunk still in the ring
+  std::map<int64_t, Consumer> consumers;
+  int64_t next_consumer = 1;
+  int64_t consumers_seen = 0;
+  int64_t dropped = 0;
+  int64_t left_behind = 0;
+  int64_t samples = 0;
+  bool stopping = false;
+  std::string failure;  // the assembler's error, ends serve()
+  Clock::time_point started = Clock::now();
+  Clock::time_point idle_since = Clock::now();
+  std::thread assembler;
+};
+
+LoaderServer::LoaderServer(LoaderServeSpec spec) : spec_(std::move(spec)) {
+  state_ = std::make_unique<State>(spec_);
+  state_->router.set(zmq::sockopt::linger, 0);
+  try {
+    state_->router.bind(spec_.address);
+  } catch (const zmq::error_t& e) {
+    throw std::runtime_error("colo loader: cannot listen on " + spec_.address + ": " + e.what() +
+                             " (another loader there? choose `address` in the data file)");
+  }
+}
+
+LoaderServer::~LoaderServer() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->changed.notify_all();
+  if (state_->assembler.joinable()) state_->assembler.join();
+}
+
+nlohmann::json LoaderServer::stats() const {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  int64_t slowest = s.next_seq;
+  for (const auto& [id, c] : s.consumers) slowest = std::min(slowest, c.cursor);
+  double cpu = cpu_core_seconds();
+  return {{"op", "stats"},
+          {"samples", s.samples},
+          {"chunks", s.next_seq},
+          {"uptime_s", seconds_since(s.started)},
+          {"cpu_core_s", cpu},
+          {"cpu_core_s_per_sample", s.samples > 0 ? cpu / static_cast<double>(s.samples) : 0.0},
+          {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
+          {"buffer_slots", spec_.buffer},
+          {"consumers", s.consumers.size()},
+          {"consumers_seen", s.consumers_seen},
+          {"consumers_dropped", s.dropped},
+          {"consumers_left_behind", s.left_behind},
+          {"corrupt_images", s.decoder.corrupt_images()},
+          {"images", s.decoder.folder().size()}};
+}
+
+void LoaderServer::serve(double report_s) {
+  State& s = *state_;
+  const int64_t slots = spec_.buffer, chunk = spec_.chunk;
+  const int64_t images = s.decoder.folder().size();
+
+  s.assembler = std::thread([&, slots, chunk, images] {
+    std::vector<int64_t> order(static_cast<size_t>(images));
+    int64_t epoch = -1, offset = images;
+    std::vector<int64_t> indices;
+    try {
+      for (;;) {
+        int64_t k;
+        {
+          std::unique_lock<std::mutex> lock(s.mutex);
+          k = s.next_seq;
+          Clock::time_point waiting = Clock::now();
+          for (;;) {
+            if (s.stopping) return;
+            if (k < slots) break;
+            const int64_t reused = k - slots;  // the chunk whose slot k takes
+            bool free = !s.consumers.empty();
+            for (const auto& [id, c] : s.consumers) free = free && c.cursor > reused;
+            if (free) break;
+            if (!s.consumers.empty() && seconds_since(waiting) > spec_.stall_s) {
+              for (auto& [id, c] : s.consumers) {
+                if (c.cursor <= reused && !c.pending) {
+                  std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
+                               static_cast<long long>(id), spec_.stall_s);
+                  c.skipped += reused + 1 - c.cursor;
+                  c.cursor = reused + 1;
+                  ++s.left_behind;
+                }
+              }
+              continue;
+            }
+            s.changed.wait_for(lock, std::chrono::milliseconds(50));
+          }
+          if (k >= slots) {
+            s.chunks.erase(k - slots);
+            s.oldest = k - slots + 1;
+          }
+        }
+        if (offset >= images) {
+          ++epoch;
+          offset = 0;
+          std::iota(order.begin(), order.end(), 0);
+          std::mt19937_64 rng(spec_.pipeline.seed * 1000003 + static_cast<uint64_t>(epoch));
+          std::shuffle(order.begin(), order.end(), rng);
+        }
+        const int64_t n = std::min(chunk, images - offset);
+        indices.assign(order.begin() + offset, order.begin() + offset + n);
+        offset += n;
+        uint8_t* slot = s.ring.slot(k % slots);
+        auto* header = reinterpret_cast<volatile int64_t*>(slot);
+        *header = -1;
+        std::atomic_thread_fence(std::memory_order_release);
+        auto* labels = reinterpret_cast<int64_t*>(slot + 8);
+        s.decoder.fill(indices.data(), n, static_cast<uint64_t>(epoch), slot + 8 + chunk * 8, labels);
+        std::atomic_thread_fence(std::memory_order_release);
+        *header = k;
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.chunks[k] = Published{k % slots, n, epoch};
+        s.next_seq = k + 1;
+        s.samples += n;
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.failure = e.what();
+    }
+  });
+
+  auto send = [&](const std::string& route, const nlohmann::json& body) {
+    s.router.send(zmq::buffer(route), zmq::send_flags::sndmore);
+    s.router.send(zmq::buffer(body.dump()), zmq::send_flags::none);
+  };
+  auto chunk_reply = [&](int64_t seq, const Published& p, int64_t skipped) {
+    return nlohmann::json{{"op", "chunk"}, {"seq", seq},        {"slot", p.slot},
+                          {"count", p.count}, {"epoch", p.epoch}, {"skipped", skipped}};
+  };
+
+  Clock::time_point last_report = Clock::now();
+  int64_t reported_samples = 0;
+  while (!stopping_) {
+    zmq::pollitem_t item{s.router.handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(5));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;  // a signal: stop() may have been asked
+    }
+    while (true) {
+      zmq::message_t route, body;
+      if (!s.router.recv(route, zmq::recv_flags::dontwait)) break;
+      if (!route.more() || !s.router.recv(body, zmq::recv_flags::none)) continue;
+      for (bool more = body.more(); more;) {  // a request is one frame: drop any extra
+        zmq::message_t extra;
+        more = s.router.recv(extra, zmq::recv_flags::none) && extra.more();
+      }
+      std::string who = route.to_string();
+      nlohmann::json request = nlohmann::json::parse(body.to_string(), nullptr, false);
+      std::string op = request.is_object() ? request.value("op", "") : "";
+      std::unique_lock<std::mutex> lock(s.mutex);
+      if (op == "hello") {
+        int64_t id = s.next_consumer++;
+        Consumer c;
+        c.route = who;
+        c.cursor = s.oldest;
+        s.consumers[id] = c;
+        ++s.consumers_seen;
+        lock.unlock();
+        s.changed.notify_all();
+        send(who, {{"op", "welcome"},
+                   {"consumer", id},
+                   {"ring", s.ring.path()},
+                   {"slots", slots},
+                   {"slot_bytes", s.ring.slot_bytes()},
+                   {"chunk", chunk},
+                   {"shape", {3, spec_.pipeline.size, spec_.pipeline.size}},
+                   {"mean", spec_.pipeline.mean},
+                   {"std", spec_.pipeline.std},
+                   {"classes", s.decoder.folder().classes.size()},
+                   {"epoch_samples", images}});
+        continue;
+      }
+      if (op == "stats") {
+        lock.unlock();
+        send(who, stats());
+        continue;
+      }
+      auto found = s.consumers.find(request.is_object() ? request.value("consumer", int64_t{-1}) : -1);
+      if (found == s.consumers.end()) {
+        lock.unlock();
+        if (op != "bye") send(who, {{"op", "error"}, {"message", "unknown consumer (dropped after a silence?); "
+                                                                 "connect again"}});
+        continue;
+      }
+      Consumer& c = found->second;
+      c.route = who;
+      c.last_seen = Clock::now();
+      if (op == "beat") {
+        lock.unlock();
+        send(who, {{"op", "alive"}});
+      } else if (op == "next") {
+        c.cursor = std::max(c.cursor, request.value("seq", int64_t{0}));
+        c.pending = true;
+        lock.unlock();
+        s.changed.notify_all();
+      } else if (op == "bye") {
+        s.consumers.erase(found);
+        if (s.consumers.empty()) s.idle_since = Clock::now();
+        lock.unlock();
+        s.changed.notify_all();
+      } else {
+        lock.unlock();
+        send(who, {{"op", "error"}, {"message", "unknown op '" + op + "'"}});
+      }
+    }
+
+    std::vector<std::pair<std::string, nlohmann::json>> replies;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (!s.failure.empty()) throw std::runtime_error("colo loader: " + s.failure);
+      for (auto it = s.consumers.begin(); it != s.consumers.end();) {
+        Consumer& c = it->second;
+        if (seconds_since(c.last_seen) > spec_.heartbeat_timeout_s) {
+          std::fprintf(stderr, "colo loader: consumer %lld silent for %.1f s; dropped\n",
+                       static_cast<long long>(it->first), spec_.heartbeat_timeout_s);
+          ++s.dropped;
+          it = s.consumers.erase(it);
+          if (s.consumers.empty()) s.idle_since = Clock::now();
+          s.changed.notify_all();
+          continue;
+        }
+        if (c.pending) {
+          int64_t skipped = 0;
+          if (c.cursor < s.oldest) {
+            skipped = s.oldest - c.cursor;
+            c.skipped += skipped;
+            c.cursor = s.oldest;
+          }
+          auto chunk_at = s.chunks.find(c.cursor);
+          if (chunk_at != s.chunks.end()) {
+            replies.emplace_back(c.route, chunk_reply(c.cursor, chunk_at->second, skipped));
+            c.pending = false;
+          }
+        }
+        ++it;
+      }
+      if (spec_.idle_exit_s > 0 && s.consumers_seen > 0 && s.consumers.empty() &&
+          seconds_since(s.idle_since) > spec_.idle_exit_s) {
+        stopping_ = true;
+      }
+    }
+    for (const auto& [route, body] : replies) send(route, body);
+    if (report_s > 0 && seconds_since(last_report) >= report_s) {
+      nlohmann::json st = stats();
+      int64_t samples = st["samples"].get<int64_t>();
+      std::fprintf(stderr, "colo loader: %lld samples (%.0f/s), %zu consumers, buffer %lld/%lld, %.4f core-s/sample\n",
+                   static_cast<long long>(samples), (samples - reported_samples) / seconds_since(last_report),
+                   st["consumers"].get<size_t>(), static_cast<long long>(st["buffer_depth"].get<int64_t>()),
+                   static_cast<long long>(slots), st["cpu_core_s_per_sample"].get<double>());
+      reported_samples = samples;
+      last_report = Clock::now();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.stopping = true;
+  }
+  s.changed.notify_all();
+  s.assembler.join();
+}
+
+}  // namespace colo::data

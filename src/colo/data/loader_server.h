@@ -1,0 +1,66 @@
+#pragma once
+// A shared loader's producer: runs one image pipeline and publishes its
+// batches to any number of consumer processes on the host (TensorSocket's
+// design). Control goes over ZeroMQ (a ROUTER socket); samples go through a
+// SharedRing. The wire protocol is in loader_protocol.h.
+//
+// Samples come in chunks of `chunk` from a shuffled pass over the folder
+// (a new order per pass); every consumer sees the same chunk stream and
+// cuts its own batch size from it. The ring is a rubber band: the producer
+// runs up to `buffer` chunks ahead of the slowest consumer, and a consumer
+// that joins late starts at the oldest chunk still held. A consumer that
+// stops asking for `stall_s` while the producer waits for its slot is left
+// behind (it skips to the oldest chunk held when it comes back); one that
+// sends nothing for `heartbeat_timeout_s` is dropped.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/data/image_pipeline.h"
+
+namespace colo::data {
+
+struct LoaderServeSpec {
+  ImagePipelineSpec pipeline;
+  std::string address;              // ZeroMQ endpoint, e.g. ipc:///tmp/colo-loader.sock
+  int64_t chunk = 128;              // samples per published chunk
+  int64_t buffer = 16;              // chunks held (ring slots)
+  double stall_s = 5;
+  double heartbeat_timeout_s = 10;
+  double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
+};
+
+// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, stall_s,
+// heartbeat_timeout_s, idle_exit_s. Throws InputError naming the file and
+// field. The default address is derived from the file's absolute path.
+LoaderServeSpec parse_loader_serve_spec(const std::string& path);
+
+class LoaderServer {
+ public:
+  // Scans the folder and binds the address; throws InputError or
+  // std::runtime_error (address in use) before serving anything.
+  explicit LoaderServer(LoaderServeSpec spec);
+  ~LoaderServer();
+
+  // Serves until stop() or the idle exit. Progress lines go to stderr every
+  // `report_s` seconds (0: none).
+  void serve(double report_s = 10);
+  // Asks serve() to return (async-signal-safe).
+  void stop() { stopping_ = true; }
+
+  // Producer counters: chunks and samples produced, CPU core-seconds of the
+  // process, buffer depth, consumers; what `stats` requests answer.
+  nlohmann::json stats() const;
+
+ private:
+  struct State;
+  LoaderServeSpec spec_;
+  std::unique_ptr<State> state_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace colo::data

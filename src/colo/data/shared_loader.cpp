@@ -1,0 +1,176 @@
+#include "colo/data/shared_loader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include <zmq.hpp>
+
+#include "colo/data/shared_ring.h"
+
+namespace colo::data {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void send_json(zmq::socket_t& socket, const nlohmann::json& body) {
+  socket.send(zmq::buffer(body.dump()), zmq::send_flags::none);
+}
+
+// Waits up to `timeout_s` for one reply, in slices so `give_up` is checked.
+// Returns null on timeout or when give_up() says so.
+template <typename GiveUp>
+nlohmann::json receive_json(zmq::socket_t& socket, double timeout_s, GiveUp give_up) {
+  Clock::time_point start = Clock::now();
+  while (seconds_since(start) < timeout_s && !give_up()) {
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(20));
+    zmq::message_t message;
+    if ((item.revents & ZMQ_POLLIN) && socket.recv(message, zmq::recv_flags::dontwait)) {
+      return nlohmann::json::parse(message.to_string(), nullptr, false);
+    }
+  }
+  return nullptr;
+}
+
+zmq::socket_t dealer(zmq::context_t& context, const std::string& address) {
+  zmq::socket_t socket(context, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::linger, 200);
+  socket.connect(address);
+  return socket;
+}
+
+}  // namespace
+
+struct SharedLoaderClient::Connection {
+  std::string address;
+  zmq::context_t context;
+  zmq::socket_t socket;
+  std::unique_ptr<SharedRing> ring;
+};
+
+SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s)
+    : batch_size_(batch_size), timeout_s_(timeout_s), started_(Clock::now()) {
+  if (batch_size <= 0) throw std::invalid_argument("shared loader: batch size must be positive");
+  connection_ = std::make_unique<Connection>();
+  connection_->address = address;
+  connection_->socket = dealer(connection_->context, address);
+  zmq::socket_t& socket = connection_->socket;
+  send_json(socket, {{"op", "hello"}});
+  nlohmann::json welcome = receive_json(socket, timeout_s, [] { return false; });
+  if (!welcome.is_object() || welcome.value("op", "") != "welcome") {
+    throw ProducerLost("shared loader: no producer answered at " + address + " within " +
+                       std::to_string(static_cast<int>(timeout_s)) + " s (is `colo loader serve` running?)");
+  }
+  id_ = welcome["consumer"].get<int64_t>();
+  shape_ = welcome["shape"].get<std::vector<int64_t>>();
+  mean_ = welcome["mean"].get<std::vector<double>>();
+  std_ = welcome["std"].get<std::vector<double>>();
+  classes_ = welcome["classes"].get<int64_t>();
+  epoch_samples_ = welcome["epoch_samples"].get<int64_t>();
+  chunk_ = welcome["chunk"].get<int64_t>();
+  sample_bytes_ = shape_[0] * shape_[1] * shape_[2];
+  connection_->ring = std::make_unique<SharedRing>(SharedRing::open(
+      welcome["ring"].get<std::string>(), welcome["slots"].get<int64_t>(), welcome["slot_bytes"].get<int64_t>()));
+  pixels_.resize(static_cast<size_t>(chunk_ * sample_bytes_));
+  labels_.resize(static_cast<size_t>(chunk_));
+  request(0);
+  beats_ = std::thread([this] {
+    zmq::socket_t beat = dealer(connection_->context, connection_->address);
+    while (!stop_beats_) {
+      send_json(beat, {{"op", "beat"}, {"consumer", id_}});
+      nlohmann::json reply = receive_json(beat, timeout_s_, [this] { return stop_beats_.load(); });
+      if (stop_beats_) break;
+      if (!reply.is_object() || reply.value("op", "") != "alive") {
+        producer_lost_ = true;
+        break;
+      }
+      for (int i = 0; i < 20 && !stop_beats_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    beat.close();
+  });
+}
+
+SharedLoaderClient::~SharedLoaderClient() {
+  stop_beats_ = true;
+  if (beats_.joinable()) beats_.join();
+  if (connection_) {
+    try {
+      send_json(connection_->socket, {{"op", "bye"}, {"consumer", id_}});
+    } catch (const zmq::error_t&) {
+    }
+    connection_->socket.close();
+  }
+}
+
+void SharedLoaderClient::request(int64_t seq) {
+  seq_ = seq;
+  send_json(connection_->socket, {{"op", "next"}, {"consumer", id_}, {"seq", seq}});
+}
+
+void SharedLoaderClient::fetch_chunk() {
+  for (;;) {
+    Clock::time_point waiting = Clock::now();
+    nlohmann::json reply;
+    while (reply.is_null()) {
+      if (producer_lost_) {
+        throw ProducerLost("shared loader: the producer at " + connection_->address + " stopped answering for " +
+                           std::to_string(static_cast<int>(timeout_s_)) + " s (killed or stopped?)");
+      }
+      reply = receive_json(connection_->socket, 0.2, [] { return false; });
+    }
+    wait_s_ += seconds_since(waiting);
+    if (!reply.is_object() || reply.value("op", "") != "chunk") {
+      throw ProducerLost("shared loader: the producer at " + connection_->address + " refused: " +
+                         (reply.is_object() ? reply.value("message", reply.dump()) : std::string("bad reply")));
+    }
+    const int64_t seq = reply["seq"].get<int64_t>(), count = reply["count"].get<int64_t>();
+    skipped_ += reply.value("skipped", int64_t{0});
+    const uint8_t* slot = connection_->ring->slot(reply["slot"].get<int64_t>());
+    auto header = [slot] {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      return *reinterpret_cast<const volatile int64_t*>(slot);
+    };
+    if (header() != seq) {  // overwritten: we were left behind; ask again
+      request(seq);
+      continue;
+    }
+    std::memcpy(labels_.data(), slot + 8, static_cast<size_t>(count) * sizeof(int64_t));
+    std::memcpy(pixels_.data(), slot + 8 + chunk_ * 8, static_cast<size_t>(count * sample_bytes_));
+    if (header() != seq) {
+      request(seq);
+      continue;
+    }
+    have_ = count;
+    used_ = 0;
+    request(seq + 1);  // done with this one; the next comes while we train
+    return;
+  }
+}
+
+void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {
+  int64_t filled = 0;
+  while (filled < batch_size_) {
+    if (used_ == have_) fetch_chunk();
+    int64_t take = std::min(batch_size_ - filled, have_ - used_);
+    std::memcpy(pixels + filled * sample_bytes_, pixels_.data() + used_ * sample_bytes_,
+                static_cast<size_t>(take * sample_bytes_));
+    std::memcpy(labels + filled, labels_.data() + used_, static_cast<size_t>(take) * sizeof(int64_t));
+    filled += take;
+    used_ += take;
+  }
+  ++batches_;
+  samples_ += batch_size_;
+}
+
+nlohmann::json SharedLoaderClient::stats() const {
+  double elapsed = seconds_since(started_);
+  return {{"consumer", id_},         {"batches", batches_}, {"samples", samples_},
+          {"wait_s", wait_s_},       {"elapsed_s", elapsed}, {"samples_per_s", samples_ / std::max(elapsed, 1e-9)},
+          {"chunks_skipped", skipped_}};
+}
+
+}  // namespace colo::data

@@ -1,0 +1,78 @@
+#pragma once
+// A shared loader's consumer: connects to a producer (loader_server.h),
+// maps its ring and cuts batches of its own size from the chunk stream.
+// Used by `colo.data.SharedLoader` and by benchmarks.
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace colo::data {
+
+// The producer stopped answering (died or was stopped). The message names
+// the address; training code should checkpoint-and-exit, not retry blindly.
+struct ProducerLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class SharedLoaderClient {
+ public:
+  // Connects and maps the ring. Throws ProducerLost when no producer answers
+  // at `address` within `timeout_s`. A heartbeat thread keeps the consumer
+  // registered while the caller trains; if the producer is silent for
+  // `timeout_s`, the next call throws ProducerLost.
+  SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s = 10);
+  ~SharedLoaderClient();  // says goodbye, so the producer stops waiting for it
+  SharedLoaderClient(const SharedLoaderClient&) = delete;
+  SharedLoaderClient& operator=(const SharedLoaderClient&) = delete;
+
+  // Fills the next `batch_size` samples: uint8 [B, C, H, W] into `pixels`
+  // and int64 labels into `labels`. Blocks while the producer is behind
+  // (that time is counted as waiting).
+  void next_batch(uint8_t* pixels, int64_t* labels);
+
+  int64_t batch_size() const { return batch_size_; }
+  std::vector<int64_t> sample_shape() const { return shape_; }  // {C, H, W}
+  const std::vector<double>& mean() const { return mean_; }
+  const std::vector<double>& std() const { return std_; }
+  int64_t classes() const { return classes_; }
+  // Batches in one pass over the data set (its size over the batch size,
+  // rounded down): what `len()` of a loader reports.
+  int64_t batches_per_epoch() const { return epoch_samples_ / batch_size_; }
+
+  // Consumer counters: batches, samples, seconds waited for data, seconds
+  // since connecting, chunks skipped by falling behind.
+  nlohmann::json stats() const;
+
+ private:
+  struct Connection;
+  void fetch_chunk();
+  void request(int64_t seq);
+
+  std::unique_ptr<Connection> connection_;
+  int64_t batch_size_;
+  double timeout_s_;
+  int64_t id_ = 0;
+  std::vector<int64_t> shape_;
+  std::vector<double> mean_, std_;
+  int64_t classes_ = 0, epoch_samples_ = 0, chunk_ = 0, sample_bytes_ = 0;
+  std::vector<uint8_t> pixels_;   // the current chunk's samples, copied out of the ring
+  std::vector<int64_t> labels_;
+  int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
+  int64_t seq_ = 0;               // the chunk requested next
+  int64_t batches_ = 0, samples_ = 0, skipped_ = 0;
+  double wait_s_ = 0;
+  std::chrono::steady_clock::time_point started_;
+  std::atomic<bool> producer_lost_{false};
+  std::atomic<bool> stop_beats_{false};
+  std::thread beats_;
+};
+
+}  // namespace colo::data
