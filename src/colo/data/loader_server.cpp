@@ -39,6 +39,8 @@ struct Consumer {
   int64_t cursor = 0;         // next chunk it wants; done with all before
   bool pending = false;       // a "next" is waiting for data
   int64_t skipped = 0;        // chunks it lost by falling behind
+  bool behind = false;        // left behind since it last asked (no longer holds the ring back)
+  int64_t requested = 0;      // the chunk its pending "next" asked for
   Clock::time_point last_seen = Clock::now();
 };
 
@@ -161,16 +163,18 @@ void LoaderServer::serve(double report_s) {
             if (k < slots) break;
             const int64_t reused = k - slots;  // the chunk whose slot k takes
             bool free = !s.consumers.empty();
-            for (const auto& [id, c] : s.consumers) free = free && c.cursor > reused;
+            for (const auto& [id, c] : s.consumers) free = free && (c.cursor > reused || c.behind);
             if (free) break;
             if (!s.consumers.empty() && seconds_since(waiting) > spec_.stall_s) {
               for (auto& [id, c] : s.consumers) {
                 if (c.cursor <= reused && !c.pending) {
-                  std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
-                               static_cast<long long>(id), spec_.stall_s);
-                  c.skipped += reused + 1 - c.cursor;
+                  if (!c.behind) {
+                    std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
+                                 static_cast<long long>(id), spec_.stall_s);
+                    ++s.left_behind;
+                  }
+                  c.behind = true;
                   c.cursor = reused + 1;
-                  ++s.left_behind;
                 }
               }
               continue;
@@ -261,7 +265,8 @@ void LoaderServer::serve(double report_s) {
                    {"mean", spec_.pipeline.mean},
                    {"std", spec_.pipeline.std},
                    {"classes", s.decoder.folder().classes.size()},
-                   {"epoch_samples", images}});
+                   {"epoch_samples", images},
+                   {"heartbeat_timeout_s", spec_.heartbeat_timeout_s}});
         continue;
       }
       if (op == "stats") {
@@ -277,13 +282,15 @@ void LoaderServer::serve(double report_s) {
         continue;
       }
       Consumer& c = found->second;
-      c.route = who;
       c.last_seen = Clock::now();
       if (op == "beat") {
         lock.unlock();
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
-        c.cursor = std::max(c.cursor, request.value("seq", int64_t{0}));
+        c.route = who;  // beats come from another socket: replies go where "next" came from
+        c.behind = false;
+        c.requested = request.value("seq", int64_t{0});
+        c.cursor = std::max(c.cursor, c.requested);
         c.pending = true;
         lock.unlock();
         s.changed.notify_all();
@@ -314,14 +321,11 @@ void LoaderServer::serve(double report_s) {
           continue;
         }
         if (c.pending) {
-          int64_t skipped = 0;
-          if (c.cursor < s.oldest) {
-            skipped = s.oldest - c.cursor;
-            c.skipped += skipped;
-            c.cursor = s.oldest;
-          }
+          if (c.cursor < s.oldest) c.cursor = s.oldest;
           auto chunk_at = s.chunks.find(c.cursor);
           if (chunk_at != s.chunks.end()) {
+            int64_t skipped = std::max<int64_t>(0, c.cursor - c.requested);
+            c.skipped += skipped;
             replies.emplace_back(c.route, chunk_reply(c.cursor, chunk_at->second, skipped));
             c.pending = false;
           }

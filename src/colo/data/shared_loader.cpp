@@ -72,13 +72,14 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   classes_ = welcome["classes"].get<int64_t>();
   epoch_samples_ = welcome["epoch_samples"].get<int64_t>();
   chunk_ = welcome["chunk"].get<int64_t>();
+  const double beat_every_s = std::min(1.0, welcome.value("heartbeat_timeout_s", 10.0) / 4);
   sample_bytes_ = shape_[0] * shape_[1] * shape_[2];
   connection_->ring = std::make_unique<SharedRing>(SharedRing::open(
       welcome["ring"].get<std::string>(), welcome["slots"].get<int64_t>(), welcome["slot_bytes"].get<int64_t>()));
   pixels_.resize(static_cast<size_t>(chunk_ * sample_bytes_));
   labels_.resize(static_cast<size_t>(chunk_));
   request(0);
-  beats_ = std::thread([this] {
+  beats_ = std::thread([this, beat_every_s] {
     zmq::socket_t beat = dealer(connection_->context, connection_->address);
     while (!stop_beats_) {
       send_json(beat, {{"op", "beat"}, {"consumer", id_}});
@@ -88,7 +89,10 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
         producer_lost_ = true;
         break;
       }
-      for (int i = 0; i < 20 && !stop_beats_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      Clock::time_point slept = Clock::now();
+      while (!stop_beats_ && seconds_since(slept) < beat_every_s) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
     beat.close();
   });

@@ -1,0 +1,182 @@
+#include "colo/data/image_pipeline.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "colo/core/error.h"
+#include "colo/data/image_folder.h"
+#include "colo/data/jpeg_codec.h"
+#include "support/temp_dir.h"
+
+namespace colo::data {
+namespace {
+
+RgbImage gradient(int64_t width, int64_t height) {
+  RgbImage image{width, height, std::vector<uint8_t>(static_cast<size_t>(width * height * 3))};
+  for (int64_t y = 0; y < height; ++y) {
+    for (int64_t x = 0; x < width; ++x) {
+      uint8_t* p = &image.pixels[static_cast<size_t>((y * width + x) * 3)];
+      p[0] = static_cast<uint8_t>(4 * x);
+      p[1] = static_cast<uint8_t>(4 * y);
+      p[2] = 128;
+    }
+  }
+  return image;
+}
+
+TEST(JpegCodec, RoundTripKeepsTheImage) {
+  RgbImage original = gradient(48, 32);
+  std::vector<uint8_t> jpeg = encode_jpeg(original, 95);
+  RgbImage decoded;
+  std::string error;
+  ASSERT_TRUE(decode_jpeg(jpeg.data(), jpeg.size(), &decoded, &error)) << error;
+  ASSERT_EQ(decoded.width, 48);
+  ASSERT_EQ(decoded.height, 32);
+  double diff = 0;
+  for (size_t i = 0; i < original.pixels.size(); ++i) diff += std::abs(original.pixels[i] - decoded.pixels[i]);
+  EXPECT_LT(diff / static_cast<double>(original.pixels.size()), 3.0);
+}
+
+TEST(JpegCodec, CorruptBytesAreAnErrorNotACrash) {
+  std::vector<uint8_t> jpeg = encode_jpeg(gradient(32, 32), 90);
+  RgbImage image;
+  std::string error;
+  EXPECT_FALSE(decode_jpeg(jpeg.data(), jpeg.size() / 2, &image, &error));
+  EXPECT_FALSE(error.empty());
+  std::vector<uint8_t> garbage(500, 0x5a);
+  error.clear();
+  EXPECT_FALSE(decode_jpeg(garbage.data(), garbage.size(), &image, &error));
+  EXPECT_NE(error.find("JPEG"), std::string::npos) << error;
+}
+
+TEST(CropResizeFlip, WholeImageAtItsOwnSizeIsTheImageInChannelsFirstOrder) {
+  RgbImage image = gradient(16, 16);
+  ImagePipelineSpec spec;
+  spec.size = 16;
+  spec.crop = spec.flip = false;
+  std::vector<uint8_t> chw(3 * 16 * 16);
+  crop_resize_flip(image.pixels.data(), 16, 16, spec, 7, chw.data());
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t p = 0; p < 256; ++p) {
+      ASSERT_EQ(chw[static_cast<size_t>(c * 256 + p)], image.pixels[static_cast<size_t>(p * 3 + c)]);
+    }
+  }
+}
+
+TEST(CropResizeFlip, FlipMirrorsTheRowsAndHappensForAboutHalfTheSeeds) {
+  RgbImage image = gradient(16, 16);
+  ImagePipelineSpec plain, flipping;
+  plain.size = flipping.size = 16;
+  plain.crop = flipping.crop = plain.flip = false;
+  std::vector<uint8_t> straight(768), out(768);
+  crop_resize_flip(image.pixels.data(), 16, 16, plain, 0, straight.data());
+  int flipped = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    crop_resize_flip(image.pixels.data(), 16, 16, flipping, seed, out.data());
+    if (out == straight) continue;
+    ++flipped;
+    for (int64_t c = 0; c < 3; ++c) {
+      for (int64_t y = 0; y < 16; ++y) {
+        for (int64_t x = 0; x < 16; ++x) {
+          ASSERT_EQ(out[static_cast<size_t>(c * 256 + y * 16 + x)], straight[static_cast<size_t>(c * 256 + y * 16 + 15 - x)]);
+        }
+      }
+    }
+  }
+  EXPECT_GT(flipped, 70);
+  EXPECT_LT(flipped, 130);
+}
+
+TEST(CropResizeFlip, RandomCropsStayInsideTheImage) {
+  // An all-white image stays all white under any crop, resize and flip:
+  // nothing is read from outside it.
+  RgbImage image{64, 64, std::vector<uint8_t>(64 * 64 * 3, 255)};
+  ImagePipelineSpec spec;
+  spec.size = 24;
+  std::vector<uint8_t> out(3 * 24 * 24);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    crop_resize_flip(image.pixels.data(), 64, 64, spec, seed, out.data());
+    for (uint8_t v : out) ASSERT_EQ(v, 255);
+  }
+}
+
+// A folder of `n` images of `size` px, one class each (labels identify images).
+std::string write_folder(const testing::TempDir& dir, int64_t n, int64_t size) {
+  std::string root = dir.file("images");
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < n; ++i) labels.push_back(i);
+  write_image_folder(root, n, labels, size, 90,
+                     [&](int64_t i) {
+                       RgbImage g = gradient(size, size);
+                       for (auto& p : g.pixels) p = static_cast<uint8_t>(p + 3 * i);
+                       return g.pixels;
+                     },
+                     [](int64_t) {});
+  return root;
+}
+
+TEST(ImageFolder, ListsClassesAndImagesInOrder) {
+  testing::TempDir dir;
+  ImageFolder folder = scan_image_folder(write_folder(dir, 12, 16));
+  ASSERT_EQ(folder.size(), 12);
+  ASSERT_EQ(folder.classes.size(), 12u);
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(folder.labels[static_cast<size_t>(i)], i);
+  EXPECT_THROW(scan_image_folder(dir.file("missing")), InputError);
+  EXPECT_THROW(scan_image_folder(dir.path() + "/images/000"), InputError);  // no class folders
+}
+
+TEST(ImageDecoder, CorruptImageIsNamedOnceAndReplacedByTheNext) {
+  testing::TempDir dir;
+  std::string root = write_folder(dir, 4, 16);
+  ImageFolder folder = scan_image_folder(root);
+  dir.write("images/001/00000001.jpg", "not a jpeg at all");
+  ImagePipelineSpec spec;
+  spec.size = 8;
+  spec.threads = 2;
+  ImageDecoder decoder(folder, spec);
+  std::vector<int64_t> indices{0, 1, 2, 3, 1};
+  std::vector<uint8_t> pixels(5 * 3 * 64);
+  std::vector<int64_t> labels(5);
+  ::testing::internal::CaptureStderr();
+  decoder.fill(indices.data(), 5, 0, pixels.data(), labels.data());
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(labels, (std::vector<int64_t>{0, 2, 2, 3, 2}));
+  EXPECT_EQ(decoder.corrupt_images(), 1);
+  EXPECT_NE(err.find("00000001.jpg"), std::string::npos) << err;
+  EXPECT_EQ(err.find("00000001.jpg"), err.rfind("00000001.jpg")) << "named once: " << err;
+
+  spec.stop_on_error = true;
+  ImageDecoder strict(folder, spec);
+  ::testing::internal::CaptureStderr();
+  try {
+    strict.fill(indices.data(), 5, 0, pixels.data(), labels.data());
+    ADD_FAILURE() << "a corrupt image with on_error = stop must throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("00000001.jpg"), std::string::npos) << e.what();
+  }
+  ::testing::internal::GetCapturedStderr();
+}
+
+TEST(ImageDecoder, SameDrawGivesTheSamePixelsWhateverTheThreads) {
+  testing::TempDir dir;
+  ImageFolder folder = scan_image_folder(write_folder(dir, 6, 32));
+  ImagePipelineSpec one, four;
+  one.size = four.size = 16;
+  one.threads = 1;
+  four.threads = 4;
+  ImageDecoder a(folder, one), b(folder, four);
+  std::vector<int64_t> indices{5, 4, 3, 2, 1, 0};
+  std::vector<uint8_t> pa(6 * 768), pb(6 * 768), pc(6 * 768);
+  std::vector<int64_t> la(6), lb(6);
+  a.fill(indices.data(), 6, 3, pa.data(), la.data());
+  b.fill(indices.data(), 6, 3, pb.data(), lb.data());
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(la, lb);
+  b.fill(indices.data(), 6, 4, pc.data(), lb.data());
+  EXPECT_NE(pa, pc) << "another draw (epoch) augments differently";
+}
+
+}  // namespace
+}  // namespace colo::data

@@ -1,0 +1,150 @@
+#include "colo/data/shared_loader.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+
+#include "colo/data/image_folder.h"
+#include "colo/data/loader_server.h"
+#include "support/temp_dir.h"
+
+namespace colo::data {
+namespace {
+
+// A producer on a thread, over a folder of `images` one-class-each images
+// (so a label names its image).
+class Producer {
+ public:
+  Producer(const testing::TempDir& dir, int64_t images, int64_t chunk, int64_t buffer, double stall_s = 5,
+           double heartbeat_timeout_s = 10) {
+    std::vector<int64_t> labels;
+    for (int64_t i = 0; i < images; ++i) labels.push_back(i);
+    std::string root = dir.file("images");
+    write_image_folder(root, images, labels, 16, 80,
+                       [](int64_t i) { return std::vector<uint8_t>(16 * 16 * 3, static_cast<uint8_t>(i)); },
+                       [](int64_t) {});
+    spec.pipeline.root = root;
+    spec.pipeline.size = 8;
+    spec.pipeline.threads = 2;
+    spec.address = "ipc://" + dir.file("loader.sock");
+    spec.chunk = chunk;
+    spec.buffer = buffer;
+    spec.stall_s = stall_s;
+    spec.heartbeat_timeout_s = heartbeat_timeout_s;
+    server = std::make_unique<LoaderServer>(spec);
+    thread = std::thread([this] { server->serve(0); });
+  }
+  ~Producer() { stop(); }
+  void stop() {
+    if (!server) return;
+    server->stop();
+    thread.join();
+    server.reset();
+  }
+
+  LoaderServeSpec spec;
+  std::unique_ptr<LoaderServer> server;
+  std::thread thread;
+};
+
+std::vector<int64_t> labels_of(SharedLoaderClient& client, int64_t batches) {
+  std::vector<int64_t> all, labels(static_cast<size_t>(client.batch_size()));
+  std::vector<uint8_t> pixels(static_cast<size_t>(client.batch_size() * 3 * 8 * 8));
+  for (int64_t b = 0; b < batches; ++b) {
+    client.next_batch(pixels.data(), labels.data());
+    all.insert(all.end(), labels.begin(), labels.end());
+  }
+  return all;
+}
+
+TEST(SharedLoader, ConsumersWithDifferentBatchSizesSeeTheSameSamplesInTheSameOrder) {
+  testing::TempDir dir;
+  Producer producer(dir, 50, 16, 8);
+  SharedLoaderClient a(producer.spec.address, 10), b(producer.spec.address, 25);
+  std::vector<int64_t> la, lb;  // 150 samples each (three passes), read side by side
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t label : labels_of(a, 5)) la.push_back(label);
+    for (int64_t label : labels_of(b, 2)) lb.push_back(label);
+  }
+  EXPECT_EQ(la, lb);
+  EXPECT_EQ(a.batches_per_epoch(), 5);
+  // Each pass over the folder has every image once, in a new order.
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<int64_t> seen(la.begin() + pass * 50, la.begin() + (pass + 1) * 50);
+    std::sort(seen.begin(), seen.end());
+    for (int64_t i = 0; i < 50; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], i);
+  }
+  EXPECT_NE(std::vector<int64_t>(la.begin(), la.begin() + 50), std::vector<int64_t>(la.begin() + 50, la.begin() + 100));
+}
+
+TEST(SharedLoader, ALateJoinerCatchesUpFromTheBuffer) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4);
+  SharedLoaderClient early(producer.spec.address, 8);
+  std::vector<int64_t> first = labels_of(early, 10);  // chunks 0..9 read; the ring holds 4
+  SharedLoaderClient late(producer.spec.address, 8);
+  std::vector<int64_t> caught = labels_of(late, 2);
+  std::vector<int64_t> more = labels_of(early, 4);
+  first.insert(first.end(), more.begin(), more.end());
+  // The late one starts at a chunk the early one already read (from the
+  // buffer), not at chunk 0 and not after the newest.
+  auto at = std::search(first.begin(), first.end(), caught.begin(), caught.end());
+  ASSERT_NE(at, first.end());
+  int64_t chunk = (at - first.begin()) / 8;
+  EXPECT_GT(chunk, 0);
+  EXPECT_LE(chunk, 10);
+  EXPECT_EQ((at - first.begin()) % 8, 0);
+}
+
+TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  SharedLoaderClient stalled(producer.spec.address, 8);
+  labels_of(stalled, 1);
+  SharedLoaderClient busy(producer.spec.address, 8);
+  auto start = std::chrono::steady_clock::now();
+  labels_of(busy, 30);  // far more than the ring holds
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  nlohmann::json stats = producer.server->stats();
+  EXPECT_GE(stats["consumers_left_behind"].get<int64_t>(), 1);
+  labels_of(stalled, 2);  // it comes back: skips ahead instead of reading overwritten data
+  EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
+}
+
+TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/100, /*heartbeat_timeout_s=*/0.5);
+  zmq::context_t context;
+  zmq::socket_t silent(context, zmq::socket_type::dealer);
+  silent.set(zmq::sockopt::linger, 0);
+  silent.connect(producer.spec.address);
+  silent.send(zmq::buffer(std::string(R"({"op":"hello"})")), zmq::send_flags::none);
+  zmq::message_t welcome;
+  ASSERT_TRUE(silent.recv(welcome));  // registered, then never heard from again
+  SharedLoaderClient busy(producer.spec.address, 8);
+  labels_of(busy, 20);
+  EXPECT_EQ(producer.server->stats()["consumers_dropped"].get<int64_t>(), 1);
+  EXPECT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 1);
+}
+
+TEST(SharedLoader, AProducerThatStopsIsAClearErrorNotAHang) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4);
+  SharedLoaderClient client(producer.spec.address, 8, /*timeout_s=*/1.0);
+  labels_of(client, 2);
+  producer.stop();
+  auto start = std::chrono::steady_clock::now();
+  try {
+    labels_of(client, 20);
+    ADD_FAILURE() << "reading past the buffer with no producer must throw";
+  } catch (const ProducerLost& e) {
+    EXPECT_NE(std::string(e.what()).find(producer.spec.address), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  EXPECT_THROW(SharedLoaderClient(producer.spec.address, 8, 0.5), ProducerLost);
+}
+
+}  // namespace
+}  // namespace colo::data
