@@ -1,0 +1,104 @@
+"""colo.data.SharedLoader against a real `colo loader serve` process: batches
+are normalised images with valid labels; kill -9 of a consumer leaves the
+others going; kill -9 of the producer ends its consumers with ProducerLost,
+and no shared-memory segment is left behind."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+import colo.data
+
+
+@pytest.fixture
+def loader(tmp_path, colo_executable):
+    """A running producer over 300 synthetic 32 px JPEGs; yields its DATA.toml."""
+    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "300",
+                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
+    data = tmp_path / "data.toml"
+    data.write_text(textwrap.dedent(f"""\
+        root = "images"
+        size = 24
+        threads = 1
+        chunk = 16
+        buffer = 4
+        stall_s = 1
+        heartbeat_timeout_s = 1
+        address = "ipc://{tmp_path}/loader.sock"
+        """))
+    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = [colo_executable, "loader", "status", f"ipc://{tmp_path}/loader.sock", "--timeout", "0.5"]
+    for _ in range(40):
+        if subprocess.run(status, capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    yield data, producer, status
+    if producer.poll() is None:
+        producer.send_signal(signal.SIGINT)
+        producer.wait(10)
+
+
+def _consumer(data, batches, pause):
+    code = textwrap.dedent(f"""\
+        import sys, time, colo.data
+        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=2)
+        print("ready", flush=True)
+        try:
+            for b in range({batches}):
+                loader.next_batch()
+                time.sleep({pause})
+        except colo.data.ProducerLost as e:
+            print("lost:", e, flush=True)
+            sys.exit(3)
+        print("done", loader.stats()["batches"], flush=True)
+        """)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+
+
+def test_batches_are_normalised_images_with_labels(loader):
+    data, _, _ = loader
+    shared = colo.data.SharedLoader(str(data), 20)
+    assert len(shared) == 300 // 20
+    inputs, labels = shared.next_batch()
+    assert inputs.shape == (20, 3, 24, 24) and inputs.dtype == torch.float32
+    assert labels.dtype == torch.int64 and 0 <= labels.min() and labels.max() < shared.classes == 10
+    assert -3 < inputs.mean() < 3 and inputs.std() > 0.1  # normalised pixels, not raw 0..255
+    local = colo.data.LocalImageLoader(str(data), 20)
+    local_inputs, _ = next(iter(local))
+    assert local_inputs.shape == inputs.shape and abs(local_inputs.mean() - inputs.mean()) < 0.5
+
+
+def test_killing_a_consumer_leaves_the_others_going(loader):
+    data, _, status = loader
+    victim, survivor = _consumer(data, 1000, 0.01), _consumer(data, 150, 0.005)
+    assert victim.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    victim.send_signal(signal.SIGKILL)
+    out, err = survivor.communicate(timeout=60)
+    assert survivor.returncode == 0, err
+    assert out.strip().endswith("done 150")
+    stats = subprocess.run(status, capture_output=True, text=True, check=True).stdout
+    assert '"consumers_dropped":1' in stats
+
+
+def test_killing_the_producer_ends_consumers_cleanly_with_nothing_leaked(loader):
+    data, producer, _ = loader
+    shm_before = set(os.listdir("/dev/shm"))
+    consumer = _consumer(data, 100000, 0.002)
+    assert consumer.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    producer.send_signal(signal.SIGKILL)
+    producer.wait(10)
+    started = time.time()
+    out, err = consumer.communicate(timeout=30)
+    assert consumer.returncode == 3, (out, err)
+    assert "stopped answering" in out and "loader.sock" in out
+    assert time.time() - started < 10
+    assert set(os.listdir("/dev/shm")) == shm_before  # the ring was a memfd: gone with its last user
