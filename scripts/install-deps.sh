@@ -10,7 +10,7 @@ packages=(
   libgtest-dev zlib1g-dev
   libsqlite3-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libcpp-httplib-dev
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libjpeg62-turbo-dev
   dataset-fashion-mnist python3-matplotlib
   libjs-chart.js chromium
   python3-pytest pybind11-dev python3-dev

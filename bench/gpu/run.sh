@@ -19,6 +19,8 @@
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
+#   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
+#                               #   own loading vs one shared loader (bench/data/shared_loading.py; SHARED_ARGS)
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
@@ -181,6 +183,22 @@ if want userfuse; then
   mkdir -p "$OUT/userfuse"
   PYTHONPATH="$BUILD/python" python3 bench/fusion/user_models.py all --out "$OUT/userfuse" \
     --seconds "${USERFUSE_SECONDS:-3}" 2>"$OUT/userfuse/stderr.log" | tail -14 | tee -a "$summary"
+fi
+
+if want shared; then
+  # BUILD_TARGETS="colo colo_core_module colo_images_tests" is enough.
+  "$BUILD/tests/data/colo_images_tests" 2>&1 | tail -1 | sed 's/^/colo_images_tests: /' | tee -a "$summary"
+  PYTHONPATH="$BUILD/python" COLO_EXECUTABLE="$BUILD/colo" python3 -m pytest -q -p no:cacheprovider \
+    tests/python/test_shared_loader.py 2>&1 | tail -3 | tee -a "$summary"
+  mkdir -p "$OUT/shared"
+  "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size 256 --out /tmp/colo-images/train \
+    >"$OUT/shared/images.json" 2>/dev/null
+  nproc >"$OUT/shared/nproc.txt"
+  # shellcheck disable=SC2086
+  PYTHONPATH="$BUILD/python" python3 bench/data/shared_loading.py run --images /tmp/colo-images/train \
+    --jobs 4 --cores 0-3 --device cuda --model resnet18 --steps 100 --batch 128 --size 112 --colo "$BUILD/colo" \
+    --threads 2 --producer-threads 4 --out "$OUT/shared/gpu_4jobs.json" ${SHARED_ARGS:-} 2>&1 | tail -6 \
+    | tee -a "$summary"
 fi
 
 echo "== summary =="

@@ -86,6 +86,11 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
       nlohmann::json reply = receive_json(beat, timeout_s_, [this] { return stop_beats_.load(); });
       if (stop_beats_) break;
       if (!reply.is_object() || reply.value("op", "") != "alive") {
+        lost_reason_ = reply.is_object() ? "the producer at " + connection_->address + " answered: " +
+                                               reply.value("message", reply.dump())
+                                         : "the producer at " + connection_->address + " stopped answering for " +
+                                               std::to_string(static_cast<int>(timeout_s_)) +
+                                               " s (killed or stopped?)";
         producer_lost_ = true;
         break;
       }
@@ -121,8 +126,7 @@ void SharedLoaderClient::fetch_chunk() {
     nlohmann::json reply;
     while (reply.is_null()) {
       if (producer_lost_) {
-        throw ProducerLost("shared loader: the producer at " + connection_->address + " stopped answering for " +
-                           std::to_string(static_cast<int>(timeout_s_)) + " s (killed or stopped?)");
+        throw ProducerLost("shared loader: " + lost_reason_);
       }
       reply = receive_json(connection_->socket, 0.2, [] { return false; });
     }

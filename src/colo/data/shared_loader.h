@@ -71,6 +71,7 @@ class SharedLoaderClient {
   double wait_s_ = 0;
   std::chrono::steady_clock::time_point started_;
   std::atomic<bool> producer_lost_{false};
+  std::string lost_reason_;  // set by the heartbeat thread before producer_lost_
   std::atomic<bool> stop_beats_{false};
   std::thread beats_;
 };

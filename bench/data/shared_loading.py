@@ -1,0 +1,194 @@
+"""Shared data loading against each job loading for itself (issue 19).
+
+N work-bound training jobs (fixed steps each) on the same JPEG image folder,
+all pinned to the same CPU cores (a CPU-poor instance), in three modes:
+  own_colo   each job runs colo's pipeline itself (colo.data.LocalImageLoader)
+  own_torch  each job runs torchvision ImageFolder + DataLoader workers
+  shared     one `colo loader serve` for all; jobs read colo.data.SharedLoader
+Measured per mode: aggregate trained samples/s (all samples over the span
+from the first job's first step to the last job's last), CPU core-seconds
+per trained sample (every process of the mode, producer included, from
+RUSAGE_CHILDREN), and each job's time waiting for data.
+
+  python3 bench/data/shared_loading.py run --images DIR --jobs 2 --cores 0-1 --device cpu --model tiny \
+      --steps 60 --colo build/colo --out bench/results/data/shared/cpu_2jobs.json
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.abspath(__file__)
+
+
+def build_model(name, classes):
+    import torch.nn as nn
+    if name == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(num_classes=classes)
+    # "tiny": a model whose step costs little next to decoding its batch,
+    # as on a GPU, so the CPU run measures the data path.
+    return nn.Sequential(nn.AvgPool2d(4), nn.Conv2d(3, 16, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(16, classes))
+
+
+def torch_loader(root, size, batch, workers, device):
+    import torch
+    import torchvision
+    import torchvision.transforms as T
+    transform = T.Compose([T.RandomResizedCrop(size, antialias=True), T.RandomHorizontalFlip(), T.ToTensor(),
+                           T.Normalize([0.5] * 3, [0.25] * 3)])
+    folder = torchvision.datasets.ImageFolder(root, transform)
+    loader = torch.utils.data.DataLoader(folder, batch_size=batch, shuffle=True, drop_last=True, num_workers=workers,
+                                         pin_memory=device.startswith("cuda"), persistent_workers=workers > 0)
+    return loader, len(folder.classes)
+
+
+def job(args):
+    import torch
+    import torch.nn.functional as F
+    import colo.data
+    torch.set_num_threads(max(1, args.torch_threads))
+    device = args.device
+    if args.source == "shared":
+        loader = colo.data.SharedLoader(args.data, args.batch, device=device, timeout=60)
+        classes = loader.classes
+    elif args.source == "own_colo":
+        loader = colo.data.LocalImageLoader(args.data, args.batch, device=device, threads=args.threads)
+        classes = loader.classes
+    else:
+        spec = colo.data._core().loader_spec(args.data)
+        loader, classes = torch_loader(spec["root"], spec["size"], args.batch, args.threads, device)
+    model = build_model(args.model, classes).to(device)
+    if device.startswith("cuda"):
+        model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    wait = steps = 0
+    start = None
+
+    def batches():
+        while True:
+            yield from loader
+
+    it = batches()
+    while steps < args.steps:
+        clock = time.perf_counter()
+        x, y = next(it)
+        if start is not None:  # the first batch (loader start-up) is not timed
+            wait += time.perf_counter() - clock
+        if device.startswith("cuda"):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if start is None:
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            start = time.time()
+            continue
+        steps += 1
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    end = time.time()
+    print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait,
+                      "loss": loss.item()}), flush=True)
+
+
+def run_mode(args, mode, data):
+    taskset = ["taskset", "-c", args.cores]
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    producer = None
+    if mode == "shared":
+        producer = subprocess.Popen(taskset + [args.colo, "loader", "serve", data, "--report", "0"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+    jobs = [subprocess.Popen(taskset + [sys.executable, HERE, "job", "--source", mode, "--data", data,
+                                        "--model", args.model, "--device", args.device, "--steps", str(args.steps),
+                                        "--batch", str(args.batch), "--threads", str(args.threads),
+                                        "--torch-threads", str(args.torch_threads)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(args.jobs)]
+    results = []
+    for p in jobs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(f"{mode} job failed:\n{err[-3000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    producer_stats = None
+    if producer:
+        producer.send_signal(2)
+        out, _ = producer.communicate(timeout=30)
+        producer_stats = json.loads(out.strip().splitlines()[-1])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+    samples = sum(r["samples"] for r in results)
+    span = max(r["end"] for r in results) - min(r["start"] for r in results)
+    return {"mode": mode, "samples": samples, "span_s": span, "samples_per_s": samples / span,
+            "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples,
+            "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
+            "jobs": results, "producer": producer_stats}
+
+
+def run(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data.toml")
+        with open(data, "w") as f:
+            f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\nthreads = {args.producer_threads}\n'
+                    f'chunk = 32\nbuffer = 8\naddress = "ipc://{tmp}/loader.sock"\n')
+        modes = [run_mode(args, m, data) for m in args.modes.split(",")]
+    by = {m["mode"]: m for m in modes}
+    own = [m for m in modes if m["mode"] != "shared"]
+    best_own = max(own, key=lambda m: m["samples_per_s"])
+    shared = by["shared"]
+    summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
+               "steps": args.steps, "batch": args.batch, "size": args.size,
+               "best_own": best_own["mode"],
+               "speedup": shared["samples_per_s"] / best_own["samples_per_s"],
+               "cpu_per_sample_ratio": shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
+               "shared_wait_pct_max": max(shared["wait_pct"]),
+               "command": " ".join([sys.executable] + sys.argv), "modes": modes}
+    for m in modes:
+        print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s  {m['cpu_core_s_per_sample'] * 1000:7.3f} "
+              f"core-ms/sample  wait {max(m['wait_pct']):5.1f}%", file=sys.stderr)
+    print(f"shared over {best_own['mode']}: {summary['speedup']:.2f}x samples/s, "
+          f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample", file=sys.stderr)
+    if args.out:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(summary, f, indent=1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--images", required=True)
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--cores", default="0-1")
+    r.add_argument("--threads", type=int, default=2, help="decode threads (or DataLoader workers) per own job")
+    r.add_argument("--producer-threads", type=int, default=2)
+    r.add_argument("--torch-threads", type=int, default=1)
+    r.add_argument("--modes", default="own_colo,own_torch,shared")
+    r.add_argument("--colo", default="build/colo")
+    r.add_argument("--out")
+    j = sub.add_parser("job")
+    j.add_argument("--source", required=True)
+    j.add_argument("--data", required=True)
+    j.add_argument("--threads", type=int, default=2)
+    j.add_argument("--torch-threads", type=int, default=1)
+    for p in (r, j):
+        p.add_argument("--model", default="tiny")
+        p.add_argument("--device", default="cpu")
+        p.add_argument("--steps", type=int, default=50)
+        p.add_argument("--batch", type=int, default=64)
+        p.add_argument("--size", type=int, default=112)
+    args = parser.parse_args()
+    run(args) if args.what == "run" else job(args)
+
+
+if __name__ == "__main__":
+    main()
