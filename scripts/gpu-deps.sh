@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 packages=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libtomlplusplus-dev libtomlplusplus3
           nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev googletest zlib1g-dev
           libsqlite3-dev libsqlite3-0 libcpp-httplib-dev libcpp-httplib0.11 libbrotli1 libgloo-dev
-          libzmq3-dev libzmq5 cppzmq-dev libsodium23 libnorm1 libpgm-5.3-0 libjpeg62-turbo libjpeg62-turbo-dev)
+          libzmq3-dev libzmq5 cppzmq-dev libsodium23 libnorm1 libpgm-5.3-0)
+# libjpeg is not carried: the GPU image has its own (headers and library of
+# another version; mixing the two fails at run time).
 mkdir -p .deps/debs .deps/root
 (cd .deps/debs && apt-get download "${packages[@]}" >/dev/null)
 for deb in .deps/debs/*.deb; do dpkg-deb -x "$deb" .deps/root; done

@@ -188,9 +188,10 @@ fi
 if want shared; then
   # BUILD_TARGETS="colo colo_core_module colo_images_tests" is enough.
   "$BUILD/tests/data/colo_images_tests" 2>&1 | tail -1 | sed 's/^/colo_images_tests: /' | tee -a "$summary"
-  PYTHONPATH="$BUILD/python" COLO_EXECUTABLE="$BUILD/colo" python3 -m pytest -q -p no:cacheprovider \
-    tests/python/test_shared_loader.py 2>&1 | tail -3 | tee -a "$summary"
   mkdir -p "$OUT/shared"
+  PYTHONPATH="$BUILD/python" COLO_EXECUTABLE="$BUILD/colo" python3 -X faulthandler -m pytest -q -p no:cacheprovider \
+    tests/python/test_shared_loader.py >"$OUT/shared/pytest.log" 2>&1
+  tail -3 "$OUT/shared/pytest.log" | tee -a "$summary"
   "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size 256 --out /tmp/colo-images/train \
     >"$OUT/shared/images.json" 2>/dev/null
   nproc >"$OUT/shared/nproc.txt"

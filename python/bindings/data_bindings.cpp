@@ -42,8 +42,11 @@ void bind_data(py::module& m) {
   }, "The data file's settings as colo loader serve reads them (address, root, size, ...).");
 
   py::class_<SharedLoaderClient>(m, "SharedLoaderClient")
-      .def(py::init<const std::string&, int64_t, double>(), py::arg("address"), py::arg("batch_size"),
-           py::arg("timeout_s") = 10.0, py::call_guard<py::gil_scoped_release>())
+      .def(py::init([](const std::string& address, int64_t batch_size, double timeout_s) {
+             py::gil_scoped_release release;  // connecting waits for the producer
+             return std::make_unique<SharedLoaderClient>(address, batch_size, timeout_s);
+           }),
+           py::arg("address"), py::arg("batch_size"), py::arg("timeout_s") = 10.0)
       .def("next_batch", [](SharedLoaderClient& c, at::Tensor pixels, at::Tensor labels) {
              std::vector<int64_t> shape = c.sample_shape();
              check_batch(pixels, labels, c.batch_size(), shape[0] * shape[1] * shape[2]);
