@@ -20,8 +20,8 @@ struct ImageFolder {
 // (source `root`) when ROOT is missing, has no class folder, or no image.
 ImageFolder scan_image_folder(const std::string& root);
 
-// Writes `count` images into ROOT/<label>/<index>.jpg (class folders named
-// "0".."9" style by label, zero-padded to sort). Image i is `pixels(i)`:
+// Writes `count` images into ROOT/<label>/<index>.jpg (labels zero-padded,
+// "000", "001", ..., so folder order is label order). Image i is `pixels(i)`:
 // `size` x `size` RGB, HWC. Creates ROOT; returns the bytes written.
 // `on_progress(done)` is called every 1000 images.
 template <typename Pixels, typename Progress>

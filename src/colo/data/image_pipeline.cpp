@@ -156,7 +156,7 @@ void ImageDecoder::work() {
     int64_t finished = 0;
     for (int64_t k; (k = job->next.fetch_add(1)) < job->n; ++finished) {
       try {
-        load_one(job->indices[k], job->draw, k, job->pixels + k * sample_bytes(spec_), job->labels + k);
+        load_one(job->indices[k], job->draw, job->pixels + k * sample_bytes(spec_), job->labels + k);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (job->failure.empty()) job->failure = e.what();
@@ -168,7 +168,7 @@ void ImageDecoder::work() {
   }
 }
 
-void ImageDecoder::load_one(int64_t index, uint64_t draw, int64_t, uint8_t* out, int64_t* label) {
+void ImageDecoder::load_one(int64_t index, uint64_t draw, uint8_t* out, int64_t* label) {
   std::vector<uint8_t> bytes;
   RgbImage image;
   std::string error;

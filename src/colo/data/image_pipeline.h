@@ -73,7 +73,7 @@ class ImageDecoder {
     std::string failure;
   };
   void work();
-  void load_one(int64_t index, uint64_t draw, int64_t position, uint8_t* out, int64_t* label);
+  void load_one(int64_t index, uint64_t draw, uint8_t* out, int64_t* label);
 
   ImageFolder folder_;
   ImagePipelineSpec spec_;

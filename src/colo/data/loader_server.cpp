@@ -17,15 +17,12 @@
 
 #include "colo/core/error.h"
 #include "colo/core/spec_table.h"
+#include "colo/core/stopwatch.h"
 #include "colo/data/loader_protocol.h"
 #include "colo/data/shared_ring.h"
 
 namespace colo::data {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double cpu_core_seconds() {
   rusage usage{};
@@ -41,7 +38,7 @@ struct Consumer {
   int64_t skipped = 0;        // chunks it lost by falling behind
   bool behind = false;        // left behind since it last asked (no longer holds the ring back)
   int64_t requested = 0;      // the chunk its pending "next" asked for
-  Clock::time_point last_seen = Clock::now();
+  Stopwatch last_seen;        // since it last sent anything
 };
 
 struct Published {
@@ -95,8 +92,8 @@ struct LoaderServer::State {
   int64_t samples = 0;
   bool stopping = false;
   std::string failure;  // the assembler's error, ends serve()
-  Clock::time_point started = Clock::now();
-  Clock::time_point idle_since = Clock::now();
+  Stopwatch started;
+  Stopwatch idle_since;
   std::thread assembler;
 };
 
@@ -129,7 +126,7 @@ nlohmann::json LoaderServer::stats() const {
   return {{"op", "stats"},
           {"samples", s.samples},
           {"chunks", s.next_seq},
-          {"uptime_s", seconds_since(s.started)},
+          {"uptime_s", s.started.elapsed_s()},
           {"cpu_core_s", cpu},
           {"cpu_core_s_per_sample", s.samples > 0 ? cpu / static_cast<double>(s.samples) : 0.0},
           {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
@@ -157,7 +154,7 @@ void LoaderServer::serve(double report_s) {
         {
           std::unique_lock<std::mutex> lock(s.mutex);
           k = s.next_seq;
-          Clock::time_point waiting = Clock::now();
+          Stopwatch waiting;
           for (;;) {
             if (s.stopping) return;
             if (k < slots) break;
@@ -165,7 +162,7 @@ void LoaderServer::serve(double report_s) {
             bool free = !s.consumers.empty();
             for (const auto& [id, c] : s.consumers) free = free && (c.cursor > reused || c.behind);
             if (free) break;
-            if (!s.consumers.empty() && seconds_since(waiting) > spec_.stall_s) {
+            if (!s.consumers.empty() && waiting.elapsed_s() > spec_.stall_s) {
               for (auto& [id, c] : s.consumers) {
                 if (c.cursor <= reused && !c.pending) {
                   if (!c.behind) {
@@ -224,7 +221,7 @@ void LoaderServer::serve(double report_s) {
                           {"count", p.count}, {"epoch", p.epoch}, {"skipped", skipped}};
   };
 
-  Clock::time_point last_report = Clock::now();
+  Stopwatch last_report;
   int64_t reported_samples = 0;
   while (!stopping_) {
     zmq::pollitem_t item{s.router.handle(), 0, ZMQ_POLLIN, 0};
@@ -282,7 +279,7 @@ void LoaderServer::serve(double report_s) {
         continue;
       }
       Consumer& c = found->second;
-      c.last_seen = Clock::now();
+      c.last_seen.restart();
       if (op == "beat") {
         lock.unlock();
         send(who, {{"op", "alive"}});
@@ -296,7 +293,7 @@ void LoaderServer::serve(double report_s) {
         s.changed.notify_all();
       } else if (op == "bye") {
         s.consumers.erase(found);
-        if (s.consumers.empty()) s.idle_since = Clock::now();
+        if (s.consumers.empty()) s.idle_since.restart();
         lock.unlock();
         s.changed.notify_all();
       } else {
@@ -311,12 +308,12 @@ void LoaderServer::serve(double report_s) {
       if (!s.failure.empty()) throw std::runtime_error("colo loader: " + s.failure);
       for (auto it = s.consumers.begin(); it != s.consumers.end();) {
         Consumer& c = it->second;
-        if (seconds_since(c.last_seen) > spec_.heartbeat_timeout_s) {
+        if (c.last_seen.elapsed_s() > spec_.heartbeat_timeout_s) {
           std::fprintf(stderr, "colo loader: consumer %lld silent for %.1f s; dropped\n",
                        static_cast<long long>(it->first), spec_.heartbeat_timeout_s);
           ++s.dropped;
           it = s.consumers.erase(it);
-          if (s.consumers.empty()) s.idle_since = Clock::now();
+          if (s.consumers.empty()) s.idle_since.restart();
           s.changed.notify_all();
           continue;
         }
@@ -333,20 +330,20 @@ void LoaderServer::serve(double report_s) {
         ++it;
       }
       if (spec_.idle_exit_s > 0 && s.consumers_seen > 0 && s.consumers.empty() &&
-          seconds_since(s.idle_since) > spec_.idle_exit_s) {
+          s.idle_since.elapsed_s() > spec_.idle_exit_s) {
         stopping_ = true;
       }
     }
     for (const auto& [route, body] : replies) send(route, body);
-    if (report_s > 0 && seconds_since(last_report) >= report_s) {
+    if (report_s > 0 && last_report.elapsed_s() >= report_s) {
       nlohmann::json st = stats();
       int64_t samples = st["samples"].get<int64_t>();
       std::fprintf(stderr, "colo loader: %lld samples (%.0f/s), %zu consumers, buffer %lld/%lld, %.4f core-s/sample\n",
-                   static_cast<long long>(samples), (samples - reported_samples) / seconds_since(last_report),
+                   static_cast<long long>(samples), (samples - reported_samples) / last_report.elapsed_s(),
                    st["consumers"].get<size_t>(), static_cast<long long>(st["buffer_depth"].get<int64_t>()),
                    static_cast<long long>(slots), st["cpu_core_s_per_sample"].get<double>());
       reported_samples = samples;
-      last_report = Clock::now();
+      last_report.restart();
     }
   }
   {

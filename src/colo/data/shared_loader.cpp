@@ -7,14 +7,11 @@
 
 #include <zmq.hpp>
 
+#include "colo/core/stopwatch.h"
 #include "colo/data/shared_ring.h"
 
 namespace colo::data {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void send_json(zmq::socket_t& socket, const nlohmann::json& body) {
   socket.send(zmq::buffer(body.dump()), zmq::send_flags::none);
@@ -24,8 +21,8 @@ void send_json(zmq::socket_t& socket, const nlohmann::json& body) {
 // Returns null on timeout or when give_up() says so.
 template <typename GiveUp>
 nlohmann::json receive_json(zmq::socket_t& socket, double timeout_s, GiveUp give_up) {
-  Clock::time_point start = Clock::now();
-  while (seconds_since(start) < timeout_s && !give_up()) {
+  Stopwatch waited;
+  while (waited.elapsed_s() < timeout_s && !give_up()) {
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(20));
     zmq::message_t message;
@@ -53,7 +50,7 @@ struct SharedLoaderClient::Connection {
 };
 
 SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s)
-    : batch_size_(batch_size), timeout_s_(timeout_s), started_(Clock::now()) {
+    : batch_size_(batch_size), timeout_s_(timeout_s) {
   if (batch_size <= 0) throw std::invalid_argument("shared loader: batch size must be positive");
   connection_ = std::make_unique<Connection>();
   connection_->address = address;
@@ -94,8 +91,8 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
         producer_lost_ = true;
         break;
       }
-      Clock::time_point slept = Clock::now();
-      while (!stop_beats_ && seconds_since(slept) < beat_every_s) {
+      Stopwatch slept;
+      while (!stop_beats_ && slept.elapsed_s() < beat_every_s) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
@@ -122,7 +119,7 @@ void SharedLoaderClient::request(int64_t seq) {
 
 void SharedLoaderClient::fetch_chunk() {
   for (;;) {
-    Clock::time_point waiting = Clock::now();
+    Stopwatch waiting;
     nlohmann::json reply;
     while (reply.is_null()) {
       if (producer_lost_) {
@@ -130,7 +127,7 @@ void SharedLoaderClient::fetch_chunk() {
       }
       reply = receive_json(connection_->socket, 0.2, [] { return false; });
     }
-    wait_s_ += seconds_since(waiting);
+    wait_s_ += waiting.elapsed_s();
     if (!reply.is_object() || reply.value("op", "") != "chunk") {
       throw ProducerLost("shared loader: the producer at " + connection_->address + " refused: " +
                          (reply.is_object() ? reply.value("message", reply.dump()) : std::string("bad reply")));
@@ -175,7 +172,7 @@ void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {
 }
 
 nlohmann::json SharedLoaderClient::stats() const {
-  double elapsed = seconds_since(started_);
+  double elapsed = started_.elapsed_s();
   return {{"consumer", id_},         {"batches", batches_}, {"samples", samples_},
           {"wait_s", wait_s_},       {"elapsed_s", elapsed}, {"samples_per_s", samples_ / std::max(elapsed, 1e-9)},
           {"chunks_skipped", skipped_}};

@@ -4,7 +4,6 @@
 // Used by `colo.data.SharedLoader` and by benchmarks.
 
 #include <atomic>
-#include <chrono>
 #include <stdexcept>
 #include <cstdint>
 #include <memory>
@@ -13,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "colo/core/stopwatch.h"
 
 namespace colo::data {
 
@@ -69,7 +70,7 @@ class SharedLoaderClient {
   int64_t seq_ = 0;               // the chunk requested next
   int64_t batches_ = 0, samples_ = 0, skipped_ = 0;
   double wait_s_ = 0;
-  std::chrono::steady_clock::time_point started_;
+  Stopwatch started_;  // since connecting
   std::atomic<bool> producer_lost_{false};
   std::string lost_reason_;  // set by the heartbeat thread before producer_lost_
   std::atomic<bool> stop_beats_{false};
