@@ -7,8 +7,10 @@ all pinned to the same CPU cores (a CPU-poor instance), in three modes:
   shared     one `colo loader serve` for all; jobs read colo.data.SharedLoader
 Measured per mode: aggregate trained samples/s (all samples over the span
 from the first job's first step to the last job's last), CPU core-seconds
-per trained sample (every process of the mode, producer included, from
-RUSAGE_CHILDREN), and each job's time waiting for data.
+per trained sample, and each job's time waiting for data. CPU counts only
+the training window, not start-up (importing torch, CUDA set-up): each job
+reads its own process tree's CPU (DataLoader workers included) at its first
+and last step; the producer's is sampled from /proc over the jobs' span.
 
   python3 bench/data/shared_loading.py run --images DIR --jobs 2 --cores 0-1 --device cpu --model tiny \
       --steps 60 --colo build/colo --out bench/results/data/shared/cpu_2jobs.json
@@ -16,7 +18,7 @@ RUSAGE_CHILDREN), and each job's time waiting for data.
 import argparse
 import json
 import os
-import resource
+import threading
 import subprocess
 import sys
 import tempfile
@@ -25,11 +27,67 @@ import time
 HERE = os.path.abspath(__file__)
 
 
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid):
+    """User + system CPU seconds of one live process (all its threads); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def tree_cpu_s(root):
+    """CPU seconds of process `root` and its live descendants."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += process_cpu_s(pid)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+class CpuSampler:
+    """Samples one process's CPU seconds every 50 ms; at(t) interpolates."""
+
+    def __init__(self, pid):
+        self.pid, self.samples, self.stop = pid, [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.samples.append((time.time(), process_cpu_s(self.pid)))
+            self.stop.wait(0.05)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+
+    def at(self, t):
+        before = [s for s in self.samples if s[0] <= t] or self.samples[:1]
+        after = [s for s in self.samples if s[0] >= t] or self.samples[-1:]
+        (t0, c0), (t1, c1) = before[-1], after[0]
+        return c0 if t1 <= t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+
+
 def build_model(name, classes):
     import torch.nn as nn
-    if name == "resnet18":
+    if name in ("resnet18", "resnet50", "mobilenet_v3_large"):
         import torchvision
-        return torchvision.models.resnet18(num_classes=classes)
+        return getattr(torchvision.models, name)(num_classes=classes)
     # "tiny": a model whose step costs little next to decoding its batch,
     # as on a GPU, so the CPU run measures the data path.
     return nn.Sequential(nn.AvgPool2d(4), nn.Conv2d(3, 16, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
@@ -90,22 +148,24 @@ def job(args):
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             start = time.time()
+            cpu_start = tree_cpu_s(os.getpid())
             continue
         steps += 1
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     end = time.time()
-    print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait,
+    cpu = tree_cpu_s(os.getpid()) - cpu_start
+    print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
                       "loss": loss.item()}), flush=True)
 
 
 def run_mode(args, mode, data):
     taskset = ["taskset", "-c", args.cores]
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    producer = None
+    producer = sampler = None
     if mode == "shared":
         producer = subprocess.Popen(taskset + [args.colo, "loader", "serve", data, "--report", "0"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        sampler = CpuSampler(producer.pid)
         time.sleep(1.0)
     jobs = [subprocess.Popen(taskset + [sys.executable, HERE, "job", "--source", mode, "--data", data,
                                         "--model", args.model, "--device", args.device, "--steps", str(args.steps),
@@ -118,17 +178,20 @@ def run_mode(args, mode, data):
         if p.returncode != 0:
             raise SystemExit(f"{mode} job failed:\n{err[-3000:]}")
         results.append(json.loads(out.strip().splitlines()[-1]))
-    producer_stats = None
+    first, last = min(r["start"] for r in results), max(r["end"] for r in results)
+    cpu = sum(r["cpu_core_s"] for r in results)
+    producer_stats = producer_cpu = None
     if producer:
         producer.send_signal(2)
         out, _ = producer.communicate(timeout=30)
+        sampler.finish()
         producer_stats = json.loads(out.strip().splitlines()[-1])
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+        producer_cpu = sampler.at(last) - sampler.at(first)
+        cpu += producer_cpu
     samples = sum(r["samples"] for r in results)
-    span = max(r["end"] for r in results) - min(r["start"] for r in results)
+    span = last - first
     return {"mode": mode, "samples": samples, "span_s": span, "samples_per_s": samples / span,
-            "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples,
+            "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "jobs": results, "producer": producer_stats}
 
@@ -138,21 +201,31 @@ def run(args):
         data = os.path.join(tmp, "data.toml")
         with open(data, "w") as f:
             f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\nthreads = {args.producer_threads}\n'
-                    f'chunk = 32\nbuffer = 8\naddress = "ipc://{tmp}/loader.sock"\n')
-        modes = [run_mode(args, m, data) for m in args.modes.split(",")]
+                    f'chunk = 32\nbuffer = {args.buffer}\naddress = "ipc://{tmp}/loader.sock"\n')
+        # Modes are interleaved round by round, so a slow spell of the machine
+        # hits every mode; each mode's figures are the median round's.
+        rounds = [[run_mode(args, m, data) for m in args.modes.split(",")] for _ in range(args.repeat)]
+    modes = []
+    for column in zip(*rounds):
+        ranked = sorted(column, key=lambda m: m["samples_per_s"])
+        median = dict(ranked[len(ranked) // 2])
+        median["rounds_samples_per_s"] = [m["samples_per_s"] for m in column]
+        median["rounds_cpu_core_s_per_sample"] = [m["cpu_core_s_per_sample"] for m in column]
+        modes.append(median)
     by = {m["mode"]: m for m in modes}
     own = [m for m in modes if m["mode"] != "shared"]
     best_own = max(own, key=lambda m: m["samples_per_s"])
     shared = by["shared"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
-               "steps": args.steps, "batch": args.batch, "size": args.size,
+               "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
                "best_own": best_own["mode"],
                "speedup": shared["samples_per_s"] / best_own["samples_per_s"],
                "cpu_per_sample_ratio": shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
                "shared_wait_pct_max": max(shared["wait_pct"]),
                "command": " ".join([sys.executable] + sys.argv), "modes": modes}
     for m in modes:
-        print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s  {m['cpu_core_s_per_sample'] * 1000:7.3f} "
+        print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s (rounds "
+              f"{' '.join(f'{v:.0f}' for v in m['rounds_samples_per_s'])})  {m['cpu_core_s_per_sample'] * 1000:7.3f} "
               f"core-ms/sample  wait {max(m['wait_pct']):5.1f}%", file=sys.stderr)
     print(f"shared over {best_own['mode']}: {summary['speedup']:.2f}x samples/s, "
           f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample", file=sys.stderr)
@@ -160,6 +233,29 @@ def run(args):
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(summary, f, indent=1)
+
+
+def summarize(args):
+    """summary.json of issue 19's targets from one GPU run and one CPU run."""
+    gpu, cpu = (json.load(open(path)) for path in (args.gpu, args.cpu))
+
+    def against_torch(run):
+        by = {m["mode"]: m for m in run["modes"]}
+        return by["shared"]["samples_per_s"] / by["own_torch"]["samples_per_s"]
+
+    summary = {"gpu_4jobs_speedup": gpu["speedup"], "gpu_4jobs_cpu_per_sample_ratio": gpu["cpu_per_sample_ratio"],
+               "gpu_4jobs_best_own": gpu["best_own"], "gpu_4jobs_speedup_over_own_torch": against_torch(gpu),
+               "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
+               "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
+               "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
+               "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
+               "setups": {name: {k: run[k] for k in ("jobs", "cores", "device", "model", "steps", "batch", "size")}
+                          for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
+               "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
+                            "summary": " ".join([sys.executable] + sys.argv)}}
+    with open(args.out, "w") as f:
+        json.dump(summary, f, indent=1)
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("commands", "setups")}, indent=1))
 
 
 def main():
@@ -171,10 +267,16 @@ def main():
     r.add_argument("--cores", default="0-1")
     r.add_argument("--threads", type=int, default=2, help="decode threads (or DataLoader workers) per own job")
     r.add_argument("--producer-threads", type=int, default=2)
+    r.add_argument("--repeat", type=int, default=1, help="rounds of all modes; the median round counts")
+    r.add_argument("--buffer", type=int, default=8, help="the producer's ring, in chunks of 32 samples")
     r.add_argument("--torch-threads", type=int, default=1)
     r.add_argument("--modes", default="own_colo,own_torch,shared")
     r.add_argument("--colo", default="build/colo")
     r.add_argument("--out")
+    s = sub.add_parser("summarize")
+    s.add_argument("--gpu", required=True)
+    s.add_argument("--cpu", required=True)
+    s.add_argument("--out", required=True)
     j = sub.add_parser("job")
     j.add_argument("--source", required=True)
     j.add_argument("--data", required=True)
@@ -187,7 +289,7 @@ def main():
         p.add_argument("--batch", type=int, default=64)
         p.add_argument("--size", type=int, default=112)
     args = parser.parse_args()
-    run(args) if args.what == "run" else job(args)
+    {"run": run, "job": job, "summarize": summarize}[args.what](args)
 
 
 if __name__ == "__main__":

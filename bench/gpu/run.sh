@@ -20,7 +20,8 @@
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
-#                               #   own loading vs one shared loader (bench/data/shared_loading.py; SHARED_ARGS)
+#                               #   own loading vs one shared loader (bench/data/shared_loading.py;
+#                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS ...", SHARED_ARGS)
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
@@ -195,11 +196,16 @@ if want shared; then
   "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size 256 --out /tmp/colo-images/train \
     >"$OUT/shared/images.json" 2>/dev/null
   nproc >"$OUT/shared/nproc.txt"
-  # shellcheck disable=SC2086
-  PYTHONPATH="$BUILD/python" python3 bench/data/shared_loading.py run --images /tmp/colo-images/train \
-    --jobs 4 --cores 0-3 --device cuda --model resnet18 --steps 100 --batch 128 --size 112 --colo "$BUILD/colo" \
-    --threads 2 --producer-threads 4 --out "$OUT/shared/gpu_4jobs.json" ${SHARED_ARGS:-} 2>&1 | tail -6 \
-    | tee -a "$summary"
+  # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS ..." 4 jobs on cores 0-3 each.
+  for run in ${SHARED_RUNS:-resnet18:224:128:120}; do
+    IFS=: read -r model size batch steps <<<"$run"
+    note "shared loading, 4 jobs on 4 cores: $model at $size px, batch $batch, $steps steps"
+    # shellcheck disable=SC2086
+    PYTHONPATH="$BUILD/python" python3 bench/data/shared_loading.py run --images /tmp/colo-images/train \
+      --jobs 4 --cores 0-3 --device cuda --model "$model" --steps "$steps" --batch "$batch" --size "$size" \
+      --colo "$BUILD/colo" --threads 2 --producer-threads 4 --out "$OUT/shared/gpu_4jobs_${model}_${size}.json" \
+      ${SHARED_ARGS:-} 2>&1 | tail -4 | tee -a "$summary"
+  done
 fi
 
 echo "== summary =="

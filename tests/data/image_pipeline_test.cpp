@@ -51,6 +51,88 @@ TEST(JpegCodec, CorruptBytesAreAnErrorNotACrash) {
   EXPECT_NE(error.find("JPEG"), std::string::npos) << error;
 }
 
+// A smooth image of any size: red rises left to right, green top to bottom.
+RgbImage smooth(int64_t width, int64_t height) {
+  RgbImage image{width, height, std::vector<uint8_t>(static_cast<size_t>(width * height * 3), 128)};
+  for (int64_t y = 0; y < height; ++y) {
+    for (int64_t x = 0; x < width; ++x) {
+      uint8_t* p = &image.pixels[static_cast<size_t>((y * width + x) * 3)];
+      p[0] = static_cast<uint8_t>(255 * x / (width - 1));
+      p[1] = static_cast<uint8_t>(255 * y / (height - 1));
+    }
+  }
+  return image;
+}
+
+double mean_abs_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::abs(a[i] - b[i]);
+  return sum / static_cast<double>(a.size());
+}
+
+TEST(JpegCodec, ScaledDecodeIsSmallerAndShowsTheSameImage) {
+  std::vector<uint8_t> jpeg = encode_jpeg(smooth(200, 120), 95);
+  int64_t width = 0, height = 0;
+  std::string error;
+  ASSERT_TRUE(read_jpeg_size(jpeg.data(), jpeg.size(), &width, &height, &error)) << error;
+  EXPECT_EQ(width, 200);
+  EXPECT_EQ(height, 120);
+  RgbImage full, half, eighth;
+  ASSERT_TRUE(decode_jpeg(jpeg.data(), jpeg.size(), &full, &error, 1)) << error;
+  ASSERT_TRUE(decode_jpeg(jpeg.data(), jpeg.size(), &half, &error, 2)) << error;
+  ASSERT_TRUE(decode_jpeg(jpeg.data(), jpeg.size(), &eighth, &error, 8)) << error;
+  EXPECT_EQ(half.width, 100);
+  EXPECT_EQ(half.height, 60);
+  EXPECT_EQ(eighth.width, 25);
+  EXPECT_EQ(eighth.height, 15);
+  // The half-size pixel (x, y) shows the full image around (2x + 0.5, 2y + 0.5).
+  for (int64_t y = 0; y < 60; y += 7) {
+    for (int64_t x = 0; x < 100; x += 9) {
+      for (int c = 0; c < 3; ++c) {
+        int a = half.pixels[static_cast<size_t>((y * 100 + x) * 3 + c)];
+        int b = full.pixels[static_cast<size_t>((2 * y * 200 + 2 * x) * 3 + c)];
+        ASSERT_NEAR(a, b, 8) << "at " << x << "," << y;
+      }
+    }
+  }
+  std::vector<uint8_t> garbage(100, 0x11);
+  EXPECT_FALSE(read_jpeg_size(garbage.data(), garbage.size(), &width, &height, &error));
+  EXPECT_THROW(decode_jpeg(jpeg.data(), jpeg.size(), &full, &error, 3), std::invalid_argument);
+}
+
+TEST(CropResizeFlip, DecodeScaleNeverShrinksTheCropBelowTheOutput) {
+  EXPECT_EQ(decode_scale_for(CropBox{0, 0, 256, 200}, 24), 8);
+  EXPECT_EQ(decode_scale_for(CropBox{0, 0, 100, 100}, 24), 4);  // 100 / 8 < 24 <= 100 / 4
+  EXPECT_EQ(decode_scale_for(CropBox{0, 0, 300, 60}, 24), 2);   // the short side decides
+  EXPECT_EQ(decode_scale_for(CropBox{0, 0, 30, 30}, 24), 1);
+  EXPECT_EQ(decode_scale_for(CropBox{0, 0, 10, 10}, 24), 1);    // upsampled, from the full image
+}
+
+TEST(ImageDecoder, ScaledDecodingGivesWhatAFullDecodeGives) {
+  // Whole 256 px images to 32 px: the decoder reads them at 1/8 in the DCT.
+  // The result must match resizing the fully decoded image.
+  testing::TempDir dir;
+  std::string root = dir.file("images");
+  write_image_folder(root, 2, {0, 1}, 256, 95, [](int64_t) { return smooth(256, 256).pixels; }, [](int64_t) {});
+  ImagePipelineSpec spec;
+  spec.size = 32;
+  spec.crop = spec.flip = false;
+  spec.threads = 1;
+  ImageFolder folder = scan_image_folder(root);
+  ImageDecoder decoder(folder, spec);
+  std::vector<int64_t> indices{0};
+  std::vector<uint8_t> scaled(3 * 32 * 32), direct(3 * 32 * 32);
+  std::vector<int64_t> labels(1);
+  decoder.fill(indices.data(), 1, 0, scaled.data(), labels.data());
+  std::vector<uint8_t> bytes = encode_jpeg(smooth(256, 256), 95);
+  RgbImage full;
+  std::string error;
+  ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), &full, &error)) << error;
+  crop_resize_flip(full.pixels.data(), 256, 256, spec, 0, direct.data());
+  EXPECT_LT(mean_abs_difference(scaled, direct), 4.0);
+  EXPECT_GT(mean_abs_difference(scaled, std::vector<uint8_t>(scaled.size(), 128)), 20.0) << "an image, not grey";
+}
+
 TEST(CropResizeFlip, WholeImageAtItsOwnSizeIsTheImageInChannelsFirstOrder) {
   RgbImage image = gradient(16, 16);
   ImagePipelineSpec spec;

@@ -56,54 +56,79 @@ ImagePipelineSpec parse_image_pipeline(const SpecTable& table) {
   return spec;
 }
 
-void crop_resize_flip(const uint8_t* hwc, int64_t width, int64_t height, const ImagePipelineSpec& spec,
-                      uint64_t sample_seed, uint8_t* chw) {
+CropBox choose_crop(int64_t width, int64_t height, const ImagePipelineSpec& spec, uint64_t sample_seed) {
   std::mt19937_64 rng(sample_seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  double x0 = 0, y0 = 0, w = static_cast<double>(width), h = static_cast<double>(height);
+  CropBox box{0, 0, static_cast<double>(width), static_cast<double>(height), false};
   if (spec.crop) {
+    const double w = box.width, h = box.height, area = w * h, log_lo = std::log(3.0 / 4), log_hi = std::log(4.0 / 3);
     bool found = false;
-    const double area = w * h, log_lo = std::log(3.0 / 4), log_hi = std::log(4.0 / 3);
     for (int attempt = 0; attempt < 10 && !found; ++attempt) {
       double target = area * (spec.scale_min + (spec.scale_max - spec.scale_min) * unit(rng));
       double ratio = std::exp(log_lo + (log_hi - log_lo) * unit(rng));
       double cw = std::round(std::sqrt(target * ratio)), ch = std::round(std::sqrt(target / ratio));
       if (cw >= 1 && ch >= 1 && cw <= w && ch <= h) {
-        x0 = std::floor(unit(rng) * (w - cw + 1));
-        y0 = std::floor(unit(rng) * (h - ch + 1));
-        w = cw;
-        h = ch;
+        box.x0 = std::floor(unit(rng) * (w - cw + 1));
+        box.y0 = std::floor(unit(rng) * (h - ch + 1));
+        box.width = cw;
+        box.height = ch;
         found = true;
       }
     }
     if (!found) {
       double side = std::min(w, h);
-      x0 = std::floor((w - side) / 2);
-      y0 = std::floor((h - side) / 2);
-      w = h = side;
+      box.x0 = std::floor((w - side) / 2);
+      box.y0 = std::floor((h - side) / 2);
+      box.width = box.height = side;
     }
   }
-  const bool flip = spec.flip && unit(rng) < 0.5;
-  const int64_t n = spec.size, plane = n * n;
-  const double sx = w / static_cast<double>(n), sy = h / static_cast<double>(n);
+  box.flip = spec.flip && unit(rng) < 0.5;
+  return box;
+}
+
+int decode_scale_for(const CropBox& box, int64_t size) {
+  const double n = static_cast<double>(size);
+  for (int d : {8, 4, 2}) {
+    if (box.width / d >= n && box.height / d >= n) return d;
+  }
+  return 1;
+}
+
+void resample(const uint8_t* hwc, int64_t width, int64_t height, const CropBox& box, int64_t size, uint8_t* chw) {
+  const int64_t n = size, plane = n * n;
+  const float sx = static_cast<float>(box.width / n), sy = static_cast<float>(box.height / n);
+  // Each output column's two source columns and weight, shared by all rows.
+  std::vector<int64_t> left(n), right(n);
+  std::vector<float> weight(n);
+  for (int64_t ox = 0; ox < n; ++ox) {
+    float fx = std::clamp(static_cast<float>(box.x0) + (ox + 0.5f) * sx - 0.5f, 0.0f, static_cast<float>(width - 1));
+    int64_t x = static_cast<int64_t>(fx);
+    int64_t at = box.flip ? n - 1 - ox : ox;
+    left[at] = x * 3;
+    right[at] = std::min(x + 1, width - 1) * 3;
+    weight[at] = fx - static_cast<float>(x);
+  }
   for (int64_t oy = 0; oy < n; ++oy) {
-    double fy = std::clamp(y0 + (static_cast<double>(oy) + 0.5) * sy - 0.5, 0.0, static_cast<double>(height - 1));
-    int64_t y = static_cast<int64_t>(fy), y1 = std::min(y + 1, height - 1);
-    double dy = fy - static_cast<double>(y);
+    float fy = std::clamp(static_cast<float>(box.y0) + (oy + 0.5f) * sy - 0.5f, 0.0f, static_cast<float>(height - 1));
+    int64_t y = static_cast<int64_t>(fy);
+    const float dy = fy - static_cast<float>(y);
     const uint8_t* row0 = hwc + y * width * 3;
-    const uint8_t* row1 = hwc + y1 * width * 3;
-    for (int64_t ox = 0; ox < n; ++ox) {
-      double fx = std::clamp(x0 + (static_cast<double>(ox) + 0.5) * sx - 0.5, 0.0, static_cast<double>(width - 1));
-      int64_t x = static_cast<int64_t>(fx), x1 = std::min(x + 1, width - 1);
-      double dx = fx - static_cast<double>(x);
-      int64_t at = oy * n + (flip ? n - 1 - ox : ox);
-      for (int c = 0; c < 3; ++c) {
-        double top = row0[x * 3 + c] * (1 - dx) + row0[x1 * 3 + c] * dx;
-        double bottom = row1[x * 3 + c] * (1 - dx) + row1[x1 * 3 + c] * dx;
-        chw[c * plane + at] = static_cast<uint8_t>(std::lround(top * (1 - dy) + bottom * dy));
+    const uint8_t* row1 = hwc + std::min(y + 1, height - 1) * width * 3;
+    for (int c = 0; c < 3; ++c) {
+      uint8_t* out = chw + c * plane + oy * n;
+      for (int64_t o = 0; o < n; ++o) {
+        const float dx = weight[o];
+        const float top = row0[left[o] + c] + (row0[right[o] + c] - row0[left[o] + c]) * dx;
+        const float bottom = row1[left[o] + c] + (row1[right[o] + c] - row1[left[o] + c]) * dx;
+        out[o] = static_cast<uint8_t>(top + (bottom - top) * dy + 0.5f);
       }
     }
   }
+}
+
+void crop_resize_flip(const uint8_t* hwc, int64_t width, int64_t height, const ImagePipelineSpec& spec,
+                      uint64_t sample_seed, uint8_t* chw) {
+  resample(hwc, width, height, choose_crop(width, height, spec, sample_seed), spec.size, chw);
 }
 
 ImageDecoder::ImageDecoder(ImageFolder folder, ImagePipelineSpec spec)
@@ -168,6 +193,23 @@ void ImageDecoder::work() {
   }
 }
 
+// The crop is drawn on the full-size image, and the JPEG is decoded only as
+// large as that crop needs (DCT scaling); the crop box is then scaled to it.
+bool ImageDecoder::load_cropped(const std::vector<uint8_t>& bytes, uint64_t sample_seed, RgbImage* image,
+                                std::string* error, uint8_t* out) const {
+  int64_t width = 0, height = 0;
+  if (!read_jpeg_size(bytes.data(), bytes.size(), &width, &height, error)) return false;
+  CropBox box = choose_crop(width, height, spec_, sample_seed);
+  if (!decode_jpeg(bytes.data(), bytes.size(), image, error, decode_scale_for(box, spec_.size))) return false;
+  const double kx = static_cast<double>(image->width) / width, ky = static_cast<double>(image->height) / height;
+  box.x0 *= kx;
+  box.width *= kx;
+  box.y0 *= ky;
+  box.height *= ky;
+  resample(image->pixels.data(), image->width, image->height, box, spec_.size, out);
+  return true;
+}
+
 void ImageDecoder::load_one(int64_t index, uint64_t draw, uint8_t* out, int64_t* label) {
   std::vector<uint8_t> bytes;
   RgbImage image;
@@ -181,8 +223,7 @@ void ImageDecoder::load_one(int64_t index, uint64_t draw, uint8_t* out, int64_t*
     const std::string& path = folder_.paths[static_cast<size_t>(i)];
     if (!read_whole_file(path, &bytes)) {
       error = "cannot read the file";
-    } else if (decode_jpeg(bytes.data(), bytes.size(), &image, &error)) {
-      crop_resize_flip(image.pixels.data(), image.width, image.height, spec_, mix(mix(spec_.seed, draw), i), out);
+    } else if (load_cropped(bytes, mix(mix(spec_.seed, draw), i), &image, &error, out)) {
       *label = folder_.labels[static_cast<size_t>(i)];
       return;
     }

@@ -16,6 +16,7 @@
 
 #include "colo/core/spec_table.h"
 #include "colo/data/image_folder.h"
+#include "colo/data/jpeg_codec.h"
 
 namespace colo::data {
 
@@ -74,6 +75,8 @@ class ImageDecoder {
   };
   void work();
   void load_one(int64_t index, uint64_t draw, uint8_t* out, int64_t* label);
+  bool load_cropped(const std::vector<uint8_t>& bytes, uint64_t sample_seed, RgbImage* image, std::string* error,
+                    uint8_t* out) const;
 
   ImageFolder folder_;
   ImagePipelineSpec spec_;
@@ -86,10 +89,29 @@ class ImageDecoder {
   std::set<int64_t> corrupt_;
 };
 
-// One sample's augmentation applied to a decoded image: a crop of area
-// fraction in [scale_min, scale_max] and aspect ratio in [3/4, 4/3] (the
-// centre square when no draw fits), bilinear resize to size x size, optional
-// flip; written as uint8 CHW. Exposed for tests.
+// One sample's crop of a width x height image, in its pixels, and whether
+// it is flipped.
+struct CropBox {
+  double x0 = 0, y0 = 0, width = 0, height = 0;
+  bool flip = false;
+};
+
+// The crop `sample_seed` draws: area fraction in [scale_min, scale_max] and
+// aspect ratio in [3/4, 4/3] (the centre square when no draw fits; the whole
+// image when spec.crop is off), flipped with probability 1/2 when spec.flip.
+// Depends only on (width, height, spec, sample_seed).
+CropBox choose_crop(int64_t width, int64_t height, const ImagePipelineSpec& spec, uint64_t sample_seed);
+
+// The largest JPEG DCT scale denominator (8, 4, 2 or 1) at which `box`
+// still spans at least `size` pixels each way, so shrinking never upsamples.
+int decode_scale_for(const CropBox& box, int64_t size);
+
+// `box` of an HWC RGB image, bilinearly resized to size x size (mirrored
+// when box.flip), written as uint8 CHW.
+void resample(const uint8_t* hwc, int64_t width, int64_t height, const CropBox& box, int64_t size, uint8_t* chw);
+
+// choose_crop then resample at spec.size: one sample's augmentation of a
+// decoded image. Exposed for tests.
 void crop_resize_flip(const uint8_t* hwc, int64_t width, int64_t height, const ImagePipelineSpec& spec,
                       uint64_t sample_seed, uint8_t* chw);
 

@@ -27,7 +27,30 @@ void ignore_message(j_common_ptr) {}
 
 }  // namespace
 
-bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error) {
+bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* height, std::string* error) {
+  jpeg_decompress_struct info;
+  ErrorTrap trap;
+  info.err = jpeg_std_error(&trap.manager);
+  trap.manager.error_exit = trap_error;
+  trap.manager.output_message = ignore_message;
+  if (setjmp(trap.back)) {
+    jpeg_destroy_decompress(&info);
+    *error = trap.message;
+    return false;
+  }
+  jpeg_create_decompress(&info);
+  jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
+  jpeg_read_header(&info, TRUE);
+  *width = info.image_width;
+  *height = info.image_height;
+  jpeg_destroy_decompress(&info);
+  return true;
+}
+
+bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error, int scale_denominator) {
+  if (scale_denominator != 1 && scale_denominator != 2 && scale_denominator != 4 && scale_denominator != 8) {
+    throw std::invalid_argument("decode_jpeg: scale denominator must be 1, 2, 4 or 8");
+  }
   jpeg_decompress_struct info;
   ErrorTrap trap;
   info.err = jpeg_std_error(&trap.manager);
@@ -42,6 +65,8 @@ bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string
   jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(&info, TRUE);
   info.out_color_space = JCS_RGB;
+  info.scale_num = 1;
+  info.scale_denom = static_cast<unsigned int>(scale_denominator);
   jpeg_start_decompress(&info);
   image->width = info.output_width;
   image->height = info.output_height;

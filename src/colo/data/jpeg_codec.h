@@ -16,8 +16,14 @@ struct RgbImage {
 
 // Decodes a JPEG (grey-scale ones become RGB). Returns false and sets
 // `*error` to libjpeg's reason when the bytes are not a decodable JPEG.
-// Never aborts the process. Thread-safe.
-bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error);
+// Never aborts the process. Thread-safe. `scale_denominator` (1, 2, 4 or 8)
+// decodes at 1/d of the full size in the DCT, which costs a fraction of a
+// full decode: the image is then ceil(width / d) x ceil(height / d).
+bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error, int scale_denominator = 1);
+
+// Reads only the JPEG's header: its full width and height. Returns false and
+// sets `*error` as decode_jpeg does.
+bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* height, std::string* error);
 
 // Encodes `image` at `quality` (1-100). Throws std::invalid_argument for an
 // empty image.
