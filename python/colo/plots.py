@@ -4,6 +4,7 @@
     python3 python/colo/plots.py estimate DIR
     python3 python/colo/plots.py dist DIR
     python3 python/colo/plots.py dist-sim DIR
+    python3 python/colo/plots.py compare DIR
 
 DIR is what `colo simulate --out DIR` wrote (summary.json and
 jobs_<policy>_<mode>.jsonl); any sampler CSV in it (`colo monitor --out
@@ -20,6 +21,12 @@ the measured footprint on the held-out rows, log-log, with the +-10% band.
 eval.jsonl and steps-rank0.jsonl; bench/results/dist/tta-*) and writes
 DIR/dist_loss.png (training loss against wall time) and
 DIR/dist_accuracy.png (test accuracy against training time).
+
+`compare DIR` reads DIR/summary.json (`colo compare --out DIR`) and writes
+DIR/compare.png (each level's samples/s and samples per joule, the spread
+of rounds as error bars, skipped levels named) and DIR/compare_timeline.png
+(SM activity and memory over time at every level, from the last round's
+timeline_<level>.csv files).
 
 `dist-sim DIR` reads DIR/simulate.jsonl (`colo dist simulate`) and writes
 DIR/simulated_accuracy.png: test accuracy against simulated time per
@@ -273,8 +280,50 @@ def dist_sim_plot(directory):
     return [save(fig, directory, "simulated_accuracy.png")]
 
 
+def compare_plot(directory):
+    summary = json.load(open(os.path.join(directory, "summary.json")))
+    levels = summary["levels"]
+    names = [lv["level"] for lv in levels]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, label in ((axes[0], "samples_per_s", "samples/s"), (axes[1], "samples_per_j", "samples per joule")):
+        values = [lv.get(key, 0) for lv in levels]
+        low = [v - lv.get(key + "_min", v) for v, lv in zip(values, levels)]
+        high = [lv.get(key + "_max", v) - v for v, lv in zip(values, levels)]
+        best = summary["recommended_for_throughput" if key == "samples_per_s" else "recommended_for_energy"]["best"]
+        colours = ["tab:green" if n == best else "tab:blue" for n in names]
+        ax.bar(names, values, yerr=[low, high], color=colours, capsize=3)
+        for i, lv in enumerate(levels):
+            if "skipped" in lv or key not in lv:
+                ax.text(i, 0, "skipped" if "skipped" in lv else "n/a", rotation=90, ha="center", va="bottom",
+                        fontsize=8)
+        ax.set_ylabel(label)
+        ax.tick_params(axis="x", rotation=30)
+    fig.suptitle(f"{os.path.basename(summary['workload'])}: {summary['jobs']} jobs, {summary['rounds']} round(s)")
+    written = [save(fig, directory, "compare.png")]
+    rounds = sorted(glob.glob(os.path.join(directory, "round-*")))
+    timelines = sorted(glob.glob(os.path.join(rounds[-1], "timeline_*.csv"))) if rounds else []
+    if timelines:
+        fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+        for path in timelines:
+            rows = list(csv.DictReader(open(path)))
+            if not rows:
+                continue
+            level = os.path.basename(path)[len("timeline_"):-len(".csv")]
+            t0 = float(rows[0]["time_s"])
+            t = [float(r["time_s"]) - t0 for r in rows]
+            axes[0].plot(t, [100 * float(r["sm_active"] or r["gpu_util"] or 0) for r in rows], label=level)
+            axes[1].plot(t, [int(r["mem_used_bytes"]) / 2**30 for r in rows], label=level)
+        axes[0].set_ylabel("SM activity (%)")
+        axes[1].set_ylabel("memory (GiB)")
+        axes[1].set_xlabel("time since the level started (s)")
+        axes[0].legend(loc="upper right", fontsize=8)
+        written.append(save(fig, directory, "compare_timeline.png"))
+    return written
+
+
 if __name__ == "__main__":
-    commands = {"report": report, "estimate": estimate_plot, "dist": dist_plot, "dist-sim": dist_sim_plot}
+    commands = {"report": report, "estimate": estimate_plot, "dist": dist_plot, "dist-sim": dist_sim_plot,
+                "compare": compare_plot}
     if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     for p in commands[sys.argv[1]](sys.argv[2]):

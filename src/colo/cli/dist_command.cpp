@@ -1,10 +1,9 @@
 #include "colo/cli/dist_command.h"
 
-#include <unistd.h>
-
 #include <memory>
 
 #include "colo/core/error.h"
+#include "colo/core/paths.h"
 #include "colo/dist/cluster_simulator.h"
 #include "colo/dist/cluster_spec.h"
 #include "colo/dist/launcher.h"
@@ -12,17 +11,6 @@
 #include "colo/dist/worker.h"
 
 namespace colo::cli {
-namespace {
-
-// This program's own path, so the launcher can start copies of it.
-std::string self_program() {
-  char path[4096] = {};
-  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find this program's path (/proc/self/exe)");
-  return std::string(path, static_cast<size_t>(n));
-}
-
-}  // namespace
 
 void add_dist_command(CLI::App& app, int& exit_code) {
   auto path = std::make_shared<std::string>();
@@ -63,7 +51,7 @@ void add_dist_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    std::vector<std::string> argv{self_program(), "dist", *path};
+    std::vector<std::string> argv{this_program_path(), "dist", *path};
     if (!output->empty()) {
       argv.push_back("--output");
       argv.push_back(*output);

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include "colo/cli/compare_command.h"
 #include "colo/cli/gpus_command.h"
 #include "colo/cli/loader_command.h"
 #include "colo/cli/monitor_command.h"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   colo::cli::add_dist_command(app, exit_code);
   colo::cli::add_gpus_command(app, exit_code);
   colo::cli::add_loader_command(app, exit_code);
+  colo::cli::add_compare_command(app, exit_code);
   colo::cli::add_monitor_command(app, exit_code);
   colo::cli::add_mps_command(app, exit_code);
   colo::cli::add_simulate_command(app, exit_code);

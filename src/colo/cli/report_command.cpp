@@ -1,5 +1,7 @@
 #include "colo/cli/simulate_command.h"
 
+#include "colo/cli/plot_script.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -75,18 +77,7 @@ int run_report(const std::string& dir) {
                std::to_string(r.value("jobs_lost", 0))});
   }
   print_schedules(dir);
-  const char* python_dir = std::getenv("COLO_PYTHON_DIR");
-  std::string script = std::string(python_dir ? python_dir : COLO_PYTHON_DIR) + "/colo/plots.py";
-  // The first interpreter that has matplotlib: python3 on PATH (a venv, say),
-  // else Debian's, which carries python3-matplotlib.
-  std::string python = "python3";
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    if (run_process({candidate, "-c", "import matplotlib"}, {}, "", 60).exit_code == 0) {
-      python = candidate;
-      break;
-    }
-  }
-  ProcessResult plots = run_process({python, script, "report", dir}, {}, "", 300);
+  ProcessResult plots = run_plot_script("report", dir);
   if (plots.exit_code != 0) {
     std::fprintf(stderr, "colo report: plotting failed (matplotlib missing?):\n%s", plots.output.c_str());
     return 1;

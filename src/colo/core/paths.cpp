@@ -54,4 +54,11 @@ std::string read_file(const std::string& path) {
   return buffer.str();
 }
 
+std::string this_program_path() {
+  char path[4096] = {};
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this program's path (/proc/self/exe)");
+  return std::string(path, static_cast<size_t>(n));
+}
+
 }  // namespace colo

@@ -20,4 +20,8 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 // Whole contents of a file; throws InputError naming `path` when unreadable.
 std::string read_file(const std::string& path);
 
+// This program's own path (/proc/self/exe), so it can start copies of
+// itself. Throws std::runtime_error when it cannot be read.
+std::string this_program_path();
+
 }  // namespace colo

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "colo/core/error.h"
 #include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/table.h"
@@ -98,6 +99,20 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   SweepConsole console(spec.base.epochs);
   SweepObserver& report = observer ? *observer : console;
   std::vector<SweepConfig> configs = expand_sweep(spec);
+  if (!spec.only.empty()) {
+    for (int64_t index : spec.only) {
+      if (index < 0 || index >= static_cast<int64_t>(configs.size())) {
+        throw InputError(spec.base.source, "--only", "configuration indices in [0, " +
+                                                          std::to_string(configs.size()) + "), got " +
+                                                          std::to_string(index));
+      }
+    }
+    std::vector<SweepConfig> kept;
+    for (const SweepConfig& c : configs) {
+      if (std::find(spec.only.begin(), spec.only.end(), c.index) != spec.only.end()) kept.push_back(c);
+    }
+    configs = std::move(kept);
+  }
   const train::TrainSpec& base = spec.base;
   c10::Device device = gpu::resolve_device(base.device, base.source, "device");
   data::Dataset dataset = data::load_dataset(base.data);

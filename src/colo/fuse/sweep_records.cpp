@@ -47,6 +47,7 @@ void SweepRecords::record(size_t array, const SweepConfig& config, const train::
   line["model"] = config.index;
   line["array"] = array;
   line["values"] = config.values;
+  line["samples"] = record.step * config.spec.batch_size;  // trained so far
   sweep_log_.write(line);
   SweepModelResult& r = results_[config.index];
   r.epochs = record.epoch;

@@ -29,6 +29,7 @@ struct SweepSpec {
   bool halving_enabled = false;
   Halving halving;
   std::vector<SweepAxis> axes;    // in file order
+  std::vector<int64_t> only;      // train only these configurations (by index); empty = all
 };
 
 // One model of the sweep: its position, the axis values it took, its spec.

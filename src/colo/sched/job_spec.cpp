@@ -88,6 +88,7 @@ JobSpec parse_job_table(const SpecTable& t) {
   }
   if (t.has("sm_share")) spec.sm_share = t.number_or("sm_share", 0.5, 0.0, 1.0);
   spec.priority = static_cast<int>(t.integer_or("priority", 0, -1000000, 1000000));
+  if (t.has("samples")) spec.samples = t.integer_or("samples", 1, 1, int64_t{1} << 50);
   spec.array = parse_array(t);
   if (auto model = t.table("model")) spec.model = parse_model(*model);
   t.reject_unknown();
@@ -132,6 +133,7 @@ nlohmann::json to_json(const JobSpec& s) {
                       {"gpus", s.gpus}, {"priority", s.priority}, {"array_index", s.array_index}};
   if (s.mem_bytes) j["mem_bytes"] = *s.mem_bytes;
   if (s.sm_share) j["sm_share"] = *s.sm_share;
+  if (s.samples) j["samples"] = *s.samples;
   if (s.model) j["model"] = model_to_json(*s.model);
   return j;
 }
@@ -157,6 +159,7 @@ JobSpec job_spec_from_json(const nlohmann::json& j) {
   s.array_index = j.value("array_index", -1);
   if (j.contains("mem_bytes")) s.mem_bytes = j["mem_bytes"].get<int64_t>();
   if (j.contains("sm_share")) s.sm_share = j["sm_share"].get<double>();
+  if (j.contains("samples")) s.samples = j["samples"].get<int64_t>();
   if (j.contains("model")) s.model = model_from_json(j["model"]);
   return s;
 }

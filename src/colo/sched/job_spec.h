@@ -22,6 +22,7 @@ struct JobSpec {
   int gpus = 1;                        // GPUs it runs on at once (gang-placed; `mem` is per GPU)
   std::optional<int64_t> mem_bytes;    // peak GPU memory estimate; nullopt = unknown
   std::optional<double> sm_share;      // expected SM activity alone, 0..1
+  std::optional<int64_t> samples;      // samples it trains in all (colo compare's throughput)
   int priority = 0;                    // higher first
   std::optional<std::pair<int, int>> array;  // inclusive range; each index is one job
   int array_index = -1;                // set on expanded jobs: COLO_ARRAY_INDEX

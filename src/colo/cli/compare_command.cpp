@@ -1,0 +1,166 @@
+#include "colo/cli/compare_command.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "colo/cli/compare_levels.h"
+#include "colo/cli/compare_summary.h"
+#include "colo/cli/compare_workload.h"
+#include "colo/cli/plot_script.h"
+#include "colo/core/error.h"
+#include "colo/core/paths.h"
+#include "colo/core/table.h"
+#include "colo/gpu/device.h"
+
+namespace colo::cli {
+namespace {
+
+struct CompareArgs {
+  std::string workload;
+  std::string levels;      // comma-separated; empty = all
+  std::string out = "runs/compare";
+  int64_t steps = 0;
+  int repeat = 1;
+  bool plots = true;
+  LevelOptions level;
+};
+
+std::vector<ShareLevel> chosen_levels(const std::string& list) {
+  if (list.empty()) return all_share_levels();
+  std::vector<ShareLevel> levels;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    try {
+      levels.push_back(share_level_from_string(name));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("--levels", "", e.what());
+    }
+  }
+  return levels;
+}
+
+std::string range_cell(const std::optional<double>& median, const std::optional<double>& lo,
+                       const std::optional<double>& hi, int decimals, size_t rounds) {
+  if (!median) return "-";
+  std::string cell = fixed(*median, decimals);
+  if (rounds > 1) cell += " (" + fixed(*lo, decimals) + "-" + fixed(*hi, decimals) + ")";
+  return cell;
+}
+
+void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
+  TablePrinter table({{"level", 10}, {"samples/s", 24}, {"samples/J", 20}, {"SM", 6}, {"peak mem", 10},
+                      {"wall s", 8}, {"note", 0}});
+  table.header();
+  for (const LevelResults& l : levels) {
+    if (!l.skipped.empty()) {
+      table.row({to_string(l.level), "-", "-", "-", "-", "-", "skipped: " + l.skipped});
+      continue;
+    }
+    const LevelRun* last_ok = nullptr;
+    for (const LevelRun& run : l.runs) {
+      if (run.ok) last_ok = &run;
+    }
+    table.row({to_string(l.level),
+               range_cell(l.median_samples_per_s, l.min_samples_per_s, l.max_samples_per_s, 0, rounds),
+               range_cell(l.median_samples_per_j, l.min_samples_per_j, l.max_samples_per_j, 1, rounds),
+               last_ok && last_ok->mean_sm ? percent(*last_ok->mean_sm, 0) : "-",
+               last_ok && last_ok->peak_mem_bytes ? bytes_human(static_cast<double>(*last_ok->peak_mem_bytes)) : "-",
+               last_ok ? fixed(last_ok->wall_s, 1) : "-", l.failure.empty() ? "" : "failed: " + l.failure});
+  }
+}
+
+int run_compare(const CompareArgs& args) {
+  if (args.repeat < 1) throw InputError("--repeat", "", "at least 1");
+  std::vector<ShareLevel> wanted = chosen_levels(args.levels);
+  CompareWorkload workload = parse_compare_workload(args.workload, this_program_path(), args.steps);
+  ensure_writable_dir(args.out, "--out", "");
+  std::vector<gpu::DevicePtr> devices = gpu::discover_devices();
+  std::fprintf(stderr, "colo compare: %s (%s, %zu jobs) on %zu GPU(s), %d round(s); results in %s\n",
+               args.workload.c_str(), workload.kind.c_str(), workload.jobs.size(), devices.size(), args.repeat,
+               args.out.c_str());
+
+  std::vector<LevelResults> levels;
+  for (ShareLevel level : wanted) {
+    LevelResults r;
+    r.level = level;
+    r.skipped = level_unavailable(level, workload, !devices.empty(), args.level);
+    levels.push_back(r);
+  }
+  // Rounds interleave the levels, so a slow spell of the machine hits all.
+  for (int round = 0; round < args.repeat; ++round) {
+    for (LevelResults& r : levels) {
+      if (!r.skipped.empty()) continue;
+      LevelOptions options = args.level;
+      options.out_dir = args.out + "/round-" + std::to_string(round + 1);
+      std::fprintf(stderr, "colo compare: round %d/%d, %s ...\n", round + 1, args.repeat,
+                   to_string(r.level).c_str());
+      LevelRun run = run_share_level(r.level, workload, devices, options);
+      if (run.ok) {
+        std::fprintf(stderr, "colo compare:   %.0f samples/s over %.1f s%s\n", run.samples_per_s, run.wall_s,
+                     run.energy_j ? (", " + fixed(*run.energy_j, 0) + " J").c_str() : "");
+      } else {
+        std::fprintf(stderr, "colo compare:   failed: %s\n", run.error.c_str());
+      }
+      r.runs.push_back(std::move(run));
+    }
+  }
+  for (LevelResults& r : levels) summarise(r);
+  print_table(levels, static_cast<size_t>(args.repeat));
+  Recommendation speed = recommend(levels, "samples_per_s");
+  Recommendation energy = recommend(levels, "samples_per_j");
+  std::printf("recommended %s\nrecommended %s\n", speed.reason.c_str(), energy.reason.c_str());
+
+  nlohmann::json summary = {{"workload", args.workload},     {"kind", workload.kind},
+                            {"jobs", workload.jobs.size()},   {"gpus", devices.size()},
+                            {"rounds", args.repeat},          {"slots", args.level.slots},
+                            {"steps", args.steps},            {"levels", nlohmann::json::array()},
+                            {"recommended_for_throughput", to_json(speed)},
+                            {"recommended_for_energy", to_json(energy)}};
+  for (const LevelResults& r : levels) summary["levels"].push_back(to_json(r));
+  write_file_atomically(args.out + "/summary.json", summary.dump(1) + "\n");
+  std::printf("summary: %s/summary.json\n", args.out.c_str());
+  if (args.plots) {
+    ProcessResult plots = run_plot_script("compare", args.out);
+    std::printf("%s", plots.output.c_str());
+    if (plots.exit_code != 0) std::fprintf(stderr, "colo compare: plotting failed (matplotlib missing?)\n");
+  }
+  bool any = speed.best.has_value();
+  return any ? 0 : 1;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "Run one workload at every level of GPU sharing; recommend the best for throughput and energy");
+  cmd->add_option("workload", args->workload,
+                  "a sweep file, or a job file whose jobs declare `samples` (docs/compare.md)")
+      ->required();
+  cmd->add_option("--levels", args->levels,
+                  "levels to run, comma-separated (default all): sequential, timeslice, mps, slots, scheduler, "
+                  "fused, streams");
+  cmd->add_option("--steps", args->steps, "sweep files: optimiser steps per model (default: the spec's epochs)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--slots", args->level.slots, "slots level: jobs per GPU at once, fixed up front")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--repeat", args->repeat, "rounds of every level (medians and spread reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--level-timeout", args->level.timeout_s, "seconds one level may run before it is stopped")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--out", args->out, "directory for summary.json, timelines, logs and PNGs")->capture_default_str();
+  cmd->add_option("--mps-control", args->level.mps_control, "the MPS control program")->capture_default_str();
+  cmd->add_flag("--no-plots", [args](int64_t) { args->plots = false; }, "skip the PNGs");
+  cmd->footer(
+      "\nEach level runs the whole workload; throughput is trained samples over the wall time from\n"
+      "the first start to the last end, energy the GPUs' energy counters over that window.\n"
+      "A level that cannot apply here is skipped with the reason; a failing level never stops the others.");
+  cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,313 @@
+#include "colo/cli/compare_levels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "colo/core/paths.h"
+#include "colo/core/stopwatch.h"
+#include "colo/gpu/mps.h"
+#include "colo/gpu/sampler.h"
+#include "colo/sched/runner.h"
+#include "colo/server/job_memory.h"
+
+namespace colo::cli {
+namespace {
+
+const std::map<ShareLevel, std::string>& level_names() {
+  static const std::map<ShareLevel, std::string> names = {
+      {ShareLevel::kSequential, "sequential"}, {ShareLevel::kTimeslice, "timeslice"},
+      {ShareLevel::kMps, "mps"},               {ShareLevel::kSlots, "slots"},
+      {ShareLevel::kScheduler, "scheduler"},   {ShareLevel::kFused, "fused"},
+      {ShareLevel::kStreams, "streams"}};
+  return names;
+}
+
+// One process to start: argv run from `workdir` (through /bin/sh, so the
+// command itself needs no cd), its output in `log`.
+struct Launch {
+  std::vector<std::string> argv;
+  EnvironmentOverrides env;
+  std::string log;
+  std::string out_dir;  // what "{out}" became
+  const WorkloadCommand* command = nullptr;
+};
+
+std::vector<std::string> in_workdir(const std::vector<std::string>& argv, const std::string& workdir) {
+  std::vector<std::string> wrapped = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", workdir};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
+std::vector<Launch> launches_for(const std::vector<const WorkloadCommand*>& commands, const std::string& dir) {
+  std::vector<Launch> launches;
+  for (const WorkloadCommand* c : commands) {
+    Launch l;
+    l.out_dir = dir + "/" + c->name;
+    std::filesystem::create_directories(l.out_dir);
+    l.argv = in_workdir(with_output(*c, l.out_dir), c->workdir);
+    l.env = c->env;
+    l.log = dir + "/" + c->name + ".log";
+    l.command = c;
+    launches.push_back(std::move(l));
+  }
+  return launches;
+}
+
+// Runs `launches`, at most `concurrency` at a time, each with `extra_env`.
+// Returns "" when all exit 0, else the first failure; stops everything past
+// the timeout.
+std::string run_pool(std::vector<Launch>& launches, size_t concurrency, const EnvironmentOverrides& extra_env,
+                     double timeout_s) {
+  std::vector<std::unique_ptr<ChildProcess>> running(launches.size());
+  size_t next = 0, done = 0;
+  std::string failure;
+  Stopwatch clock;
+  while (done < launches.size()) {
+    while (failure.empty() && next < launches.size() &&
+           static_cast<size_t>(std::count_if(running.begin(), running.end(), [](const auto& p) { return p != nullptr; })) <
+               concurrency) {
+      EnvironmentOverrides env = launches[next].env;
+      env.insert(extra_env.begin(), extra_env.end());
+      running[next] = std::make_unique<ChildProcess>(launches[next].argv, env, launches[next].log);
+      ++next;
+    }
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (!running[i]) continue;
+      if (auto status = running[i]->poll()) {
+        int code = exit_code_of(*status);
+        if (code != 0 && failure.empty()) {
+          failure = launches[i].command->name + " exited with " + std::to_string(code) + " (log: " +
+                    launches[i].log + ")";
+        }
+        running[i].reset();
+        ++done;
+      }
+    }
+    if (!failure.empty() && next < launches.size()) {  // nothing more starts after a failure
+      done += launches.size() - next;
+      next = launches.size();
+    }
+    if (clock.elapsed_s() > timeout_s) {
+      for (auto& p : running) {
+        if (p) p->terminate(2.0);
+      }
+      return "stopped after the level's time limit of " + std::to_string(static_cast<int>(timeout_s)) +
+             " s (--level-timeout)";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return failure;
+}
+
+// A private, short MPS pipe directory (Unix socket paths are short).
+std::string temp_dir(const char* prefix) {
+  std::string pattern = std::string("/tmp/") + prefix + "-XXXXXX";
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a directory under /tmp");
+  return pattern;
+}
+
+std::string run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::DevicePtr>& devices,
+                          const LevelOptions& options, const std::string& dir) {
+  sched::JobStore store(dir + "/jobs.db");
+  std::vector<sched::JobSpec> specs;
+  for (const Launch& l : launches) {
+    sched::JobSpec s;
+    s.name = l.command->name;
+    s.command = l.argv;
+    s.env = std::map<std::string, std::string>(l.env.begin(), l.env.end());
+    s.mem_bytes = l.command->mem_bytes;
+    specs.push_back(std::move(s));
+  }
+  server::fill_memory_estimates(specs, &store);
+  store.submit(specs);
+  sched::RunnerOptions runner_options = sched::runner_options_from_names("magm", "mps", "alone", 0.2);
+  runner_options.log_dir = dir + "/logs";
+  std::string pipes = temp_dir("colo-compare-mps");
+  runner_options.mps_dir = pipes;
+  runner_options.mps_control = options.mps_control;
+  std::string failure;
+  {
+    sched::Runner runner(store, devices, runner_options);
+    Stopwatch clock;
+    while (runner.step() > 0) {
+      if (clock.elapsed_s() > options.timeout_s) {
+        runner.stop_all("colo compare: past the level's time limit");
+        failure = "stopped after the level's time limit (--level-timeout)";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  std::filesystem::remove_all(pipes);
+  if (!failure.empty()) return failure;
+  for (const sched::JobRecord& job : store.list()) {
+    if (job.state != sched::JobState::kCompleted) {
+      return job.spec.name + " ended " + sched::to_string(job.state) + " (logs: " + runner_options.log_dir + ")";
+    }
+  }
+  return "";
+}
+
+// The GPUs' readings over [t0, t1]: energy, mean SM activity, peak memory.
+void measure(const gpu::Sampler& sampler, size_t devices, double t0, double t1, LevelRun* run) {
+  double energy = 0, sm_sum = 0;
+  int64_t sm_count = 0, peak = 0;
+  bool have_energy = devices > 0;
+  for (size_t d = 0; d < devices; ++d) {
+    std::vector<gpu::DeviceSample> samples = sampler.samples(d);
+    const gpu::DeviceSample* before = nullptr;
+    const gpu::DeviceSample* after = nullptr;
+    for (const gpu::DeviceSample& s : samples) {
+      if (s.unix_s <= t0 || !before) before = &s;
+      if (s.unix_s >= t1 && !after) after = &s;
+      if (s.unix_s >= t0 && s.unix_s <= t1) {
+        peak = std::max(peak, s.mem_used_bytes);
+        std::optional<double> sm = s.sm_active ? s.sm_active : s.gpu_util;
+        if (sm) {
+          sm_sum += *sm;
+          ++sm_count;
+        }
+      }
+    }
+    if (!after && !samples.empty()) after = &samples.back();
+    if (before && after && before->energy_j && after->energy_j) {
+      energy += *after->energy_j - *before->energy_j;
+    } else {
+      have_energy = false;
+    }
+  }
+  if (have_energy && energy > 0) run->energy_j = energy;
+  if (sm_count > 0) run->mean_sm = sm_sum / static_cast<double>(sm_count);
+  if (devices > 0) run->peak_mem_bytes = peak;
+}
+
+}  // namespace
+
+std::vector<ShareLevel> all_share_levels() {
+  std::vector<ShareLevel> levels;
+  for (const auto& [level, name] : level_names()) levels.push_back(level);
+  return levels;
+}
+
+std::string to_string(ShareLevel level) { return level_names().at(level); }
+
+ShareLevel share_level_from_string(const std::string& name) {
+  std::string known;
+  for (const auto& [level, level_name] : level_names()) {
+    if (level_name == name) return level;
+    known += (known.empty() ? "" : ", ") + level_name;
+  }
+  throw std::invalid_argument("unknown level \"" + name + "\" (known: " + known + ")");
+}
+
+std::string level_unavailable(ShareLevel level, const CompareWorkload& workload, bool has_gpus,
+                              const LevelOptions& options) {
+  switch (level) {
+    case ShareLevel::kMps:
+      return has_gpus ? "" : "no GPU: MPS shares a GPU";
+    case ShareLevel::kScheduler:
+      return has_gpus ? "" : "no GPU: without one colo's scheduler runs jobs one at a time (= sequential)";
+    case ShareLevel::kSlots:
+      if (static_cast<size_t>(options.slots) >= workload.jobs.size()) {
+        return std::to_string(options.slots) + " slots hold all " + std::to_string(workload.jobs.size()) +
+               " jobs: the same as timeslice (--slots)";
+      }
+      return "";
+    case ShareLevel::kFused:
+      return workload.fused ? "" : workload.fused_missing;
+    case ShareLevel::kStreams:
+      return workload.streams ? "" : workload.streams_missing;
+    default:
+      return "";
+  }
+}
+
+LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, const std::vector<gpu::DevicePtr>& devices,
+                         const LevelOptions& options) {
+  LevelRun run;
+  run.level = level;
+  const std::string dir = options.out_dir + "/" + to_string(level);
+  std::filesystem::create_directories(dir);
+  std::vector<const WorkloadCommand*> commands;
+  if (level == ShareLevel::kFused) {
+    commands.push_back(&*workload.fused);
+  } else if (level == ShareLevel::kStreams) {
+    commands.push_back(&*workload.streams);
+  } else {
+    for (const WorkloadCommand& c : workload.jobs) commands.push_back(&c);
+  }
+  std::vector<Launch> launches = launches_for(commands, dir);
+
+  std::unique_ptr<gpu::Sampler> sampler;
+  if (!devices.empty()) {
+    run.timeline_csv = options.out_dir + "/timeline_" + to_string(level) + ".csv";
+    sampler = std::make_unique<gpu::Sampler>(
+        devices, gpu::SamplerOptions{options.sample_interval_s, 100000, run.timeline_csv});
+    sampler->start();
+  }
+  std::unique_ptr<gpu::MpsDaemon> mps;
+  EnvironmentOverrides extra;
+  std::string mps_pipes;
+  try {
+    if (level == ShareLevel::kMps) {
+      mps_pipes = temp_dir("colo-compare-mps");
+      gpu::MpsOptions mps_options;
+      mps_options.control = options.mps_control;
+      mps_options.pipe_dir = mps_pipes + "/pipe";
+      mps_options.log_dir = mps_pipes + "/log";
+      mps = std::make_unique<gpu::MpsDaemon>(mps_options);
+      int share = std::max(1, 100 / static_cast<int>(launches.size()));
+      extra = mps->client_environment(share, std::nullopt);
+    }
+    const size_t concurrency = level == ShareLevel::kSequential ? 1
+                               : level == ShareLevel::kSlots    ? static_cast<size_t>(options.slots)
+                                                                : launches.size();
+    const double t0 = unix_time_s();
+    run.error = level == ShareLevel::kScheduler ? run_scheduler(launches, devices, options, dir)
+                                                : run_pool(launches, concurrency, extra, options.timeout_s);
+    const double t1 = unix_time_s();
+    run.wall_s = t1 - t0;
+    if (sampler) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.sample_interval_s * 1.5));
+      sampler->stop();
+      measure(*sampler, devices.size(), t0, t1, &run);
+    }
+  } catch (const std::exception& e) {
+    run.error = e.what();
+  }
+  if (mps) mps->quit();
+  if (!mps_pipes.empty()) std::filesystem::remove_all(mps_pipes);
+  if (!run.error.empty()) return run;
+  for (const Launch& l : launches) {
+    std::optional<int64_t> samples = trained_samples(*l.command, l.out_dir);
+    if (!samples) {
+      run.error = l.command->name + ": no trained samples found (declare `samples`, or check " + l.out_dir + ")";
+      return run;
+    }
+    run.samples += *samples;
+  }
+  run.ok = true;
+  run.samples_per_s = run.wall_s > 0 ? static_cast<double>(run.samples) / run.wall_s : 0;
+  if (run.energy_j) run.samples_per_j = static_cast<double>(run.samples) / *run.energy_j;
+  return run;
+}
+
+nlohmann::json to_json(const LevelRun& run) {
+  nlohmann::json j = {{"level", to_string(run.level)}, {"ok", run.ok}, {"wall_s", run.wall_s},
+                      {"samples", run.samples}, {"samples_per_s", run.samples_per_s}};
+  if (!run.ok) j["error"] = run.error;
+  if (run.energy_j) j["energy_j"] = *run.energy_j;
+  if (run.samples_per_j) j["samples_per_j"] = *run.samples_per_j;
+  if (run.mean_sm) j["mean_sm"] = *run.mean_sm;
+  if (run.peak_mem_bytes) j["peak_mem_bytes"] = *run.peak_mem_bytes;
+  if (!run.timeline_csv.empty()) j["timeline_csv"] = run.timeline_csv;
+  return j;
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,118 @@
+#include "colo/cli/compare_summary.h"
+
+#include <algorithm>
+
+#include "colo/core/table.h"
+
+namespace colo::cli {
+namespace {
+
+std::optional<double> measure_of(const LevelRun& run, const std::string& measure) {
+  if (measure == "samples_per_s") return run.samples_per_s;
+  return run.samples_per_j;
+}
+
+// Median (the upper one of an even count), min and max of the values present.
+void spread(const std::vector<LevelRun>& runs, const std::string& measure, std::optional<double>* median,
+            std::optional<double>* lo, std::optional<double>* hi) {
+  std::vector<double> values;
+  for (const LevelRun& run : runs) {
+    if (run.ok) {
+      if (auto v = measure_of(run, measure)) values.push_back(*v);
+    }
+  }
+  if (values.empty()) return;
+  std::sort(values.begin(), values.end());
+  *median = values[values.size() / 2];
+  *lo = values.front();
+  *hi = values.back();
+}
+
+}  // namespace
+
+void summarise(LevelResults& r) {
+  spread(r.runs, "samples_per_s", &r.median_samples_per_s, &r.min_samples_per_s, &r.max_samples_per_s);
+  spread(r.runs, "samples_per_j", &r.median_samples_per_j, &r.min_samples_per_j, &r.max_samples_per_j);
+  for (const LevelRun& run : r.runs) {
+    if (!run.ok && r.failure.empty()) r.failure = run.error;
+  }
+}
+
+Recommendation recommend(const std::vector<LevelResults>& levels, const std::string& measure,
+                         double single_run_noise) {
+  Recommendation rec;
+  rec.measure = measure;
+  auto median = [&](const LevelResults& l) {
+    return measure == "samples_per_s" ? l.median_samples_per_s : l.median_samples_per_j;
+  };
+  std::vector<const LevelResults*> ranked;
+  for (const LevelResults& l : levels) {
+    if (median(l)) ranked.push_back(&l);
+  }
+  const std::string unit = measure == "samples_per_s" ? "throughput" : "energy (samples per joule)";
+  if (ranked.empty()) {
+    rec.reason = "for " + unit + ": none (no level measured it)";
+    return rec;
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](const auto* a, const auto* b) { return *median(*a) > *median(*b); });
+  const LevelResults& best = *ranked[0];
+  rec.best = best.level;
+  if (ranked.size() == 1) {
+    rec.reason = "for " + unit + ": " + to_string(best.level) + " (the only level measured)";
+    return rec;
+  }
+  const LevelResults& next = *ranked[1];
+  rec.runner_up = next.level;
+  rec.margin = *median(best) / *median(next) - 1;
+  const bool by_s = measure == "samples_per_s";
+  size_t best_rounds = 0, next_rounds = 0;
+  for (const LevelRun& run : best.runs) best_rounds += run.ok ? 1 : 0;
+  for (const LevelRun& run : next.runs) next_rounds += run.ok ? 1 : 0;
+  if (best_rounds > 1 && next_rounds > 1) {
+    double best_low = *(by_s ? best.min_samples_per_s : best.min_samples_per_j);
+    double next_high = *(by_s ? next.max_samples_per_s : next.max_samples_per_j);
+    rec.within_noise = next_high >= best_low;
+  } else {
+    rec.within_noise = rec.margin < single_run_noise;
+  }
+  rec.reason = "for " + unit + ": " + to_string(best.level) + ", " + percent(rec.margin) + " ahead of " +
+               to_string(next.level);
+  if (rec.within_noise) {
+    rec.reason += best_rounds > 1 && next_rounds > 1
+                      ? " (within noise: their rounds overlap)"
+                      : " (within noise: one round each, and under " + percent(single_run_noise, 0) +
+                            "; use --repeat)";
+  }
+  return rec;
+}
+
+nlohmann::json to_json(const LevelResults& r) {
+  nlohmann::json j = {{"level", to_string(r.level)}};
+  if (!r.skipped.empty()) {
+    j["skipped"] = r.skipped;
+    return j;
+  }
+  auto put = [&](const char* key, const std::optional<double>& v) {
+    if (v) j[key] = *v;
+  };
+  put("samples_per_s", r.median_samples_per_s);
+  put("samples_per_s_min", r.min_samples_per_s);
+  put("samples_per_s_max", r.max_samples_per_s);
+  put("samples_per_j", r.median_samples_per_j);
+  put("samples_per_j_min", r.min_samples_per_j);
+  put("samples_per_j_max", r.max_samples_per_j);
+  if (!r.failure.empty()) j["failure"] = r.failure;
+  j["runs"] = nlohmann::json::array();
+  for (const LevelRun& run : r.runs) j["runs"].push_back(to_json(run));
+  return j;
+}
+
+nlohmann::json to_json(const Recommendation& r) {
+  nlohmann::json j = {{"measure", r.measure}, {"margin", r.margin}, {"within_noise", r.within_noise},
+                      {"reason", r.reason}};
+  j["best"] = r.best ? nlohmann::json(to_string(*r.best)) : nlohmann::json(nullptr);
+  j["runner_up"] = r.runner_up ? nlohmann::json(to_string(*r.runner_up)) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace colo::cli

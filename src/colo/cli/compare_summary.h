@@ -1,0 +1,49 @@
+#pragma once
+// What `colo compare` concludes from the measured runs of every level: each
+// level's median and spread, and the recommended level with its margin.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/cli/compare_levels.h"
+
+namespace colo::cli {
+
+// Every run of one level, or why it was skipped.
+struct LevelResults {
+  ShareLevel level = ShareLevel::kSequential;
+  std::string skipped;          // non-empty: never run, and why
+  std::vector<LevelRun> runs;   // one per round
+  // Over the runs that succeeded (nullopt when none did):
+  std::optional<double> median_samples_per_s, min_samples_per_s, max_samples_per_s;
+  std::optional<double> median_samples_per_j, min_samples_per_j, max_samples_per_j;
+  std::string failure;          // the first failed run's reason, if any
+};
+
+// Fills the medians and spreads from `results.runs`.
+void summarise(LevelResults& results);
+
+// The level that is best by a measure, and by how much it beats the next.
+struct Recommendation {
+  std::string measure;          // "samples_per_s" | "samples_per_j"
+  std::optional<ShareLevel> best;
+  std::optional<ShareLevel> runner_up;
+  double margin = 0;            // best / runner-up - 1
+  bool within_noise = false;    // the two cannot be told apart
+  std::string reason;           // one line saying which, and why
+};
+
+// Best median by `measure` among the levels with results. With several
+// rounds the best is within noise when the runner-up's best round reaches
+// the best level's worst; with one round, when the margin is under
+// `single_run_noise` (a fraction).
+Recommendation recommend(const std::vector<LevelResults>& levels, const std::string& measure,
+                         double single_run_noise = 0.05);
+
+nlohmann::json to_json(const LevelResults& results);
+nlohmann::json to_json(const Recommendation& r);
+
+}  // namespace colo::cli

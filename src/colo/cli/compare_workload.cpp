@@ -1,0 +1,110 @@
+#include "colo/cli/compare_workload.h"
+
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/error.h"
+#include "colo/core/spec_table.h"
+#include "colo/fuse/sweep_spec.h"
+#include "colo/sched/job_spec.h"
+
+namespace colo::cli {
+namespace {
+
+WorkloadCommand sweep_command(const std::string& colo, const std::string& path, const std::string& name,
+                              std::vector<std::string> extra, int64_t steps) {
+  WorkloadCommand c;
+  c.name = name;
+  c.argv = {colo, "sweep", path, "--output", "{out}"};
+  c.argv.insert(c.argv.end(), extra.begin(), extra.end());
+  if (steps > 0) c.argv.insert(c.argv.end(), {"--max-steps", std::to_string(steps)});
+  c.counts_from_sweep_log = true;
+  return c;
+}
+
+CompareWorkload sweep_workload(const std::string& path, const std::string& colo, int64_t steps) {
+  fuse::SweepSpec spec = fuse::parse_sweep_spec(path);
+  std::vector<fuse::SweepConfig> configs = fuse::expand_sweep(spec);
+  CompareWorkload w;
+  w.path = path;
+  w.kind = "sweep";
+  for (const fuse::SweepConfig& config : configs) {
+    std::string i = std::to_string(config.index);
+    w.jobs.push_back(sweep_command(colo, path, "config-" + i, {"--only", i, "--max-array", "1"}, steps));
+  }
+  w.fused = sweep_command(colo, path, "fused", {}, steps);
+  w.streams = sweep_command(colo, path, "streams", {"--max-array", "1", "--side-by-side"}, steps);
+  return w;
+}
+
+WorkloadCommand from_job(const sched::JobSpec& spec, const std::string& path, const std::string& field) {
+  if (!spec.samples) {
+    throw InputError(path, field + ".samples", "the samples the job trains in all (its throughput's numerator)");
+  }
+  WorkloadCommand c;
+  c.name = spec.name;
+  c.argv = spec.command;
+  c.workdir = spec.workdir;
+  c.env = EnvironmentOverrides(spec.env.begin(), spec.env.end());
+  c.samples = spec.samples;
+  c.mem_bytes = spec.mem_bytes;
+  return c;
+}
+
+CompareWorkload job_workload(const std::string& path) {
+  SpecTable root = SpecTable::root(path);
+  CompareWorkload w;
+  w.path = path;
+  w.kind = "jobs";
+  if (!root.has("job")) root.fail("job", "[[job]] tables (a job file), or a sweep file with a [sweep] table");
+  for (const SpecTable& table : root.tables("job")) {
+    for (const sched::JobSpec& spec : sched::expand_array(sched::parse_job_table(table))) {
+      w.jobs.push_back(from_job(spec, path, "job"));
+    }
+  }
+  if (w.jobs.empty()) root.fail("job", "one or more [[job]] tables");
+  for (const char* level : {"fused", "streams"}) {
+    std::optional<WorkloadCommand>& slot = std::string(level) == "fused" ? w.fused : w.streams;
+    if (auto table = root.table(level)) slot = from_job(sched::parse_job_table(*table), path, level);
+  }
+  w.fused_missing = "the job file has no [fused] command (fused arrays need models colo can fuse: a sweep file)";
+  w.streams_missing = "the job file has no [streams] command (one process running every model on CUDA streams)";
+  root.reject_unknown();
+  return w;
+}
+
+}  // namespace
+
+CompareWorkload parse_compare_workload(const std::string& path, const std::string& colo_executable, int64_t steps) {
+  SpecTable root = SpecTable::root(path);  // throws InputError for a missing or malformed file
+  return root.has("sweep") ? sweep_workload(path, colo_executable, steps) : job_workload(path);
+}
+
+std::vector<std::string> with_output(const WorkloadCommand& command, const std::string& out_dir) {
+  std::vector<std::string> argv = command.argv;
+  for (std::string& arg : argv) {
+    if (arg == "{out}") arg = out_dir;
+  }
+  return argv;
+}
+
+std::optional<int64_t> trained_samples(const WorkloadCommand& command, const std::string& out_dir) {
+  if (!command.counts_from_sweep_log) return command.samples;
+  std::ifstream in(out_dir + "/sweep.jsonl");
+  if (!in) return std::nullopt;
+  std::map<int64_t, int64_t> by_model;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_object() && record.contains("model") && record.contains("samples")) {
+      by_model[record["model"].get<int64_t>()] = record["samples"].get<int64_t>();
+    }
+  }
+  if (by_model.empty()) return std::nullopt;
+  int64_t total = 0;
+  for (const auto& [model, samples] : by_model) total += samples;
+  return total;
+}
+
+}  // namespace colo::cli

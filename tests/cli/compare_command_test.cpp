@@ -1,0 +1,120 @@
+// `colo compare` as a user runs it, on a machine without a GPU.
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/colo_process.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+
+namespace colo {
+namespace {
+
+using testing::run_colo;
+using testing::TempDir;
+
+nlohmann::json level(const nlohmann::json& summary, const std::string& name) {
+  for (const auto& l : summary["levels"]) {
+    if (l["level"] == name) return l;
+  }
+  ADD_FAILURE() << "no level " << name << " in " << summary.dump();
+  return {};
+}
+
+// The level with the highest median samples/s, by the summary's own numbers.
+std::string fastest(const nlohmann::json& summary) {
+  std::string best;
+  double top = -1;
+  for (const auto& l : summary["levels"]) {
+    if (l.contains("samples_per_s") && l["samples_per_s"].get<double>() > top) {
+      top = l["samples_per_s"].get<double>();
+      best = l["level"].get<std::string>();
+    }
+  }
+  return best;
+}
+
+TEST(ColoCompare, SweepRunsAtEveryLevelThatAppliesAndCountsWhatWasTrained) {
+  TempDir dir;
+  dir.write("s.toml",
+            "device = \"cpu\"\noutput = \"" + dir.file("unused") + "\"\nepochs = 1\nbatch_size = 32\n"
+            "[model]\nname = \"mlp\"\nwidths = [16]\n"
+            "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 256\ntest_size = 64\n"
+            "[optimizer]\nname = \"sgd\"\nlr = 0.05\n[sweep]\n[sweep.axes]\nlr = [0.01, 0.1]\n");
+  auto run = run_colo(dir, "compare " + dir.file("s.toml") + " --steps 5 --no-plots --out " + dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
+  EXPECT_EQ(summary["kind"], "sweep");
+  EXPECT_EQ(summary["jobs"], 2);
+  // Two models of 5 steps of 32 samples, however they were run.
+  for (const char* name : {"sequential", "timeslice", "fused"}) {
+    nlohmann::json l = level(summary, name);
+    ASSERT_EQ(l["runs"].size(), 1u) << l.dump();
+    EXPECT_TRUE(l["runs"][0]["ok"].get<bool>()) << l.dump();
+    EXPECT_EQ(l["runs"][0]["samples"], 320) << name;
+    double wall = l["runs"][0]["wall_s"].get<double>();
+    EXPECT_NEAR(l["samples_per_s"].get<double>(), 320 / wall, 1e-6 * 320 / wall) << name;
+  }
+  EXPECT_NE(level(summary, "mps")["skipped"].get<std::string>().find("no GPU"), std::string::npos);
+  EXPECT_NE(level(summary, "scheduler")["skipped"].get<std::string>().find("no GPU"), std::string::npos);
+  EXPECT_NE(level(summary, "slots")["skipped"].get<std::string>().find("same as timeslice"), std::string::npos);
+  EXPECT_EQ(summary["recommended_for_throughput"]["best"], fastest(summary));
+  EXPECT_TRUE(summary["recommended_for_energy"]["best"].is_null()) << "no GPU, no energy counter";
+  EXPECT_NE(run.out.find("skipped: no GPU"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("recommended for throughput: " + fastest(summary)), std::string::npos) << run.out;
+}
+
+TEST(ColoCompare, JobFileLevelsRunAndAFailingLevelNeverStopsTheOthers) {
+  TempDir dir;
+  dir.write("jobs.toml",
+            "[[job]]\nname = \"a\"\ncommand = \"sleep 0.3\"\nsamples = 300\n"
+            "[[job]]\nname = \"b\"\ncommand = \"sleep 0.3\"\nsamples = 300\n"
+            "[[job]]\nname = \"c\"\ncommand = \"sleep 0.3\"\nsamples = 300\n"
+            "[fused]\ncommand = \"exit 3\"\nsamples = 900\n");
+  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") +
+                               " --levels sequential,timeslice,slots,fused,streams --slots 2 --repeat 2 --no-plots"
+                               " --out " + dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
+  ASSERT_EQ(summary["levels"].size(), 5u);
+  nlohmann::json fused = level(summary, "fused");
+  EXPECT_NE(fused["failure"].get<std::string>().find("exited with 3"), std::string::npos) << fused.dump();
+  EXPECT_FALSE(fused.contains("samples_per_s"));
+  EXPECT_NE(level(summary, "streams")["skipped"].get<std::string>().find("[streams]"), std::string::npos);
+  nlohmann::json seq = level(summary, "sequential"), all = level(summary, "timeslice"), slots = level(summary, "slots");
+  for (const auto& l : {seq, all, slots}) {
+    ASSERT_EQ(l["runs"].size(), 2u) << l.dump();
+    EXPECT_LE(l["samples_per_s_min"].get<double>(), l["samples_per_s"].get<double>());
+    EXPECT_LE(l["samples_per_s"].get<double>(), l["samples_per_s_max"].get<double>());
+  }
+  // Three 0.3 s jobs: about 0.9 s one at a time, 0.6 s two at a time, 0.3 s all at once.
+  EXPECT_GT(all["samples_per_s"].get<double>(), 1.5 * seq["samples_per_s"].get<double>());
+  EXPECT_GT(slots["samples_per_s"].get<double>(), 1.2 * seq["samples_per_s"].get<double>());
+  nlohmann::json rec = summary["recommended_for_throughput"];
+  EXPECT_EQ(rec["best"], fastest(summary));
+  // Within noise exactly when the runner-up's best round reaches the best level's worst.
+  nlohmann::json best = level(summary, rec["best"]), next = level(summary, rec["runner_up"]);
+  EXPECT_EQ(rec["within_noise"].get<bool>(),
+            next["samples_per_s_max"].get<double>() >= best["samples_per_s_min"].get<double>());
+}
+
+TEST(ColoCompare, BadWorkloadsAreRejectedWithTheFieldNamed) {
+  TempDir dir;
+  dir.write("nosamples.toml", "[[job]]\nname = \"a\"\ncommand = \"true\"\n");
+  auto missing_samples = run_colo(dir, "compare " + dir.file("nosamples.toml") + " --out " + dir.file("o1"));
+  EXPECT_EQ(missing_samples.status, 2);
+  EXPECT_NE(missing_samples.err.find("job.samples"), std::string::npos) << missing_samples.err;
+  auto no_file = run_colo(dir, "compare " + dir.file("nope.toml") + " --out " + dir.file("o2"));
+  EXPECT_EQ(no_file.status, 2);
+  EXPECT_NE(no_file.err.find("nope.toml"), std::string::npos) << no_file.err;
+  dir.write("ok.toml", "[[job]]\ncommand = \"true\"\nsamples = 1\n");
+  auto bad_level = run_colo(dir, "compare " + dir.file("ok.toml") + " --levels sequential,warp --out " + dir.file("o3"));
+  EXPECT_EQ(bad_level.status, 2);
+  EXPECT_NE(bad_level.err.find("unknown level \"warp\""), std::string::npos) << bad_level.err;
+  EXPECT_FALSE(path_exists(dir.file("o1")) || path_exists(dir.file("o3"))) << "nothing written for bad input";
+}
+
+}  // namespace
+}  // namespace colo
