@@ -22,6 +22,8 @@
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
 #                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS ...", SHARED_ARGS)
+#   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
+#                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
@@ -205,6 +207,23 @@ if want shared; then
       --jobs 4 --cores 0-3 --device cuda --model "$model" --steps "$steps" --batch "$batch" --size "$size" \
       --colo "$BUILD/colo" --threads 2 --producer-threads 4 --out "$OUT/shared/gpu_4jobs_${model}_${size}.json" \
       ${SHARED_ARGS:-} 2>&1 | tail -4 | tee -a "$summary"
+  done
+fi
+
+if want compare; then
+  export PATH="$PWD/$BUILD:$PATH"
+  mkdir -p "$OUT/compare"
+  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 300;resnet18x8:examples/compare/resnet18x8.toml:--steps 100;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
+  IFS=';' read -r -a entries <<<"$runs"
+  for entry in "${entries[@]}"; do
+    IFS=: read -r name file extra <<<"$entry"
+    note "colo compare $name ($file $extra)"
+    # shellcheck disable=SC2086
+    "$BUILD/colo" compare "$file" $extra --level-timeout "${COMPARE_TIMEOUT:-120}" --out "$OUT/compare/$name" \
+      ${COMPARE_ARGS:-} >"$OUT/compare/$name.txt" 2>"$OUT/compare/$name.log"
+    grep -E "^ *(sequential|timeslice|mps|slots|scheduler|fused|streams) |recommended" "$OUT/compare/$name.txt" \
+      | tee -a "$summary"
+    rm -rf "$OUT/compare/$name"/round-*/*/*/  # per-process outputs and checkpoints: too large to bring back
   done
 fi
 

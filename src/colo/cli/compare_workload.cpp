@@ -84,8 +84,11 @@ CompareWorkload parse_compare_workload(const std::string& path, const std::strin
 
 std::vector<std::string> with_output(const WorkloadCommand& command, const std::string& out_dir) {
   std::vector<std::string> argv = command.argv;
+  const std::string token = "{out}";
   for (std::string& arg : argv) {
-    if (arg == "{out}") arg = out_dir;
+    for (size_t at = arg.find(token); at != std::string::npos; at = arg.find(token, at + out_dir.size())) {
+      arg.replace(at, token.size(), out_dir);
+    }
   }
   return argv;
 }

@@ -12,8 +12,8 @@
 
 namespace colo::cli {
 
-// One command of a workload. "{out}" in its argv stands for a fresh output
-// directory of each run; a command that writes a sweep log there has its
+// One command of a workload. "{out}" anywhere in its argv stands for a fresh
+// output directory of each run; a command that writes a sweep log there has its
 // trained samples counted from that log, else `samples` is what it trains.
 struct WorkloadCommand {
   std::string name;
