@@ -1,7 +1,6 @@
 #include "colo/cli/compare_command.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
+#include "colo/core/files.h"
 #include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
 #include "colo/gpu/mps.h"
@@ -38,6 +38,11 @@ struct Launch {
   const WorkloadCommand* command = nullptr;
 };
 
+void make_output_dir(const std::string& dir) {
+  std::string failure = make_directories(dir);
+  if (!failure.empty()) throw std::runtime_error("cannot create " + dir + ": " + failure);
+}
+
 std::vector<std::string> in_workdir(const std::vector<std::string>& argv, const std::string& workdir) {
   std::vector<std::string> wrapped = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", workdir};
   wrapped.insert(wrapped.end(), argv.begin(), argv.end());
@@ -49,7 +54,7 @@ std::vector<Launch> launches_for(const std::vector<const WorkloadCommand*>& comm
   for (const WorkloadCommand* c : commands) {
     Launch l;
     l.out_dir = dir + "/" + c->name;
-    std::filesystem::create_directories(l.out_dir);
+    make_output_dir(l.out_dir);
     l.argv = in_workdir(with_output(*c, l.out_dir), c->workdir);
     l.env = c->env;
     l.log = dir + "/" + c->name + ".log";
@@ -144,7 +149,7 @@ std::string run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
-  std::filesystem::remove_all(pipes);
+  remove_tree(pipes);
   if (!failure.empty()) return failure;
   for (const sched::JobRecord& job : store.list()) {
     if (job.state != sched::JobState::kCompleted) {
@@ -161,11 +166,13 @@ void measure(const gpu::Sampler& sampler, size_t devices, double t0, double t1, 
   bool have_energy = devices > 0;
   for (size_t d = 0; d < devices; ++d) {
     std::vector<gpu::DeviceSample> samples = sampler.samples(d);
+    // The energy counter's last reading at or before t0 and first at or
+    // after t1 (a reading may lack it when an NVML call fails under load).
     const gpu::DeviceSample* before = nullptr;
     const gpu::DeviceSample* after = nullptr;
     for (const gpu::DeviceSample& s : samples) {
-      if (s.unix_s <= t0 || !before) before = &s;
-      if (s.unix_s >= t1 && !after) after = &s;
+      if (s.energy_j && (s.unix_s <= t0 || !before)) before = &s;
+      if (s.energy_j && (!after || after->unix_s < t1)) after = &s;
       if (s.unix_s >= t0 && s.unix_s <= t1) {
         peak = std::max(peak, s.mem_used_bytes);
         std::optional<double> sm = s.sm_active ? s.sm_active : s.gpu_util;
@@ -175,8 +182,7 @@ void measure(const gpu::Sampler& sampler, size_t devices, double t0, double t1, 
         }
       }
     }
-    if (!after && !samples.empty()) after = &samples.back();
-    if (before && after && before->energy_j && after->energy_j) {
+    if (before && after && after->unix_s > before->unix_s) {
       energy += *after->energy_j - *before->energy_j;
     } else {
       have_energy = false;
@@ -233,7 +239,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
   LevelRun run;
   run.level = level;
   const std::string dir = options.out_dir + "/" + to_string(level);
-  std::filesystem::create_directories(dir);
+  make_output_dir(dir);
   std::vector<const WorkloadCommand*> commands;
   if (level == ShareLevel::kFused) {
     commands.push_back(&*workload.fused);
@@ -282,7 +288,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     run.error = e.what();
   }
   if (mps) mps->quit();
-  if (!mps_pipes.empty()) std::filesystem::remove_all(mps_pipes);
+  if (!mps_pipes.empty()) remove_tree(mps_pipes);
   if (!run.error.empty()) return run;
   for (const Launch& l : launches) {
     std::optional<int64_t> samples = trained_samples(*l.command, l.out_dir);
