@@ -223,7 +223,8 @@ if want compare; then
       ${COMPARE_ARGS:-} >"$OUT/compare/$name.txt" 2>"$OUT/compare/$name.log"
     grep -E "^ *(sequential|timeslice|mps|slots|scheduler|fused|streams) |recommended" "$OUT/compare/$name.txt" \
       | tee -a "$summary"
-    rm -rf "$OUT/compare/$name"/round-*/*/*/  # per-process outputs and checkpoints: too large to bring back
+    # Only the summary and the PNGs come back (the device returns few files).
+    rm -rf "$OUT/compare/$name"/round-*
   done
 fi
 
