@@ -100,6 +100,54 @@ TEST(ColoCompare, JobFileLevelsRunAndAFailingLevelNeverStopsTheOthers) {
             next["samples_per_s_max"].get<double>() >= best["samples_per_s_min"].get<double>());
 }
 
+// A `colo train` spec on a small synthetic image set: `model` lines, 4 steps of 32.
+std::string small_spec(const std::string& model, int64_t train_size) {
+  return "device = \"cpu\"\nepochs = 1\nmax_steps = 4\nbatch_size = 32\ncheckpoint_every = 0\n"
+         "[model]\n" + model + "\n"
+         "[data]\nname = \"synthetic\"\nshape = [1, 28, 28]\nclasses = 4\ntrain_size = " + std::to_string(train_size) +
+         "\ntest_size = 64\n[optimizer]\nname = \"sgd\"\nlr = 0.05\n";
+}
+
+TEST(ColoCompare, ColoTrainJobsOnOneDataSetAlsoRunSideBySideInOneProcess) {
+  TempDir dir;
+  dir.write("mlp.toml", small_spec("name = \"mlp\"\nwidths = [16]", 256));
+  dir.write("lenet.toml", small_spec("name = \"lenet\"", 256));
+  dir.write("other.toml", small_spec("name = \"mlp\"\nwidths = [8]", 512));
+  std::string colo = COLO_EXECUTABLE;
+  dir.write("jobs.toml", "[[job]]\nname = \"mlp\"\ncommand = \"" + colo + " train " + dir.file("mlp.toml") +
+                             " --out {out}\"\nsamples = 128\n[[job]]\nname = \"lenet\"\ncommand = \"" + colo +
+                             " train " + dir.file("lenet.toml") + " --out {out}\"\nsamples = 128\n");
+  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") + " --levels sequential,streams --no-plots --out " +
+                               dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
+  nlohmann::json streams = level(summary, "streams");
+  ASSERT_FALSE(streams.contains("skipped")) << streams.dump();
+  ASSERT_TRUE(streams["runs"][0]["ok"].get<bool>()) << streams.dump();
+  EXPECT_EQ(streams["runs"][0]["samples"], 256);
+  // The one process trained both models, 4 steps each, into their own outputs.
+  for (const char* out : {"out/round-1/streams/streams/0-mlp/metrics.jsonl",
+                          "out/round-1/streams/streams/1-lenet/metrics.jsonl"}) {
+    ASSERT_TRUE(path_exists(dir.file(out))) << out << "\n" << run.err;
+    EXPECT_NE(read_file(dir.file(out)).find("\"step\":4"), std::string::npos) << read_file(dir.file(out));
+  }
+  // Specs on different data cannot share one pass: the level says so.
+  dir.write("mixed.toml", "[[job]]\nname = \"a\"\ncommand = \"colo train " + dir.file("mlp.toml") +
+                              "\"\nsamples = 128\n[[job]]\nname = \"b\"\ncommand = \"colo train " +
+                              dir.file("other.toml") + "\"\nsamples = 128\n");
+  auto mixed = run_colo(dir, "compare " + dir.file("mixed.toml") + " --levels streams --no-plots --out " +
+                                 dir.file("out2"));
+  auto mixed_summary = nlohmann::json::parse(read_file(dir.file("out2/summary.json")));
+  EXPECT_NE(level(mixed_summary, "streams")["skipped"].get<std::string>().find("differs"), std::string::npos)
+      << mixed_summary.dump();
+  // colo train itself refuses specs of different data, naming the field.
+  auto refused = run_colo(dir, "train " + dir.file("mlp.toml") + " " + dir.file("other.toml") + " --out " +
+                                   dir.file("out3"));
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("data"), std::string::npos) << refused.err;
+  EXPECT_FALSE(path_exists(dir.file("out3")));
+}
+
 TEST(ColoCompare, BadWorkloadsAreRejectedWithTheFieldNamed) {
   TempDir dir;
   dir.write("nosamples.toml", "[[job]]\nname = \"a\"\ncommand = \"true\"\n");

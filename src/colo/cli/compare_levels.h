@@ -31,7 +31,7 @@ ShareLevel share_level_from_string(const std::string& name);
 
 struct LevelOptions {
   int slots = 4;                 // kSlots: processes at once
-  double timeout_s = 600;        // a level's run is stopped (and reported failed) past this
+  double timeout_s = 120;        // a level's run is stopped (and reported failed) past this
   double sample_interval_s = 0.2;
   std::string out_dir;           // this run's logs, outputs and timeline_<level>.csv go under here
   std::string mps_control = "nvidia-cuda-mps-control";

@@ -7,8 +7,11 @@
 
 #include "colo/core/error.h"
 #include "colo/core/spec_table.h"
+#include "colo/data/data_spec.h"
+#include "colo/estimate/default_chain.h"
 #include "colo/fuse/sweep_spec.h"
 #include "colo/sched/job_spec.h"
+#include "colo/train/train_spec.h"
 
 namespace colo::cli {
 namespace {
@@ -53,15 +56,51 @@ WorkloadCommand from_job(const sched::JobSpec& spec, const std::string& path, co
   return c;
 }
 
-CompareWorkload job_workload(const std::string& path) {
+// Jobs that are all `colo train SPEC` on one data set, with one batch size,
+// epoch count and step budget, can also train side by side in one process:
+// that command, or why not.
+std::optional<WorkloadCommand> side_by_side_of(const std::vector<sched::JobSpec>& jobs, const std::string& colo,
+                                               std::string* why_not) {
+  std::vector<std::string> paths;
+  std::optional<train::TrainSpec> first;
+  int64_t samples = 0;
+  for (const sched::JobSpec& job : jobs) {
+    std::string spec_path = estimate::train_spec_of(job.command, job.workdir);
+    if (spec_path.empty()) {
+      *why_not = "job " + job.name + " is not `colo train SPEC`, and the file has no [streams] command";
+      return std::nullopt;
+    }
+    train::TrainSpec spec = train::parse_train_spec(spec_path);
+    if (first && (data::data_key(spec.data) != data::data_key(first->data) || spec.batch_size != first->batch_size ||
+                  spec.epochs != first->epochs || spec.max_steps != first->max_steps)) {
+      *why_not = "job " + job.name + "'s spec differs from " + jobs.front().name +
+                 "'s in data, batch size, epochs or max_steps (one process trains one data pass)";
+      return std::nullopt;
+    }
+    if (!first) first = spec;
+    paths.push_back(spec_path);
+    samples += *job.samples;
+  }
+  WorkloadCommand c;
+  c.name = "streams";
+  c.argv = {colo, "train"};
+  c.argv.insert(c.argv.end(), paths.begin(), paths.end());
+  c.argv.insert(c.argv.end(), {"--out", "{out}"});
+  c.samples = samples;
+  return c;
+}
+
+CompareWorkload job_workload(const std::string& path, const std::string& colo) {
   SpecTable root = SpecTable::root(path);
   CompareWorkload w;
   w.path = path;
   w.kind = "jobs";
   if (!root.has("job")) root.fail("job", "[[job]] tables (a job file), or a sweep file with a [sweep] table");
+  std::vector<sched::JobSpec> specs;
   for (const SpecTable& table : root.tables("job")) {
     for (const sched::JobSpec& spec : sched::expand_array(sched::parse_job_table(table))) {
       w.jobs.push_back(from_job(spec, path, "job"));
+      specs.push_back(spec);
     }
   }
   if (w.jobs.empty()) root.fail("job", "one or more [[job]] tables");
@@ -70,8 +109,8 @@ CompareWorkload job_workload(const std::string& path) {
     if (auto table = root.table(level)) slot = from_job(sched::parse_job_table(*table), path, level);
   }
   w.fused_missing = "the job file has no [fused] command (fused arrays need models colo can fuse: a sweep file)";
-  w.streams_missing = "the job file has no [streams] command (one process running every model on CUDA streams)";
   root.reject_unknown();
+  if (!w.streams) w.streams = side_by_side_of(specs, colo, &w.streams_missing);
   return w;
 }
 
@@ -79,7 +118,7 @@ CompareWorkload job_workload(const std::string& path) {
 
 CompareWorkload parse_compare_workload(const std::string& path, const std::string& colo_executable, int64_t steps) {
   SpecTable root = SpecTable::root(path);  // throws InputError for a missing or malformed file
-  return root.has("sweep") ? sweep_workload(path, colo_executable, steps) : job_workload(path);
+  return root.has("sweep") ? sweep_workload(path, colo_executable, steps) : job_workload(path, colo_executable);
 }
 
 std::vector<std::string> with_output(const WorkloadCommand& command, const std::string& out_dir) {

@@ -40,7 +40,8 @@ struct CompareWorkload {
 // side-by-side runs; `steps` > 0 caps every model's optimiser steps. Any
 // other file is a job file (docs/job-format.md) whose jobs each declare
 // `samples`, with optional [fused] and [streams] tables (command, samples)
-// that do the same training in one process. Throws InputError naming the
+// that do the same training in one process; without [streams], jobs that are
+// all `colo train SPEC` on one data set get `colo train SPEC...` (side by side). Throws InputError naming the
 // file and field.
 CompareWorkload parse_compare_workload(const std::string& path, const std::string& colo_executable, int64_t steps);
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "colo/cli/train_side_by_side.h"
+#include "colo/core/error.h"
 #include "colo/core/table.h"
 #include "colo/gpu/torch_device.h"
 #include "colo/train/train_spec.h"
@@ -11,14 +13,18 @@ namespace colo::cli {
 namespace {
 
 struct TrainArgs {
-  std::string spec_path;
+  std::vector<std::string> spec_paths;
   std::string out;
   std::string device;
   bool resume = false;
 };
 
 int run_train(const TrainArgs& args) {
-  train::TrainSpec spec = train::parse_train_spec(args.spec_path);
+  if (args.spec_paths.size() > 1) {
+    if (args.resume) throw InputError("--resume", "", "one spec (side-by-side runs do not resume)");
+    return run_train_side_by_side(args.spec_paths, args.out, args.device);
+  }
+  train::TrainSpec spec = train::parse_train_spec(args.spec_paths.front());
   if (!args.out.empty()) spec.output = args.out;
   if (!args.device.empty()) spec.device = args.device;
   train::Trainer trainer(spec);
@@ -45,8 +51,11 @@ int run_train(const TrainArgs& args) {
 void add_train_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train one model from a training spec (TOML)");
-  cmd->add_option("spec", args->spec_path, "training spec file")->required();
-  cmd->add_option("--out", args->out, "output directory (overrides the spec's `output`)");
+  cmd->add_option("spec", args->spec_paths,
+                  "training spec file; several train side by side in one process (same data, batch size, epochs)")
+      ->required();
+  cmd->add_option("--out", args->out,
+                  "output directory (overrides the spec's `output`; with several specs, DIR/<i>-<model> each)");
   cmd->add_option("--device", args->device, "auto | cpu | cuda | cuda:N (overrides the spec)");
   cmd->add_flag("--resume", args->resume, "continue from <output>/checkpoint.pt");
   cmd->footer(std::string("\nWrites <output>/metrics.jsonl (one JSON object per epoch), "

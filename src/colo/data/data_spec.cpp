@@ -35,4 +35,15 @@ DataSpec parse_data_spec(const SpecTable& table) {
   return spec;
 }
 
+std::string data_key(const DataSpec& s) {
+  std::string key = s.name + "|" + s.path + "|";
+  for (int64_t d : s.shape) key += std::to_string(d) + ",";
+  for (int64_t v : {s.classes, s.train_size, s.test_size, s.vocab, s.train_limit, s.test_limit}) {
+    key += "|" + std::to_string(v);
+  }
+  key += "|" + std::to_string(s.seed) + "|" + std::to_string(s.tokens) + std::to_string(s.normalize) +
+         std::to_string(s.augment);
+  return key;
+}
+
 }  // namespace colo::data

@@ -34,4 +34,9 @@ struct DataSpec {
 // that does not apply to it, or a value out of range.
 DataSpec parse_data_spec(const SpecTable& table);
 
+// What makes two specs the same samples in the same order: equal keys mean
+// one loaded data set can serve both (where the data lives, pinning and
+// prefetching do not count).
+std::string data_key(const DataSpec& spec);
+
 }  // namespace colo::data

@@ -162,7 +162,9 @@ void ImageDecoder::fill(const int64_t* indices, int64_t n, uint64_t draw, uint8_
   job_ = &job;
   ++generation_;
   wake_.notify_all();
-  finished_.wait(lock, [&] { return job.done == job.n; });
+  // The job lives on this stack: wait until no worker holds it any more, not
+  // only until its images are done (a late worker may still read it).
+  finished_.wait(lock, [&] { return job.done == job.n && job.holders == 0; });
   job_ = nullptr;
   if (!job.failure.empty()) throw InputError(job.failure, "", "a readable JPEG image (on_error = \"stop\")");
 }
@@ -177,6 +179,7 @@ void ImageDecoder::work() {
       if (stop_) return;
       seen = generation_;
       job = job_;
+      ++job->holders;
     }
     int64_t finished = 0;
     for (int64_t k; (k = job->next.fetch_add(1)) < job->n; ++finished) {
@@ -189,7 +192,8 @@ void ImageDecoder::work() {
     }
     std::lock_guard<std::mutex> lock(mutex_);
     job->done += finished;
-    if (job->done == job->n) finished_.notify_all();
+    --job->holders;
+    if (job->done == job->n && job->holders == 0) finished_.notify_all();
   }
 }
 

@@ -71,6 +71,7 @@ class ImageDecoder {
     int64_t* labels = nullptr;
     std::atomic<int64_t> next{0};
     int64_t done = 0;
+    int holders = 0;  // workers that took this job and may still touch it
     std::string failure;
   };
   void work();

@@ -1,0 +1,64 @@
+#include "colo/cli/train_side_by_side.h"
+
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "colo/core/error.h"
+#include "colo/core/json_lines.h"
+#include "colo/core/paths.h"
+#include "colo/core/table.h"
+#include "colo/data/dataset_registry.h"
+#include "colo/fuse/array_trainer.h"
+#include "colo/gpu/torch_device.h"
+#include "colo/train/train_spec.h"
+
+namespace colo::cli {
+
+int run_train_side_by_side(const std::vector<std::string>& spec_paths, const std::string& out,
+                           const std::string& device) {
+  std::vector<train::TrainSpec> specs;
+  for (const std::string& path : spec_paths) specs.push_back(train::parse_train_spec(path));
+  const train::TrainSpec& first = specs.front();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    train::TrainSpec& s = specs[i];
+    if (!device.empty()) s.device = device;
+    if (!out.empty()) s.output = out + "/" + std::to_string(i) + "-" + s.model.name;
+    auto differs = [&](const char* field, bool different) {
+      if (different) {
+        throw InputError(s.source, field, "the same as " + first.source +
+                                              "'s: models trained side by side share one pass over one data set");
+      }
+    };
+    differs("data", data::data_key(s.data) != data::data_key(first.data));
+    differs("batch_size", s.batch_size != first.batch_size);
+    differs("epochs", s.epochs != first.epochs);
+    differs("max_steps", s.max_steps != first.max_steps);
+    differs("device", s.device != specs.front().device);
+  }
+  c10::Device where = gpu::resolve_device(first.device, first.source, "device");
+  data::Dataset dataset = data::load_dataset(first.data);
+  for (const train::TrainSpec& s : specs) ensure_writable_dir(s.output, s.source, "output");
+  spdlog::info("{} models side by side on {}: {} train / {} test samples", specs.size(),
+               gpu::describe_device(where), dataset.train.size(), dataset.test.size());
+
+  std::vector<std::unique_ptr<fuse::ArrayTrainer>> trainers;
+  std::vector<fuse::ArrayTrainer*> members;
+  std::vector<std::unique_ptr<JsonLinesWriter>> metrics;
+  for (const train::TrainSpec& s : specs) {
+    trainers.push_back(std::make_unique<fuse::ArrayTrainer>(std::vector<train::TrainSpec>{s}, dataset, where));
+    members.push_back(trainers.back().get());
+    metrics.push_back(std::make_unique<JsonLinesWriter>(s.output + "/metrics.jsonl", JsonLinesWriter::Mode::kTruncate));
+  }
+  TablePrinter table({{"model", 16}, {"epoch", 5}, {"step", 7}, {"loss", 7}, {"test_acc", 8}, {"samples/s", 10}});
+  table.header();
+  fuse::train_side_by_side(members, [&](size_t member, int64_t, const train::EpochRecord& r) {
+    metrics[member]->write(train::to_json(r));
+    table.row({std::to_string(member) + "-" + specs[member].model.name, std::to_string(r.epoch),
+               std::to_string(r.step), fixed(r.loss, 4), percent(r.test_accuracy), fixed(r.samples_per_s, 0)});
+  });
+  for (const train::TrainSpec& s : specs) spdlog::info("metrics: {}/metrics.jsonl", s.output);
+  return 0;
+}
+
+}  // namespace colo::cli
