@@ -24,8 +24,15 @@ EstimatorPtr default_job_estimator(std::vector<PastRun> history);
 // other command.
 std::string train_spec_of(const std::vector<std::string>& command, const std::string& workdir);
 
+// The spec of the one configuration a `colo sweep SWEEP.toml --only I`
+// command trains (I a single index), relative to `workdir`; nullopt for any
+// other command, several configurations, or an index the sweep lacks.
+// Throws InputError when the sweep file is bad.
+std::optional<train::TrainSpec> sweep_config_spec_of(const std::vector<std::string>& command,
+                                                     const std::string& workdir);
+
 // What a job says about itself: its command and workdir, the parsed spec of
-// a `colo train` command, and its Python model when it names one. Throws
+// a `colo train` command (or of a one-configuration `colo sweep --only I`), and its Python model when it names one. Throws
 // InputError when the named spec file is bad.
 EstimateRequest job_request(const std::vector<std::string>& command, const std::string& workdir,
                             const std::optional<PythonModelSource>& python_model);
