@@ -70,17 +70,16 @@ std::vector<Launch> launches_for(const std::vector<const WorkloadCommand*>& comm
 std::string run_pool(std::vector<Launch>& launches, size_t concurrency, const EnvironmentOverrides& extra_env,
                      double timeout_s) {
   std::vector<std::unique_ptr<ChildProcess>> running(launches.size());
-  size_t next = 0, done = 0;
+  size_t next = 0, done = 0, live = 0;
   std::string failure;
   Stopwatch clock;
   while (done < launches.size()) {
-    while (failure.empty() && next < launches.size() &&
-           static_cast<size_t>(std::count_if(running.begin(), running.end(), [](const auto& p) { return p != nullptr; })) <
-               concurrency) {
+    while (failure.empty() && next < launches.size() && live < concurrency) {
       EnvironmentOverrides env = launches[next].env;
       env.insert(extra_env.begin(), extra_env.end());
       running[next] = std::make_unique<ChildProcess>(launches[next].argv, env, launches[next].log);
       ++next;
+      ++live;
     }
     for (size_t i = 0; i < running.size(); ++i) {
       if (!running[i]) continue;
@@ -92,6 +91,7 @@ std::string run_pool(std::vector<Launch>& launches, size_t concurrency, const En
         }
         running[i].reset();
         ++done;
+        --live;
       }
     }
     if (!failure.empty() && next < launches.size()) {  // nothing more starts after a failure

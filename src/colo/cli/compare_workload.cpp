@@ -104,10 +104,8 @@ CompareWorkload job_workload(const std::string& path, const std::string& colo) {
     }
   }
   if (w.jobs.empty()) root.fail("job", "one or more [[job]] tables");
-  for (const char* level : {"fused", "streams"}) {
-    std::optional<WorkloadCommand>& slot = std::string(level) == "fused" ? w.fused : w.streams;
-    if (auto table = root.table(level)) slot = from_job(sched::parse_job_table(*table), path, level);
-  }
+  if (auto table = root.table("fused")) w.fused = from_job(sched::parse_job_table(*table), path, "fused");
+  if (auto table = root.table("streams")) w.streams = from_job(sched::parse_job_table(*table), path, "streams");
   w.fused_missing = "the job file has no [fused] command (fused arrays need models colo can fuse: a sweep file)";
   root.reject_unknown();
   if (!w.streams) w.streams = side_by_side_of(specs, colo, &w.streams_missing);

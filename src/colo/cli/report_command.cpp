@@ -1,13 +1,11 @@
 #include "colo/cli/simulate_command.h"
 
-#include "colo/cli/plot_script.h"
-
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "colo/cli/plot_script.h"
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"

@@ -25,22 +25,34 @@ void trap_error(j_common_ptr info) {
 
 void ignore_message(j_common_ptr) {}
 
+// Routes libjpeg's errors to `trap` (the caller sets its jump point) and
+// keeps its warnings (e.g. premature end) quiet.
+void trap_errors(jpeg_decompress_struct* info, ErrorTrap* trap) {
+  info->err = jpeg_std_error(&trap->manager);
+  trap->manager.error_exit = trap_error;
+  trap->manager.output_message = ignore_message;
+}
+
+// Starts decompressing `bytes` up to the end of the header; an error jumps
+// to the caller's trap.
+void read_header(jpeg_decompress_struct* info, const uint8_t* bytes, size_t size) {
+  jpeg_create_decompress(info);
+  jpeg_mem_src(info, bytes, static_cast<unsigned long>(size));
+  jpeg_read_header(info, TRUE);
+}
+
 }  // namespace
 
 bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* height, std::string* error) {
   jpeg_decompress_struct info;
   ErrorTrap trap;
-  info.err = jpeg_std_error(&trap.manager);
-  trap.manager.error_exit = trap_error;
-  trap.manager.output_message = ignore_message;
+  trap_errors(&info, &trap);
   if (setjmp(trap.back)) {
     jpeg_destroy_decompress(&info);
     *error = trap.message;
     return false;
   }
-  jpeg_create_decompress(&info);
-  jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
-  jpeg_read_header(&info, TRUE);
+  read_header(&info, bytes, size);
   *width = info.image_width;
   *height = info.image_height;
   jpeg_destroy_decompress(&info);
@@ -53,17 +65,13 @@ bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string
   }
   jpeg_decompress_struct info;
   ErrorTrap trap;
-  info.err = jpeg_std_error(&trap.manager);
-  trap.manager.error_exit = trap_error;
-  trap.manager.output_message = ignore_message;  // warnings (e.g. premature end) stay quiet
+  trap_errors(&info, &trap);
   if (setjmp(trap.back)) {
     jpeg_destroy_decompress(&info);
     *error = trap.message;
     return false;
   }
-  jpeg_create_decompress(&info);
-  jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
-  jpeg_read_header(&info, TRUE);
+  read_header(&info, bytes, size);
   info.out_color_space = JCS_RGB;
   info.scale_num = 1;
   info.scale_denom = static_cast<unsigned int>(scale_denominator);
