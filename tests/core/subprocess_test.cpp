@@ -1,6 +1,12 @@
 #include "colo/core/subprocess.h"
 
+#include <signal.h>
 #include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -47,6 +53,30 @@ TEST(ProcessAlive, ReportsLiveAndEndedProcesses) {
   child.wait();
   EXPECT_FALSE(process_alive(pid));
   EXPECT_TRUE(process_alive(::getpid()));
+}
+
+TEST(BelongsToJob, CountsAWorkerThatLeftTheJobsProcessGroup) {
+  // The background sleep starts a session of its own, as torchrun's workers do.
+  std::string pid_file = ::testing::TempDir() + "/colo_setsid_pid";
+  ChildProcess child({"sh", "-c", "setsid sleep 30 & echo $! > " + pid_file + "; wait"}, {});
+  uint32_t worker = 0;
+  for (int i = 0; i < 100 && worker == 0; ++i) {
+    std::ifstream in(pid_file);
+    in >> worker;
+    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(worker, 0u);
+  for (int i = 0; i < 100 && process_group_of(worker) != static_cast<int>(worker); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // until setsid has run
+  }
+  uint32_t leader = static_cast<uint32_t>(child.pid());
+  EXPECT_NE(process_group_of(worker), static_cast<int>(leader));
+  EXPECT_TRUE(belongs_to_job(worker, leader));
+  EXPECT_TRUE(belongs_to_job(leader, leader));
+  EXPECT_FALSE(belongs_to_job(static_cast<uint32_t>(::getpid()), leader));
+  ::kill(static_cast<pid_t>(worker), SIGKILL);
+  child.terminate(2.0);
+  std::remove(pid_file.c_str());
 }
 
 }  // namespace

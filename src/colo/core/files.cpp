@@ -3,12 +3,15 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace colo {
@@ -85,6 +88,30 @@ std::vector<std::string> list_directory(const std::string& path) {
 std::string temp_directory() {
   const char* tmp = std::getenv("TMPDIR");
   return tmp && *tmp ? tmp : "/tmp";
+}
+
+std::string current_directory() {
+  char* cwd = ::getcwd(nullptr, 0);
+  std::string out = cwd ? cwd : ".";
+  std::free(cwd);
+  return out;
+}
+
+std::string absolute_path(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  std::string base = current_directory();
+  return path.empty() || path == "." ? base : base + "/" + path;
+}
+
+std::string file_tail(const std::string& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - static_cast<std::streamoff>(bytes)));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 }  // namespace colo

@@ -34,4 +34,14 @@ std::vector<std::string> list_directory(const std::string& path);
 // $TMPDIR, or /tmp.
 std::string temp_directory();
 
+// The working directory of this process, or "." when it cannot be read.
+std::string current_directory();
+
+// `path` made absolute against the working directory (not resolved: links
+// and ".." stay).
+std::string absolute_path(const std::string& path);
+
+// The last `bytes` of a file (all of it when shorter); "" when unreadable.
+std::string file_tail(const std::string& path, size_t bytes);
+
 }  // namespace colo

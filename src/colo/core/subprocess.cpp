@@ -9,8 +9,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "colo/core/stopwatch.h"
 
@@ -174,6 +177,44 @@ bool process_alive(pid_t pid) {
   // "pid (comm) state ...": comm may hold spaces, so look after the last ')'.
   const char* close = std::strrchr(line, ')');
   return !(got > 0 && close != nullptr && close[1] == ' ' && close[2] == 'Z');
+}
+
+}  // namespace colo
+
+namespace colo {
+
+namespace {
+
+// The parent and process group of `pid`, from /proc/<pid>/stat (after the
+// ") " that ends the command name: state, ppid, pgrp); {-1, -1} when gone.
+std::pair<int, int> parent_and_group(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 > line.size()) return {-1, -1};
+  std::istringstream rest(line.substr(close + 2));
+  char state = 0;
+  int ppid = -1, pgrp = -1;
+  rest >> state >> ppid >> pgrp;
+  return {ppid, pgrp};
+}
+
+}  // namespace
+
+int process_group_of(uint32_t pid) { return parent_and_group(pid).second; }
+
+bool is_same_or_descendant(uint32_t pid, uint32_t ancestor) {
+  int current = static_cast<int>(pid);
+  for (int hops = 0; hops < 64 && current > 1; ++hops) {  // bounded: a pid reused mid-walk cannot loop
+    if (current == static_cast<int>(ancestor)) return true;
+    current = parent_and_group(static_cast<uint32_t>(current)).first;
+  }
+  return false;
+}
+
+bool belongs_to_job(uint32_t pid, uint32_t leader) {
+  return process_group_of(pid) == static_cast<int>(leader) || is_same_or_descendant(pid, leader);
 }
 
 }  // namespace colo

@@ -3,6 +3,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +56,18 @@ class ChildProcess {
 
 // Shell-style exit code of a wait status: the code, or 128 + signal.
 int exit_code_of(int wait_status);
+
+// Process group of a pid, from /proc/<pid>/stat; -1 when it is gone.
+int process_group_of(uint32_t pid);
+
+// Whether `pid` is `ancestor` or one of its descendants (by the parent
+// chain in /proc), so that workers that left the job's process group
+// (torchrun's start a session of their own) still count as the job's.
+bool is_same_or_descendant(uint32_t pid, uint32_t ancestor);
+
+// Whether `pid` belongs to the job whose leader is `leader` (the leader of
+// its process group): in that group, or descended from the leader.
+bool belongs_to_job(uint32_t pid, uint32_t leader);
 
 // Whether a process with this pid exists (and is not a zombie we reaped).
 bool process_alive(pid_t pid);
