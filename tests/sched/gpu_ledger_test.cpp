@@ -22,6 +22,23 @@ Thresholds thresholds() {
   return t;
 }
 
+TEST(GpuLedger, AGpuIsSteadyWhileItsReadingsAreOneValueAndNoJobSettles) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 10, 0.3), {0}, 0);
+  ledger.observe(0, 0, 0.3, 70 * kGiB);
+  ledger.observe(0, 1, 0.3, 70 * kGiB);
+  EXPECT_TRUE(ledger.steady(0));
+  GpuView before = ledger.view(0, 1);
+  EXPECT_DOUBLE_EQ(ledger.view(0, 50).sm_activity, before.sm_activity) << "a steady view does not move with time";
+  ledger.observe(0, 2, 0.6, 60 * kGiB);
+  EXPECT_FALSE(ledger.steady(0)) << "a change of reading is averaged in over the window";
+  ledger.place(request(2, 10, 0.0), {0}, 2);  // unknown share: it settles
+  ledger.observe(0, 100, 0.6, 60 * kGiB);   // the old reading has left the window
+  EXPECT_FALSE(ledger.steady(0)) << "a settling job's view counts down";
+  ledger.remove(2, 101);
+  EXPECT_TRUE(ledger.steady(0));
+}
+
 TEST(GpuLedger, ReservesEstimatePlusMarginOrTheMeasuredPeak) {
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
   ledger.place(request(1, 10, 0.2), {0}, 0);

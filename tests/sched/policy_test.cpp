@@ -81,6 +81,39 @@ TEST(BestFitPolicy, PrefersTheTightestMemoryFit) {
   EXPECT_EQ(pick("best-fit", job(10, 0.2), gpus), 1);
 }
 
+TEST(SlurmShardPolicy, PacksByWholeShardsOfMemoryAloneLowestIndexFirst) {
+  // GPU 0 is busy and past the SM ceiling, which Slurm does not see.
+  std::vector<GpuView> gpus{gpu(0, 5, 0.95, 2), gpu(1, 80, 0.0, 0)};
+  JobRequest small{1, 4 * kGiB + kGiB / 2, 0.3, false, 0};  // 5 shards: fits the 5 GiB left
+  EXPECT_EQ(pick("slurm-shard", small, gpus), 0);
+  JobRequest larger{1, 5 * kGiB + kGiB / 5, 0.3, false, 0};  // 6 shards
+  EXPECT_EQ(pick("slurm-shard", larger, gpus), 1);
+  JobRequest unknown{1, std::nullopt, 0.3, false, 0};
+  EXPECT_EQ(pick("slurm-shard", unknown, gpus), 1) << "unknown memory asks for a whole GPU";
+  EXPECT_FALSE(make_policy("slurm-shard")->within_collocation_thresholds());
+  EXPECT_TRUE(make_policy("best-fit")->within_collocation_thresholds());
+}
+
+TEST(PickGpus, TheUnexplainedOneGpuPathPicksWhatTheFullScanPicks) {
+  // The simulator's one-pass path against the scan that explains itself.
+  uint64_t state = 12345;
+  auto next = [&state](int n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((state >> 33) % static_cast<uint64_t>(n));
+  };
+  for (const auto& name : policy_names()) {
+    for (int round = 0; round < 200; ++round) {
+      std::vector<GpuView> gpus;
+      for (int g = 0; g < 6; ++g) gpus.push_back(gpu(g, next(81), next(11) / 10.0, next(3)));
+      JobRequest j{1, static_cast<int64_t>(next(30)) * kGiB, next(6) / 10.0, false, 0};
+      auto a = make_policy(name), b = make_policy(name);
+      Placement explained = pick_gpus(*a, j, gpus, true);
+      Placement quick = pick_gpus(*b, j, gpus, false);
+      EXPECT_EQ(explained.gpus, quick.gpus) << name << " round " << round;
+    }
+  }
+}
+
 TEST(CommonRules, MustRunAloneNeedsAnEmptyGpuAndHoldsIt) {
   JobRequest alone = job(4);
   alone.must_run_alone = true;

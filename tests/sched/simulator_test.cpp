@@ -30,6 +30,24 @@ SimulationOptions options(int gpus, const std::string& policy, CollocationMode m
   return o;
 }
 
+TEST(Simulator, AMultiGpuJobStaysOnOneNode) {
+  // Two nodes of two GPUs. A (GPU 0) and C (GPU 2) run 100 s; B (GPU 1) ends
+  // at 10, leaving GPUs 1 and 3 free, but on different nodes: the 2-GPU job
+  // D waits until A ends and node 0 is free.
+  std::vector<TraceJob> trace{job(0, "A", 100, 4, 0.5), job(0, "B", 10, 4, 0.5), job(0, "C", 100, 4, 0.5),
+                              job(5, "D", 10, 4, 0.5)};
+  trace[3].gpus = 2;
+  auto o = options(4, "exclusive", CollocationMode::kExclusive);
+  o.gpus_per_node = 2;
+  auto r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.jobs[3].start_s, 100);
+  EXPECT_EQ(r.jobs[3].gpu, 0);
+  o.gpus_per_node = 0;  // one node: D takes GPUs 1 and 3 as soon as B ends
+  EXPECT_DOUBLE_EQ(simulate(trace, o).jobs[3].start_s, 10);
+  o.gpus_per_node = 1;
+  EXPECT_THROW(simulate(trace, o), std::invalid_argument);
+}
+
 TEST(Simulator, ReproducesAHandComputedExclusiveSchedule) {
   // Two GPUs, one job each. A and B start at 0; C (t=10) waits for B (ends
   // 50) and runs 50-80; D (t=20) follows on GPU 1, 80-90; A ends at 100.

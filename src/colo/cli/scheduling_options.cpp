@@ -3,7 +3,10 @@
 namespace colo::cli {
 
 sched::RunnerOptions runner_options(const SchedulingArgs& args) {
-  return sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
+  sched::RunnerOptions options =
+      sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
+  options.predict_shares = !args.no_share_prediction;
+  return options;
 }
 
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
@@ -14,6 +17,8 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
   cmd->add_option("--reserve-after", args.reserve_after_s,
                   "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
       ->capture_default_str();
+  cmd->add_flag("--no-share-prediction", args.no_share_prediction,
+               "a job of a new command settles even when the same model was measured under another");
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }
 

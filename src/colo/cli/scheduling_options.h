@@ -18,9 +18,10 @@ struct SchedulingArgs {
   std::string summary_json;
   double poll_s = 0.5;
   double reserve_after_s = 0;
+  bool no_share_prediction = false;
 };
 
-// --policy, --mode, --recovery, --poll, --reserve-after, --summary-json.
+// --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --summary-json.
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args);
 
 // Runner options from the flags; validates names before anything is written.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,8 @@ namespace {
 struct SimulateArgs {
   std::string trace;
   int gpus = 4;
+  int nodes = 0;
+  int gpus_per_node = 0;
   std::string policy = "all";
   std::string mode = "mps";
   std::string recovery = "alone";
@@ -49,6 +52,10 @@ void write_jobs(const std::string& path, const sched::SimulationResult& r) {
 int run_simulate(const SimulateArgs& args) {
   auto trace = sched::read_trace(args.trace);
   if (args.gpus < 1) throw InputError("--gpus", "", "expected at least 1");
+  if ((args.nodes > 0) != (args.gpus_per_node > 0)) {
+    throw InputError("--nodes/--gpus-per-node", "", "both, each at least 1, or neither");
+  }
+  int gpus = args.nodes > 0 ? args.nodes * args.gpus_per_node : args.gpus;
   if (args.reserve_after_s < 0) throw InputError("--reserve-after", "", "expected seconds >= 0 (0: no reservation)");
   std::vector<std::pair<std::string, std::string>> runs;  // policy, mode
   if (args.policy == "all") {
@@ -57,7 +64,9 @@ int run_simulate(const SimulateArgs& args) {
       if (p != "exclusive") runs.push_back({p, args.mode});
     }
   } else {
-    runs.push_back({args.policy, args.policy == "exclusive" ? "exclusive" : args.mode});
+    std::stringstream names(args.policy);
+    std::string name;
+    while (std::getline(names, name, ',')) runs.push_back({name, name == "exclusive" ? "exclusive" : args.mode});
   }
   if (!args.out.empty()) ensure_writable_dir(args.out, "--out", "");
   TablePrinter table({{"policy", 11}, {"mode", 9}, {"total_h", 8}, {"energy_kwh", 10}, {"wait_min", 8},
@@ -67,7 +76,8 @@ int run_simulate(const SimulateArgs& args) {
   double exclusive_total = 0;
   for (const auto& [policy, mode] : runs) {
     sched::SimulationOptions options;
-    options.gpus = args.gpus;
+    options.gpus = gpus;
+    options.gpus_per_node = args.gpus_per_node;
     options.gpu.mem_total_bytes = static_cast<int64_t>(args.gpu_mem_gib * double(int64_t{1} << 30));
     options.policy = policy;
     options.mode = sched::collocation_mode_from_string(mode);
@@ -78,7 +88,10 @@ int run_simulate(const SimulateArgs& args) {
     auto result = sched::simulate(trace, options);
     double wall = clock.elapsed_s();
     if (policy == "exclusive") exclusive_total = result.total_s;
-    all.push_back(summary_json(result, wall));
+    nlohmann::json entry = summary_json(result, wall);
+    entry["gpus"] = gpus;
+    entry["gpus_per_node"] = args.gpus_per_node;
+    all.push_back(entry);
     table.row({policy, mode, fixed(result.total_s / 3600, 2), fixed(result.energy_j / 3.6e6, 2),
                fixed(result.mean_wait_s / 60, 1), fixed(result.mean_jct_s / 60, 1),
                std::to_string(result.oom_events), std::to_string(result.oom_unrecovered),
@@ -96,8 +109,12 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "Run a trace through the scheduler against simulated GPUs");
   cmd->add_option("trace", args->trace, "trace CSV (docs/trace-format.md)")->required();
-  cmd->add_option("--gpus", args->gpus, "simulated GPUs")->capture_default_str();
-  cmd->add_option("--policy", args->policy, "exclusive | round-robin | magm | lug | best-fit | all")->capture_default_str();
+  cmd->add_option("--gpus", args->gpus, "simulated GPUs (one node)")->capture_default_str();
+  cmd->add_option("--nodes", args->nodes, "simulated nodes (with --gpus-per-node, instead of --gpus)");
+  cmd->add_option("--gpus-per-node", args->gpus_per_node, "GPUs of each node; a multi-GPU job stays on one");
+  cmd->add_option("--policy", args->policy,
+                  "exclusive | round-robin | magm | lug | best-fit | slurm-shard | all, or a comma-separated list")
+      ->capture_default_str();
   cmd->add_option("--mode", args->mode, "collocation mode for collocating policies: shared | mps")->capture_default_str();
   cmd->add_option("--recovery", args->recovery, "OOM recovery rule: alone | peak-margin")->capture_default_str();
   cmd->add_option("--gpu-mem-gib", args->gpu_mem_gib, "memory of each simulated GPU")->capture_default_str();

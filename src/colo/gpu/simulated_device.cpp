@@ -64,10 +64,12 @@ double SimulatedDevice::power_w() const {
   return power_locked();
 }
 
-void SimulatedDevice::advance(double dt_s) {
+double SimulatedDevice::advance(double dt_s) {
   std::lock_guard<std::mutex> lock(mutex_);
-  energy_j_ += power_locked() * dt_s;
+  double used = power_locked() * dt_s;
+  energy_j_ += used;
   now_s_ += dt_s;
+  return used;
 }
 
 double SimulatedDevice::now_s() const {

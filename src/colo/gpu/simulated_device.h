@@ -56,7 +56,8 @@ class SimulatedDevice : public Device {
   int64_t mem_used_bytes() const;
 
   // Moves virtual time forward by `dt_s`, integrating energy at the current power.
-  void advance(double dt_s);
+  // Returns the energy used over those dt_s.
+  double advance(double dt_s);
   double now_s() const;
   double energy_j() const;
 

@@ -27,14 +27,17 @@ GpuLedger::GpuLedger(std::vector<int64_t> mem_total_bytes, CollocationMode mode,
 double GpuLedger::mean_activity(const GpuState& gpu, double now_s, double since_s) const {
   double sum = 0;
   int n = 0;
+  bool one_value = true;  // then the mean is that reading exactly, however many readings there are
   double from = std::max(now_s - averaging_window_s(thresholds_), since_s);
   for (const auto& [t, a] : gpu.activity) {
     if (t > from) {
+      if (a != gpu.activity.back().second) one_value = false;
       sum += a;
       ++n;
     }
   }
   if (n == 0 && !gpu.activity.empty()) return gpu.activity.back().second;
+  if (n > 0 && one_value) return gpu.activity.back().second;
   return n > 0 ? sum / n : 0;
 }
 
@@ -48,7 +51,11 @@ void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, d
   if (!gpus.empty()) entry.activity_before = mean_activity(gpus_.at(static_cast<size_t>(gpus[0])), now_s);
   remove(request.id, now_s);
   jobs_[request.id] = entry;
-  for (int g : gpus) on_gpu_.at(static_cast<size_t>(g)).push_back(request.id);
+  if (entry.settling) ++settling_;
+  for (int g : gpus) {
+    on_gpu_.at(static_cast<size_t>(g)).push_back(request.id);
+    if (entry.settling) ++gpus_.at(static_cast<size_t>(g)).settling_jobs;
+  }
 }
 
 std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
@@ -62,9 +69,11 @@ std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
   }
   for (int g : it->second.gpus) {
     gpus_.at(static_cast<size_t>(g)).saturated.clear();
+    if (job.settling) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
     auto& ids = on_gpu_.at(static_cast<size_t>(g));
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   }
+  if (job.settling) --settling_;
   jobs_.erase(it);
   return measured;
 }
@@ -117,10 +126,13 @@ void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity
 
 std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
   std::vector<MeasuredShare> measured;
+  if (settling_ == 0) return measured;
   for (auto& [id, job] : jobs_) {
     if (!job.settling || now_s < settles_at(job) - 1e-9) continue;
     MeasuredShare m = measure(id, job, now_s);
     job.settling = false;
+    --settling_;
+    for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
     job.sm_share = m.share;
     if (m.saturated) {
       for (int g : job.gpus) {
@@ -135,6 +147,7 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
 
 double GpuLedger::next_settle_s() const {
   double next = std::numeric_limits<double>::infinity();
+  if (settling_ == 0) return next;
   for (const auto& [id, job] : jobs_) {
     if (job.settling) next = std::min(next, settles_at(job));
   }
@@ -147,6 +160,15 @@ double GpuLedger::energy_share(int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.sm_share <= 0) return 0.5;
   return it->second.sm_share;
+}
+
+bool GpuLedger::steady(int gpu) const {
+  const GpuState& state = gpus_.at(static_cast<size_t>(gpu));
+  if (state.settling_jobs > 0) return false;
+  for (const auto& reading : state.activity) {
+    if (reading.second != state.activity.front().second) return false;
+  }
+  return true;
 }
 
 std::vector<GpuView> GpuLedger::views(double now_s) const {

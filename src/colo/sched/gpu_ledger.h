@@ -71,6 +71,10 @@ class GpuLedger {
   std::vector<MeasuredShare> settle(double now_s);
   // When the next settle window ends; +infinity when none is open.
   double next_settle_s() const;
+  // True while view(gpu, t) is the same for every later t until the GPU's
+  // jobs, their shares or its readings change: no job on it settles and its
+  // activity readings are all one value. A caller may then keep a view.
+  bool steady(int gpu) const;
 
   // The GPUs as policies see them at `now_s`.
   std::vector<GpuView> views(double now_s) const;
@@ -88,6 +92,7 @@ class GpuLedger {
     std::deque<std::pair<double, double>> activity;  // (time, SM activity) readings
     std::optional<int64_t> measured_free_bytes;
     std::string saturated;                            // why it stopped growing; "" = open
+    int settling_jobs = 0;                            // jobs on it whose share is being measured
   };
   // Mean reading over the averaging window, counting none before `since_s`.
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
@@ -100,6 +105,7 @@ class GpuLedger {
   CollocationMode mode_;
   Thresholds thresholds_;
   std::map<int64_t, LedgerEntry> jobs_;
+  int settling_ = 0;  // jobs whose share is being measured (settle() and next_settle_s() skip the walk at 0)
   std::vector<std::vector<int64_t>> on_gpu_;  // job ids by GPU
 };
 

@@ -25,5 +25,6 @@ std::unique_ptr<Policy> make_round_robin_policy(const Thresholds& thresholds);
 std::unique_ptr<Policy> make_magm_policy(const Thresholds& thresholds);
 std::unique_ptr<Policy> make_lug_policy(const Thresholds& thresholds);
 std::unique_ptr<Policy> make_best_fit_policy(const Thresholds& thresholds);
+std::unique_ptr<Policy> make_slurm_shard_policy(const Thresholds& thresholds);
 
 }  // namespace colo::sched

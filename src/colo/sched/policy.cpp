@@ -21,6 +21,7 @@ const std::vector<std::pair<std::string, PolicyFactory>>& registry() {
       {"magm", make_magm_policy},
       {"lug", make_lug_policy},
       {"best-fit", make_best_fit_policy},
+      {"slurm-shard", make_slurm_shard_policy},
   };
   return entries;
 }
@@ -83,6 +84,27 @@ bool might_fit(const JobRequest& job, const GpuRoom& room, const Thresholds& t) 
 }
 
 Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus, bool explain) {
+  if (!explain && job.gpus <= 1) {
+    // One GPU, no reasons wanted (the simulator's hot path): the best in one pass.
+    const GpuView* best = nullptr;
+    double best_score = 0;
+    for (const auto& gpu : gpus) {
+      Fit fit = common_rules(job, gpu);
+      if (fit) fit = policy.filter(job, gpu);
+      if (!fit) continue;
+      double score = policy.score(job, gpu);
+      if (!best || score > best_score || (score == best_score && gpu.index < best->index)) {
+        best = &gpu;
+        best_score = score;
+      }
+    }
+    Placement placement;
+    if (best) {
+      placement.gpus.push_back(best->index);
+      policy.placed(job, best->index);
+    }
+    return placement;
+  }
   std::vector<std::pair<double, int>> passing;  // (score, index)
   std::string refusals;
   for (const auto& gpu : gpus) {

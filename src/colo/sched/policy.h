@@ -103,6 +103,10 @@ class Policy {
   // Higher is better; only called for GPUs that passed filter().
   virtual double score(const JobRequest& job, const GpuView& gpu) const = 0;
   virtual void placed(const JobRequest& /*job*/, int /*gpu_index*/) {}
+  // True when every GPU this policy lets a job share passes RAD-RM's
+  // thresholds (collocation_thresholds), so that might_fit may prune
+  // before a scan. A policy that packs by other rules says false.
+  virtual bool within_collocation_thresholds() const { return true; }
 };
 
 // Checks every policy shares: a GPU held by a must-run-alone job takes
@@ -135,7 +139,7 @@ bool might_fit(const JobRequest& job, const GpuRoom& room, const Thresholds& t);
 // `explain` is false. Calls policy.placed() for each GPU picked.
 Placement pick_gpus(Policy& policy, const JobRequest& job, const std::vector<GpuView>& gpus, bool explain = true);
 
-// Policies by name: exclusive, round-robin, magm, lug, best-fit.
+// Policies by name: exclusive, round-robin, magm, lug, best-fit, slurm-shard.
 std::vector<std::string> policy_names();
 // A fresh policy; throws std::invalid_argument for an unknown name.
 std::unique_ptr<Policy> make_policy(const std::string& name, const Thresholds& thresholds = {});

@@ -14,10 +14,16 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-struct Running {
-  std::vector<int> gpus;
+constexpr double kEpsilon = 1e-9;
+
+// A running job, in the flat list every event walks (kept small and
+// contiguous: a cluster runs tens of thousands at once).
+struct Active {
+  int64_t id = 0;
+  int single_gpu = -1;       // its GPU, or -1 for a multi-GPU job (gpus_of_)
   double remaining_s = 0;    // solo-speed seconds of work left
   double oom_at_s = kInf;    // when it dies of OOM, if it does
+  double done_below_s = 0;   // finished once remaining_s is at most this
 };
 
 class Simulation {
@@ -29,12 +35,21 @@ class Simulation {
     if (options.gpus < 1) throw std::invalid_argument("at least one GPU is needed");
     for (int g = 0; g < options.gpus; ++g) gpus_.push_back(std::make_unique<gpu::SimulatedDevice>(g, options.gpu));
     on_gpu_.resize(static_cast<size_t>(options.gpus));
+    active_pos_.assign(trace.size(), -1);
+    gpus_of_.resize(trace.size());
+    readings_.assign(static_cast<size_t>(options.gpus), Reading{0.0, 0});
+    advanced_to_.assign(static_cast<size_t>(options.gpus), 0.0);
+    view_stale_.assign(static_cast<size_t>(options.gpus), 1);
     result_.policy = options.policy;
     result_.mode = to_string(options.mode);
     for (size_t i = 0; i < trace.size(); ++i) {
       if (trace[i].gpus > options.gpus) {
         throw std::invalid_argument("job " + trace[i].name + " asks for " + std::to_string(trace[i].gpus) +
                                     " GPUs; the simulation has " + std::to_string(options.gpus));
+      }
+      if (options.gpus_per_node > 0 && trace[i].gpus > options.gpus_per_node) {
+        throw std::invalid_argument("job " + trace[i].name + " asks for " + std::to_string(trace[i].gpus) +
+                                    " GPUs; a node has " + std::to_string(options.gpus_per_node));
       }
       SimulatedJob job;
       job.id = static_cast<int64_t>(i);
@@ -54,7 +69,7 @@ class Simulation {
     std::stable_sort(arrivals.begin(), arrivals.end(),
                      [this](int64_t a, int64_t b) { return trace_[a].submit_s < trace_[b].submit_s; });
     size_t next_arrival = 0;
-    while (next_arrival < arrivals.size() || !queue_.empty() || !running_.empty()) {
+    while (next_arrival < arrivals.size() || !queue_.empty() || !active_.empty()) {
       while (next_arrival < arrivals.size() && trace_[arrivals[next_arrival]].submit_s <= now_) {
         enqueue(arrivals[next_arrival++], false);
       }
@@ -78,9 +93,35 @@ class Simulation {
   // the shares of jobs whose settle window ended, remembered by command.
   void observe() {
     for (int g = 0; g < options_.gpus; ++g) {
-      ledger_.observe(g, now_, gpus_[g]->sm_activity(), options_.gpu.mem_total_bytes - gpus_[g]->mem_used_bytes());
+      const Reading& r = readings_[static_cast<size_t>(g)];
+      ledger_.observe(g, now_, r.sm_activity, options_.gpu.mem_total_bytes - r.mem_used_bytes);
     }
-    for (const auto& m : ledger_.settle(now_)) remember(m);
+    for (const auto& m : ledger_.settle(now_)) {
+      remember(m);
+      if (active_pos_[static_cast<size_t>(m.id)] >= 0) mark_stale(gpus_of_[static_cast<size_t>(m.id)]);
+    }
+  }
+
+  // A simulated GPU's readings change only when a job comes or goes: read
+  // them then, not at every event.
+  struct Reading {
+    double sm_activity;
+    int64_t mem_used_bytes;
+  };
+  void reread(int g) {
+    readings_[static_cast<size_t>(g)] = {gpus_[g]->sm_activity(), gpus_[g]->mem_used_bytes()};
+  }
+
+  void mark_stale(const std::vector<int>& gpus) {
+    for (int g : gpus) view_stale_[static_cast<size_t>(g)] = 1;
+  }
+
+  // An idle GPU's energy is its idle power over the time it idled: it is
+  // brought up to now only before its load changes and at the end.
+  void catch_up(int g) {
+    double dt = now_ - advanced_to_[static_cast<size_t>(g)];
+    if (dt > 0) gpus_[g]->advance(dt);
+    advanced_to_[static_cast<size_t>(g)] = now_;
   }
 
   void remember(const MeasuredShare& m) {
@@ -96,12 +137,6 @@ class Simulation {
     return rate;
   }
 
-  double job_rate(const Running& r) const {
-    double rate = 1.0;
-    for (int g : r.gpus) rate = std::min(rate, gpu_rate(g));
-    return rate;
-  }
-
   JobRequest request_for(int64_t id) const {
     JobRequest request = requests_[id];
     if (request.sm_share <= 0) {
@@ -111,32 +146,54 @@ class Simulation {
     return request;
   }
 
-  bool try_place(int64_t id) {
-    JobRequest request = request_for(id);
-    if (!might_fit(request, room_, options_.thresholds)) return false;
-    Placement placement = pick_gpus(*policy_, request, views_, /*explain=*/false);
+  // A one-GPU job anywhere; a multi-GPU job on the first node that has room for all of it.
+  Placement pick_on_one_node(const JobRequest& request) {
+    int per_node = options_.gpus_per_node;
+    if (request.gpus <= 1 || per_node <= 0 || per_node >= options_.gpus) {
+      return pick_gpus(*policy_, request, views_, /*explain=*/false);
+    }
+    for (size_t first = 0; first < views_.size(); first += static_cast<size_t>(per_node)) {
+      size_t end = std::min(views_.size(), first + static_cast<size_t>(per_node));
+      std::vector<GpuView> node(views_.begin() + static_cast<std::ptrdiff_t>(first),
+                                views_.begin() + static_cast<std::ptrdiff_t>(end));
+      Placement placement = pick_gpus(*policy_, request, node, /*explain=*/false);
+      if (placement.placed()) return placement;
+    }
+    return {};
+  }
+
+  bool try_place(int64_t id, const JobRequest& request) {
+    if (policy_->within_collocation_thresholds() && !might_fit(request, room_, options_.thresholds)) return false;
+    Placement placement = pick_on_one_node(request);
     if (!placement.placed()) return false;
     const TraceJob& t = trace_[id];
-    Running r;
-    r.gpus = placement.gpus;
+    Active r;
+    r.id = id;
+    r.single_gpu = placement.gpus.size() == 1 ? placement.gpus.front() : -1;
     r.remaining_s = t.duration_s;
+    r.done_below_s = kEpsilon * std::max(1.0, t.duration_s);
     int64_t held_most = 0;
     for (int g : placement.gpus) {
-      int64_t physical_free = options_.gpu.mem_total_bytes - gpus_[g]->mem_used_bytes();
+      catch_up(g);
+      int64_t physical_free = options_.gpu.mem_total_bytes - readings_[static_cast<size_t>(g)].mem_used_bytes;
       int64_t held = t.mem_bytes;
       if (t.mem_bytes > physical_free) {  // it will not fit: it dies once it reaches its peak
         held = std::max<int64_t>(physical_free, 0);
         r.oom_at_s = std::min(r.oom_at_s, now_ + std::min(options_.oom_after_s, t.duration_s));
       }
       gpus_[g]->place(id, {static_cast<uint32_t>(id), held, t.sm_activity});
+      reread(g);
       on_gpu_[g].push_back(id);
       held_most = std::max(held_most, held);
     }
     ledger_.place(request, placement.gpus, now_);
     ledger_.observe_peak(id, held_most, now_);
     for (int g : placement.gpus) views_[static_cast<size_t>(g)] = ledger_.view(g, now_);
+    mark_stale(placement.gpus);  // the next round's readings (free memory) include this job
     room_ = room_of(views_, options_.thresholds);
-    running_[id] = r;
+    gpus_of_[static_cast<size_t>(id)] = placement.gpus;
+    active_pos_[static_cast<size_t>(id)] = static_cast<int>(active_.size());
+    active_.push_back(r);
     SimulatedJob& job = result_.jobs[id];
     job.state = JobState::kRunning;
     job.gpu = placement.gpus.front();
@@ -149,13 +206,45 @@ class Simulation {
     return options_.backfill.holds_back_later_jobs(now_ - trace_[id].submit_s, trace_[id].gpus);
   }
 
+  // Whether `later` cannot fit wherever `failed` could not: it asks for at
+  // least as much of everything, in the same class (known or unknown memory
+  // and SM share, alone or not). Placements only take room away, so within
+  // one round a refusal of `failed` stands for `later` too.
+  static bool asks_at_least(const JobRequest& later, const JobRequest& failed) {
+    if (later.must_run_alone != failed.must_run_alone || later.gpus < failed.gpus ||
+        later.min_free_bytes < failed.min_free_bytes || later.mem_bytes.has_value() != failed.mem_bytes.has_value() ||
+        (later.sm_share > 0) != (failed.sm_share > 0)) {
+      return false;
+    }
+    return (!later.mem_bytes || *later.mem_bytes >= *failed.mem_bytes) && later.sm_share >= failed.sm_share;
+  }
+
   // Views are computed once per round; a placement updates its GPUs' views.
+  // A job that asks at least as much as one refused this round is refused
+  // without a scan of every GPU (the same decision, found sooner).
   void schedule() {
-    views_ = ledger_.views(now_);
+    if (views_.size() != static_cast<size_t>(options_.gpus)) views_ = ledger_.views(now_);
+    for (int g = 0; g < options_.gpus; ++g) {
+      auto gi = static_cast<size_t>(g);
+      // A view is kept only while the GPU was steady when it was computed and still is.
+      bool steady = ledger_.steady(g);
+      if (view_stale_[gi] || !steady) views_[gi] = ledger_.view(g, now_);
+      view_stale_[gi] = steady ? 0 : 1;
+    }
     room_ = room_of(views_, options_.thresholds);
+    std::vector<JobRequest> refused;
+    auto refused_already = [&refused](const JobRequest& r) {
+      for (const auto& f : refused) {
+        if (asks_at_least(r, f)) return true;
+      }
+      return false;
+    };
     int considered = 0;
     for (auto it = queue_.begin(); it != queue_.end() && considered < options_.backfill_window; ++considered) {
-      if (try_place(it->id)) {
+      JobRequest request = request_for(it->id);
+      bool placed = !refused_already(request) && try_place(it->id, request);
+      if (!placed && refused.size() < 64 && !refused_already(request)) refused.push_back(request);
+      if (placed) {
         it = queue_.erase(it);
       } else if (holds_back(it->id)) {
         return;
@@ -165,43 +254,71 @@ class Simulation {
     }
   }
 
-  double next_event() const {
+  // Each GPU's rate, computed once per event (a job's is its slowest GPU's).
+  void compute_gpu_rates() {
+    gpu_rates_.resize(static_cast<size_t>(options_.gpus));
+    for (int g = 0; g < options_.gpus; ++g) gpu_rates_[static_cast<size_t>(g)] = on_gpu_[g].empty() ? 1.0 : gpu_rate(g);
+  }
+
+  double cached_job_rate(const Active& r) const {
+    if (r.single_gpu >= 0) return gpu_rates_[static_cast<size_t>(r.single_gpu)];
+    double rate = 1.0;
+    for (int g : gpus_of_[static_cast<size_t>(r.id)]) rate = std::min(rate, gpu_rates_[static_cast<size_t>(g)]);
+    return rate;
+  }
+
+  double next_event() {
+    compute_gpu_rates();
     double next = kInf;
-    for (const auto& [id, r] : running_) next = std::min({next, now_ + r.remaining_s / job_rate(r), r.oom_at_s});
+    for (const auto& r : active_) next = std::min({next, now_ + r.remaining_s / cached_job_rate(r), r.oom_at_s});
     return next;
   }
 
+  // Rates are those next_event() computed: nothing was placed or removed since.
   void advance(double dt) {
     if (dt <= 0) return;
-    std::map<int64_t, double> rates;
-    for (const auto& [id, r] : running_) rates[id] = job_rate(r);
     for (int g = 0; g < options_.gpus; ++g) {
-      double before = gpus_[g]->energy_j();
-      gpus_[g]->advance(dt);
-      double used = gpus_[g]->energy_j() - before;
+      if (on_gpu_[g].empty()) continue;  // idle: catch_up() accounts for it later
+      double used = gpus_[g]->advance(dt);
+      advanced_to_[static_cast<size_t>(g)] = now_ + dt;
       double share_sum = 0;
       for (int64_t id : on_gpu_[g]) share_sum += std::max(trace_[id].sm_activity, 1e-6);
       for (int64_t id : on_gpu_[g]) result_.jobs[id].energy_j += used * std::max(trace_[id].sm_activity, 1e-6) / share_sum;
     }
-    for (auto& [id, r] : running_) r.remaining_s -= dt * rates[id];
+    for (auto& r : active_) r.remaining_s -= dt * cached_job_rate(r);
     now_ += dt;
   }
 
-  void release(int64_t id, const Running& r) {
-    for (int g : r.gpus) {
+  void release(int64_t id) {
+    const std::vector<int>& gpus = gpus_of_[static_cast<size_t>(id)];
+    for (int g : gpus) {
       gpus_[g]->remove(id);
+      reread(g);
       on_gpu_[g].erase(std::find(on_gpu_[g].begin(), on_gpu_[g].end(), id));
     }
+    mark_stale(gpus);
     if (auto m = ledger_.remove(id, now_)) remember(*m);
+    // Out of the flat list: the last entry takes its place.
+    auto pos = static_cast<size_t>(active_pos_[static_cast<size_t>(id)]);
+    active_[pos] = active_.back();
+    active_pos_[static_cast<size_t>(active_[pos].id)] = static_cast<int>(pos);
+    active_.pop_back();
+    active_pos_[static_cast<size_t>(id)] = -1;
   }
 
+  // Jobs that ended by now, handled in id order (as the runner's job table
+  // is): an OOM death first, else a completion.
   void finish_due() {
-    constexpr double kEpsilon = 1e-9;
-    for (auto it = running_.begin(); it != running_.end();) {
-      int64_t id = it->first;
+    std::vector<int64_t> due;
+    for (const auto& r : active_) {
+      if (r.oom_at_s <= now_ + kEpsilon || r.remaining_s <= r.done_below_s) due.push_back(r.id);
+    }
+    std::sort(due.begin(), due.end());
+    for (int64_t id : due) {
+      bool oom = active_[static_cast<size_t>(active_pos_[static_cast<size_t>(id)])].oom_at_s <= now_ + kEpsilon;
       SimulatedJob& job = result_.jobs[id];
-      if (it->second.oom_at_s <= now_ + kEpsilon) {
-        release(id, it->second);
+      release(id);
+      if (oom) {
         ++result_.oom_events;
         ++job.oom_deaths;
         job.state = state_after_oom_death(job.oom_deaths, options_.recovery);
@@ -212,14 +329,9 @@ class Simulation {
           requests_[id] = recovery_request(requests_[id], options_.recovery, job.oom_deaths, trace_[id].mem_bytes);
           enqueue(id, true);
         }
-        it = running_.erase(it);
-      } else if (it->second.remaining_s <= kEpsilon * std::max(1.0, trace_[id].duration_s)) {
-        release(id, it->second);
+      } else {
         job.state = JobState::kCompleted;
         job.end_s = now_;
-        it = running_.erase(it);
-      } else {
-        ++it;
       }
     }
   }
@@ -227,7 +339,10 @@ class Simulation {
   SimulationResult summarise() {
     result_.total_s = now_;
     int finished = 0;
-    for (auto& gpu : gpus_) result_.energy_j += gpu->energy_j();
+    for (int g = 0; g < options_.gpus; ++g) {
+      catch_up(g);
+      result_.energy_j += gpus_[g]->energy_j();
+    }
     for (const auto& job : result_.jobs) {
       if (!is_final(job.state)) {
         ++result_.jobs_lost;
@@ -252,13 +367,19 @@ class Simulation {
   std::unique_ptr<Policy> policy_;
   GpuLedger ledger_;
   std::vector<std::unique_ptr<gpu::SimulatedDevice>> gpus_;
-  std::map<int64_t, Running> running_;
+  std::vector<Active> active_;                // running jobs, in no order
+  std::vector<int> active_pos_;               // by job id: its index in active_, -1 when not running
+  std::vector<std::vector<int>> gpus_of_;     // by job id: the GPUs of its current attempt
   std::vector<std::vector<int64_t>> on_gpu_;  // running jobs by GPU
   std::vector<JobRequest> requests_;
   std::map<std::string, double> learned_share_;  // measured SM share by command
   std::set<QueueKey> queue_;
-  std::vector<GpuView> views_;  // this round's, kept current through placements
+  std::vector<GpuView> views_;  // kept current through placements and across rounds (steady GPUs)
   GpuRoom room_;                // of views_, for might_fit
+  std::vector<Reading> readings_;     // each GPU's, as of its last change
+  std::vector<double> advanced_to_;   // virtual time each GPU's energy is counted to
+  std::vector<char> view_stale_;      // views_[g] must be recomputed next round (changed, or not steady when computed)
+  std::vector<double> gpu_rates_;  // this event's, from next_event()
   SimulationResult result_;
   double now_ = 0;
 };

@@ -16,6 +16,9 @@ namespace colo::sched {
 
 struct SimulationOptions {
   int gpus = 4;
+  // GPUs per node (0: all on one node). A multi-GPU job is gang-placed on
+  // GPUs of one node, as Slurm and colo's own runner do.
+  int gpus_per_node = 0;
   gpu::SimulatedGpuSpec gpu;
   std::string policy = "best-fit";
   CollocationMode mode = CollocationMode::kMps;
@@ -67,7 +70,7 @@ struct SimulationResult {
 // A job whose true memory does not fit in what is physically free dies of
 // OOM oom_after_s after it starts and enters the recovery queue.
 // Deterministic. Throws std::invalid_argument for an unknown policy or a job
-// asking for more GPUs than there are.
+// asking for more GPUs than there are (or than one node has).
 SimulationResult simulate(const std::vector<TraceJob>& trace, const SimulationOptions& options);
 
 }  // namespace colo::sched
