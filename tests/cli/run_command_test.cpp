@@ -196,8 +196,9 @@ TEST(ColoSimulate, ComparesPoliciesAndReportsWithPlots) {
   auto sim = testing::run_colo(dir, "simulate " + dir.file("t.csv") + " --gpus 4 --policy all --out " + dir.file("out"));
   ASSERT_EQ(sim.status, 0) << sim.err;
   auto runs = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
-  ASSERT_EQ(runs.size(), 5u);
+  ASSERT_EQ(runs.size(), 6u);  // exclusive, round-robin, magm, lug, best-fit, slurm-shard
   EXPECT_EQ(runs[0]["policy"], "exclusive");
+  EXPECT_EQ(runs[5]["policy"], "slurm-shard");
   for (const auto& r : runs) EXPECT_EQ(r["jobs_lost"], 0) << r["policy"];
   EXPECT_LT(runs[2]["total_s"].get<double>(), runs[0]["total_s"].get<double>()) << "magm beats exclusive";
   auto report = testing::run_colo(dir, "report " + dir.file("out"));

@@ -17,6 +17,24 @@ const char* kSweep =
     "[data]\nname = \"synthetic\"\nshape = [1, 28, 28]\nclasses = 10\ntrain_size = 512\ntest_size = 64\n"
     "[optimizer]\nname = \"sgd\"\nlr = 0.05\n[sweep]\n[sweep.axes]\nwidths = [[64], [4096, 4096]]\n";
 
+TEST(DefaultChain, TheWorkloadOfAColoTrainJobIgnoresLearningRateAndSeed) {
+  testing::TempDir dir;
+  const std::string base =
+      "device = \"cuda\"\nepochs = 1\n"
+      "[model]\nname = \"mlp\"\nwidths = [64]\n"
+      "[data]\nname = \"synthetic\"\nshape = [1, 28, 28]\nclasses = 10\ntrain_size = 512\ntest_size = 64\n";
+  dir.write("a.toml", "seed = 1\nbatch_size = 64\n" + base + "[optimizer]\nname = \"sgd\"\nlr = 0.1\n");
+  dir.write("b.toml", "seed = 2\nbatch_size = 64\n" + base + "[optimizer]\nname = \"sgd\"\nlr = 0.01\n");
+  dir.write("c.toml", "seed = 1\nbatch_size = 256\n" + base + "[optimizer]\nname = \"sgd\"\nlr = 0.1\n");
+  auto workload = [&dir](const std::string& spec) {
+    return workload_of(job_request({"colo", "train", spec}, dir.path(), std::nullopt));
+  };
+  EXPECT_FALSE(workload("a.toml").empty());
+  EXPECT_EQ(workload("a.toml"), workload("b.toml")) << "another lr and seed train the same model at the same speed";
+  EXPECT_NE(workload("a.toml"), workload("c.toml")) << "a larger batch is another workload";
+  EXPECT_EQ(workload_of(job_request({"python3", "train.py"}, dir.path(), std::nullopt)), "");
+}
+
 TEST(DefaultChain, FindsTheSpecOfAColoTrainCommandInArgvOrShellLine) {
   EXPECT_EQ(train_spec_of({"/opt/colo/bin/colo", "train", "a.toml"}, "/w"), "/w/a.toml");
   EXPECT_EQ(train_spec_of({"/bin/sh", "-c", "colo train /abs/b.toml --out x"}, "/w"), "/abs/b.toml");

@@ -86,5 +86,73 @@ TEST(Runner, AMultiGpuJobSeesAllItsGpusAndStartsOnlyWhenAllAreFree) {
   EXPECT_EQ(std::count(visible.begin(), visible.end(), ','), 1) << "both GPUs listed: " << visible;
 }
 
+TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  estimate::PythonModelSource model;
+  model.builder = "nets:resnet18";
+  model.input = {3, 32, 32};
+  model.batch_size = 128;
+  // An earlier run of the model, with another learning rate, measured at 0.3.
+  JobSpec earlier = shell_job("lr-0.1", "true --lr 0.1");
+  earlier.sm_share.reset();
+  earlier.model = model;
+  int64_t earlier_id = store.submit({earlier}).front();
+  store.mark_running(earlier_id, {0}, 1, dir.file("earlier.log"));
+  store.record_sm_share(earlier_id, 0.3);
+  store.mark_finished(earlier_id, JobState::kCompleted, 0, "", std::nullopt, 0);
+
+  JobSpec settling = shell_job("unknown", "sleep 1");
+  settling.sm_share.reset();
+  JobSpec same_model = shell_job("lr-0.01", "sleep 0.1; : --lr 0.01");
+  same_model.sm_share.reset();
+  same_model.model = model;
+  JobSpec other = shell_job("other", "sleep 0.1");
+  other.sm_share.reset();
+  auto ids = store.submit({settling, same_model, other});
+  std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})};
+  Runner runner(store, devices, quick_options(dir));
+  runner.step();
+  EXPECT_EQ(store.get(ids[0])->state, JobState::kRunning);
+  EXPECT_EQ(store.get(ids[1])->state, JobState::kRunning) << "predicted 0.3 from the same model: " << store.get(ids[1])->reason;
+  auto waiting = store.get(ids[2]);
+  EXPECT_EQ(waiting->state, JobState::kPending) << "an unknown share waits while the GPU settles";
+  EXPECT_NE(waiting->reason.find("settling"), std::string::npos) << waiting->reason;
+  runner.run_until_done();
+  for (int64_t id : ids) EXPECT_EQ(store.get(id)->state, JobState::kCompleted);
+
+  // Without prediction the same job waits for the settling one, as any unknown share does.
+  JobStore again(dir.file("again.db"));
+  int64_t measured = again.submit({earlier}).front();
+  again.mark_running(measured, {0}, 1, dir.file("earlier.log"));
+  again.record_sm_share(measured, 0.3);
+  again.mark_finished(measured, JobState::kCompleted, 0, "", std::nullopt, 0);
+  auto later = again.submit({settling, same_model});
+  RunnerOptions options = quick_options(dir);
+  options.predict_shares = false;
+  Runner cautious(again, devices, options);
+  cautious.step();
+  EXPECT_EQ(again.get(later[1])->state, JobState::kPending);
+  cautious.run_until_done();
+}
+
+TEST(WorkloadKey, SameModelSameKeyWhateverTheCommand) {
+  JobSpec a = shell_job("a", "python3 train.py --lr 0.1");
+  JobSpec b = shell_job("b", "python3 train.py --lr 0.01");
+  EXPECT_EQ(workload_key(a), "") << "no model named";
+  estimate::PythonModelSource model;
+  model.builder = "nets:lenet";
+  model.input = {1, 28, 28};
+  a.model = model;
+  b.model = model;
+  EXPECT_EQ(workload_key(a), workload_key(b));
+  b.model->batch_size = 256;
+  EXPECT_NE(workload_key(a), workload_key(b)) << "a larger batch is another workload";
+  JobSpec c = shell_job("c", "colo train a.toml"), d = shell_job("d", "colo train b.toml");
+  c.workload = d.workload = "[\"train\",\"mlp\"]";  // what colo read of both specs
+  EXPECT_EQ(workload_key(c), workload_key(d));
+  EXPECT_EQ(job_spec_from_json(to_json(c)).workload, c.workload) << "kept in the store";
+}
+
 }  // namespace
 }  // namespace colo::sched

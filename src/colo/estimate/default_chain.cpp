@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "colo/estimate/analytical_estimator.h"
 #include "colo/estimate/combined_estimator.h"
 #include "colo/estimate/python_model_estimator.h"
@@ -87,6 +89,16 @@ EstimateRequest job_request(const std::vector<std::string>& command, const std::
     request.spec = sweep_config_spec_of(command, workdir);
   }
   return request;
+}
+
+std::string workload_of(const EstimateRequest& request) {
+  if (!request.spec) return "";
+  const train::TrainSpec& t = *request.spec;
+  const models::ModelSpec& m = t.model;
+  nlohmann::json key = {"train", m.name, m.activation, m.dropout, m.widths, m.depth, m.width, m.layers, m.d_model,
+                        m.heads, m.ff_dim, m.patch_size, t.data.name, t.data.shape, t.data.tokens, t.data.vocab,
+                        t.batch_size, t.device};
+  return key.dump();
 }
 
 }  // namespace colo::estimate

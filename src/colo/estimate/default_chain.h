@@ -37,4 +37,10 @@ std::optional<train::TrainSpec> sweep_config_spec_of(const std::vector<std::stri
 EstimateRequest job_request(const std::vector<std::string>& command, const std::string& workdir,
                             const std::optional<PythonModelSource>& python_model);
 
+// What a `colo train` job trains, for a predicted SM share: its spec's model,
+// data set and sample shape, batch size and device, without the learning
+// rate, seed, epochs or output (sched::workload_key). "" when the request
+// has no spec.
+std::string workload_of(const EstimateRequest& request);
+
 }  // namespace colo::estimate

@@ -128,6 +128,15 @@ std::string command_key(const JobSpec& spec) {
   return key.dump();
 }
 
+std::string workload_key(const JobSpec& spec) {
+  if (!spec.workload.empty()) return nlohmann::json({spec.workload, spec.gpus}).dump();
+  if (!spec.model) return "";
+  const estimate::PythonModelSource& m = *spec.model;
+  nlohmann::json key = {"model", m.builder, m.input, m.vocab, m.batch_size, m.optimizer, m.eval_batch_size,
+                        spec.workdir, spec.gpus};
+  return key.dump();
+}
+
 nlohmann::json to_json(const JobSpec& s) {
   nlohmann::json j = {{"name", s.name}, {"command", s.command}, {"workdir", s.workdir}, {"env", s.env},
                       {"gpus", s.gpus}, {"priority", s.priority}, {"array_index", s.array_index}};
@@ -135,6 +144,7 @@ nlohmann::json to_json(const JobSpec& s) {
   if (s.sm_share) j["sm_share"] = *s.sm_share;
   if (s.samples) j["samples"] = *s.samples;
   if (s.model) j["model"] = model_to_json(*s.model);
+  if (!s.workload.empty()) j["workload"] = s.workload;
   return j;
 }
 
@@ -161,6 +171,7 @@ JobSpec job_spec_from_json(const nlohmann::json& j) {
   if (j.contains("sm_share")) s.sm_share = j["sm_share"].get<double>();
   if (j.contains("samples")) s.samples = j["samples"].get<int64_t>();
   if (j.contains("model")) s.model = model_from_json(j["model"]);
+  s.workload = j.value("workload", "");
   return s;
 }
 

@@ -28,6 +28,10 @@ struct JobSpec {
   int array_index = -1;                // set on expanded jobs: COLO_ARRAY_INDEX
   // Where a Python job's model comes from, for a memory estimate ([job.model]).
   std::optional<estimate::PythonModelSource> model;
+  // What colo read of the job's model when it was submitted (a `colo train`
+  // spec's model, data, batch size and device; estimate::workload_of): jobs
+  // with the same value train the same model at the same speed. "" = unknown.
+  std::string workload;
 };
 
 // Reads one job from a table. Throws InputError naming the file and field.
@@ -48,6 +52,14 @@ void check_gpus_fit(const std::vector<JobSpec>& specs, size_t host_gpus);
 // What makes two jobs "the same command" for history: argv and workdir
 // (array indices and other environment do not count).
 std::string command_key(const JobSpec& spec);
+
+// What makes two jobs "the same workload" for a predicted SM share: the
+// model colo read for it (`workload`, a `colo train` spec's), or the model it
+// names ([job.model]: builder, input, batch size, optimiser, in its working
+// directory); and its GPU count. Jobs that differ only in learning rate,
+// seed or other arguments train the same model at the same speed. "" for a
+// job whose model colo does not know.
+std::string workload_key(const JobSpec& spec);
 
 nlohmann::json to_json(const JobSpec& spec);
 JobSpec job_spec_from_json(const nlohmann::json& j);

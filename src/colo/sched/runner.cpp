@@ -25,17 +25,6 @@
 namespace colo::sched {
 namespace {
 
-std::string tail_of(const std::string& path, size_t bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  in.seekg(std::max<std::streamoff>(0, size - static_cast<std::streamoff>(bytes)));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 std::optional<int> read_status(const std::string& path) {
   std::ifstream in(path);
   int code = 0;
@@ -43,19 +32,6 @@ std::optional<int> read_status(const std::string& path) {
   return std::nullopt;
 }
 
-// Process group of a pid, from /proc/<pid>/stat (after the ") state ppid" part).
-int process_group_of(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
-  char state = 0;
-  int ppid = 0, pgrp = -1;
-  rest >> state >> ppid >> pgrp;
-  return pgrp;
-}
 
 }  // namespace
 
@@ -96,9 +72,24 @@ std::string Runner::status_path(int64_t id) const {
 
 void Runner::learn_shares() {
   for (const auto& job : store_.list()) {  // by id: the latest measurement wins
-    if (job.sm_share) learned_share_[command_key(job.spec)] = *job.sm_share;
+    if (job.sm_share) learn_share(job.spec, *job.sm_share);
     if (job.state == JobState::kCompleted && job.peak_mem_bytes) learn_peak(job.spec, *job.peak_mem_bytes);
   }
+}
+
+void Runner::learn_share(const JobSpec& spec, double share) {
+  learned_share_[command_key(spec)] = share;
+  std::string workload = workload_key(spec);
+  if (!workload.empty()) learned_share_[workload] = share;
+}
+
+std::optional<double> Runner::learned_share(const JobSpec& spec) const {
+  auto same_command = learned_share_.find(command_key(spec));
+  if (same_command != learned_share_.end()) return same_command->second;
+  std::string workload = options_.predict_shares ? workload_key(spec) : "";
+  auto same_model = workload.empty() ? learned_share_.end() : learned_share_.find(workload);
+  if (same_model != learned_share_.end()) return same_model->second;
+  return std::nullopt;
 }
 
 void Runner::learn_peak(const JobSpec& spec, int64_t peak_bytes) {
@@ -109,8 +100,7 @@ void Runner::learn_peak(const JobSpec& spec, int64_t peak_bytes) {
 JobRequest Runner::request_for(const JobRecord& job) const {
   JobRequest request{job.id, job.spec.mem_bytes, job.spec.sm_share.value_or(0), false, 0, job.spec.gpus};
   if (request.sm_share <= 0) {
-    auto learned = learned_share_.find(command_key(job.spec));
-    if (learned != learned_share_.end()) request.sm_share = learned->second;
+    if (auto learned = learned_share(job.spec)) request.sm_share = *learned;
   }
   if (!request.mem_bytes) {
     // No estimate: the largest peak a completed run of the same command
@@ -188,7 +178,7 @@ void Runner::remember_share(const MeasuredShare& m) {
   auto record = store_.get(m.id);
   if (!record) return;
   store_.record_sm_share(m.id, m.share);
-  learned_share_[command_key(record->spec)] = m.share;
+  learn_share(record->spec, m.share);
   spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
@@ -237,7 +227,7 @@ void Runner::observe_devices() {
       if (sim != nullptr) continue;
       int64_t used = 0;
       for (const auto& p : processes) {
-        if (process_group_of(p.pid) == a.pgid) used += p.used_mem_bytes;
+        if (belongs_to_job(p.pid, static_cast<uint32_t>(a.pgid))) used += p.used_mem_bytes;
       }
       a.peak_bytes = std::max(a.peak_bytes, used);
       ledger_.observe_peak(a.id, used, now);
@@ -325,7 +315,7 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
 
 void Runner::settle(Active& job, int exit_code) {
   forget(job);
-  std::string log = tail_of(log_path(job.id), 16384);
+  std::string log = file_tail(log_path(job.id), 16384);
   ExitKind kind = classify_exit(exit_code, log);
   std::optional<int64_t> peak = job.peak_bytes > 0 ? std::optional<int64_t>(job.peak_bytes) : std::nullopt;
   if (kind == ExitKind::kSuccess) {

@@ -27,6 +27,9 @@ struct RunnerOptions {
   Thresholds thresholds;
   RecoveryOptions recovery;
   BackfillRule backfill;
+  // A job of a new command takes the SM share measured for the same model
+  // (workload_key) instead of settling; false: only the same command's.
+  bool predict_shares = true;
   double poll_interval_s = 0.5;
   std::string log_dir;            // per-job logs and exit-status files
   std::string mps_dir;            // private MPS pipe/log dirs (mode mps)
@@ -117,6 +120,9 @@ class Runner {
   void observe_devices();
   void learn_shares();
   void learn_peak(const JobSpec& spec, int64_t peak_bytes);
+  void learn_share(const JobSpec& spec, double share);
+  // The share measured for the same command, else for the same model (workload_key).
+  std::optional<double> learned_share(const JobSpec& spec) const;
   // A simulated GPU accounts the jobs placed on it (their estimate and SM
   // share); both are no-ops on a real GPU.
   void account_on_simulated(const Active& job);
@@ -136,7 +142,10 @@ class Runner {
   std::unique_ptr<gpu::MpsDaemon> mps_;
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;
-  std::map<std::string, double> learned_share_;  // measured SM share by command_key
+  // Measured SM share by command_key, and by workload_key: a job of a new
+  // command that trains a model measured before gets that model's share as
+  // its prediction, and need not settle.
+  std::map<std::string, double> learned_share_;
   std::map<std::string, int64_t> learned_peak_;  // largest completed peak by command_key
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;

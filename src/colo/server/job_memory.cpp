@@ -22,9 +22,10 @@ void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobS
 void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history) {
   estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(history));
   for (auto& job : specs) {
-    if (job.mem_bytes) continue;
     try {
       estimate::EstimateRequest request = estimate::job_request(job.command, job.workdir, job.model);
+      if (job.workload.empty()) job.workload = estimate::workload_of(request);
+      if (job.mem_bytes) continue;
       if (request.spec && request.spec->device == "cpu") continue;  // needs no GPU memory
       estimate::MemoryEstimate e = estimator->estimate(request);
       if (e.known) {
@@ -35,6 +36,7 @@ void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estim
         std::fprintf(stderr, "colo: %s: memory need unknown (%s)\n", job.name.c_str(), e.reason.c_str());
       }
     } catch (const std::exception& e) {
+      if (job.mem_bytes) continue;  // only its workload was wanted
       std::fprintf(stderr, "colo: %s: memory need unknown (%s)\n", job.name.c_str(), e.what());
     }
   }

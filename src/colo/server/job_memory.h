@@ -9,7 +9,8 @@
 
 namespace colo::server {
 
-// For each job without `mem`, the default chain (estimate/default_chain.h):
+// For every job, what colo reads of its model (`workload`, for a predicted
+// SM share); for each job without `mem`, the default chain (estimate/default_chain.h):
 // a `colo train SPEC.toml` command gets the analytical estimate of its spec,
 // a job naming its Python model (`model`) that model's, and any command
 // that completed before in `history` its largest measured peak; each with a
