@@ -14,6 +14,7 @@ packages=(
   dataset-fashion-mnist python3-matplotlib
   libjs-chart.js chromium
   python3-pytest pybind11-dev python3-dev
+  slurmctld slurmd slurm-client munge
 )
 
 has_cuda_torch() {

@@ -47,6 +47,8 @@ void add_dist_command(CLI::App& app, int& exit_code) {
     dist::ClusterSpec spec = dist::parse_cluster_spec(*path);
     if (!output->empty()) spec.train.output = *output;
     if (auto member = dist::membership_from_environment()) {
+      // Under srun/torchrun/mpirun no launcher made the output directory.
+      ensure_writable_dir(spec.train.output, spec.train.source, "output");
       dist::run_rank(spec, *member);
       exit_code = 0;
       return;

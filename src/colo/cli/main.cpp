@@ -12,6 +12,7 @@
 #include "colo/cli/mps_command.h"
 #include "colo/cli/run_command.h"
 #include "colo/cli/simulate_command.h"
+#include "colo/cli/slurm_command.h"
 #include "colo/cli/submit_command.h"
 #include "colo/cli/dist_command.h"
 #include "colo/cli/estimate_command.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   colo::cli::add_replay_command(app, exit_code);
   colo::cli::add_history_command(app, exit_code);
   colo::cli::add_submit_commands(app, exit_code);
+  colo::cli::add_slurm_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

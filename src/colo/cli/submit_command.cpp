@@ -47,9 +47,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
     spec.name = args.name.empty() ? args.command[0] : args.name;
     spec.gpus = args.gpus;
     spec.priority = args.priority;
-    char* cwd = ::getcwd(nullptr, 0);
-    spec.workdir = cwd ? cwd : ".";
-    std::free(cwd);
+    spec.workdir = current_directory();
     if (!args.mem.empty()) {
       auto bytes = parse_bytes(args.mem);
       if (!bytes) throw InputError("--mem", "", "expected a size such as 6GiB, got \"" + args.mem + "\"");
