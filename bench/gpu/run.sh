@@ -26,6 +26,8 @@
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
+#   bench/gpu/run.sh predict    # build + a colo train lr search: SM share predicted by model (PREDICT_ARGS="JOBS STEPS", PREDICT_FLAGS="--no-share-prediction" for the baseline)
+#   bench/gpu/run.sh slurm      # build + colo slurm on a real Slurm with this GPU (.slurm carried)
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
 #                               #   ("TAG:POLICY:MODE ...", default "magm:magm:mps"); REAL_ARGS="--two-gpu"
 #
@@ -95,6 +97,15 @@ if want realtrace; then
     # shellcheck disable=SC2086
     bench/sched/real/run_trace.sh "$BUILD" "$OUT" "$tag" "$policy" "$mode" ${REAL_ARGS:-} | tee -a "$summary"
   done
+fi
+
+if want predict; then
+  bench/sched/predict/run.sh "$BUILD" "$OUT" ${PREDICT_ARGS:-} | tee -a "$summary"
+fi
+
+if want slurm; then
+  # Needs .slurm (scripts/slurm-carry.sh) carried with the call.
+  tests/gpu/slurm_on_gpu.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
 if want sched; then

@@ -7,7 +7,9 @@
 #   bench/sched/real/run_trace.sh BUILD OUT TAG POLICY MODE [--two-gpu]
 #
 # TAG names the run (e.g. exclusive, magm, twogpu-magm). Run several times
-# with different policies, then summarise.py.
+# with different policies, then summarise.py. COLO_RUN_ARGS adds options to
+# colo run (e.g. "--reserve-after 30" for the two-GPU trace).
+# shellcheck disable=SC2086
 set -uo pipefail
 BUILD=$1 OUT=$2 TAG=$3 POLICY=$4 MODE=$5
 shift 5
@@ -19,7 +21,7 @@ start=$(date +%s)
 timeout "${TRACE_TIMEOUT:-560}" "$COLO" monitor --interval 0.5 --summary-json "$work/monitor.json" \
   --out "$work/report/timeline_$POLICY.csv" -- \
   "$COLO" run "$work/jobs.toml" --policy "$POLICY" --mode "$MODE" --poll 0.5 --store "$work/store/jobs.db" \
-  --summary-json "$work/run.json" --out "$work/report" >"$work/run.txt" 2>&1
+  --summary-json "$work/run.json" --out "$work/report" ${COLO_RUN_ARGS:-} >"$work/run.txt" 2>&1
 echo "run $TAG ($POLICY/$MODE): exit $?, $(( $(date +%s) - start )) s"
 pgrep -fa nvidia-cuda-mps || echo "no MPS process left"
 tail -4 "$work/run.txt"

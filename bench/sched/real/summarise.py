@@ -147,9 +147,12 @@ def main():
         "jobs_lost": sum(r["jobs_lost"] for r in runs.values()),
         "false_ooms": sum(r["false_ooms"] for r in runs.values()),
         "runs": runs,
+        # Filled by summarise_multi_gpu.py from the two-GPU run; kept when this file is rewritten.
         "multi_gpu": None,
         "commands": args.commands,
     }
+    if os.path.exists(args.out):
+        summary["multi_gpu"] = json.load(open(args.out)).get("multi_gpu")
     json.dump(summary, open(args.out, "w"), indent=1)
     for key in ("speedup_vs_exclusive", "energy_saved_pct", "mean_jct_ratio", "max_jobs_per_gpu", "mean_sm_activity",
                 "jobs_lost", "false_ooms"):
