@@ -34,6 +34,7 @@ rendezvous = "tcp://10.0.0.1:29500"
 [param_server]
 mode = "ssp"
 staleness = 3
+transport = "zmq"
 [simulate]
 compute_ms_per_sample = 0.1
 [[simulate.worker]]
@@ -46,6 +47,7 @@ bandwidth_gbps = 100
   EXPECT_EQ(spec.world(), 6);
   EXPECT_EQ(spec.param_server.mode, "ssp");
   EXPECT_EQ(spec.param_server.staleness, 3);
+  EXPECT_EQ(spec.param_server.transport, "zmq");
   ASSERT_EQ(spec.simulate.workers.size(), 2u);
   EXPECT_DOUBLE_EQ(spec.simulate.workers[0].speed, 0.33);
   EXPECT_DOUBLE_EQ(spec.simulate.workers[1].bandwidth_gbps, 100);
@@ -76,6 +78,8 @@ TEST(ClusterSpec, RejectsBadFilesNamingTheField) {
   EXPECT_NE(error_for(dir, "[cluster]\n[allreduce]\ntopk = 0.01\ncompression = \"bf16\"\n").find("allreduce.topk"),
             std::string::npos);
   EXPECT_NE(error_for(dir, "[cluster]\n[param_server]\nmode = \"eventual\"\n").find("param_server.mode"),
+            std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\n[param_server]\ntransport = \"rdma\"\n").find("param_server.transport"),
             std::string::npos);
   EXPECT_NE(error_for(dir, "[cluster]\n[simulate]\nstrategies = [\"ring\"]\n").find("simulate.strategies"),
             std::string::npos);

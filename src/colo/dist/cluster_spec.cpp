@@ -101,6 +101,7 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
     spec.param_server.staleness = t->integer_or("staleness", spec.param_server.staleness, 0, 1000000);
     spec.param_server.momentum_compensation =
         t->boolean_or("momentum_compensation", spec.param_server.momentum_compensation);
+    spec.param_server.transport = t->choice_or("transport", spec.param_server.transport, {"auto", "zmq"});
     t->reject_unknown();
   }
   if (spec.strategy == "switch") spec.param_server.mode = "async";

@@ -27,6 +27,10 @@ struct ParamServerOptions {
   // asynchrony itself adds, 1 - 1/workers (Mitliagkas et al., "Asynchrony
   // begets momentum", 2016): max(0, momentum - (1 - 1/workers)).
   bool momentum_compensation = true;
+  // auto: a worker on a server's host, both on CUDA devices, pushes and pulls
+  // through shared device memory (CUDA IPC), every other pair through
+  // ZeroMQ via host memory; zmq: every pair through ZeroMQ.
+  std::string transport = "auto";
 };
 
 // The optimiser a parameter server applies: the spec's, with momentum

@@ -1,7 +1,6 @@
 #include "colo/dist/param_server.h"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -9,91 +8,113 @@
 
 #include "colo/core/stopwatch.h"
 #include "colo/dist/flat_optimizer.h"
-#include "colo/dist/van.h"
+#include "colo/dist/ps_transport.h"
+#include "colo/gpu/shared_device_memory.h"
 
 namespace colo::dist {
 namespace {
 
-// A reply not sent yet: to `connection`, held since `since`.
+// A reply not sent yet: to `worker`, held since `since`.
 struct HeldReply {
-  size_t connection;
+  int worker;
   double since;
   int64_t clock;  // ssp: the step the worker wants to start
 };
 
+// A worker's gradient inbox and parameter outbox in the server's device
+// memory, which the worker maps (same host, CUDA).
+struct SharedBoxes {
+  gpu::SharedDeviceBuffer inbox;
+  gpu::SharedDeviceBuffer outbox;
+  SharedBoxes(int64_t size, c10::Device device) : inbox(size, device), outbox(size, device) {}
+};
+
+// How long a closed worker connection may wait for its kDone before the
+// server calls the worker gone (the message and the close travel apart).
+constexpr double kDoneGraceS = 2.0;
+
 class Server {
  public:
-  Server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index)
-      : spec_(spec), index_(index), listener_(rendezvous.local_host()),
-        clock_(static_cast<size_t>(spec.workers), 0) {
-    rendezvous.set(server_address_key(index), listener_.address());
+  Server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device)
+      : spec_(spec), index_(index), device_(device), name_("server " + std::to_string(index)),
+        socket_(rendezvous.local_host(), name_), workers_(static_cast<size_t>(spec.workers)) {
+    rendezvous.set(server_address_key(index), socket_.address());
   }
 
   ServerReport serve() {
+    Stopwatch silence;
     while (done_ < spec_.workers) {
-      std::vector<int> fds{listener_.fd()};
-      for (const auto& c : connections_) fds.push_back(c.fd());
-      int ready = wait_readable(fds, initialized_ ? spec_.timeout_s : -1);
-      if (ready < 0) {
-        check_stalled();
+      auto envelope = socket_.receive(1.0, scratch_.defined() ? &scratch_ : nullptr);
+      check_disconnections();
+      if (!envelope) {
+        if (initialized_ && silence.elapsed_s() > spec_.timeout_s) check_stalled();
         continue;
       }
-      if (ready == 0) {
-        connections_.push_back(listener_.accept(spec_.timeout_s, "a worker"));
-        worker_of_.push_back(-1);
-        finished_.push_back(false);
-        continue;
-      }
-      handle(static_cast<size_t>(ready - 1));
+      silence.restart();
+      handle(envelope->worker, envelope->message);
     }
     return report_;
   }
 
  private:
-  void handle(size_t c) {
-    Message message;
-    try {
-      message = connections_[c].receive(spec_.timeout_s, scratch_.defined() ? &scratch_ : nullptr);
-    } catch (const std::exception& e) {
-      if (finished_[c]) {  // closed after its kDone: fine
-        connections_[c] = Connection();
-        return;
-      }
-      throw std::runtime_error("server " + std::to_string(index_) + ": worker " +
-                               std::to_string(worker_of_[c]) + " went away before it was done: " + e.what());
+  struct WorkerState {
+    bool hello = false;
+    bool done = false;
+    int64_t clock = 0;                     // ssp: the step it wants to start
+    int64_t pulled_update = 0;             // updates applied when it was last answered
+    std::unique_ptr<SharedBoxes> shared;   // null: payloads through the transport
+  };
+
+  void handle(int worker, const Message& message) {
+    if (worker < 0 || worker >= spec_.workers) {
+      throw std::runtime_error(name_ + ": message from unknown worker " + std::to_string(worker));
     }
+    WorkerState& state = workers_[static_cast<size_t>(worker)];
     switch (message.type) {
       case MessageType::kHello:
-        if (message.worker < 0 || message.worker >= spec_.workers) {
-          throw std::runtime_error("server " + std::to_string(index_) + ": hello from unknown worker " +
-                                   std::to_string(message.worker));
-        }
-        worker_of_[c] = message.worker;
-        connections_[c].set_peer("worker " + std::to_string(message.worker));
+        welcome(worker, message);
         if (initialized_) {
-          reply(c, 0);
+          reply({worker}, 0);
         } else {
-          waiting_for_init_.push_back(c);
+          waiting_for_init_.push_back(worker);
         }
         break;
       case MessageType::kInit:
         initialise(message);
-        for (size_t waiting : waiting_for_init_) reply(waiting, 0);
+        reply(waiting_for_init_, 0);
         waiting_for_init_.clear();
         break;
       case MessageType::kPush:
-        push(c, message);
+        push(worker, message);
         break;
       case MessageType::kDone:
-        finished_[c] = true;
+        state.done = true;
         ++done_;
         release_ssp();  // a finished worker no longer holds anyone back
         if (spec_.param_server.mode == "sync") complete_sync_round();
         break;
       default:
-        throw std::runtime_error("server " + std::to_string(index_) + ": unexpected message type " +
-                                 std::to_string(static_cast<int>(message.type)));
+        throw std::runtime_error(name_ + ": unexpected message type " +
+                                 std::to_string(static_cast<int>(message.type)) + " from worker " +
+                                 std::to_string(worker));
     }
+  }
+
+  // Answers a hello with the shared buffers the worker is to use: where it
+  // runs on this host with a CUDA device and this server holds its range on
+  // a GPU, pushes and pulls go device to device; else through the transport.
+  void welcome(int worker, const Message& hello) {
+    WorkerState& state = workers_[static_cast<size_t>(worker)];
+    state.hello = true;
+    Message answer;
+    answer.type = MessageType::kWelcome;
+    bool same_host = hello.blob == this_host_name() + "\ncuda";
+    if (spec_.param_server.transport == "auto" && same_host && device_.is_cuda() &&
+        gpu::shared_device_memory_available()) {
+      if (!state.shared) state.shared = std::make_unique<SharedBoxes>(hello.count, device_);
+      answer.blob = state.shared->inbox.handle() + state.shared->outbox.handle();
+    }
+    socket_.send(worker, answer);
   }
 
   void initialise(const Message& message) {
@@ -102,49 +123,57 @@ class Server {
     int moments = FlatOptimizer::moment_buffers(spec_.train.optimizer);
     int64_t total = message.payload.numel();
     if (total % (1 + moments) != 0) {
-      throw std::runtime_error("server " + std::to_string(index_) + ": initial state of " +
-                               std::to_string(total) + " floats does not split into " +
-                               std::to_string(1 + moments) + " buffers");
+      throw std::runtime_error(name_ + ": initial state of " + std::to_string(total) +
+                               " floats does not split into " + std::to_string(1 + moments) + " buffers");
     }
     int64_t size = total / (1 + moments);
-    values_ = message.payload.narrow(0, 0, size).clone();
-    gradients_ = at::zeros({size}, at::kFloat);
-    sum_ = at::zeros({size}, at::kFloat);
-    scratch_ = at::empty({size}, at::kFloat);
+    at::Tensor state_in = message.payload.to(device_);
+    values_ = state_in.narrow(0, 0, size).clone();
+    gradients_ = at::zeros_like(values_);
+    sum_ = at::zeros_like(values_);
+    scratch_ = at::empty({size}, at::TensorOptions().dtype(at::kFloat).pinned_memory(device_.is_cuda()));
     optimizer_ = std::make_unique<FlatOptimizer>(
         values_, gradients_, server_optimizer(spec_.train.optimizer, spec_.param_server, spec_.workers));
     auto state = optimizer_->state();
     int kept = std::min(moments, static_cast<int>(state.size()) - 1);
-    for (int m = 0; m < kept; ++m) state[m].copy_(message.payload.narrow(0, (1 + m) * size, size));
+    for (int m = 0; m < kept; ++m) state[m].copy_(state_in.narrow(0, (1 + m) * size, size));
     state.back().fill_(message.step);
     initialized_ = true;
   }
 
-  void push(size_t c, const Message& message) {
-    if (!initialized_) throw std::runtime_error("server " + std::to_string(index_) + ": push before init");
-    if (message.payload.numel() != values_.numel()) {
-      throw std::runtime_error("server " + std::to_string(index_) + ": push of " +
-                               std::to_string(message.payload.numel()) + " floats, expected " +
-                               std::to_string(values_.numel()));
+  // The pushed gradients, on this server's device.
+  at::Tensor gradients_of(int worker, const Message& message) {
+    const auto& shared = workers_[static_cast<size_t>(worker)].shared;
+    at::Tensor pushed = shared ? shared->inbox.tensor() : message.payload;
+    if (pushed.numel() != values_.numel()) {
+      throw std::runtime_error(name_ + ": push of " + std::to_string(pushed.numel()) + " floats from worker " +
+                               std::to_string(worker) + ", expected " + std::to_string(values_.numel()));
     }
+    return pushed;
+  }
+
+  void push(int worker, const Message& message) {
+    if (!initialized_) throw std::runtime_error(name_ + ": push before init");
+    at::Tensor pushed = gradients_of(worker, message);
     ++report_.pushes;
+    report_.staleness_sum += report_.updates - workers_[static_cast<size_t>(worker)].pulled_update;
     const std::string& mode = spec_.param_server.mode;
     if (mode == "sync") {
-      sum_.add_(message.payload);
-      held_.push_back(HeldReply{c, clock_now(), message.step + 1});
+      sum_.add_(pushed.to(device_, /*non_blocking=*/false));
+      held_.push_back(HeldReply{worker, clock_now(), message.step + 1});
       last_lr_ = message.lr;
       complete_sync_round();
       return;
     }
-    gradients_.copy_(message.payload);
+    gradients_.copy_(pushed);
     optimizer_->step(message.lr);
     ++report_.updates;
     if (mode == "async") {
-      reply(c, 0);
+      reply({worker}, 0);
       return;
     }
-    clock_[static_cast<size_t>(worker_of_[c])] = message.step + 1;
-    held_.push_back(HeldReply{c, clock_now(), message.step + 1});
+    workers_[static_cast<size_t>(worker)].clock = message.step + 1;
+    held_.push_back(HeldReply{worker, clock_now(), message.step + 1});
     release_ssp();
   }
 
@@ -157,71 +186,122 @@ class Server {
     optimizer_->step(last_lr_);
     ++report_.updates;
     sum_.zero_();
-    for (const auto& h : held_) reply(h.connection, clock_now() - h.since);
-    held_.clear();
+    answer_held([](const HeldReply&) { return true; });
   }
 
   // SSP: answers every held worker that is at most `staleness` steps ahead
-  // of the slowest unfinished worker.
+  // of the slowest unfinished worker (a worker not yet heard from is at 0).
   void release_ssp() {
     if (spec_.param_server.mode != "ssp") return;
     int64_t slowest = INT64_MAX;
-    for (size_t c = 0; c < connections_.size(); ++c) {
-      if (worker_of_[c] >= 0 && !finished_[c]) slowest = std::min(slowest, clock_[static_cast<size_t>(worker_of_[c])]);
+    for (const auto& w : workers_) {
+      if (!w.done) slowest = std::min(slowest, w.hello ? w.clock : 0);
     }
-    // Workers that never connected are at clock 0.
-    int64_t connected = std::count_if(worker_of_.begin(), worker_of_.end(), [](int w) { return w >= 0; });
-    if (connected < spec_.workers) slowest = std::min<int64_t>(slowest, 0);
+    answer_held([&](const HeldReply& h) {
+      return slowest == INT64_MAX || h.clock - slowest <= spec_.param_server.staleness;
+    });
+  }
+
+  template <typename Ready>
+  void answer_held(Ready ready) {
     std::vector<HeldReply> still;
+    double now = clock_now();
+    std::vector<int> answer;
+    double longest = 0;
     for (const auto& h : held_) {
-      if (slowest == INT64_MAX || h.clock - slowest <= spec_.param_server.staleness) {
-        reply(h.connection, clock_now() - h.since);
+      if (ready(h)) {
+        answer.push_back(h.worker);
+        report_.held_s += now - h.since;
+        longest = std::max(longest, now - h.since);
       } else {
         still.push_back(h);
       }
     }
     held_ = std::move(still);
+    reply(answer, longest);
+  }
+
+  // A worker connection closed while the worker had not said it was done:
+  // it died. The transport cannot tell which connection closed, so the
+  // message names every worker not done.
+  void check_disconnections() {
+    if (socket_.disconnections() <= done_) {
+      closed_early_.restart();
+      closed_early_seen_ = false;
+      return;
+    }
+    if (!closed_early_seen_) {
+      closed_early_seen_ = true;
+      closed_early_.restart();
+      return;
+    }
+    if (closed_early_.elapsed_s() < kDoneGraceS) return;
+    throw std::runtime_error(name_ + ": a worker's connection closed before it was done (workers not done:" +
+                             missing_workers([](const WorkerState& w) { return !w.done; }) + ")");
   }
 
   void check_stalled() {
     if (held_.empty()) return;
-    std::string missing;
-    for (size_t c = 0; c < connections_.size(); ++c) {
-      bool held = std::any_of(held_.begin(), held_.end(), [&](const HeldReply& h) { return h.connection == c; });
-      if (!held && !finished_[c]) {
-        missing += ' ';  // appended, not " " + ...: GCC 12 misreads that as an overflowing copy
-        missing += std::to_string(worker_of_[c]);
-      }
-    }
-    throw std::runtime_error("server " + std::to_string(index_) + ": workers" + missing +
-                             " sent nothing for " + std::to_string(spec_.timeout_s) +
-                             " s while others waited on them");
+    std::string missing = missing_workers([&](const WorkerState& w) {
+      int index = static_cast<int>(&w - workers_.data());
+      return !w.done && std::none_of(held_.begin(), held_.end(), [&](const HeldReply& h) { return h.worker == index; });
+    });
+    throw std::runtime_error(name_ + ": workers" + missing + " sent nothing for " +
+                             std::to_string(spec_.timeout_s) + " s while others waited on them");
   }
 
-  void reply(size_t c, double hold_s) {
-    report_.held_s += hold_s;
-    Message message;
-    message.type = MessageType::kParams;
-    message.hold_s = hold_s;
-    message.payload = values_;
-    connections_[c].send(message);
+  template <typename Predicate>
+  std::string missing_workers(Predicate matches) const {
+    std::string list;
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      if (!matches(workers_[w])) continue;
+      list += ' ';  // appended, not " " + ...: GCC 12 misreads that as an overflowing copy
+      list += std::to_string(w);
+    }
+    return list;
+  }
+
+  // Sends the key range's parameters to `workers`: into each one's shared
+  // outbox, or one host copy for all that take it through the transport.
+  void reply(const std::vector<int>& workers, double hold_s) {
+    at::Tensor host;
+    bool wrote_shared = false;
+    for (int w : workers) {
+      const auto& shared = workers_[static_cast<size_t>(w)].shared;
+      if (shared) {
+        shared->outbox.tensor().copy_(values_);
+        wrote_shared = true;
+      } else if (!host.defined()) {
+        host = values_.is_cpu() ? values_.clone() : values_.to(at::kCPU);
+      }
+    }
+    if (wrote_shared) gpu::finish_writes_for_other_processes(device_);
+    for (int w : workers) {
+      workers_[static_cast<size_t>(w)].pulled_update = report_.updates;
+      Message message;
+      message.type = MessageType::kParams;
+      message.hold_s = hold_s;
+      if (!workers_[static_cast<size_t>(w)].shared) message.payload = host;
+      socket_.send(w, message);
+    }
   }
 
   double clock_now() const { return uptime_.elapsed_s(); }
 
   const ClusterSpec& spec_;
   int64_t index_;
-  Listener listener_;
+  c10::Device device_;
+  std::string name_;
+  ServerSocket socket_;
   Stopwatch uptime_;
-  std::vector<Connection> connections_;
-  std::vector<int> worker_of_;
-  std::vector<bool> finished_;
-  std::vector<size_t> waiting_for_init_;
+  std::vector<WorkerState> workers_;
+  std::vector<int> waiting_for_init_;
   std::vector<HeldReply> held_;
-  std::vector<int64_t> clock_;
   bool initialized_ = false;
   int64_t done_ = 0;
   double last_lr_ = 0;
+  Stopwatch closed_early_;
+  bool closed_early_seen_ = false;
   at::Tensor values_, gradients_, sum_, scratch_;
   std::unique_ptr<FlatOptimizer> optimizer_;
   ServerReport report_;
@@ -231,8 +311,8 @@ class Server {
 
 std::string server_address_key(int64_t index) { return "ps/server/" + std::to_string(index); }
 
-ServerReport run_param_server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index) {
-  Server server(spec, rendezvous, index);
+ServerReport run_param_server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device) {
+  Server server(spec, rendezvous, index, device);
   return server.serve();
 }
 

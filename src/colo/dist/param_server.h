@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include <c10/core/Device.h>
+
 #include "colo/dist/cluster_spec.h"
 #include "colo/dist/rendezvous.h"
 
@@ -22,13 +24,18 @@ struct ServerReport {
   int64_t updates = 0;   // optimiser steps applied
   int64_t pushes = 0;
   double held_s = 0;     // total time replies were held back
+  // Sum over pushes of the updates applied between the pusher's last pull
+  // and its push (its gradient's staleness); / pushes = the mean.
+  int64_t staleness_sum = 0;
 };
 
 // Serves key range `index` of `spec.servers` for `spec.workers` workers
-// until every worker has said it is done. Waits for worker 0's kInit without
-// a time limit (a switch strategy sends it late); after that, a worker that
-// disconnects or stays silent for `spec.timeout_s` while others wait on it
-// fails the server with a message naming it.
-ServerReport run_param_server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index);
+// until every worker has said it is done, holding the range and its
+// optimiser state on `device`. Waits for worker 0's kInit without a time
+// limit (a switch strategy sends it late); after that, a worker that stays
+// silent for `spec.timeout_s` while others wait on it fails the server with
+// a message naming it, and so does (within a few seconds) a worker whose
+// connection closes before it said it was done.
+ServerReport run_param_server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device);
 
 }  // namespace colo::dist

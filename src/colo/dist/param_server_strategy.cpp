@@ -4,8 +4,16 @@
 
 #include "colo/core/stopwatch.h"
 #include "colo/dist/param_server.h"
+#include "colo/gpu/shared_device_memory.h"
 
 namespace colo::dist {
+namespace {
+
+ServerLink link_to_server(Rendezvous& rendezvous, int64_t server, int worker) {
+  return ServerLink(rendezvous.get(server_address_key(server)), worker, "server " + std::to_string(server));
+}
+
+}  // namespace
 
 ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& optimizer,
                                          Rendezvous& rendezvous, const ClusterSpec& spec, int worker)
@@ -16,15 +24,29 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
   host_gradients_ = at::empty({model_.size()}, host);
   auto state = optimizer.state();
   for (int64_t s = 0; s < spec.servers; ++s) {
-    ranges_.push_back(shard_range(model_.size(), spec.servers, s));
-    std::string name = "server " + std::to_string(s);
-    servers_.push_back(connect_to(rendezvous.get(server_address_key(s)), timeout_s_, name));
+    auto [begin, end] = shard_range(model_.size(), spec.servers, s);
+    servers_.push_back(ServerEnd{link_to_server(rendezvous, s, worker_), begin, end, {}, {}});
+    ServerEnd& server = servers_.back();
     Message hello;
     hello.type = MessageType::kHello;
     hello.worker = worker_;
-    servers_.back().send(hello);
+    hello.count = end - begin;
+    hello.blob = this_host_name() + (cuda ? "\ncuda" : "\ncpu");
+    server.link.send(hello);
+    Message welcome = server.link.receive(3 * timeout_s_);
+    if (welcome.type != MessageType::kWelcome) throw std::runtime_error("unexpected answer from " + server.link.peer());
+    if (!welcome.blob.empty()) {
+      size_t half = welcome.blob.size() / 2;
+      try {
+        server.inbox = gpu::map_shared_device_buffer(welcome.blob.substr(0, half), end - begin, model_.values().device());
+        server.outbox = gpu::map_shared_device_buffer(welcome.blob.substr(half), end - begin, model_.values().device());
+      } catch (const std::exception& e) {
+        throw std::runtime_error("worker " + std::to_string(worker_) + " cannot map the device memory of " +
+                                 server.link.peer() + " (" + e.what() +
+                                 "); set param_server.transport = \"zmq\" to send through host memory");
+      }
+    }
     if (worker_ != 0) continue;
-    auto [begin, end] = ranges_.back();
     std::vector<at::Tensor> parts{model_.values().narrow(0, begin, end - begin)};
     for (size_t m = 0; m + 1 < state.size(); ++m) parts.push_back(state[m].narrow(0, begin, end - begin));
     Message init;
@@ -32,7 +54,7 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
     init.worker = worker_;
     init.step = state.back().item<int64_t>();
     init.payload = at::cat(parts).to(at::kCPU).contiguous();
-    servers_.back().send(init);
+    server.link.send(init);
   }
   pull();
 }
@@ -45,33 +67,48 @@ void ParamServerStrategy::begin_step() { model_.zero_grad(); }
 
 double ParamServerStrategy::pull() {
   double held = 0;
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    auto [begin, end] = ranges_[s];
-    at::Tensor slot = host_values_.narrow(0, begin, end - begin);
-    Message reply = servers_[s].receive(3 * timeout_s_, &slot);
-    if (reply.type != MessageType::kParams || reply.payload.numel() != end - begin) {
-      throw std::runtime_error("unexpected reply from " + servers_[s].peer());
+  for (auto& server : servers_) {
+    at::Tensor slot = host_values_.narrow(0, server.begin, server.end - server.begin);
+    Message reply = server.link.receive(3 * timeout_s_, &slot);
+    bool shared = server.outbox.defined();
+    if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
+      throw std::runtime_error("unexpected reply from " + server.link.peer());
+    }
+    if (shared) {
+      model_.values().narrow(0, server.begin, server.end - server.begin).copy_(server.outbox);
+    } else {
+      if (reply.payload.data_ptr() != slot.data_ptr()) slot.copy_(reply.payload);
+      model_.values().narrow(0, server.begin, server.end - server.begin).copy_(slot);  // waits: slot is reused
     }
     held = std::max(held, reply.hold_s);
   }
-  model_.values().copy_(host_values_, /*non_blocking=*/false);
   return held;
 }
 
 ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
   Stopwatch clock;
-  host_gradients_.copy_(model_.gradients());
   ExchangeCost cost;
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    auto [begin, end] = ranges_[s];
+  bool any_host = false;
+  for (auto& server : servers_) {
+    at::Tensor range = model_.gradients().narrow(0, server.begin, server.end - server.begin);
+    if (server.inbox.defined()) {
+      server.inbox.copy_(range);
+    } else {
+      any_host = true;
+    }
+  }
+  if (any_host) host_gradients_.copy_(model_.gradients());
+  // The servers read the inboxes as soon as the pushes arrive.
+  gpu::finish_writes_for_other_processes(model_.values().device());
+  for (auto& server : servers_) {
     Message push;
     push.type = MessageType::kPush;
     push.worker = worker_;
     push.step = step;
     push.lr = lr;
-    push.payload = host_gradients_.narrow(0, begin, end - begin);
-    servers_[s].send(push);
-    cost.bytes_sent += (end - begin) * 4;
+    if (!server.inbox.defined()) push.payload = host_gradients_.narrow(0, server.begin, server.end - server.begin);
+    server.link.send(push);
+    cost.bytes_sent += (server.end - server.begin) * 4;
   }
   cost.waiting_s = pull();
   cost.communication_s = std::max(0.0, clock.elapsed_s() - cost.waiting_s);
@@ -85,14 +122,13 @@ void ParamServerStrategy::finish() {
     Message done;
     done.type = MessageType::kDone;
     done.worker = worker_;
-    server.send(done);
+    server.link.send(done);
   }
 }
 
 void release_servers(Rendezvous& rendezvous, const ClusterSpec& spec, int worker) {
   for (int64_t s = 0; s < spec.servers; ++s) {
-    std::string name = "server " + std::to_string(s);
-    Connection server = connect_to(rendezvous.get(server_address_key(s)), spec.timeout_s, name);
+    ServerLink server = link_to_server(rendezvous, s, worker);
     Message done;
     done.type = MessageType::kDone;
     done.worker = worker;

@@ -2,7 +2,9 @@
 // The worker side of the parameter server: after backward, push this
 // worker's gradients to every server (each its key range) and pull back the
 // parameters the servers answer with. Sync, async or SSP is the servers'
-// mode; the worker code is the same.
+// mode; the worker code is the same. A server on this host with its range on
+// a GPU hands out shared device buffers, and the ranges move device to
+// device; any other server gets them through the transport, via host memory.
 
 #include <memory>
 #include <vector>
@@ -12,7 +14,7 @@
 #include "colo/dist/flat_optimizer.h"
 #include "colo/dist/rendezvous.h"
 #include "colo/dist/strategy.h"
-#include "colo/dist/van.h"
+#include "colo/dist/ps_transport.h"
 
 namespace colo::dist {
 
@@ -32,6 +34,14 @@ class ParamServerStrategy : public Strategy {
   void finish() override;
 
  private:
+  // A server's key range and, where it shares device memory, the
+  // gradient inbox and parameter outbox this worker maps.
+  struct ServerEnd {
+    ServerLink link;
+    int64_t begin = 0, end = 0;
+    at::Tensor inbox, outbox;  // undefined: through the transport
+  };
+
   // Receives every server's kParams into the model; returns the longest hold.
   double pull();
 
@@ -39,8 +49,7 @@ class ParamServerStrategy : public Strategy {
   std::string mode_;
   int worker_;
   double timeout_s_;
-  std::vector<std::pair<int64_t, int64_t>> ranges_;
-  std::vector<Connection> servers_;
+  std::vector<ServerEnd> servers_;
   at::Tensor host_values_;     // [P] on the CPU, received into
   at::Tensor host_gradients_;  // [P] on the CPU, sent from
   bool finished_ = false;

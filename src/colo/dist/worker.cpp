@@ -38,6 +38,17 @@ c10::Device worker_device(const ClusterSpec& spec, int rank) {
   return device;
 }
 
+// Server s holds its key range on cuda:(s mod visible GPUs), the workers'
+// GPUs, when the workers train on CUDA; else on the CPU.
+c10::Device server_device(const ClusterSpec& spec, int64_t index) {
+  c10::Device device = gpu::resolve_device(spec.train.device, spec.train.source, "device");
+  if (!device.is_cuda()) return device;
+  int count = std::max(1, gpu::cuda_device_count());
+  c10::Device chosen(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index % count));
+  gpu::make_current(chosen);
+  return chosen;
+}
+
 std::string backend_for(const ClusterSpec& spec, const c10::Device& device) {
   if (spec.backend != "auto") return spec.backend;
   return device.is_cuda() ? "nccl" : "gloo";
@@ -206,10 +217,12 @@ void run_rank(const ClusterSpec& spec, const Membership& member) {
     run_worker(spec, rendezvous, member.rank);
   } else {
     at::set_num_threads(1);  // elementwise updates; spare the cores for the workers
-    ServerReport report = run_param_server(spec, rendezvous, member.rank - spec.workers);
-    std::fprintf(stderr, "server %lld: %lld pushes, %lld updates, replies held %.2f s in all\n",
-                 static_cast<long long>(member.rank - spec.workers), static_cast<long long>(report.pushes),
-                 static_cast<long long>(report.updates), report.held_s);
+    int64_t index = member.rank - spec.workers;
+    ServerReport report = run_param_server(spec, rendezvous, index, server_device(spec, index));
+    std::fprintf(stderr, "server %lld: %lld pushes, %lld updates, replies held %.2f s in all, mean staleness %.3f\n",
+                 static_cast<long long>(index), static_cast<long long>(report.pushes),
+                 static_cast<long long>(report.updates), report.held_s,
+                 static_cast<double>(report.staleness_sum) / static_cast<double>(std::max<int64_t>(report.pushes, 1)));
   }
 }
 

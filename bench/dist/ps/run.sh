@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Parameter server against all-reduce on the 2 GPUs of one host (bench/gpu/run.sh ps,
+# nvidia-h200-x2): time to 90% test accuracy on Fashion-MNIST, ResNet-18, 2 workers
+# x 128 per step, SGD lr 0.05 momentum 0.9, 3 epochs, as bench/results/dist's tta runs.
+#   even:STRATEGY    both workers alone on their GPUs
+#   uneven:STRATEGY  worker 1's GPU shared with a neighbour training job
+#                    (neighbour.py, time-sliced, no MPS): worker 1 at about half speed
+# STRATEGY: allreduce, ps-sync, ps-async, ps-async-zmq (async PS with every range
+# through ZeroMQ and host memory instead of shared device memory), switch.
+# Usage: bench/dist/ps/run.sh BUILD OUT [RUN ...]
+set -uo pipefail
+BUILD=$1
+OUT=$2/ps
+shift 2
+runs=("$@")
+[ ${#runs[@]} -eq 0 ] && runs=(even:allreduce even:ps-sync even:ps-async even:ps-async-zmq even:switch
+                               uneven:allreduce uneven:ps-async uneven:ps-sync uneven:switch)
+mkdir -p "$OUT/configs"
+SCRATCH=$(mktemp -d)
+
+cluster_file() {  # NAME STRATEGY EXTRA
+  cat >"$OUT/configs/$1.toml" <<TOML
+seed = 1
+device = "cuda"
+output = "$SCRATCH/$1"
+epochs = 3
+max_steps = 0
+batch_size = 128
+eval_batch_size = 1024
+checkpoint_every = 0
+[model]
+name = "resnet"
+depth = 18
+[data]
+name = "fashion-mnist"
+on_device = true
+prefetch = 0
+[optimizer]
+name = "sgd"
+lr = 0.05
+momentum = 0.9
+[cluster]
+workers = 2
+strategy = "$2"
+servers = 2
+backend = "nccl"
+timeout_s = 300
+eval_every = 50
+target_accuracy = ${TTA_TARGET:-0.90}
+$3
+TOML
+  echo "$OUT/configs/$1.toml"
+}
+
+for run in "${runs[@]}"; do
+  setup=${run%%:*}
+  strategy=${run#*:}
+  case $strategy in
+    allreduce) s=allreduce; extra="" ;;
+    ps-sync) s=param_server; extra=$'[param_server]\nmode = "sync"' ;;
+    ps-async) s=param_server; extra=$'[param_server]\nmode = "async"' ;;
+    ps-async-zmq) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
+    switch) s=switch; extra=$'[switch]\nmin_steps = 100\nwindow = 50' ;;
+    *) echo "unknown strategy $strategy"; continue ;;
+  esac
+  name="$setup-$strategy"
+  f=$(cluster_file "$name" "$s" "$extra")
+  neighbour=""
+  if [ "$setup" = uneven ]; then
+    CUDA_VISIBLE_DEVICES=1 python3 bench/dist/ps/neighbour.py >"$OUT/$name-neighbour.log" 2>&1 &
+    neighbour=$!
+    for _ in $(seq 1 120); do grep -q ready "$OUT/$name-neighbour.log" 2>/dev/null && break; sleep 0.5; done
+  fi
+  start=$(date +%s.%N)
+  "$BUILD/colo" dist "$f" >"$OUT/$name.log" 2>&1 || { echo "$name failed"; tail -8 "$OUT/$name.log"; }
+  echo "$name: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s wall"
+  [ -n "$neighbour" ] && kill "$neighbour" && wait "$neighbour" 2>/dev/null
+  mkdir -p "$OUT/$name"
+  cp "$SCRATCH/$name"/*.json "$SCRATCH/$name"/*.jsonl "$SCRATCH/$name"/rank*.log "$OUT/$name/" 2>/dev/null
+done
+rm -rf "$SCRATCH"
+python3 bench/dist/ps/summarize.py "$OUT" | tee "$OUT/table.txt"
+cp "$OUT/summary.json" "$(dirname "$OUT")/ps-summary.json"; cp "$OUT/table.txt" "$(dirname "$OUT")/ps-table.txt"
+tar czf "$(dirname "$OUT")/ps.tgz" -C "$(dirname "$OUT")" ps && rm -rf "$OUT"

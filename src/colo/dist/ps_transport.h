@@ -1,0 +1,94 @@
+#pragma once
+// The parameter server's transport, on ZeroMQ: each server binds a ROUTER
+// socket, each worker reaches it through a DEALER socket named after its
+// index, and a message is a fixed header, a byte blob and an optional
+// float32 payload (sent without a copy). Where worker and server share a
+// host and a CUDA build, the payloads skip this transport: they move device
+// to device through shared device memory (gpu/shared_device_memory.h) and
+// only the small messages go over ZeroMQ.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <ATen/Tensor.h>
+
+namespace colo::dist {
+
+enum class MessageType : uint32_t {
+  kHello = 1,    // worker -> server: here I am; answered with kWelcome
+  kInit = 2,     // worker 0 -> server: parameters and optimiser state of its key range
+  kPush = 3,     // worker -> server: gradients of a step; answered with kParams
+  kParams = 4,   // server -> worker: the key range's current parameters
+  kDone = 5,     // worker -> server: no more pushes from me
+  kWelcome = 6,  // server -> worker: the shared device buffers to use, or none
+};
+
+struct Message {
+  MessageType type = MessageType::kHello;
+  int32_t worker = 0;
+  int64_t step = 0;     // kPush: the worker's step; kInit: the optimiser's step count
+  int64_t count = 0;    // kHello: floats in the key range
+  double lr = 0;        // kPush: learning rate to apply
+  double hold_s = 0;    // kParams: how long the server held the reply back (sync/SSP)
+  std::string blob;     // kHello: the worker's host and device; kWelcome: buffer handles
+  at::Tensor payload;   // float32 CPU, contiguous; undefined for none
+};
+
+// A message from one worker, as a server receives it.
+struct Envelope {
+  int worker = 0;
+  Message message;
+};
+
+// A server's end: binds an ephemeral TCP port on `host`. Not thread-safe.
+class ServerSocket {
+ public:
+  ServerSocket(const std::string& host, std::string name);
+  ~ServerSocket();
+  ServerSocket(const ServerSocket&) = delete;
+  ServerSocket& operator=(const ServerSocket&) = delete;
+
+  // "tcp://HOST:PORT", for the workers to connect to.
+  std::string address() const;
+  // The next message from any worker; nullopt when none came within
+  // `timeout_s` (< 0: wait forever). A payload goes into `into` when it is
+  // given and of the same size (no allocation).
+  std::optional<Envelope> receive(double timeout_s, at::Tensor* into = nullptr);
+  void send(int worker, const Message& message);
+  // Worker connections that have closed so far (a worker that is done
+  // closes its own too). Messages already queued are received first.
+  int64_t disconnections() const;
+
+ private:
+  struct Sockets;
+  std::unique_ptr<Sockets> sockets_;
+  std::string name_;
+};
+
+// A worker's end of its link to one server. Every call fails with
+// std::runtime_error naming the server when it closed the connection or
+// `timeout_s` passed. Not thread-safe.
+class ServerLink {
+ public:
+  ServerLink(const std::string& address, int worker, std::string peer);
+  ~ServerLink();
+  ServerLink(ServerLink&& other) noexcept;
+  ServerLink& operator=(ServerLink&& other) noexcept;
+
+  void send(const Message& message);
+  // A payload goes into `into` when it is given and of the same size.
+  Message receive(double timeout_s, at::Tensor* into = nullptr);
+  const std::string& peer() const { return peer_; }
+
+ private:
+  struct Sockets;
+  std::unique_ptr<Sockets> sockets_;
+  std::string peer_;
+};
+
+// This machine's host name, as workers and servers compare them.
+std::string this_host_name();
+
+}  // namespace colo::dist

@@ -1,0 +1,82 @@
+#include "colo/gpu/shared_device_memory.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#if COLO_HAS_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace colo::gpu {
+
+#if COLO_HAS_CUDA
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+}  // namespace
+
+bool shared_device_memory_available() { return true; }
+
+SharedDeviceBuffer::SharedDeviceBuffer(int64_t numel, c10::Device device) {
+  if (!device.is_cuda()) throw std::runtime_error("shared device memory needs a CUDA device, not " + device.str());
+  c10::cuda::CUDAGuard guard(device);
+  check(cudaMalloc(&pointer_, static_cast<size_t>(std::max<int64_t>(numel, 1)) * sizeof(float)), "cudaMalloc");
+  cudaIpcMemHandle_t handle;
+  check(cudaIpcGetMemHandle(&handle, pointer_), "cudaIpcGetMemHandle");
+  handle_.assign(reinterpret_cast<const char*>(&handle), sizeof(handle));
+  tensor_ = at::from_blob(pointer_, {numel}, at::TensorOptions().dtype(at::kFloat).device(device));
+}
+
+SharedDeviceBuffer::~SharedDeviceBuffer() {
+  tensor_ = at::Tensor();
+  if (pointer_ != nullptr) cudaFree(pointer_);
+}
+
+at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c10::Device device) {
+  if (!device.is_cuda()) throw std::runtime_error("shared device memory maps onto a CUDA device, not " + device.str());
+  c10::cuda::CUDAGuard guard(device);
+  cudaIpcMemHandle_t ipc;
+  if (handle.size() != sizeof(ipc)) {
+    throw std::runtime_error("a shared device buffer handle has " + std::to_string(sizeof(ipc)) + " bytes, got " +
+                             std::to_string(handle.size()));
+  }
+  std::copy(handle.begin(), handle.end(), reinterpret_cast<char*>(&ipc));
+  void* pointer = nullptr;
+  check(cudaIpcOpenMemHandle(&pointer, ipc, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+  return at::from_blob(pointer, {numel}, [](void* p) { cudaIpcCloseMemHandle(p); },
+                       at::TensorOptions().dtype(at::kFloat).device(device));
+}
+
+void finish_writes_for_other_processes(const c10::Device& device) {
+  if (!device.is_cuda()) return;
+  c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+}
+
+#else
+
+bool shared_device_memory_available() { return false; }
+
+SharedDeviceBuffer::SharedDeviceBuffer(int64_t, c10::Device) {
+  throw std::runtime_error("shared device memory needs a CUDA build of colo");
+}
+
+SharedDeviceBuffer::~SharedDeviceBuffer() = default;
+
+at::Tensor map_shared_device_buffer(const std::string&, int64_t, c10::Device) {
+  throw std::runtime_error("shared device memory needs a CUDA build of colo");
+}
+
+void finish_writes_for_other_processes(const c10::Device&) {}
+
+#endif
+
+}  // namespace colo::gpu

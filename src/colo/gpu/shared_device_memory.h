@@ -1,0 +1,54 @@
+#pragma once
+// Device memory that another process on the same host maps (CUDA IPC), so
+// tensors move device to device between processes (over NVLink where the
+// GPUs have it) with no copy through host memory. The parameter server keeps
+// each worker's gradient inbox and parameter outbox in it.
+
+#include <cstdint>
+#include <string>
+
+#include <ATen/Tensor.h>
+#include <c10/core/Device.h>
+
+namespace colo::gpu {
+
+// Whether this build can share device memory between processes (a CUDA
+// build); when false the constructors below throw std::runtime_error.
+bool shared_device_memory_available();
+
+// A float32 buffer of `numel` elements on `device`, allocated outside the
+// caching allocator so that it can be exported whole. Freed when destroyed;
+// a process that mapped it must unmap (drop its tensor) before that.
+class SharedDeviceBuffer {
+ public:
+  SharedDeviceBuffer(int64_t numel, c10::Device device);
+  ~SharedDeviceBuffer();
+  SharedDeviceBuffer(const SharedDeviceBuffer&) = delete;
+  SharedDeviceBuffer& operator=(const SharedDeviceBuffer&) = delete;
+
+  // The buffer as a [numel] float32 tensor on its device (a view: no copy).
+  const at::Tensor& tensor() const { return tensor_; }
+  // An opaque handle (a few dozen bytes) that map_shared_device_buffer
+  // turns back into the buffer in another process of this host.
+  const std::string& handle() const { return handle_; }
+
+ private:
+  void* pointer_ = nullptr;
+  at::Tensor tensor_;
+  std::string handle_;
+};
+
+// Maps another process's buffer, given its handle and size, into this
+// process as a [numel] float32 tensor on `device`, the CUDA device of this
+// process that reads and writes it; the memory may lie on another GPU of the
+// host, which `device` then reaches by peer access (NVLink or PCIe). The
+// mapping is closed when the last tensor viewing it is destroyed.
+// std::runtime_error when the handle is not valid here (another host, or
+// GPUs without peer access).
+at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c10::Device device);
+
+// Waits until the work queued on `device`'s current stream is done, so
+// another process may read what it wrote; no effect on the CPU.
+void finish_writes_for_other_processes(const c10::Device& device);
+
+}  // namespace colo::gpu

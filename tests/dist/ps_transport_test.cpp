@@ -1,0 +1,117 @@
+#include "colo/dist/ps_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include <ATen/ATen.h>
+
+#include "colo/core/stopwatch.h"
+
+namespace colo::dist {
+namespace {
+
+std::optional<Envelope> receive_within(ServerSocket& server, double seconds, at::Tensor* into = nullptr) {
+  Stopwatch clock;
+  while (clock.elapsed_s() < seconds) {
+    if (auto envelope = server.receive(0.2, into)) return envelope;
+  }
+  return std::nullopt;
+}
+
+TEST(PsTransport, MessagesAndPayloadsArriveWhole) {
+  ServerSocket server("127.0.0.1", "server 0");
+  ServerLink link(server.address(), 3, "server 0");
+  Message hello;
+  hello.type = MessageType::kPush;
+  hello.worker = 3;
+  hello.step = 41;
+  hello.count = 7;
+  hello.lr = 0.125;
+  hello.blob = std::string("host\0name", 9);
+  hello.payload = at::arange(100000, at::kFloat);
+  link.send(hello);
+
+  auto got = receive_within(server, 10);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->worker, 3);  // from the link's identity
+  EXPECT_EQ(got->message.type, MessageType::kPush);
+  EXPECT_EQ(got->message.step, 41);
+  EXPECT_EQ(got->message.count, 7);
+  EXPECT_EQ(got->message.lr, 0.125);
+  EXPECT_EQ(got->message.blob, hello.blob);
+  ASSERT_TRUE(got->message.payload.defined());
+  EXPECT_TRUE(got->message.payload.equal(hello.payload));
+
+  Message reply;
+  reply.type = MessageType::kParams;
+  reply.hold_s = 1.5;
+  reply.payload = at::full({5000}, 2.5f);
+  server.send(3, reply);
+  at::Tensor into = at::zeros({5000}, at::kFloat);
+  Message back = link.receive(10, &into);
+  EXPECT_EQ(back.type, MessageType::kParams);
+  EXPECT_EQ(back.hold_s, 1.5);
+  EXPECT_EQ(back.payload.data_ptr(), into.data_ptr());  // received in place
+  EXPECT_TRUE(into.equal(reply.payload));
+}
+
+TEST(PsTransport, MessageWithoutPayloadHasNone) {
+  ServerSocket server("127.0.0.1", "server 0");
+  ServerLink link(server.address(), 0, "server 0");
+  Message done;
+  done.type = MessageType::kDone;
+  link.send(done);
+  auto got = receive_within(server, 10);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->message.type, MessageType::kDone);
+  EXPECT_FALSE(got->message.payload.defined());
+}
+
+TEST(PsTransport, ServerCountsAClosedWorkerConnection) {
+  ServerSocket server("127.0.0.1", "server 0");
+  auto link = std::make_unique<ServerLink>(server.address(), 1, "server 0");
+  Message hello;
+  hello.type = MessageType::kHello;
+  link->send(hello);
+  ASSERT_TRUE(receive_within(server, 10));
+  EXPECT_EQ(server.disconnections(), 0);
+  link.reset();
+  Stopwatch clock;
+  while (server.disconnections() == 0 && clock.elapsed_s() < 10) server.receive(0.2);
+  EXPECT_EQ(server.disconnections(), 1);
+}
+
+TEST(PsTransport, WorkerWaitingOnAServerThatClosesFailsAtOnceNamingIt) {
+  auto server = std::make_unique<ServerSocket>("127.0.0.1", "server 2");
+  ServerLink link(server->address(), 0, "server 2");
+  Message hello;
+  hello.type = MessageType::kHello;
+  link.send(hello);
+  ASSERT_TRUE(receive_within(*server, 10));
+  server.reset();
+  Stopwatch clock;
+  try {
+    link.receive(60);
+    FAIL() << "receive returned from a closed server";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("server 2 closed the connection"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(clock.elapsed_s(), 10);  // not the 60 s timeout
+}
+
+TEST(PsTransport, SilentServerTimesOutNamingIt) {
+  ServerSocket server("127.0.0.1", "server 1");
+  ServerLink link(server.address(), 0, "server 1");
+  try {
+    link.receive(0.3);
+    FAIL() << "receive returned without a message";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("server 1 sent nothing"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace colo::dist
