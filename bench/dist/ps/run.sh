@@ -7,6 +7,9 @@
 #                    (neighbour.py, time-sliced, no MPS): worker 1 at about half speed
 # STRATEGY: allreduce, ps-sync, ps-async, ps-async-zmq (async PS with every range
 # through ZeroMQ and host memory instead of shared device memory), switch.
+# PS_BACKEND=gloo and PS_MAX_STEPS=N run the workers' group on Gloo with N steps each:
+# on a one-GPU machine both workers then share cuda:0 (a check of the transports, not
+# the comparison the issue asks for).
 # Usage: bench/dist/ps/run.sh BUILD OUT [RUN ...]
 set -uo pipefail
 BUILD=$1
@@ -24,7 +27,7 @@ seed = 1
 device = "cuda"
 output = "$SCRATCH/$1"
 epochs = 3
-max_steps = 0
+max_steps = ${PS_MAX_STEPS:-0}
 batch_size = 128
 eval_batch_size = 1024
 checkpoint_every = 0
@@ -43,7 +46,7 @@ momentum = 0.9
 workers = 2
 strategy = "$2"
 servers = 2
-backend = "nccl"
+backend = "${PS_BACKEND:-nccl}"
 timeout_s = 300
 eval_every = 50
 target_accuracy = ${TTA_TARGET:-0.90}
