@@ -1,8 +1,8 @@
 """colo from Python: memory estimates for your own PyTorch models
 (colo.estimate), N copies of your own model trained as one fused array
 (colo.fuse), colod's API (colo.Client), the C++ engine's training and
-fused sweeps (colo.train, colo.sweep) and the plots of colo's results
-(colo.plots).
+fused sweeps (colo.train, colo.sweep), data-parallel training
+(colo.dist.launch) and the plots of colo's results (colo.plots).
 
 The compiled core (colo._core) is built by `make` into build/python/colo:
 

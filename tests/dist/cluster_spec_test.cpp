@@ -35,6 +35,10 @@ rendezvous = "tcp://10.0.0.1:29500"
 mode = "ssp"
 staleness = 3
 transport = "zmq"
+[switch]
+rule = "sync-switch"
+fraction = 0.05
+straggler_steps = 7
 [simulate]
 compute_ms_per_sample = 0.1
 [[simulate.worker]]
@@ -48,6 +52,9 @@ bandwidth_gbps = 100
   EXPECT_EQ(spec.param_server.mode, "ssp");
   EXPECT_EQ(spec.param_server.staleness, 3);
   EXPECT_EQ(spec.param_server.transport, "zmq");
+  EXPECT_EQ(spec.switch_rule.name, "sync-switch");
+  EXPECT_DOUBLE_EQ(spec.switch_rule.fraction, 0.05);
+  EXPECT_EQ(spec.switch_rule.straggler_steps, 7);
   ASSERT_EQ(spec.simulate.workers.size(), 2u);
   EXPECT_DOUBLE_EQ(spec.simulate.workers[0].speed, 0.33);
   EXPECT_DOUBLE_EQ(spec.simulate.workers[1].bandwidth_gbps, 100);
@@ -79,6 +86,7 @@ TEST(ClusterSpec, RejectsBadFilesNamingTheField) {
             std::string::npos);
   EXPECT_NE(error_for(dir, "[cluster]\n[param_server]\nmode = \"eventual\"\n").find("param_server.mode"),
             std::string::npos);
+  EXPECT_NE(error_for(dir, "[cluster]\n[switch]\nrule = \"coin\"\n").find("switch.rule"), std::string::npos);
   EXPECT_NE(error_for(dir, "[cluster]\n[param_server]\ntransport = \"rdma\"\n").find("param_server.transport"),
             std::string::npos);
   EXPECT_NE(error_for(dir, "[cluster]\n[simulate]\nstrategies = [\"ring\"]\n").find("simulate.strategies"),

@@ -161,9 +161,10 @@ TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
   EXPECT_GE(accuracy["switch"], accuracy["allreduce"] - 0.01);
 }
 
-// Starts a long run, kills worker 1 once it is training, and expects the
-// run to stop with a message naming it (not to hang).
-void expect_killed_worker_fails_the_run(const std::string& cluster) {
+// Starts a long run, kills rank `victim` (named `role`) once worker 1 is
+// training, and expects the run to stop with a message naming it (not to hang).
+void expect_killed_rank_fails_the_run(const std::string& cluster, int victim = 1,
+                                      const std::string& role = "worker 1") {
   TempDir dir;
   std::string file = cluster_file(dir, "run", cluster, "", "train_limit = 2048\n", 1000000);
   ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
@@ -174,7 +175,7 @@ void expect_killed_worker_fails_the_run(const std::string& cluster) {
   }
   ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
   auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
-  pid_t worker = processes[1]["pid"].get<pid_t>();
+  pid_t worker = processes[victim]["pid"].get<pid_t>();
   ASSERT_EQ(::kill(worker, SIGKILL), 0);
   auto killed_at = std::chrono::steady_clock::now();
   std::optional<int> status;
@@ -182,10 +183,11 @@ void expect_killed_worker_fails_the_run(const std::string& cluster) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (!status) colo.terminate(1.0);
-  ASSERT_TRUE(status.has_value()) << "colo dist still running 30 s after a worker died";
+  ASSERT_TRUE(status.has_value()) << "colo dist still running 30 s after " << role << " died";
   EXPECT_EQ(exit_code_of(*status), 1);
   std::string log = read_file(dir.file("colo.log"));
-  EXPECT_NE(log.find("rank 1 (worker 1, pid " + std::to_string(worker) + ") was killed by signal 9"),
+  EXPECT_NE(log.find("rank " + std::to_string(victim) + " (" + role + ", pid " + std::to_string(worker) +
+                     ") was killed by signal 9"),
             std::string::npos) << log;
   // Nothing is left behind (a process may still be finishing its exit for a moment).
   auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -200,12 +202,17 @@ void expect_killed_worker_fails_the_run(const std::string& cluster) {
 
 TEST(DistRun, KilledWorkerFailsAllreduceRunClearly) {
   SKIP_WITHOUT_GLOO();
-  expect_killed_worker_fails_the_run("workers = 3\n");
+  expect_killed_rank_fails_the_run("workers = 3\n");
 }
 
 TEST(DistRun, KilledWorkerFailsParameterServerRunClearly) {
   SKIP_WITHOUT_GLOO();
-  expect_killed_worker_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n");
+  expect_killed_rank_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n");
+}
+
+TEST(DistRun, KilledServerFailsParameterServerRunClearly) {
+  SKIP_WITHOUT_GLOO();
+  expect_killed_rank_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n", 2, "server 0");
 }
 
 TEST(DistRun, BadClusterFileExitsWithStatus2) {

@@ -43,5 +43,60 @@ TEST(PlateauDetector, WaitsForMinStepsAndSmooths) {
   EXPECT_EQ(smooth.steps(), 4);
 }
 
+SwitchRule sync_switch(double fraction, double straggler_ratio, int64_t straggler_steps) {
+  SwitchRule rule;
+  rule.name = "sync-switch";
+  rule.fraction = fraction;
+  rule.straggler_ratio = straggler_ratio;
+  rule.straggler_steps = straggler_steps;
+  return rule;
+}
+
+TEST(SyncSwitchRule, FiresOnceItsFractionOfThePlannedStepsIsDone) {
+  auto rule = make_switch_decider(sync_switch(0.25, 1.5, 5));
+  for (int64_t step = 1; step < 25; ++step) {
+    EXPECT_FALSE(rule->observe({step, 100, 1.0, 0.010, 0.010})) << "step " << step;
+  }
+  EXPECT_TRUE(rule->observe({25, 100, 1.0, 0.010, 0.010}));
+  EXPECT_NE(rule->reason().find("25 of 100 planned steps"), std::string::npos) << rule->reason();
+  EXPECT_TRUE(rule->observe({26, 100, 1.0, 0.010, 0.010}));  // stays fired
+}
+
+TEST(SyncSwitchRule, APersistentStragglerSwitchesEarlyAndABlipDoesNot) {
+  auto rule = make_switch_decider(sync_switch(0.5, 1.5, 3));
+  EXPECT_FALSE(rule->observe({1, 1000, 1.0, 0.030, 0.010}));
+  EXPECT_FALSE(rule->observe({2, 1000, 1.0, 0.030, 0.010}));
+  EXPECT_FALSE(rule->observe({3, 1000, 1.0, 0.012, 0.010}));  // caught up: the count starts over
+  EXPECT_FALSE(rule->observe({4, 1000, 1.0, 0.016, 0.010}));
+  EXPECT_FALSE(rule->observe({5, 1000, 1.0, 0.020, 0.010}));
+  EXPECT_TRUE(rule->observe({6, 1000, 1.0, 0.015, 0.010}));   // 1.5x counts: three in a row
+  EXPECT_NE(rule->reason().find("straggler"), std::string::npos) << rule->reason();
+}
+
+TEST(SwitchRules, RegistryNamesEachRuleOnceAndRefusesAnUnknownOne) {
+  EXPECT_EQ(switch_rule_names(), (std::vector<std::string>{"plateau", "sync-switch"}));
+  for (const auto& name : switch_rule_names()) {
+    SwitchRule rule;
+    rule.name = name;
+    auto decider = make_switch_decider(rule);
+    EXPECT_FALSE(decider->observe({1, 1000, 1.0, 0.01, 0.01})) << name;
+    EXPECT_EQ(decider->reason(), "") << name;
+  }
+  SwitchRule unknown;
+  unknown.name = "gut-feeling";
+  EXPECT_THROW(make_switch_decider(unknown), std::invalid_argument);
+}
+
+TEST(SwitchRules, PlateauRuleSaysWhyItFired) {
+  SwitchRule rule;
+  rule.min_steps = 0;
+  rule.window = 1;
+  rule.smoothing = 0;
+  auto decider = make_switch_decider(rule);
+  EXPECT_FALSE(decider->observe({1, 100, 1.0, 0.01, 0.01}));
+  EXPECT_TRUE(decider->observe({2, 100, 1.0, 0.01, 0.01}));
+  EXPECT_NE(decider->reason().find("loss plateaued"), std::string::npos) << decider->reason();
+}
+
 }  // namespace
 }  // namespace colo::dist

@@ -6,7 +6,9 @@
 #   uneven:STRATEGY  worker 1's GPU shared with a neighbour training job
 #                    (neighbour.py, time-sliced, no MPS): worker 1 at about half speed
 # STRATEGY: allreduce, ps-sync, ps-async, ps-async-zmq (async PS with every range
-# through ZeroMQ and host memory instead of shared device memory), switch.
+# through ZeroMQ and host memory instead of shared device memory), switch (colo's
+# plateau rule), switch-ss (Sync-Switch's rule: 1/8 of the steps synchronous, or a
+# straggler for 20 steps).
 # PS_BACKEND=gloo and PS_MAX_STEPS=N run the workers' group on Gloo with N steps each:
 # on a one-GPU machine both workers then share cuda:0 (a check of the transports, not
 # the comparison the issue asks for).
@@ -16,8 +18,8 @@ BUILD=$1
 OUT=$2/ps
 shift 2
 runs=("$@")
-[ ${#runs[@]} -eq 0 ] && runs=(even:allreduce even:ps-sync even:ps-async even:ps-async-zmq even:switch
-                               uneven:allreduce uneven:ps-async uneven:ps-sync uneven:switch)
+[ ${#runs[@]} -eq 0 ] && runs=(even:allreduce even:ps-sync even:ps-async even:ps-async-zmq even:switch even:switch-ss
+                               uneven:allreduce uneven:ps-async uneven:ps-sync uneven:switch uneven:switch-ss)
 mkdir -p "$OUT/configs"
 SCRATCH=$(mktemp -d)
 
@@ -64,6 +66,7 @@ for run in "${runs[@]}"; do
     ps-async) s=param_server; extra=$'[param_server]\nmode = "async"' ;;
     ps-async-zmq) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
     switch) s=switch; extra=$'[switch]\nmin_steps = 100\nwindow = 50' ;;
+    switch-ss) s=switch; extra=$'[switch]\nrule = "sync-switch"\nfraction = 0.125' ;;
     *) echo "unknown strategy $strategy"; continue ;;
   esac
   name="$setup-$strategy"

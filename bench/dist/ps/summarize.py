@@ -54,7 +54,8 @@ def main():
             runs[directory.name] = summary
     tta = {name: r["tta_s"] for name, r in runs.items()}
     even_ar, uneven_ar = tta.get("even-allreduce"), tta.get("uneven-allreduce")
-    uneven_candidates = [tta.get(n) for n in ("uneven-switch", "uneven-ps-async") if tta.get(n) is not None]
+    uneven_candidates = [tta.get(n) for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async")
+                         if tta.get(n) is not None]
     best_uneven = min(uneven_candidates) if uneven_candidates else None
     slow = runs.get("uneven-allreduce", {}).get("ranks", {})
     summary = {
@@ -74,6 +75,10 @@ def main():
         "switch_final_accuracy_minus_allreduce_points": {
             setup: (100 * (runs[f"{setup}-switch"]["final_test_accuracy"] - runs[f"{setup}-allreduce"]["final_test_accuracy"])
                     if f"{setup}-switch" in runs and f"{setup}-allreduce" in runs else None)
+            for setup in ("even", "uneven")},
+        "sync_switch_final_accuracy_minus_allreduce_points": {
+            setup: (100 * (runs[f"{setup}-switch-ss"]["final_test_accuracy"] - runs[f"{setup}-allreduce"]["final_test_accuracy"])
+                    if f"{setup}-switch-ss" in runs and f"{setup}-allreduce" in runs else None)
             for setup in ("even", "uneven")},
         "runs": runs,
         "commands": {

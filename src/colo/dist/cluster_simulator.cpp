@@ -142,7 +142,9 @@ class Simulation {
   double synchronous(double exchange_s, bool may_switch) {
     double slowest = *std::max_element(compute_s_.begin(), compute_s_.end());
     run_.step_s = slowest + exchange_s;
-    PlateauDetector detector(spec_.switch_rule);
+    std::unique_ptr<SwitchDecider> rule = make_switch_decider(spec_.switch_rule);
+    double fastest = *std::min_element(compute_s_.begin(), compute_s_.end());
+    auto planned = static_cast<int64_t>(sim_.max_time_s / run_.step_s);
     double t = 0;
     while (t + run_.step_s <= sim_.max_time_s) {
       std::vector<at::Tensor> inputs, labels;
@@ -157,7 +159,7 @@ class Simulation {
       t += run_.step_s;
       ++run_.updates;
       run_.samples += batch_ * static_cast<int64_t>(compute_s_.size());
-      if (may_switch && detector.observe(last_loss_)) {
+      if (may_switch && rule->observe({run_.updates, planned, last_loss_, slowest, fastest})) {
         run_.switched_at_update = run_.updates;
         return t;
       }

@@ -4,6 +4,7 @@
 
 #include "colo/core/spec_table.h"
 #include "colo/dist/strategy_registry.h"
+#include "colo/dist/switch_rule.h"
 
 namespace colo::dist {
 namespace {
@@ -110,6 +111,10 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
     spec.switch_rule.window = t->integer_or("window", spec.switch_rule.window, 1, 1000000);
     spec.switch_rule.smoothing = t->number_or("smoothing", spec.switch_rule.smoothing, 0, 0.9999);
     spec.switch_rule.min_improvement = t->number_or("min_improvement", spec.switch_rule.min_improvement, 0, 1);
+    spec.switch_rule.name = t->choice_or("rule", spec.switch_rule.name, switch_rule_names());
+    spec.switch_rule.fraction = t->number_or("fraction", spec.switch_rule.fraction, 0, 1);
+    spec.switch_rule.straggler_ratio = t->number_or("straggler_ratio", spec.switch_rule.straggler_ratio, 1, 1e9);
+    spec.switch_rule.straggler_steps = t->integer_or("straggler_steps", spec.switch_rule.straggler_steps, 1, 1000000);
     t->reject_unknown();
   }
   auto simulate = root.table("simulate");

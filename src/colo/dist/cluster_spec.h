@@ -38,12 +38,18 @@ struct ParamServerOptions {
 train::OptimizerSpec server_optimizer(const train::OptimizerSpec& optimizer,
                                       const ParamServerOptions& options, int64_t workers);
 
-// [switch]: the loss-plateau rule that moves a run from allreduce to async PS.
+// [switch]: the rule that moves a run from allreduce to async PS (switch_rule.h).
 struct SwitchRule {
+  // plateau (colo's):
   int64_t min_steps = 100;       // never switch before this many steps
   int64_t window = 50;           // steps over which improvement is measured
   double smoothing = 0.9;        // EMA factor of the loss (0 = raw loss)
   double min_improvement = 0.02; // switch when the smoothed loss fell by less than this fraction over `window`
+  std::string name = "plateau";  // plateau | sync-switch
+  // sync-switch (Li et al., ICDCS 2021):
+  double fraction = 0.125;       // switch once this fraction of the planned steps is done
+  double straggler_ratio = 1.5;  // ... or once the slowest worker's compute is this many times the fastest's
+  int64_t straggler_steps = 20;  //     for this many steps in a row
 };
 
 // One simulated worker (`colo dist simulate`).

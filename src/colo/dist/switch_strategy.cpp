@@ -5,7 +5,7 @@ namespace colo::dist {
 SwitchStrategy::SwitchStrategy(FlatModel& model, FlatOptimizer& optimizer, Communicator& group,
                                Rendezvous& rendezvous, const ClusterSpec& spec, int worker)
     : model_(model), optimizer_(optimizer), rendezvous_(rendezvous), spec_(spec), worker_(worker),
-      allreduce_(model, optimizer, group, spec.allreduce), detector_(spec.switch_rule) {}
+      allreduce_(model, optimizer, group, spec.allreduce), rule_(make_switch_decider(spec.switch_rule)) {}
 
 void SwitchStrategy::begin_step() {
   if (server_) {
@@ -19,11 +19,11 @@ ExchangeCost SwitchStrategy::finish_step(int64_t step, double lr) {
   return server_ ? server_->finish_step(step, lr) : allreduce_.finish_step(step, lr);
 }
 
-bool SwitchStrategy::observe_mean_loss(double loss) {
-  if (server_ || !detector_.observe(loss)) return false;
+bool SwitchStrategy::observe(const StepObservation& step) {
+  if (server_ || !rule_->observe(step)) return false;
   allreduce_.set_enabled(false);
   server_ = std::make_unique<ParamServerStrategy>(model_, optimizer_, rendezvous_, spec_, worker_);
-  switched_at_ = detector_.steps();
+  switched_at_ = step.step;
   return true;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Strategy-Switch: all-reduce until the loss plateaus (PlateauDetector),
+// Strategy-Switch: all-reduce until the switch rule fires (switch_rule.h),
 // then the asynchronous parameter server from the same parameters and
 // optimiser state, in the same processes, without a restart.
 
@@ -22,10 +22,12 @@ class SwitchStrategy : public Strategy {
   bool synchronous() const override { return !server_; }
   void finish() override;
 
-  // Feeds the step's loss averaged over all workers (identical on every
-  // worker, so they all switch after the same step). Returns true on the
-  // step the switch happens.
-  bool observe_mean_loss(double loss);
+  // Feeds what every worker saw of the step (identical on every worker,
+  // so they all switch after the same step). Returns true on the step the
+  // switch happens.
+  bool observe(const StepObservation& step);
+  // Why the rule fired; empty before.
+  std::string switch_reason() const { return rule_->reason(); }
   // The step after which the run switched; -1 while still all-reducing.
   int64_t switched_at() const { return switched_at_; }
 
@@ -36,7 +38,7 @@ class SwitchStrategy : public Strategy {
   const ClusterSpec& spec_;
   int worker_;
   AllreduceStrategy allreduce_;
-  PlateauDetector detector_;
+  std::unique_ptr<SwitchDecider> rule_;
   std::unique_ptr<ParamServerStrategy> server_;
   int64_t switched_at_ = -1;
 };

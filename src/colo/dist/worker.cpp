@@ -152,12 +152,12 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
         at::Tensor table = at::stack(all).cpu();
         double mean_loss = table.select(1, 0).mean().item<double>();
         double slowest = table.select(1, 1).max().item<double>();
+        double fastest = table.select(1, 1).min().item<double>();
         cost.waiting_s = std::min(cost.communication_s, slowest - compute_s);
         cost.communication_s -= cost.waiting_s;
-        if (switching && switching->observe_mean_loss(mean_loss) && rank == 0) {
-          std::fprintf(stderr, "step %lld: loss plateaued (smoothed improvement below %.3f over %lld steps); "
-                       "switching to the asynchronous parameter server\n", static_cast<long long>(step + 1),
-                       spec.switch_rule.min_improvement, static_cast<long long>(spec.switch_rule.window));
+        if (switching && switching->observe({step + 1, total_steps, mean_loss, slowest, fastest}) && rank == 0) {
+          std::fprintf(stderr, "step %lld: %s; switching to the asynchronous parameter server\n",
+                       static_cast<long long>(step + 1), switching->switch_reason().c_str());
         }
       }
       ++step;
