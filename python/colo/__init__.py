@@ -14,6 +14,7 @@ from colo.client import Client, ColoError  # noqa: F401
 from colo.engine import RunError, train  # noqa: F401
 from colo.engine import sweep as _sweep_spec
 from colo.estimate import Estimate, estimate  # noqa: F401
+from colo.progress import report_progress  # noqa: F401
 
 
 def sweep(spec_or_build_model, *args, **kwargs):
@@ -26,4 +27,4 @@ def sweep(spec_or_build_model, *args, **kwargs):
     return _sweep_spec(spec_or_build_model, *args, **kwargs)
 
 
-__all__ = ["Client", "ColoError", "Estimate", "RunError", "estimate", "sweep", "train"]
+__all__ = ["Client", "ColoError", "Estimate", "RunError", "estimate", "report_progress", "sweep", "train"]

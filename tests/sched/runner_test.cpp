@@ -154,5 +154,65 @@ TEST(WorkloadKey, SameModelSameKeyWhateverTheCommand) {
   EXPECT_EQ(job_spec_from_json(to_json(c)).workload, c.workload) << "kept in the store";
 }
 
+// A job that reports `rate` samples per training second through
+// $COLO_PROGRESS_FILE, one second of training per report, seven reports.
+JobSpec reporting_job(const std::string& name, int rate) {
+  JobSpec spec = shell_job(name,
+                           "i=0; while [ $i -le 6 ]; do "
+                           "printf '{\"samples\": %d, \"train_s\": %d}' $((i * RATE)) $i > \"$COLO_PROGRESS_FILE.tmp\" && "
+                           "mv \"$COLO_PROGRESS_FILE.tmp\" \"$COLO_PROGRESS_FILE\"; i=$((i + 1)); sleep 0.25; done");
+  spec.env["RATE"] = std::to_string(rate);
+  return spec;
+}
+
+TEST(Runner, RecordsReportedThroughputAndSlowdownAgainstTheCommandAlone) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})};
+  RunnerOptions options = quick_options(dir);
+  store.submit({reporting_job("alone", 1000)});
+  {
+    Runner runner(store, devices, options);
+    runner.run_until_done();
+  }
+  auto alone = store.get(1);
+  ASSERT_TRUE(alone->samples_per_s) << alone->reason;
+  EXPECT_NEAR(*alone->samples_per_s, 1000, 1e-6);
+  ASSERT_TRUE(alone->alone_samples_per_s);
+  EXPECT_TRUE(alone->alone_measured);
+  EXPECT_NEAR(*alone->slowdown(), 1.0, 1e-9);
+
+  // The same command twice at once, each at half the rate: never alone, so
+  // their alone figure is the first job's (a new runner reads it back from
+  // the store), and each ran 2x slower.
+  store.submit({reporting_job("shared-a", 500), reporting_job("shared-b", 500)});
+  Runner runner(store, devices, options);
+  runner.run_until_done();
+  for (int64_t id : {2, 3}) {
+    auto job = store.get(id);
+    ASSERT_EQ(job->state, JobState::kCompleted) << job->reason;
+    ASSERT_TRUE(job->samples_per_s);
+    EXPECT_NEAR(*job->samples_per_s, 500, 1e-6);
+    EXPECT_FALSE(job->alone_measured);
+    ASSERT_TRUE(job->slowdown());
+    EXPECT_NEAR(*job->slowdown(), 2.0, 1e-9);
+    EXPECT_NEAR(to_json(*job)["slowdown"].get<double>(), 2.0, 1e-9);
+  }
+}
+
+TEST(Runner, AJobThatReportsNothingHasNoThroughput) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})};
+  store.submit({shell_job("quiet", "echo not json > \"$COLO_PROGRESS_FILE\"; sleep 0.2")});
+  Runner runner(store, devices, quick_options(dir));
+  runner.run_until_done();
+  auto job = store.get(1);
+  EXPECT_EQ(job->state, JobState::kCompleted);
+  EXPECT_FALSE(job->samples_per_s);
+  EXPECT_FALSE(job->slowdown());
+  EXPECT_FALSE(to_json(*job).contains("slowdown"));
+}
+
 }  // namespace
 }  // namespace colo::sched

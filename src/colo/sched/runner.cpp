@@ -69,12 +69,57 @@ std::string Runner::log_path(int64_t id) const { return options_.log_dir + "/job
 std::string Runner::status_path(int64_t id) const {
   return options_.log_dir + "/job-" + std::to_string(id) + ".status";
 }
+std::string Runner::progress_path(int64_t id) const {
+  return options_.log_dir + "/job-" + std::to_string(id) + ".progress";
+}
 
 void Runner::learn_shares() {
   for (const auto& job : store_.list()) {  // by id: the latest measurement wins
     if (job.sm_share) learn_share(job.spec, *job.sm_share);
     if (job.state == JobState::kCompleted && job.peak_mem_bytes) learn_peak(job.spec, *job.peak_mem_bytes);
+    if (job.alone_measured && job.alone_samples_per_s) learn_alone_rate(job.spec, *job.alone_samples_per_s);
   }
+}
+
+void Runner::learn_alone_rate(const JobSpec& spec, double samples_per_s) {
+  learned_alone_rate_[command_key(spec)] = samples_per_s;
+  std::string workload = workload_key(spec);
+  if (!workload.empty()) learned_alone_rate_[workload] = samples_per_s;
+}
+
+std::optional<double> Runner::learned_alone_rate(const JobSpec& spec) const {
+  for (const std::string& key : {command_key(spec), options_.predict_shares ? workload_key(spec) : std::string()}) {
+    if (key.empty()) continue;
+    auto found = learned_alone_rate_.find(key);
+    if (found != learned_alone_rate_.end()) return found->second;
+  }
+  return std::nullopt;
+}
+
+void Runner::observe_progress() {
+  for (auto& job : active_) observe_progress(job);
+}
+
+void Runner::observe_progress(Active& job) {
+  bool alone = std::none_of(active_.begin(), active_.end(), [&](const Active& other) {
+    return other.id != job.id && other.pgid != 0 &&
+           std::any_of(other.gpus.begin(), other.gpus.end(),
+                       [&](int g) { return std::find(job.gpus.begin(), job.gpus.end(), g) != job.gpus.end(); });
+  });
+  if (auto reading = read_progress_file(progress_path(job.id))) job.progress.observe(*reading, job.alone && alone);
+  job.alone = alone;
+}
+
+void Runner::record_throughput(Active& job) {
+  observe_progress(job);  // its last report
+  auto overall = job.progress.samples_per_s();
+  if (!overall) return;
+  auto own_alone = job.progress.alone_samples_per_s();
+  auto record = store_.get(job.id);
+  if (!record) return;
+  std::optional<double> alone = own_alone ? own_alone : learned_alone_rate(record->spec);
+  store_.record_throughput(job.id, overall, alone, own_alone.has_value());
+  if (own_alone) learn_alone_rate(record->spec, *own_alone);
 }
 
 void Runner::learn_share(const JobSpec& spec, double share) {
@@ -265,6 +310,8 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   env["COLO_JOB_ID"] = std::to_string(job.id);
   env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
+  env[kProgressFileVariable] = progress_path(job.id);
+  remove_tree(progress_path(job.id));  // an earlier attempt's
   std::optional<int64_t> mem_limit;
   if (has_gpus_) {
     std::string visible, ordinals;
@@ -314,6 +361,7 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
 }
 
 void Runner::settle(Active& job, int exit_code) {
+  record_throughput(job);
   forget(job);
   std::string log = file_tail(log_path(job.id), 16384);
   ExitKind kind = classify_exit(exit_code, log);
@@ -349,6 +397,7 @@ void Runner::settle(Active& job, int exit_code) {
 
 size_t Runner::step() {
   observe_devices();
+  observe_progress();
   // Jobs cancelled in the store (by `colo cancel`, from any process) stop here.
   for (const auto& job : store_.list({JobState::kCancelled})) {
     for (auto& a : active_) {

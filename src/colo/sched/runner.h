@@ -14,6 +14,7 @@
 #include "colo/gpu/mps.h"
 #include "colo/sched/backfill.h"
 #include "colo/sched/gpu_ledger.h"
+#include "colo/sched/job_progress.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/simulator.h"
@@ -57,7 +58,11 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
 // `/bin/sh` wrappers in their own process groups, with stdout and stderr in
 // `<log_dir>/job-<id>.log` and their exit status written to
 // `<log_dir>/job-<id>.status`, so a restarted runner can still learn how a
-// job it did not start ended. Not thread-safe.
+// job it did not start ended. A job that reports its training throughput to
+// $COLO_PROGRESS_FILE (`<log_dir>/job-<id>.progress`; colo train does) gets
+// its samples/s, alone and overall, and its slowdown in the store; its alone
+// figure comes from an earlier job of the same command or model when it
+// never ran alone. Not thread-safe.
 class Runner {
  public:
   // With no devices, jobs run one at a time without a GPU. Throws
@@ -107,6 +112,8 @@ class Runner {
     int64_t peak_bytes = 0;
     double energy_j = 0;
     std::optional<int64_t> mem_limit;    // its MPS pinned-memory limit, if any
+    JobProgress progress;                // from its $COLO_PROGRESS_FILE
+    bool alone = false;                  // had its GPUs to itself at the last reading
   };
 
   void settle(Active& job, int exit_code);
@@ -119,6 +126,14 @@ class Runner {
   void adopt(const JobRecord& job);
   void observe_devices();
   void learn_shares();
+  // Reads every running job's progress file (job_progress.h).
+  void observe_progress();
+  void observe_progress(Active& job);
+  // Stores a finished job's throughput, alone and overall, and learns its own alone figure.
+  void record_throughput(Active& job);
+  void learn_alone_rate(const JobSpec& spec, double samples_per_s);
+  // The alone throughput measured for the same command, else the same model.
+  std::optional<double> learned_alone_rate(const JobSpec& spec) const;
   void learn_peak(const JobSpec& spec, int64_t peak_bytes);
   void learn_share(const JobSpec& spec, double share);
   // The share measured for the same command, else for the same model (workload_key).
@@ -132,6 +147,7 @@ class Runner {
   gpu::MpsDaemon* mps();
   std::string log_path(int64_t id) const;
   std::string status_path(int64_t id) const;
+  std::string progress_path(int64_t id) const;
 
   JobStore& store_;
   std::vector<gpu::DevicePtr> devices_;
@@ -147,6 +163,7 @@ class Runner {
   // its prediction, and need not settle.
   std::map<std::string, double> learned_share_;
   std::map<std::string, int64_t> learned_peak_;  // largest completed peak by command_key
+  std::map<std::string, double> learned_alone_rate_;  // samples/s alone, by command_key and workload_key
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;
   Stopwatch clock_;

@@ -9,6 +9,7 @@
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/stopwatch.h"
+#include "colo/sched/job_progress.h"
 
 namespace colo::sched {
 namespace {
@@ -75,11 +76,15 @@ const char* kAddedColumns[][2] = {
     {"gpus", "TEXT NOT NULL DEFAULT ''"},  // every GPU of the running attempt, "0,1"
     {"sm_share", "REAL"},                  // SM share measured when it settled
     {"false_ooms", "INTEGER NOT NULL DEFAULT 0"},
+    {"samples_per_s", "REAL"},             // training throughput it reported (job_progress.h)
+    {"alone_samples_per_s", "REAL"},       // ... alone: its own, or learned from history
+    {"alone_measured", "INTEGER NOT NULL DEFAULT 0"},  // 1: alone_samples_per_s is its own
 };
 
 const char* kColumns =
     "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
-    "peak_mem_bytes, energy_j, log_path, gpus, sm_share, false_ooms";
+    "peak_mem_bytes, energy_j, log_path, gpus, sm_share, false_ooms, samples_per_s, alone_samples_per_s, "
+    "alone_measured";
 
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> gpus;
@@ -120,10 +125,15 @@ JobRecord read_row(const Statement& s) {
   if (r.gpus.empty() && r.gpu >= 0) r.gpus = {r.gpu};
   if (!s.null(16)) r.sm_share = s.real(16);
   r.false_ooms = static_cast<int>(s.integer(17));
+  if (!s.null(18)) r.samples_per_s = s.real(18);
+  if (!s.null(19)) r.alone_samples_per_s = s.real(19);
+  r.alone_measured = s.integer(20) != 0;
   return r;
 }
 
 }  // namespace
+
+std::optional<double> JobRecord::slowdown() const { return sched::slowdown(alone_samples_per_s, samples_per_s); }
 
 nlohmann::json to_json(const JobRecord& r) {
   nlohmann::json j = {{"id", r.id}, {"spec", to_json(r.spec)}, {"state", to_string(r.state)},
@@ -137,6 +147,9 @@ nlohmann::json to_json(const JobRecord& r) {
   if (!r.gpus.empty()) j["gpus"] = r.gpus;
   if (r.sm_share) j["sm_share"] = *r.sm_share;
   if (r.false_ooms) j["false_ooms"] = r.false_ooms;
+  if (r.samples_per_s) j["samples_per_s"] = *r.samples_per_s;
+  if (r.alone_samples_per_s) j["alone_samples_per_s"] = *r.alone_samples_per_s;
+  if (auto factor = r.slowdown()) j["slowdown"] = *factor;
   return j;
 }
 
@@ -255,6 +268,22 @@ void JobStore::count_false_oom(int64_t id) {
 void JobStore::record_sm_share(int64_t id, double share) {
   Statement s(db_, "UPDATE jobs SET sm_share = ? WHERE id = ?");
   s.bind(1, share).bind(2, id).step();
+}
+
+void JobStore::record_throughput(int64_t id, std::optional<double> samples_per_s,
+                                 std::optional<double> alone_samples_per_s, bool alone_measured) {
+  Statement s(db_, "UPDATE jobs SET samples_per_s = ?1, alone_samples_per_s = ?2, alone_measured = ?3 WHERE id = ?4");
+  if (samples_per_s) {
+    s.bind(1, *samples_per_s);
+  } else {
+    s.bind_null(1);
+  }
+  if (alone_samples_per_s) {
+    s.bind(2, *alone_samples_per_s);
+  } else {
+    s.bind_null(2);
+  }
+  s.bind(3, static_cast<int64_t>(alone_measured)).bind(4, id).step();
 }
 
 void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,

@@ -33,6 +33,12 @@ struct JobRecord {
   std::string log_path;
   std::optional<double> sm_share;  // SM share measured when it settled (gpu_ledger.h)
   int false_ooms = 0;              // OOM deaths at its MPS limit with room left on the GPU
+  // Training throughput it reported through $COLO_PROGRESS_FILE (job_progress.h).
+  std::optional<double> samples_per_s;
+  std::optional<double> alone_samples_per_s;  // with its GPUs to itself: its own or learned
+  bool alone_measured = false;                // alone_samples_per_s is its own measurement
+  // Throughput alone over throughput overall; nullopt without both.
+  std::optional<double> slowdown() const;
 };
 
 // A record as JSON (`colo show`, colod's API): the spec, state, times,
@@ -72,6 +78,9 @@ class JobStore {
   void set_waiting_reason(int64_t id, const std::string& reason);
   // The SM share measured for a job, kept for later jobs of the same command.
   void record_sm_share(int64_t id, double share);
+  // The training throughput a job reported, overall and alone (see JobRecord).
+  void record_throughput(int64_t id, std::optional<double> samples_per_s, std::optional<double> alone_samples_per_s,
+                         bool alone_measured);
   // One more false OOM (mps_limit.h, is_false_oom) for a job.
   void count_false_oom(int64_t id);
   // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.

@@ -19,6 +19,7 @@
 #include "colo/train/checkpoint.h"
 #include "colo/train/epoch_loop.h"
 #include "colo/train/loader_options.h"
+#include "colo/core/progress_file.h"
 #include "colo/train/progress_line.h"
 #include "colo/train/schedule.h"
 
@@ -101,6 +102,8 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
   LearningRateSchedule schedule(spec_.schedule, spec_.optimizer.lr, loader.batches_per_epoch(),
                                 total_steps);
   ProgressLine progress;
+  ProgressWriter report;  // to the scheduler, when it asked ($COLO_PROGRESS_FILE)
+  ProgressReading trained;
   std::vector<EpochRecord> records;
   int64_t step = state.step;
 
@@ -130,6 +133,7 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
       samples += n;
       ++step;
       ++batch_index;
+      if (report.enabled()) report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s()});
       if (progress.due()) {
         progress.show(progress_text(epoch + 1, spec_.epochs, batch_index, loader.batches_per_epoch(),
                                     loss.item<double>(), samples / epoch_clock.elapsed_s()));
@@ -138,6 +142,9 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
     gpu::synchronize(device_);
     double train_s = epoch_clock.elapsed_s();
     progress.clear();
+    trained = {trained.samples + samples, trained.train_s + train_s};
+    report.update(trained);
+    report.flush();
 
     EpochTotals totals{epoch, step, loss_sum.item<double>(), correct.item<int64_t>(), samples, train_s, lr};
     TestResult test = evaluate();

@@ -1,0 +1,49 @@
+#include "colo/core/progress_file.h"
+
+#include <cstdlib>
+#include <exception>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+
+namespace colo {
+
+std::optional<ProgressReading> read_progress_file(const std::string& path) {
+  try {
+    if (!path_exists(path)) return std::nullopt;
+    auto j = nlohmann::json::parse(read_file(path));
+    ProgressReading reading{j.at("samples").get<int64_t>(), j.at("train_s").get<double>()};
+    if (reading.samples < 0 || reading.train_s < 0) return std::nullopt;
+    return reading;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+ProgressWriter::ProgressWriter(double interval_s) : interval_s_(interval_s) {
+  const char* path = std::getenv(kProgressFileVariable);
+  if (path != nullptr) path_ = path;
+}
+
+void ProgressWriter::update(const ProgressReading& reading) {
+  if (path_.empty()) return;
+  last_ = reading;
+  unwritten_ = true;
+  if (!written_ || since_write_.elapsed_s() >= interval_s_) flush();
+}
+
+void ProgressWriter::flush() {
+  if (path_.empty() || !unwritten_) return;
+  try {
+    write_file_atomically(path_, nlohmann::json{{"samples", last_.samples}, {"train_s", last_.train_s}}.dump() + "\n");
+  } catch (const std::exception&) {
+    // advisory: a full disk or a removed log directory must not stop training
+  }
+  unwritten_ = false;
+  written_ = true;
+  since_write_.restart();
+}
+
+}  // namespace colo

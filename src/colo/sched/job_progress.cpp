@@ -1,0 +1,32 @@
+#include "colo/sched/job_progress.h"
+
+namespace colo::sched {
+
+void JobProgress::observe(const ProgressReading& reading, bool alone) {
+  if (last_ && (reading.samples < last_->samples || reading.train_s < last_->train_s)) {
+    *this = JobProgress();
+  }
+  if (!first_) first_ = reading;
+  if (last_ && alone) {
+    alone_samples_ += static_cast<double>(reading.samples - last_->samples);
+    alone_s_ += reading.train_s - last_->train_s;
+  }
+  last_ = reading;
+}
+
+std::optional<double> JobProgress::samples_per_s() const {
+  if (!first_ || !last_ || last_->train_s <= first_->train_s) return std::nullopt;
+  return static_cast<double>(last_->samples - first_->samples) / (last_->train_s - first_->train_s);
+}
+
+std::optional<double> JobProgress::alone_samples_per_s() const {
+  if (alone_s_ < kMinAloneS) return std::nullopt;
+  return alone_samples_ / alone_s_;
+}
+
+std::optional<double> slowdown(std::optional<double> alone_samples_per_s, std::optional<double> samples_per_s) {
+  if (!alone_samples_per_s || !samples_per_s || *alone_samples_per_s <= 0 || *samples_per_s <= 0) return std::nullopt;
+  return *alone_samples_per_s / *samples_per_s;
+}
+
+}  // namespace colo::sched

@@ -1,0 +1,47 @@
+#include "colo/sched/job_progress.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::sched {
+namespace {
+
+TEST(JobProgress, ThroughputOverallAndAloneFromTheReadings) {
+  JobProgress progress;
+  progress.observe({0, 0}, false);
+  EXPECT_FALSE(progress.samples_per_s());
+  progress.observe({1000, 1}, true);   // 1000/s alone
+  progress.observe({2000, 2}, true);   // 1000/s alone
+  progress.observe({2500, 3}, false);  // 500/s shared
+  progress.observe({3000, 4}, false);
+  EXPECT_DOUBLE_EQ(*progress.samples_per_s(), 750);
+  EXPECT_DOUBLE_EQ(*progress.alone_samples_per_s(), 1000);
+  EXPECT_DOUBLE_EQ(*slowdown(progress.alone_samples_per_s(), progress.samples_per_s()), 1000.0 / 750);
+}
+
+TEST(JobProgress, TooLittleTimeAloneGivesNoAloneFigure) {
+  JobProgress progress;
+  progress.observe({0, 0}, false);
+  progress.observe({1000, JobProgress::kMinAloneS - 0.5}, true);
+  EXPECT_FALSE(progress.alone_samples_per_s());
+  EXPECT_TRUE(progress.samples_per_s());
+}
+
+TEST(JobProgress, AReadingThatGoesBackwardsStartsAfresh) {
+  JobProgress progress;
+  progress.observe({0, 0}, true);
+  progress.observe({5000, 5}, true);
+  progress.observe({100, 1}, true);  // the job restarted
+  EXPECT_FALSE(progress.samples_per_s());
+  progress.observe({300, 2}, true);
+  EXPECT_DOUBLE_EQ(*progress.samples_per_s(), 200);
+}
+
+TEST(JobProgress, SlowdownNeedsBothFigures) {
+  EXPECT_FALSE(slowdown(std::nullopt, 10.0));
+  EXPECT_FALSE(slowdown(10.0, std::nullopt));
+  EXPECT_FALSE(slowdown(10.0, 0.0));
+  EXPECT_DOUBLE_EQ(*slowdown(10.0, 5.0), 2.0);
+}
+
+}  // namespace
+}  // namespace colo::sched
