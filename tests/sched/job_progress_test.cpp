@@ -36,6 +36,18 @@ TEST(JobProgress, AReadingThatGoesBackwardsStartsAfresh) {
   EXPECT_DOUBLE_EQ(*progress.samples_per_s(), 200);
 }
 
+TEST(JobProgress, RecentThroughputCoversTheLastWindow) {
+  JobProgress progress;
+  progress.observe({0, 0}, true);
+  progress.observe({1000, 1}, true);
+  EXPECT_FALSE(progress.recent_samples_per_s(2.0));  // readings span 1 s
+  progress.observe({2000, 2}, true);
+  progress.observe({2500, 3}, true);
+  progress.observe({3000, 4}, true);
+  EXPECT_DOUBLE_EQ(*progress.recent_samples_per_s(2.0), 500);   // 2000 -> 3000 over 2 s
+  EXPECT_DOUBLE_EQ(*progress.recent_samples_per_s(4.0), 750);
+}
+
 TEST(JobProgress, SlowdownNeedsBothFigures) {
   EXPECT_FALSE(slowdown(std::nullopt, 10.0));
   EXPECT_FALSE(slowdown(10.0, std::nullopt));

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <stdexcept>
+#include <thread>
 
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
@@ -212,6 +215,81 @@ TEST(Runner, AJobThatReportsNothingHasNoThroughput) {
   EXPECT_FALSE(job->samples_per_s);
   EXPECT_FALSE(job->slowdown());
   EXPECT_FALSE(to_json(*job).contains("slowdown"));
+}
+
+// One command for every job below, so they share the alone figure: it
+// reports RATE samples per training second (SLOW_RATE once the file SLOW_IF
+// exists), one training second per report, STEPS + 1 reports; MARK, when
+// set, is created first.
+JobSpec paced_job(const std::string& name, std::map<std::string, std::string> env) {
+  JobSpec spec = shell_job(name,
+                           "[ -n \"$MARK\" ] && touch \"$MARK\"; i=0; s=0; while [ $i -le $STEPS ]; do "
+                           "r=$RATE; [ -n \"$SLOW_IF\" ] && [ -e \"$SLOW_IF\" ] && r=$SLOW_RATE; "
+                           "printf '{\"samples\": %d, \"train_s\": %d}' $s $i > \"$COLO_PROGRESS_FILE.tmp\" && "
+                           "mv \"$COLO_PROGRESS_FILE.tmp\" \"$COLO_PROGRESS_FILE\"; s=$((s + r)); i=$((i + 1)); "
+                           "sleep 0.25; done");
+  spec.env = std::move(env);
+  return spec;
+}
+
+// A trains at 1000/s (1000/s alone) until B joins it, then at 500/s; B
+// trains at `b_rate` (alone: 1000/s, learned from a first job of the same
+// command); C is submitted while B is being measured. Returns C's waiting
+// reasons as they were read, and the finished records of B and C.
+struct JoinScenario {
+  std::vector<std::string> c_reasons;
+  JobRecord b, c;
+};
+
+JoinScenario run_join_scenario(int b_rate) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})};
+  std::string mark = dir.file("b.started");
+  store.submit({paced_job("alone", {{"RATE", "1000"}, {"STEPS", "6"}})});
+  Runner runner(store, devices, quick_options(dir));
+  runner.run_until_done();
+  store.submit({paced_job("a", {{"RATE", "1000"}, {"SLOW_IF", mark}, {"SLOW_RATE", "500"}, {"STEPS", "20"}})});
+  for (int i = 0; i < 20; ++i) {  // A reports 3 s of training alone, read as a runner reads it
+    runner.step();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  store.submit({paced_job("b", {{"MARK", mark}, {"RATE", std::to_string(b_rate)}, {"STEPS", "12"}})});
+  runner.step();
+  store.submit({paced_job("c", {{"RATE", "1000"}, {"STEPS", "1"}})});
+  JoinScenario result;
+  for (int i = 0; i < 200 && store.get(4)->state != JobState::kRunning && store.get(4)->state != JobState::kCompleted; ++i) {
+    runner.step();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::string reason = store.get(4)->reason;
+    if (!reason.empty() && (result.c_reasons.empty() || result.c_reasons.back() != reason)) result.c_reasons.push_back(reason);
+  }
+  runner.run_until_done();
+  result.b = *store.get(3);
+  result.c = *store.get(4);
+  return result;
+}
+
+bool any_contains(const std::vector<std::string>& texts, const std::string& part) {
+  return std::any_of(texts.begin(), texts.end(), [&](const std::string& t) { return t.find(part) != std::string::npos; });
+}
+
+TEST(Runner, AGpuWhoseTrainingThroughputStopsGrowingTakesNoFurtherJob) {
+  // Together A and B train 0.5 + 0.1 of a job alone: less than A by itself.
+  JoinScenario run = run_join_scenario(100);
+  EXPECT_TRUE(any_contains(run.c_reasons, "measuring the training throughput job 3 adds"));
+  EXPECT_TRUE(any_contains(run.c_reasons, "training throughput stopped growing (with job 3")) << run.c_reasons.size();
+  ASSERT_EQ(run.c.state, JobState::kCompleted) << run.c.reason;
+  EXPECT_GE(*run.c.start_s, *run.b.end_s - 0.5);  // it waited for a job to leave (B ends first)
+}
+
+TEST(Runner, AGpuWhoseTrainingThroughputGrewTakesTheNextJobOnceMeasured) {
+  // Together A and B train 0.5 + 0.9 of a job alone: more than A by itself.
+  JoinScenario run = run_join_scenario(900);
+  EXPECT_TRUE(any_contains(run.c_reasons, "measuring the training throughput job 3 adds"));
+  EXPECT_FALSE(any_contains(run.c_reasons, "stopped growing"));
+  ASSERT_EQ(run.c.state, JobState::kCompleted) << run.c.reason;
+  EXPECT_LT(*run.c.start_s, *run.b.end_s - 1.0);  // it joined while B still trained
 }
 
 }  // namespace

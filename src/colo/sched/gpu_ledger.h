@@ -67,6 +67,11 @@ class GpuLedger {
   void observe_peak(int64_t id, int64_t bytes, double now_s);
   // A reading of GPU `gpu` at `now_s`; nullopt where the device cannot tell.
   void observe(int gpu, double now_s, std::optional<double> sm_activity, std::optional<int64_t> mem_free_bytes);
+  // Closes GPU `gpu` to further jobs, for `why`, until one of its jobs
+  // leaves; no effect on a GPU already closed.
+  void close(int gpu, const std::string& why);
+  // Reopens GPU `gpu` if it is closed for exactly `why`.
+  void reopen(int gpu, const std::string& why);
   // Ends the settle windows due by `now_s`; returns the shares measured.
   std::vector<MeasuredShare> settle(double now_s);
   // When the next settle window ends; +infinity when none is open.

@@ -12,6 +12,20 @@ void JobProgress::observe(const ProgressReading& reading, bool alone) {
     alone_s_ += reading.train_s - last_->train_s;
   }
   last_ = reading;
+  recent_.push_back(reading);
+  while (recent_.size() > 2 && recent_[1].train_s <= reading.train_s - 60) recent_.pop_front();
+}
+
+std::optional<double> JobProgress::recent_samples_per_s(double window_s) const {
+  if (recent_.size() < 2) return std::nullopt;
+  const ProgressReading& end = recent_.back();
+  // The latest reading at least window_s before the last one.
+  for (auto it = recent_.rbegin() + 1; it != recent_.rend(); ++it) {
+    if (end.train_s - it->train_s >= window_s) {
+      return static_cast<double>(end.samples - it->samples) / (end.train_s - it->train_s);
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<double> JobProgress::samples_per_s() const {

@@ -6,6 +6,7 @@
 // its own where it ran alone long enough, else one learned from an earlier
 // job of the same command or model.
 
+#include <deque>
 #include <optional>
 
 #include "colo/core/progress_file.h"
@@ -27,9 +28,13 @@ class JobProgress {
   std::optional<double> samples_per_s() const;
   // Samples per training second while alone; nullopt below kMinAloneS.
   std::optional<double> alone_samples_per_s() const;
+  // Samples per training second over its last `window_s` of training;
+  // nullopt until its readings span that long.
+  std::optional<double> recent_samples_per_s(double window_s) const;
 
  private:
   std::optional<ProgressReading> first_, last_;
+  std::deque<ProgressReading> recent_;  // readings of about the last minute of training
   double alone_samples_ = 0, alone_s_ = 0;
 };
 

@@ -55,6 +55,12 @@ struct Thresholds {
   // no further job until one leaves.
   double saturation_floor = 0.5;
   double min_sm_gain = 0.03;
+  // Jobs that report their training throughput (job_progress.h): once a job
+  // that joined others has trained `throughput_window_s`, a GPU whose summed
+  // throughput, each job's as a fraction of its throughput alone, grew by
+  // less than this fraction with it takes no further job until one leaves.
+  double min_throughput_gain = 0.05;
+  double throughput_window_s = 2.0;
 };
 
 // Whether a job may go on a GPU, and why not. The reason is formatted only

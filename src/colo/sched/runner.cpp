@@ -61,6 +61,7 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   std::string error = make_directories(options_.log_dir);
   if (!error.empty()) throw InputError(options_.log_dir, "", "cannot create the job log directory: " + error);
   learn_shares();
+  throughput_watch_ = ThroughputWatch(options_.thresholds.min_throughput_gain, options_.thresholds.settle_s);
 }
 
 Runner::~Runner() = default;  // quits an MPS daemon it started, unless detach() left it to the jobs
@@ -108,6 +109,42 @@ void Runner::observe_progress(Active& job) {
   });
   if (auto reading = read_progress_file(progress_path(job.id))) job.progress.observe(*reading, job.alone && alone);
   job.alone = alone;
+}
+
+std::vector<JobThroughput> Runner::throughput_on(int gpu) const {
+  std::vector<JobThroughput> jobs;
+  for (const auto& a : active_) {
+    if (a.pgid == 0 || std::find(a.gpus.begin(), a.gpus.end(), gpu) == a.gpus.end()) continue;
+    JobThroughput job{a.id, std::nullopt};
+    auto recent = a.progress.recent_samples_per_s(options_.thresholds.throughput_window_s);
+    auto alone = a.progress.alone_samples_per_s();
+    if (!alone) alone = a.learned_alone;
+    if (recent && alone && *alone > 0) job.normalized = *recent / *alone;
+    jobs.push_back(job);
+  }
+  return jobs;
+}
+
+namespace {
+
+std::string measuring_throughput(int64_t id) {
+  return "measuring the training throughput job " + std::to_string(id) + " adds";
+}
+
+}  // namespace
+
+void Runner::watch_throughput() {
+  if (throughput_watch_.watching() == 0) return;
+  double now = clock_.elapsed_s();
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    int gpu = static_cast<int>(g);
+    for (const auto& outcome : throughput_watch_.check(gpu, throughput_on(gpu), now)) {
+      ledger_.reopen(gpu, measuring_throughput(outcome.id));
+      if (!outcome.stopped_growing) continue;
+      ledger_.close(gpu, *outcome.stopped_growing);
+      spdlog::info("GPU {}: {}; it takes no further job until one leaves", gpu, *outcome.stopped_growing);
+    }
+  }
 }
 
 void Runner::record_throughput(Active& job) {
@@ -166,6 +203,7 @@ void Runner::adopt(const JobRecord& job) {
   a.gpus = job.gpus.empty() ? std::vector<int>{std::max(job.gpu, 0)} : job.gpus;
   a.pgid = job.pid;
   a.request = request_for(job);
+  a.learned_alone = learned_alone_rate(job.spec);
   if (job.sm_share) a.request.sm_share = *job.sm_share;
   account_on_simulated(a);
   ledger_.place(a.request, a.gpus, clock_.elapsed_s());
@@ -349,6 +387,13 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   a.child = std::move(child);
   a.request = request;
   a.mem_limit = mem_limit;
+  a.learned_alone = learned_alone_rate(job.spec);
+  for (int g : gpus) {
+    // Only a job that will report a comparable figure holds its GPUs while it is measured.
+    if (a.learned_alone && throughput_watch_.joined(g, job.id, throughput_on(g), clock_.elapsed_s())) {
+      ledger_.close(g, measuring_throughput(job.id));
+    }
+  }
   account_on_simulated(a);
   ledger_.place(request, gpus, clock_.elapsed_s());
   mark_active_on_simulated(a);
@@ -398,6 +443,7 @@ void Runner::settle(Active& job, int exit_code) {
 size_t Runner::step() {
   observe_devices();
   observe_progress();
+  watch_throughput();
   // Jobs cancelled in the store (by `colo cancel`, from any process) stop here.
   for (const auto& job : store_.list({JobState::kCancelled})) {
     for (auto& a : active_) {

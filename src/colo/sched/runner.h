@@ -19,6 +19,7 @@
 #include "colo/sched/recovery.h"
 #include "colo/sched/simulator.h"
 #include "colo/sched/store.h"
+#include "colo/sched/throughput_watch.h"
 
 namespace colo::sched {
 
@@ -114,6 +115,7 @@ class Runner {
     std::optional<int64_t> mem_limit;    // its MPS pinned-memory limit, if any
     JobProgress progress;                // from its $COLO_PROGRESS_FILE
     bool alone = false;                  // had its GPUs to itself at the last reading
+    std::optional<double> learned_alone; // samples/s alone of an earlier job of its command or model
   };
 
   void settle(Active& job, int exit_code);
@@ -132,6 +134,10 @@ class Runner {
   // Stores a finished job's throughput, alone and overall, and learns its own alone figure.
   void record_throughput(Active& job);
   void learn_alone_rate(const JobSpec& spec, double samples_per_s);
+  // The jobs on `gpu` as the throughput watch sees them.
+  std::vector<JobThroughput> throughput_on(int gpu) const;
+  // Closes GPUs whose training throughput stopped growing (throughput_watch.h).
+  void watch_throughput();
   // The alone throughput measured for the same command, else the same model.
   std::optional<double> learned_alone_rate(const JobSpec& spec) const;
   void learn_peak(const JobSpec& spec, int64_t peak_bytes);
@@ -164,6 +170,7 @@ class Runner {
   std::map<std::string, double> learned_share_;
   std::map<std::string, int64_t> learned_peak_;  // largest completed peak by command_key
   std::map<std::string, double> learned_alone_rate_;  // samples/s alone, by command_key and workload_key
+  ThroughputWatch throughput_watch_{0, 0};
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;
   Stopwatch clock_;
