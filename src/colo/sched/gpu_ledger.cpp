@@ -63,11 +63,6 @@ void GpuLedger::close(int gpu, const std::string& why) {
   if (saturated.empty()) saturated = why;
 }
 
-void GpuLedger::reopen(int gpu, const std::string& why) {
-  std::string& saturated = gpus_.at(static_cast<size_t>(gpu)).saturated;
-  if (saturated == why) saturated.clear();
-}
-
 std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;

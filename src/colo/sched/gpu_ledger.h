@@ -70,8 +70,6 @@ class GpuLedger {
   // Closes GPU `gpu` to further jobs, for `why`, until one of its jobs
   // leaves; no effect on a GPU already closed.
   void close(int gpu, const std::string& why);
-  // Reopens GPU `gpu` if it is closed for exactly `why`.
-  void reopen(int gpu, const std::string& why);
   // Ends the settle windows due by `now_s`; returns the shares measured.
   std::vector<MeasuredShare> settle(double now_s);
   // When the next settle window ends; +infinity when none is open.

@@ -125,21 +125,12 @@ std::vector<JobThroughput> Runner::throughput_on(int gpu) const {
   return jobs;
 }
 
-namespace {
-
-std::string measuring_throughput(int64_t id) {
-  return "measuring the training throughput job " + std::to_string(id) + " adds";
-}
-
-}  // namespace
-
 void Runner::watch_throughput() {
   if (throughput_watch_.watching() == 0) return;
   double now = clock_.elapsed_s();
   for (size_t g = 0; g < devices_.size(); ++g) {
     int gpu = static_cast<int>(g);
     for (const auto& outcome : throughput_watch_.check(gpu, throughput_on(gpu), now)) {
-      ledger_.reopen(gpu, measuring_throughput(outcome.id));
       if (!outcome.stopped_growing) continue;
       ledger_.close(gpu, *outcome.stopped_growing);
       spdlog::info("GPU {}: {}; it takes no further job until one leaves", gpu, *outcome.stopped_growing);
@@ -388,11 +379,10 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   a.request = request;
   a.mem_limit = mem_limit;
   a.learned_alone = learned_alone_rate(job.spec);
-  for (int g : gpus) {
-    // Only a job that will report a comparable figure holds its GPUs while it is measured.
-    if (a.learned_alone && throughput_watch_.joined(g, job.id, throughput_on(g), clock_.elapsed_s())) {
-      ledger_.close(g, measuring_throughput(job.id));
-    }
+  // Only a job that will have a comparable figure is watched. Its GPUs stay
+  // open meanwhile: holding them would start jobs one at a time.
+  if (a.learned_alone) {
+    for (int g : gpus) throughput_watch_.joined(g, job.id, throughput_on(g), clock_.elapsed_s());
   }
   account_on_simulated(a);
   ledger_.place(request, gpus, clock_.elapsed_s());

@@ -5,9 +5,9 @@
 // When a job joins a GPU that runs others, the watch keeps their sum; once
 // the newcomer's own figure is known, the sum with it must exceed the sum
 // before by `min_gain` (a fraction), or the GPU has stopped growing and
-// should take no further job (GpuLedger::close) until one leaves. While a
-// join waits for its figures, the GPU takes no further job either: the
-// newcomer's settle window.
+// should take no further job (GpuLedger::close) until one leaves. The GPU
+// stays open while a join waits for its figures: holding it would start
+// jobs one at a time.
 
 #include <cstdint>
 #include <optional>
@@ -37,8 +37,7 @@ class ThroughputWatch {
 
   // Job `id` joined GPU `gpu` at `now_s`, where `others` ran. Returns
   // whether it is watched: not when the GPU was empty or any of them has no
-  // figure (nothing to compare against). While it is, the GPU should take
-  // no further job.
+  // figure (nothing to compare against).
   bool joined(int gpu, int64_t id, const std::vector<JobThroughput>& others, double now_s);
   // Checks the joins on `gpu` against its jobs at `now_s`; returns those
   // that ended: decided (every figure known), or dropped (the newcomer or
