@@ -13,10 +13,14 @@ void write_report_directory(const std::string& dir, const nlohmann::json& summar
   JsonLinesWriter out(dir + "/jobs_" + policy + "_" + mode + ".jsonl",
                       JsonLinesWriter::Mode::kTruncate);
   for (const auto& j : jobs) {
-    out.write({{"id", j.id}, {"name", j.spec.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu}, {"gpus", j.gpus},
-               {"submit_s", j.submit_s - t0}, {"start_s", since_start(j.start_s)}, {"end_s", since_start(j.end_s)},
-               {"attempts", j.attempts}, {"oom_deaths", j.oom_deaths}, {"energy_j", j.energy_j},
-               {"peak_mem_bytes", j.peak_mem_bytes.value_or(0)}});
+    nlohmann::json record{{"id", j.id}, {"name", j.spec.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu},
+                          {"gpus", j.gpus}, {"submit_s", j.submit_s - t0}, {"start_s", since_start(j.start_s)},
+                          {"end_s", since_start(j.end_s)}, {"attempts", j.attempts}, {"oom_deaths", j.oom_deaths},
+                          {"energy_j", j.energy_j}, {"peak_mem_bytes", j.peak_mem_bytes.value_or(0)}};
+    if (j.samples_per_s) record["samples_per_s"] = *j.samples_per_s;
+    if (j.alone_samples_per_s) record["alone_samples_per_s"] = *j.alone_samples_per_s;
+    if (auto factor = j.slowdown()) record["slowdown"] = *factor;
+    out.write(record);
   }
   write_file_atomically(dir + "/summary.json", nlohmann::json::array({summary}).dump(1) + "\n");
 }
