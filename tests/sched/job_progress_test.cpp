@@ -21,9 +21,18 @@ TEST(JobProgress, ThroughputOverallAndAloneFromTheReadings) {
 TEST(JobProgress, TooLittleTimeAloneGivesNoAloneFigure) {
   JobProgress progress;
   progress.observe({0, 0}, false);
-  progress.observe({1000, JobProgress::kMinAloneS - 0.5}, true);
+  progress.observe({500, 1}, false);
+  progress.observe({1500, JobProgress::kMinAloneS - 0.5}, true);
   EXPECT_FALSE(progress.alone_samples_per_s());
   EXPECT_TRUE(progress.samples_per_s());
+}
+
+TEST(JobProgress, AShortJobAloneThroughoutHasItsWholeRunAsItsAloneFigure) {
+  JobProgress progress;
+  progress.observe({0, 0}, true);
+  progress.observe({900, 0.5}, true);
+  progress.observe({2000, 1}, true);
+  EXPECT_DOUBLE_EQ(*progress.alone_samples_per_s(), 2000);
 }
 
 TEST(JobProgress, AReadingThatGoesBackwardsStartsAfresh) {

@@ -10,6 +10,8 @@ void JobProgress::observe(const ProgressReading& reading, bool alone) {
   if (last_ && alone) {
     alone_samples_ += static_cast<double>(reading.samples - last_->samples);
     alone_s_ += reading.train_s - last_->train_s;
+  } else if (last_) {
+    shared_s_ += reading.train_s - last_->train_s;
   }
   last_ = reading;
   recent_.push_back(reading);
@@ -34,7 +36,8 @@ std::optional<double> JobProgress::samples_per_s() const {
 }
 
 std::optional<double> JobProgress::alone_samples_per_s() const {
-  if (alone_s_ < kMinAloneS) return std::nullopt;
+  bool alone_throughout = shared_s_ == 0 && alone_s_ > 0;
+  if (alone_s_ < kMinAloneS && !alone_throughout) return std::nullopt;
   return alone_samples_ / alone_s_;
 }
 

@@ -26,7 +26,9 @@ class JobProgress {
 
   // Samples per training second over the whole run; nullopt before two readings.
   std::optional<double> samples_per_s() const;
-  // Samples per training second while alone; nullopt below kMinAloneS.
+  // Samples per training second while alone; nullopt below kMinAloneS,
+  // unless the job was alone between all its readings (a short job that
+  // ran alone: its whole run is its alone figure).
   std::optional<double> alone_samples_per_s() const;
   // Samples per training second over its last `window_s` of training;
   // nullopt until its readings span that long.
@@ -36,6 +38,7 @@ class JobProgress {
   std::optional<ProgressReading> first_, last_;
   std::deque<ProgressReading> recent_;  // readings of about the last minute of training
   double alone_samples_ = 0, alone_s_ = 0;
+  double shared_s_ = 0;  // training seconds between readings not both alone
 };
 
 // Throughput alone over throughput overall (>= 1 when sharing slowed the
