@@ -36,36 +36,11 @@ if want busbw; then
   echo "busbw (GB/s):"; cat "$OUT/busbw.jsonl"
 fi
 
-# cluster_file NAME WORKERS STRATEGY EXTRA: a ResNet-18 cluster file.
+# resnet_file NAME WORKERS STRATEGY DATA STEPS EPOCHS EXTRA: a ResNet-18 cluster file.
+# shellcheck source=bench/dist/resnet_cluster.sh
+source "$(dirname "$0")/resnet_cluster.sh"
 resnet_file() {
-  local name=$1 workers=$2 strategy=$3 data=$4 steps=$5 epochs=$6 extra=$7
-  cat >"$OUT/configs/$name.toml" <<TOML
-seed = 1
-device = "cuda"
-output = "$SCRATCH/$name"
-epochs = $epochs
-max_steps = $steps
-batch_size = 128
-eval_batch_size = 1024
-checkpoint_every = 0
-[model]
-name = "resnet"
-depth = 18
-[data]
-$data
-[optimizer]
-name = "sgd"
-lr = 0.05
-momentum = 0.9
-[cluster]
-workers = $workers
-strategy = "$strategy"
-servers = 2
-backend = "nccl"
-timeout_s = 300
-$extra
-TOML
-  echo "$OUT/configs/$name.toml"
+  resnet_cluster_file "$OUT/configs/$1.toml" "$SCRATCH/$1" "$2" "$3" "$4" "$5" "$6" nccl "$7"
 }
 
 keep() {  # copies what a run left that is worth keeping (not the parameters)

@@ -23,38 +23,16 @@ runs=("$@")
 mkdir -p "$OUT/configs"
 SCRATCH=$(mktemp -d)
 
-cluster_file() {  # NAME STRATEGY EXTRA
-  cat >"$OUT/configs/$1.toml" <<TOML
-seed = 1
-device = "cuda"
-output = "$SCRATCH/$1"
-epochs = 3
-max_steps = ${PS_MAX_STEPS:-0}
-batch_size = 128
-eval_batch_size = 1024
-checkpoint_every = 0
-[model]
-name = "resnet"
-depth = 18
-[data]
-name = "fashion-mnist"
+# shellcheck source=bench/dist/resnet_cluster.sh
+source "$(dirname "$0")/../resnet_cluster.sh"
+data='name = "fashion-mnist"
 on_device = true
-prefetch = 0
-[optimizer]
-name = "sgd"
-lr = 0.05
-momentum = 0.9
-[cluster]
-workers = 2
-strategy = "$2"
-servers = 2
-backend = "${PS_BACKEND:-nccl}"
-timeout_s = 300
-eval_every = 50
+prefetch = 0'
+cluster_file() {  # NAME STRATEGY EXTRA
+  resnet_cluster_file "$OUT/configs/$1.toml" "$SCRATCH/$1" 2 "$2" "$data" "${PS_MAX_STEPS:-0}" 3 "${PS_BACKEND:-nccl}" \
+    "eval_every = 50
 target_accuracy = ${TTA_TARGET:-0.90}
-$3
-TOML
-  echo "$OUT/configs/$1.toml"
+$3"
 }
 
 for run in "${runs[@]}"; do
