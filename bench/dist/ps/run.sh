@@ -64,5 +64,6 @@ for run in "${runs[@]}"; do
 done
 rm -rf "$SCRATCH"
 python3 bench/dist/ps/summarize.py "$OUT" | tee "$OUT/table.txt"
+OMP_NUM_THREADS=$(nproc) python3 bench/dist/ps/simulate_check.py "$BUILD/colo" "$OUT" | tee -a "$OUT/table.txt"
 cp "$OUT/summary.json" "$(dirname "$OUT")/ps-summary.json"; cp "$OUT/table.txt" "$(dirname "$OUT")/ps-table.txt"
 tar czf "$(dirname "$OUT")/ps.tgz" -C "$(dirname "$OUT")" ps && rm -rf "$OUT"

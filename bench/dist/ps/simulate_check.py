@@ -1,0 +1,122 @@
+"""Checks `colo dist simulate` against the real runs of bench/dist/ps/run.sh.
+
+The simulator is calibrated on the even runs only and then predicts the
+uneven ones (held out):
+  - compute_ms_per_sample: rank 0's mean compute time per step in
+    even-allreduce, over the batch of 128;
+  - worker 1's speed: rank 0's over rank 1's mean compute time in
+    uneven-allreduce (the neighbour job's effect, which the simulator is told);
+  - each worker's link: from even-ps-async, whose exchange (push + pull of the
+    model, servers answering at once) took rank 0's mean communication time:
+    bandwidth = 2 x model bytes / that time; the servers' links are not the
+    limit on one host (1e6 Gbit/s).
+Predicted against measured: uneven all-reduce time per step (rank 0's mean
+step time) and uneven async-PS staleness (the servers' mean, from their logs).
+Usage: [SIM_STEPS=40] simulate_check.py COLO OUT_DIR (OUT_DIR holds the runs); adds
+sim_step_time_error_pct and sim_staleness_error_pct to OUT_DIR/summary.json.
+"""
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+
+
+def mean_of(directory, rank, key):
+    lines = (directory / f"steps-rank{rank}.jsonl").read_text().splitlines()[20:]
+    return statistics.mean(json.loads(line)[key] for line in lines if line.strip())
+
+
+def server_staleness(directory):
+    values = []
+    for log in sorted(directory.glob("rank*.log")):
+        match = re.search(r"mean staleness ([0-9.]+)", log.read_text())
+        if match:
+            values.append(float(match.group(1)))
+    return statistics.mean(values) if values else None
+
+
+def main():
+    colo, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    even_ar, even_async = out / "even-allreduce", out / "even-ps-async"
+    uneven_ar, uneven_async = out / "uneven-allreduce", out / "uneven-ps-async"
+    if not all((d / "steps-rank1.jsonl").exists() for d in (even_ar, even_async, uneven_ar, uneven_async)):
+        print("simulate check: needs even- and uneven- allreduce and ps-async runs")
+        return
+    result = json.loads((even_ar / "result.json").read_text())
+    batch = result["batch_per_worker"]
+    model_bytes = 4 * result["parameters"]
+    compute_ms_per_sample = 1000 * mean_of(even_ar, 0, "compute_s") / batch
+    speed1 = mean_of(uneven_ar, 0, "compute_s") / mean_of(uneven_ar, 1, "compute_s")
+    exchange_s = mean_of(even_async, 0, "communication_s")
+    bandwidth_gbps = 2 * model_bytes * 8 / max(exchange_s, 1e-6) / 1e9
+    step_guess_s = compute_ms_per_sample * batch / 1000 / speed1
+    steps = int(os.environ.get("SIM_STEPS", "40"))  # simulated steps: the simulator trains for real, on the CPU
+    config = out / "configs" / "simulate-uneven.toml"
+    config.write_text(f"""seed = 1
+output = "{out / 'simulate-uneven'}"
+batch_size = {batch}
+eval_batch_size = 1024
+[model]
+name = "resnet"
+depth = 18
+[data]
+name = "fashion-mnist"
+prefetch = 0
+test_limit = 1024  # accuracy is not what is checked
+[optimizer]
+name = "sgd"
+lr = 0.05
+momentum = 0.9
+[cluster]
+workers = 2
+servers = 2
+strategy = "allreduce"
+[simulate]
+compute_ms_per_sample = {compute_ms_per_sample}
+server_bandwidth_gbps = 1000000
+server_latency_us = 0
+max_time_s = {steps * step_guess_s}
+eval_every_s = {steps * step_guess_s}
+strategies = ["allreduce", "ps-async"]
+[[simulate.worker]]
+speed = 1.0
+bandwidth_gbps = {bandwidth_gbps}
+latency_us = 0
+[[simulate.worker]]
+speed = {speed1}
+bandwidth_gbps = {bandwidth_gbps}
+latency_us = 0
+""")
+    subprocess.run([colo, "dist", "simulate", str(config)], check=True, stdout=subprocess.DEVNULL)
+    simulated = json.loads((out / "simulate-uneven" / "simulate-summary.json").read_text())["strategies"]
+    real_step_s = mean_of(uneven_ar, 0, "step_s")
+    real_staleness = server_staleness(uneven_async)
+    sim_step_s = simulated["allreduce"]["step_s"]
+    sim_staleness = simulated["ps-async"]["mean_staleness"]
+    check = {
+        "calibration": {"compute_ms_per_sample": compute_ms_per_sample, "worker1_speed": speed1,
+                        "worker_bandwidth_gbps": bandwidth_gbps, "from": "even-allreduce, even-ps-async, "
+                        "uneven-allreduce compute times"},
+        "uneven_allreduce_step_s": {"real": real_step_s, "simulated": sim_step_s},
+        "uneven_ps_async_staleness": {"real": real_staleness, "simulated": sim_staleness},
+        "sim_step_time_error_pct": 100 * abs(sim_step_s - real_step_s) / real_step_s,
+        "sim_staleness_error_pct": (100 * abs(sim_staleness - real_staleness) / real_staleness
+                                    if real_staleness else None),
+        "command": "python3 bench/dist/ps/simulate_check.py BUILD/colo OUT (run by bench/dist/ps/run.sh)",
+    }
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary["simulator_check"] = check
+    summary["sim_step_time_error_pct"] = check["sim_step_time_error_pct"]
+    summary["sim_staleness_error_pct"] = check["sim_staleness_error_pct"]
+    summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"simulator vs real (uneven): step {1000 * sim_step_s:.2f} vs {1000 * real_step_s:.2f} ms "
+          f"({check['sim_step_time_error_pct']:.1f}%), staleness {sim_staleness:.3f} vs "
+          f"{real_staleness if real_staleness is not None else float('nan'):.3f}")
+
+
+if __name__ == "__main__":
+    main()
