@@ -77,8 +77,12 @@ int run_batch(const RunArgs& args) {
   auto jobs = store.list();
   print_jobs(jobs);
   sched::BatchTotals totals(jobs);
-  std::printf("%d completed, %d failed, %d OOM deaths (%d false), %d lost, %.1f s, %.0f J\n", totals.completed,
+  std::printf("%d completed, %d failed, %d OOM deaths (%d false), %d lost, %.1f s, %.0f J", totals.completed,
               totals.failed, totals.oom_events, totals.false_ooms, totals.lost, wall.elapsed_s(), totals.energy_j);
+  if (totals.mean_slowdown) {
+    std::printf("; slowdown against alone: mean %.2fx, max %.2fx", *totals.mean_slowdown, *totals.max_slowdown);
+  }
+  std::printf("\n");
   nlohmann::json summary = totals.to_json(args.scheduling.policy, args.scheduling.mode, wall.elapsed_s());
   summary["store"] = store_path;
   summary["jobs"] = jobs.size();
