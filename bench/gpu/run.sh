@@ -26,6 +26,7 @@
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
+#   bench/gpu/run.sh strategies # build colo._core + bench/fusion/resnet_strategies.py (fused ResNet-18 against replicas on streams)
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh predict    # build + a colo train lr search: SM share predicted by model (PREDICT_ARGS="JOBS STEPS", PREDICT_FLAGS="--no-share-prediction" for the baseline)
 #   bench/gpu/run.sh slurm      # build + colo slurm on a real Slurm with this GPU (.slurm carried)
@@ -203,6 +204,13 @@ if want userfuse; then
   mkdir -p "$OUT/userfuse"
   PYTHONPATH="$BUILD/python" python3 bench/fusion/user_models.py all --out "$OUT/userfuse" \
     --seconds "${USERFUSE_SECONDS:-3}" 2>"$OUT/userfuse/stderr.log" | tail -14 | tee -a "$summary"
+fi
+
+if want strategies; then
+  # BUILD_TARGETS=colo_core_module is enough.
+  mkdir -p "$OUT/strategies"
+  PYTHONPATH="$BUILD/python" python3 bench/fusion/resnet_strategies.py run --out "$OUT/strategies" \
+    --seconds "${USERFUSE_SECONDS:-3}" 2>"$OUT/strategies/stderr.log" | tail -20 | tee -a "$summary"
 fi
 
 if want shared; then
