@@ -213,5 +213,46 @@ TEST(Simulator, UndeclaredSharesAreMeasuredAfterASettleWindow) {
   EXPECT_GT(r.jobs[3].start_s, 3) << "0.9 of known shares is over the 0.8 ceiling";
 }
 
+// A warm-up job of workload "w" completes first, so the figure alone of
+// every later "w" job is known; then one joins every 10 s.
+std::vector<TraceJob> staggered_joins(double sm_activity) {
+  std::vector<TraceJob> trace{job(0, "w-0", 50, 4, sm_activity)};
+  for (int i = 1; i <= 3; ++i) trace.push_back(job(90 + 10 * i, "w-" + std::to_string(i), 100, 4, sm_activity));
+  return trace;
+}
+
+TEST(Simulator, AGpuWhoseThroughputStopsGrowingTakesNoFurtherJob) {
+  // Two jobs of SM activity 1.0 each train at half speed together: the sum
+  // stays 1.0 of one alone, so 2 s after w-2 joins the GPU closes and w-3
+  // waits for a job to leave.
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.thresholds.max_sm_activity = 5.0;  // only the throughput rule can refuse
+  auto with_rule = simulate(staggered_joins(1.0), o);
+  EXPECT_EQ(with_rule.gpus_closed, 2) << "when w-2 joins, and again when w-3 takes w-1's place beside w-2";
+  EXPECT_GT(with_rule.jobs[3].start_s, with_rule.jobs[3].submit_s + 50) << "held until w-1 leaves";
+  EXPECT_DOUBLE_EQ(with_rule.jobs[3].start_s, with_rule.jobs[1].end_s);
+  o.throughput_rule = false;
+  auto without = simulate(staggered_joins(1.0), o);
+  EXPECT_EQ(without.gpus_closed, 0);
+  EXPECT_DOUBLE_EQ(without.jobs[3].start_s, 120);
+}
+
+TEST(Simulator, AGpuWhoseThroughputStillGrowsStaysOpen) {
+  // At SM activity 0.3 three jobs all train at full speed: each join grows the sum.
+  auto o = options(1, "magm", CollocationMode::kMps);
+  auto r = simulate(staggered_joins(0.3), o);
+  EXPECT_EQ(r.gpus_closed, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[3].start_s, 120);
+  EXPECT_DOUBLE_EQ(r.jobs[3].end_s, 220);
+}
+
+TEST(Simulator, WorkloadOfAGeneratedJobIsItsNameWithoutItsIndex) {
+  TraceJob generated = job(0, "resnet18-cifar-17", 1, 1, 0.5);
+  EXPECT_EQ(workload_of(generated), "resnet18-cifar");
+  EXPECT_EQ(workload_of(job(0, "lenet-v2", 1, 1, 0.5)), "lenet-v2");
+  generated.command = "python train.py --lr 0.1";
+  EXPECT_EQ(workload_of(generated), "python train.py --lr 0.1");
+}
+
 }  // namespace
 }  // namespace colo::sched

@@ -30,6 +30,7 @@ struct SimulateArgs {
   double gpu_mem_gib = 80;
   double reserve_after_s = 0;
   bool undeclared_sm_share = false;
+  bool no_throughput_rule = false;
   std::string out;
 };
 
@@ -37,7 +38,7 @@ nlohmann::json summary_json(const sched::SimulationResult& r, double wall_s) {
   return {{"policy", r.policy}, {"mode", r.mode}, {"jobs", r.jobs.size()}, {"total_s", r.total_s},
           {"energy_j", r.energy_j}, {"mean_wait_s", r.mean_wait_s}, {"mean_exec_s", r.mean_exec_s},
           {"mean_jct_s", r.mean_jct_s}, {"oom_events", r.oom_events}, {"oom_unrecovered", r.oom_unrecovered},
-          {"jobs_lost", r.jobs_lost}, {"simulation_wall_s", wall_s}};
+          {"jobs_lost", r.jobs_lost}, {"gpus_closed_by_throughput_rule", r.gpus_closed}, {"simulation_wall_s", wall_s}};
 }
 
 void write_jobs(const std::string& path, const sched::SimulationResult& r) {
@@ -84,6 +85,7 @@ int run_simulate(const SimulateArgs& args) {
     options.recovery.rule = sched::recovery_rule_from_string(args.recovery);
     options.backfill.reserve_after_s = args.reserve_after_s;
     options.declared_sm_share = !args.undeclared_sm_share;
+    options.throughput_rule = !args.no_throughput_rule;
     Stopwatch clock;
     auto result = sched::simulate(trace, options);
     double wall = clock.elapsed_s();
@@ -91,6 +93,7 @@ int run_simulate(const SimulateArgs& args) {
     nlohmann::json entry = summary_json(result, wall);
     entry["gpus"] = gpus;
     entry["gpus_per_node"] = args.gpus_per_node;
+    entry["throughput_rule"] = options.throughput_rule;
     all.push_back(entry);
     table.row({policy, mode, fixed(result.total_s / 3600, 2), fixed(result.energy_j / 3.6e6, 2),
                fixed(result.mean_wait_s / 60, 1), fixed(result.mean_jct_s / 60, 1),
@@ -123,6 +126,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--undeclared-sm-share", args->undeclared_sm_share,
                 "tell the scheduler no job's SM share: each settles and is measured, as real jobs that declare none");
+  cmd->add_flag("--no-throughput-rule", args->no_throughput_rule,
+                "never close a GPU whose modelled training throughput stopped growing (the runner's rule)");
   cmd->add_option("--out", args->out, "write summary.json and jobs_<policy>_<mode>.jsonl here");
   cmd->callback([args, &exit_code] { exit_code = run_simulate(*args); });
 }

@@ -8,6 +8,7 @@
 
 #include "colo/sched/gpu_ledger.h"
 #include "colo/sched/queue_order.h"
+#include "colo/sched/throughput_watch.h"
 
 namespace colo::sched {
 namespace {
@@ -31,7 +32,8 @@ class Simulation {
   Simulation(const std::vector<TraceJob>& trace, const SimulationOptions& options)
       : trace_(trace), options_(options), policy_(make_policy(options.policy, options.thresholds)),
         ledger_(std::vector<int64_t>(static_cast<size_t>(std::max(options.gpus, 0)), options.gpu.mem_total_bytes),
-                options.mode, options.thresholds) {
+                options.mode, options.thresholds),
+        watch_(options.thresholds.min_throughput_gain, options.thresholds.settle_s) {
     if (options.gpus < 1) throw std::invalid_argument("at least one GPU is needed");
     for (int g = 0; g < options.gpus; ++g) gpus_.push_back(std::make_unique<gpu::SimulatedDevice>(g, options.gpu));
     on_gpu_.resize(static_cast<size_t>(options.gpus));
@@ -74,9 +76,10 @@ class Simulation {
         enqueue(arrivals[next_arrival++], false);
       }
       observe();
+      watch_throughput();
       schedule();
       double next = next_arrival < arrivals.size() ? trace_[arrivals[next_arrival]].submit_s : kInf;
-      next = std::min({next, next_event(), ledger_.next_settle_s()});
+      next = std::min({next, next_event(), ledger_.next_settle_s(), next_verdict_s()});
       if (next == kInf) break;  // nothing runs and nothing can be placed: jobs are lost
       advance(next - now_);
       finish_due();
@@ -128,6 +131,48 @@ class Simulation {
     const std::string& command = trace_[m.id].command;
     if (!command.empty()) learned_share_[command] = m.share;
   }
+
+  // The throughput rule, as the runner applies it: a job joining others
+  // whose figures are known is watched; once its own is known, its GPU
+  // closes when the sum did not grow enough with it.
+  std::optional<double> normalized_throughput(int64_t id) const {
+    if (alone_known_.count(workload_of(trace_[id])) == 0) return std::nullopt;
+    if (now_ - result_.jobs[id].start_s < options_.thresholds.throughput_window_s - kEpsilon) return std::nullopt;
+    double rate = 1.0;
+    for (int g : gpus_of_[static_cast<size_t>(id)]) rate = std::min(rate, gpu_rate(g));
+    return rate;
+  }
+
+  std::vector<JobThroughput> throughput_on(int g) const {
+    std::vector<JobThroughput> jobs;
+    for (int64_t id : on_gpu_[g]) jobs.push_back({id, normalized_throughput(id)});
+    return jobs;
+  }
+
+  void watch_join(int64_t id, const std::vector<int>& gpus) {
+    if (!options_.throughput_rule || !policy_->within_collocation_thresholds() ||
+        alone_known_.count(workload_of(trace_[id])) == 0) {
+      return;
+    }
+    bool watched = false;
+    for (int g : gpus) watched = watch_.joined(g, id, throughput_on(g), now_) || watched;
+    if (watched) verdicts_due_.insert(now_ + options_.thresholds.throughput_window_s);
+  }
+
+  void watch_throughput() {
+    while (!verdicts_due_.empty() && *verdicts_due_.begin() <= now_ + kEpsilon) verdicts_due_.erase(verdicts_due_.begin());
+    if (watch_.watching() == 0) return;
+    for (int g : watch_.watched_gpus()) {
+      for (const auto& outcome : watch_.check(g, throughput_on(g), now_)) {
+        if (!outcome.stopped_growing) continue;
+        ledger_.close(g, *outcome.stopped_growing);
+        view_stale_[static_cast<size_t>(g)] = 1;
+        ++result_.gpus_closed;
+      }
+    }
+  }
+
+  double next_verdict_s() const { return verdicts_due_.empty() ? kInf : *verdicts_due_.begin(); }
 
   double gpu_rate(int g) const {
     double sum = 0;
@@ -181,6 +226,7 @@ class Simulation {
         held = std::max<int64_t>(physical_free, 0);
         r.oom_at_s = std::min(r.oom_at_s, now_ + std::min(options_.oom_after_s, t.duration_s));
       }
+      if (g == placement.gpus.front()) watch_join(id, placement.gpus);
       gpus_[g]->place(id, {static_cast<uint32_t>(id), held, t.sm_activity});
       reread(g);
       on_gpu_[g].push_back(id);
@@ -332,6 +378,7 @@ class Simulation {
       } else {
         job.state = JobState::kCompleted;
         job.end_s = now_;
+        alone_known_.insert(workload_of(trace_[id]));
       }
     }
   }
@@ -373,6 +420,9 @@ class Simulation {
   std::vector<std::vector<int64_t>> on_gpu_;  // running jobs by GPU
   std::vector<JobRequest> requests_;
   std::map<std::string, double> learned_share_;  // measured SM share by command
+  ThroughputWatch watch_;
+  std::set<std::string> alone_known_;  // workloads with a completed job: their throughput alone is known
+  std::multiset<double> verdicts_due_;  // when watched joins' figures become known
   std::set<QueueKey> queue_;
   std::vector<GpuView> views_;  // kept current through placements and across rounds (steady GPUs)
   GpuRoom room_;                // of views_, for might_fit

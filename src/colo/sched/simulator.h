@@ -32,6 +32,12 @@ struct SimulationOptions {
   // settles and has its share measured (gpu_ledger.h), as real jobs do that
   // declare none; a later job with the same command takes it from history.
   bool declared_sm_share = true;
+  // The runner's throughput rule (throughput_watch.h): every job reports
+  // its training throughput, and its figure alone is known once a job of
+  // the same workload (workload_of) has completed. A join is judged
+  // thresholds.throughput_window_s after it starts, on the modelled rates.
+  // Policies that ignore colo's thresholds (slurm-shard) ignore it too.
+  bool throughput_rule = true;
 };
 
 struct SimulatedJob {
@@ -56,6 +62,7 @@ struct SimulationResult {
   double energy_j = 0;            // every GPU, idle time included, over total_s
   int oom_events = 0;
   int oom_unrecovered = 0;        // jobs that ended FAILED after too many OOM deaths
+  int gpus_closed = 0;            // times the throughput rule closed a GPU
   int jobs_lost = 0;              // jobs not in a final state at the end (must be 0)
   double mean_wait_s = 0;         // submit to (last) start
   double mean_exec_s = 0;         // (last) start to end
@@ -68,7 +75,9 @@ struct SimulationResult {
 // MPS, the same times (1 - shared_overhead) when time-sliced with others,
 // and at full speed alone; a multi-GPU job at the speed of its slowest GPU.
 // A job whose true memory does not fit in what is physically free dies of
-// OOM oom_after_s after it starts and enters the recovery queue.
+// OOM oom_after_s after it starts and enters the recovery queue. A job's
+// throughput as a fraction of alone is its rate, which the throughput rule
+// reads.
 // Deterministic. Throws std::invalid_argument for an unknown policy or a job
 // asking for more GPUs than there are (or than one node has).
 SimulationResult simulate(const std::vector<TraceJob>& trace, const SimulationOptions& options);

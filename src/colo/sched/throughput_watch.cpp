@@ -50,4 +50,12 @@ std::vector<JoinOutcome> ThroughputWatch::check(int gpu, const std::vector<JobTh
   return ended;
 }
 
+std::vector<int> ThroughputWatch::watched_gpus() const {
+  std::vector<int> gpus;
+  for (const auto& join : joins_) {
+    if (std::find(gpus.begin(), gpus.end(), join.gpu) == gpus.end()) gpus.push_back(join.gpu);
+  }
+  return gpus;
+}
+
 }  // namespace colo::sched

@@ -45,6 +45,8 @@ class ThroughputWatch {
   std::vector<JoinOutcome> check(int gpu, const std::vector<JobThroughput>& jobs_now, double now_s);
   // Joins still waiting for figures.
   size_t watching() const { return joins_.size(); }
+  // The GPUs those joins are on, each once.
+  std::vector<int> watched_gpus() const;
 
  private:
   struct Join {

@@ -110,6 +110,14 @@ void write_trace(const std::string& path, const std::vector<TraceJob>& jobs) {
   write_file_atomically(path, out.str());
 }
 
+std::string workload_of(const TraceJob& job) {
+  if (!job.command.empty()) return job.command;
+  size_t dash = job.name.find_last_of('-');
+  bool indexed = dash != std::string::npos && dash + 1 < job.name.size() &&
+                 job.name.find_first_not_of("0123456789", dash + 1) == std::string::npos;
+  return indexed ? job.name.substr(0, dash) : job.name;
+}
+
 std::vector<TraceJob> generate_trace(const TraceGeneratorOptions& options) {
   struct Class {
     const char* model;

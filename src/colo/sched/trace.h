@@ -37,6 +37,11 @@ std::vector<TraceJob> read_trace(const std::string& path);
 
 void write_trace(const std::string& path, const std::vector<TraceJob>& jobs);
 
+// Which workload a job runs, for what one job teaches about the next: its
+// command, or where it has none (a generated trace) its name without a
+// trailing "-<index>" ("resnet18-cifar-7" -> "resnet18-cifar").
+std::string workload_of(const TraceJob& job);
+
 struct TraceGeneratorOptions {
   int jobs = 100;
   uint64_t seed = 0;
