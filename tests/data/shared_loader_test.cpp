@@ -1,12 +1,14 @@
 #include "colo/data/shared_loader.h"
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
 #include "colo/data/image_folder.h"
+#include "colo/data/loader_sampler.h"
 #include "colo/data/loader_server.h"
 #include "support/temp_dir.h"
 
@@ -57,6 +59,51 @@ std::vector<int64_t> labels_of(SharedLoaderClient& client, int64_t batches) {
     all.insert(all.end(), labels.begin(), labels.end());
   }
   return all;
+}
+
+TEST(SharedLoader, TheProducerReportsEachConsumersThroughputAndDataWaitToASampler) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 4, 8, /*stall_s=*/5, /*heartbeat_timeout_s=*/2);  // beats every 0.5 s
+  std::string nobody = "ipc://" + dir.file("nobody.sock");
+  LoaderSampler sampler({producer.spec.address, nobody}, 0.1, dir.file("loaders.jsonl"));
+  sampler.start();
+  SharedLoaderClient client(producer.spec.address, 8);
+  for (int i = 0; i < 20; ++i) {  // a consumer that trains 20 ms a step
+    labels_of(client, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  nlohmann::json consumer;
+  for (int tries = 0; tries < 50; ++tries) {  // until a beat after the last batch arrived
+    auto stats = query_loader_stats(producer.spec.address, 1.0);
+    ASSERT_TRUE(stats.has_value());
+    ASSERT_EQ((*stats)["consumer_stats"].size(), 1u);
+    consumer = (*stats)["consumer_stats"][0];
+    if (consumer.value("samples", 0.0) == 160) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(consumer.value("samples", 0.0), 160);
+  EXPECT_GT(consumer["samples_per_s"].get<double>(), 0);
+  double wait = consumer["wait_pct"].get<double>();
+  EXPECT_GE(wait, 0);
+  EXPECT_LT(wait, 100) << "it spent most of its time training, not waiting";
+  sampler.stop();
+
+  nlohmann::json summary = sampler.summary();
+  ASSERT_EQ(summary.size(), 2u);
+  EXPECT_GE(summary[0]["answers"].get<int>(), 3);
+  EXPECT_GT(summary[0]["samples_per_s"].get<double>(), 0);
+  EXPECT_GT(summary[0]["cpu_core_s_per_sample"].get<double>(), 0);
+  EXPECT_EQ(summary[0]["consumers_max"].get<int>(), 1);
+  EXPECT_LE(summary[0]["buffer_depth_max"].get<double>(), 8);
+  ASSERT_EQ(summary[0]["consumer_stats"].size(), 1u) << "the consumer's latest report";
+  EXPECT_GT(summary[0]["consumer_stats"][0]["samples"].get<double>(), 0);
+  EXPECT_EQ(summary[1]["answers"].get<int>(), 0) << "no producer there";
+  EXPECT_GE(summary[1]["unanswered"].get<int>(), 1);
+  EXPECT_FALSE(summary[1].contains("samples_per_s"));
+  std::ifstream lines(dir.file("loaders.jsonl"));
+  int written = 0;
+  for (std::string line; std::getline(lines, line);) ++written;
+  EXPECT_EQ(written, summary[0]["answers"].get<int>());
 }
 
 TEST(SharedLoader, ConsumersWithDifferentBatchSizesSeeTheSameSamplesInTheSameOrder) {

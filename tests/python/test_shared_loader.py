@@ -2,6 +2,7 @@
 are normalised images with valid labels; kill -9 of a consumer leaves the
 others going; kill -9 of the producer ends its consumers with ProducerLost,
 and no shared-memory segment is left behind."""
+import json
 import os
 import signal
 import subprocess
@@ -108,3 +109,29 @@ def test_killing_the_producer_ends_consumers_cleanly_with_nothing_leaked(loader)
     assert "stopped answering" in out and "loader.sock" in out
     assert time.time() - started < 10
     assert set(os.listdir("/dev/shm")) == shm_before  # the ring was a memfd: gone with its last user
+
+
+def test_colo_monitor_samples_the_producer_and_each_consumers_wait(loader, tmp_path, colo_executable):
+    data, _, status = loader
+    address = status[3]
+    summary_path, samples_path = tmp_path / "monitor.json", tmp_path / "monitor.csv"
+    run = subprocess.run([colo_executable, "monitor", "--interval", "0.2", "--loader", address,
+                          "--out", str(samples_path), "--summary-json", str(summary_path), "--",
+                          colo_executable, "loader", "consume", address, "--batch-size", "8", "--batches", "60",
+                          "--step-ms", "20"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(summary_path.read_text())
+    (producer,) = summary["loaders"]
+    assert producer["address"] == address
+    assert producer["answers"] >= 4 and producer["unanswered"] == 0
+    assert producer["samples_per_s"] > 0 and producer["cpu_core_s_per_sample"] > 0
+    assert producer["consumers_max"] == 1
+    assert 0 <= producer["buffer_depth_min"] <= producer["buffer_depth_max"] <= 4
+    answers = [json.loads(line) for line in (tmp_path / "monitor.loaders.jsonl").read_text().splitlines()]
+    assert len(answers) == producer["answers"]
+    reports = [c for a in answers for c in a["consumer_stats"] if "samples" in c]
+    assert reports, "the consumer's heartbeats carried its figures"
+    (final,) = producer["consumer_stats"]
+    assert final["left"] and final["samples"] == 480, "its bye carried its totals"
+    assert final["samples_per_s"] > 0 and 0 <= final["wait_pct"] < 100
+    assert f"loader {address}:" in run.stdout

@@ -8,7 +8,6 @@
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
-#include <zmq.hpp>
 
 #include "colo/core/error.h"
 #include "colo/data/dataset_registry.h"
@@ -108,19 +107,12 @@ int write_images(const std::string& source, const std::string& out, int64_t size
 }
 
 int status(const std::string& address, double timeout_s) {
-  zmq::context_t context;
-  zmq::socket_t socket(context, zmq::socket_type::dealer);
-  socket.set(zmq::sockopt::linger, 0);
-  socket.connect(address);
-  socket.send(zmq::buffer(std::string(R"({"op":"stats"})")), zmq::send_flags::none);
-  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
-  zmq::message_t reply;
-  if (!(item.revents & ZMQ_POLLIN) || !socket.recv(reply, zmq::recv_flags::dontwait)) {
+  auto stats = data::query_loader_stats(address, timeout_s);
+  if (!stats) {
     std::fprintf(stderr, "colo loader status: no loader answered at %s\n", address.c_str());
     return 1;
   }
-  std::printf("%s\n", reply.to_string().c_str());
+  std::printf("%s\n", stats->dump().c_str());
   return 0;
 }
 

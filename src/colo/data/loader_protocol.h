@@ -7,9 +7,11 @@
 //                                           "std":[..],"classes":k,"epoch_samples":n}
 //   {"op":"next","consumer":id,"seq":k} -> {"op":"chunk","seq":k2,"slot":s,"count":n,"epoch":e,
 //                                           "skipped":k2-k}   (k2 > k when k was dropped)
-//   {"op":"beat","consumer":id}         -> {"op":"alive"}
+//   {"op":"beat","consumer":id,"samples":n,"wait_s":w,"elapsed_s":t}
+//                                       -> {"op":"alive"}   (the figures so far, optional)
 //   {"op":"stats"}                      -> the producer's counters
-//   {"op":"bye","consumer":id}          -> (no reply)
+//   {"op":"bye","consumer":id,"samples":n,"wait_s":w,"elapsed_s":t}
+//                                       -> (no reply; its last figures stay in `stats`)
 //   anything from an unknown consumer   -> {"op":"error","message":...}
 //
 // Asking for chunk k tells the producer that the consumer is done with every

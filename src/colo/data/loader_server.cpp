@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -39,6 +40,7 @@ struct Consumer {
   bool behind = false;        // left behind since it last asked (no longer holds the ring back)
   int64_t requested = 0;      // the chunk its pending "next" asked for
   Stopwatch last_seen;        // since it last sent anything
+  nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
 };
 
 struct Published {
@@ -46,6 +48,19 @@ struct Published {
   int64_t count = 0;
   int64_t epoch = 0;
 };
+
+// One consumer in `stats`: its figures from the heartbeat or bye that
+// carried them (`reported`; none when it has not reported yet).
+nlohmann::json consumer_report(int64_t id, int64_t skipped, const nlohmann::json& reported) {
+  nlohmann::json one = {{"consumer", id}, {"chunks_skipped", skipped}};
+  if (!reported.is_object() || !reported.contains("samples")) return one;
+  double samples = reported.value("samples", 0.0), wait = reported.value("wait_s", 0.0);
+  double elapsed = std::max(reported.value("elapsed_s", 0.0), 1e-9);
+  one["samples"] = samples;
+  one["samples_per_s"] = samples / elapsed;
+  one["wait_pct"] = 100 * wait / elapsed;
+  return one;
+}
 
 }  // namespace
 
@@ -85,6 +100,7 @@ struct LoaderServer::State {
   int64_t next_seq = 0;                 // the chunk the assembler makes next
   int64_t oldest = 0;                   // oldest chunk still in the ring
   std::map<int64_t, Consumer> consumers;
+  std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, at most 16)
   int64_t next_consumer = 1;
   int64_t consumers_seen = 0;
   int64_t dropped = 0;
@@ -123,6 +139,9 @@ nlohmann::json LoaderServer::stats() const {
   int64_t slowest = s.next_seq;
   for (const auto& [id, c] : s.consumers) slowest = std::min(slowest, c.cursor);
   double cpu = cpu_core_seconds();
+  nlohmann::json consumers = nlohmann::json::array();
+  for (const auto& report : s.departed) consumers.push_back(report);
+  for (const auto& [id, c] : s.consumers) consumers.push_back(consumer_report(id, c.skipped, c.reported));
   return {{"op", "stats"},
           {"samples", s.samples},
           {"chunks", s.next_seq},
@@ -135,6 +154,7 @@ nlohmann::json LoaderServer::stats() const {
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
+          {"consumer_stats", consumers},
           {"corrupt_images", s.decoder.corrupt_images()},
           {"images", s.decoder.folder().size()}};
 }
@@ -281,6 +301,7 @@ void LoaderServer::serve(double report_s) {
       Consumer& c = found->second;
       c.last_seen.restart();
       if (op == "beat") {
+        if (request.contains("samples")) c.reported = request;
         lock.unlock();
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
@@ -292,6 +313,12 @@ void LoaderServer::serve(double report_s) {
         lock.unlock();
         s.changed.notify_all();
       } else if (op == "bye") {
+        if (request.contains("samples")) {
+          nlohmann::json report = consumer_report(found->first, found->second.skipped, request);
+          report["left"] = true;
+          s.departed.push_back(std::move(report));
+          if (s.departed.size() > 16) s.departed.pop_front();
+        }
         s.consumers.erase(found);
         if (s.consumers.empty()) s.idle_since.restart();
         lock.unlock();

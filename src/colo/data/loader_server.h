@@ -53,7 +53,9 @@ class LoaderServer {
   void stop() { stopping_ = true; }
 
   // Producer counters: chunks and samples produced, CPU core-seconds of the
-  // process, buffer depth, consumers; what `stats` requests answer.
+  // process, buffer depth, consumers; per consumer (`consumer_stats`) its
+  // samples, samples/s and time waiting for data as a percentage of its time
+  // connected, as of its last heartbeat. What `stats` requests answer.
   nlohmann::json stats() const;
 
  private:

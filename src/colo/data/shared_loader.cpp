@@ -42,6 +42,17 @@ zmq::socket_t dealer(zmq::context_t& context, const std::string& address) {
 
 }  // namespace
 
+std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s) {
+  zmq::context_t context;
+  zmq::socket_t socket = dealer(context, address);
+  socket.set(zmq::sockopt::linger, 0);
+  send_json(socket, {{"op", "stats"}});
+  nlohmann::json reply = receive_json(socket, timeout_s, [] { return false; });
+  socket.close();
+  if (!reply.is_object() || reply.value("op", "") != "stats") return std::nullopt;
+  return reply;
+}
+
 struct SharedLoaderClient::Connection {
   std::string address;
   zmq::context_t context;
@@ -79,7 +90,8 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   beats_ = std::thread([this, beat_every_s] {
     zmq::socket_t beat = dealer(connection_->context, connection_->address);
     while (!stop_beats_) {
-      send_json(beat, {{"op", "beat"}, {"consumer", id_}});
+      send_json(beat, {{"op", "beat"}, {"consumer", id_}, {"samples", reported_samples_.load()},
+                       {"wait_s", reported_wait_s_.load()}, {"elapsed_s", started_.elapsed_s()}});
       nlohmann::json reply = receive_json(beat, timeout_s_, [this] { return stop_beats_.load(); });
       if (stop_beats_) break;
       if (!reply.is_object() || reply.value("op", "") != "alive") {
@@ -105,7 +117,8 @@ SharedLoaderClient::~SharedLoaderClient() {
   if (beats_.joinable()) beats_.join();
   if (connection_) {
     try {
-      send_json(connection_->socket, {{"op", "bye"}, {"consumer", id_}});
+      send_json(connection_->socket, {{"op", "bye"}, {"consumer", id_}, {"samples", samples_}, {"wait_s", wait_s_},
+                                      {"elapsed_s", started_.elapsed_s()}});
     } catch (const zmq::error_t&) {
     }
     connection_->socket.close();
@@ -169,6 +182,8 @@ void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {
   }
   ++batches_;
   samples_ += batch_size_;
+  reported_samples_ = samples_;
+  reported_wait_s_ = wait_s_;
 }
 
 nlohmann::json SharedLoaderClient::stats() const {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,10 @@ namespace colo::data {
 struct ProducerLost : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The counters of the producer at `address` (LoaderServer::stats), or
+// nullopt when none answers within `timeout_s`. Registers no consumer.
+std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s);
 
 class SharedLoaderClient {
  public:
@@ -70,6 +75,9 @@ class SharedLoaderClient {
   int64_t seq_ = 0;               // the chunk requested next
   int64_t batches_ = 0, samples_ = 0, skipped_ = 0;
   double wait_s_ = 0;
+  // What the heartbeat thread reports: samples_ and wait_s_ as of the last batch.
+  std::atomic<int64_t> reported_samples_{0};
+  std::atomic<double> reported_wait_s_{0};
   Stopwatch started_;  // since connecting
   std::atomic<bool> producer_lost_{false};
   std::string lost_reason_;  // set by the heartbeat thread before producer_lost_
