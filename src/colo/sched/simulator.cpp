@@ -42,6 +42,11 @@ class Simulation {
     readings_.assign(static_cast<size_t>(options.gpus), Reading{0.0, 0});
     advanced_to_.assign(static_cast<size_t>(options.gpus), 0.0);
     view_stale_.assign(static_cast<size_t>(options.gpus), 1);
+    std::map<std::string, int> workloads;
+    for (const auto& t : trace) {
+      workload_id_.push_back(workloads.emplace(workload_of(t), static_cast<int>(workloads.size())).first->second);
+    }
+    alone_known_.assign(workloads.size(), 0);
     result_.policy = options.policy;
     result_.mode = to_string(options.mode);
     for (size_t i = 0; i < trace.size(); ++i) {
@@ -136,7 +141,7 @@ class Simulation {
   // whose figures are known is watched; once its own is known, its GPU
   // closes when the sum did not grow enough with it.
   std::optional<double> normalized_throughput(int64_t id) const {
-    if (alone_known_.count(workload_of(trace_[id])) == 0) return std::nullopt;
+    if (!alone_known(id)) return std::nullopt;
     if (now_ - result_.jobs[id].start_s < options_.thresholds.throughput_window_s - kEpsilon) return std::nullopt;
     double rate = 1.0;
     for (int g : gpus_of_[static_cast<size_t>(id)]) rate = std::min(rate, gpu_rate(g));
@@ -151,12 +156,20 @@ class Simulation {
 
   void watch_join(int64_t id, const std::vector<int>& gpus) {
     if (!options_.throughput_rule || !policy_->within_collocation_thresholds() ||
-        alone_known_.count(workload_of(trace_[id])) == 0) {
+        !alone_known(id)) {
       return;
     }
-    bool watched = false;
-    for (int g : gpus) watched = watch_.joined(g, id, throughput_on(g), now_) || watched;
-    if (watched) verdicts_due_.insert(now_ + options_.thresholds.throughput_window_s);
+    bool due = false;
+    for (int g : gpus) {
+      std::vector<JobThroughput> others = throughput_on(g);
+      std::vector<int> watched = watch_.watched_gpus();
+      bool another_join_here = std::find(watched.begin(), watched.end(), g) != watched.end();
+      if (!watch_.joined(g, id, others, now_)) continue;
+      // An event at the verdict only where it may close the GPU: a verdict
+      // that passes changes nothing, and comes at any later event.
+      due = due || another_join_here || may_stop_growing(g, id, others);
+    }
+    if (due) verdicts_due_.insert(now_ + options_.thresholds.throughput_window_s);
   }
 
   void watch_throughput() {
@@ -171,6 +184,20 @@ class Simulation {
       }
     }
   }
+
+  // Whether, at today's rates, `id` joining `others` on `g` would leave
+  // their summed throughput short of the rule's gain.
+  bool may_stop_growing(int g, int64_t id, const std::vector<JobThroughput>& others) const {
+    double before = 0, sm = trace_[id].sm_activity;
+    for (const auto& job : others) before += *job.normalized;
+    for (int64_t other : on_gpu_[g]) sm += trace_[other].sm_activity;
+    double rate = 1.0 / std::max(1.0, sm);
+    if (options_.mode == CollocationMode::kShared) rate *= 1.0 - options_.shared_overhead;
+    double after = rate * static_cast<double>(others.size() + 1);
+    return after < before * (1 + options_.thresholds.min_throughput_gain) + kEpsilon;
+  }
+
+  bool alone_known(int64_t id) const { return alone_known_[static_cast<size_t>(workload_id_[static_cast<size_t>(id)])]; }
 
   double next_verdict_s() const { return verdicts_due_.empty() ? kInf : *verdicts_due_.begin(); }
 
@@ -378,7 +405,7 @@ class Simulation {
       } else {
         job.state = JobState::kCompleted;
         job.end_s = now_;
-        alone_known_.insert(workload_of(trace_[id]));
+        alone_known_[static_cast<size_t>(workload_id_[static_cast<size_t>(id)])] = 1;
       }
     }
   }
@@ -421,7 +448,8 @@ class Simulation {
   std::vector<JobRequest> requests_;
   std::map<std::string, double> learned_share_;  // measured SM share by command
   ThroughputWatch watch_;
-  std::set<std::string> alone_known_;  // workloads with a completed job: their throughput alone is known
+  std::vector<int> workload_id_;      // by job: its workload (workload_of), numbered
+  std::vector<char> alone_known_;     // by workload: a job of it completed, so its throughput alone is known
   std::multiset<double> verdicts_due_;  // when watched joins' figures become known
   std::set<QueueKey> queue_;
   std::vector<GpuView> views_;  // kept current through placements and across rounds (steady GPUs)
