@@ -53,13 +53,13 @@ class TransformerClassifier(nn.Module):
 _OPTIMISERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
 
-def train_both(build, n, batches, name, **hyper):
+def train_both(build, n, batches, name, channels_last=False, **hyper):
     """Trains n models fused and the same n models alone, in float64 (so that
     rounding does not grow into different ReLU decisions); returns both."""
     torch.manual_seed(0)
     alone = [build().double() for _ in range(n)]
     batches = [(x.double() if x.is_floating_point() else x, y) for x, y in batches]
-    fused = cf.fuse([copy.deepcopy(m) for m in alone])
+    fused = cf.fuse([copy.deepcopy(m) for m in alone], channels_last=channels_last)
     trainer = cf.Trainer(fused, cf.optimizer(fused, name, **hyper))
     per_model = [{k: (v[i] if isinstance(v, list) else v) for k, v in hyper.items()} for i in range(n)]
     optimisers = [_OPTIMISERS[name](m.parameters(), **h) for m, h in zip(alone, per_model)]
@@ -105,11 +105,15 @@ def image_batches(count, batch, channels, size, classes=10):
              torch.randint(0, classes, (batch,), generator=generator)) for _ in range(count)]
 
 
-def test_user_cnn_fused_trains_like_separate_models():
-    fused, alone = train_both(UserCNN, 3, image_batches(4, 16, 1, 28), "sgd",
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_user_cnn_fused_trains_like_separate_models(channels_last):
+    fused, alone = train_both(UserCNN, 3, image_batches(4, 16, 1, 28), "sgd", channels_last=channels_last,
                               lr=[0.1, 0.05, 0.01], momentum=[0.9, 0.5, 0.0], weight_decay=[0.0, 1e-4, 5e-4])
     assert largest_difference(fused, alone) < 1e-9
     assert fused.models == 3
+    if channels_last:  # weights stored NHWC, so a step copies none
+        conv = next(m for m in fused.modules() if type(m).__name__ == "FusedConv")
+        assert conv.weight.flatten(0, 1).is_contiguous(memory_format=torch.channels_last)
 
 
 def test_resnet18_fused_trains_like_separate_models():

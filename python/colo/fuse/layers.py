@@ -66,6 +66,11 @@ class FusedConv(FusedLayer):
         self.own_kernels = own_kernels and self.dims == 2 and not self.transposed
         if self.transposed or self.groups != 1:
             self.takes = (STACKED,)
+        if channels_last and self.dims == 2 and not self.transposed:
+            # Stored so that weight.flatten(0, 1) is already NHWC: no layout
+            # copy per step, and the gradient arrives in the same layout.
+            w = self.weight.data
+            self.weight.data = w.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
 
     def forward(self, x, layout):
         groups = self.groups if layout == PLAIN else self.groups * self.models
