@@ -43,15 +43,19 @@ TEST(ColoCompare, SweepRunsAtEveryLevelThatAppliesAndCountsWhatWasTrained) {
             "[model]\nname = \"mlp\"\nwidths = [16]\n"
             "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 256\ntest_size = 64\n"
             "[optimizer]\nname = \"sgd\"\nlr = 0.05\n[sweep]\n[sweep.axes]\nlr = [0.01, 0.1]\n");
-  auto run = run_colo(dir, "compare " + dir.file("s.toml") + " --steps 5 --no-plots --out " + dir.file("out"));
+  auto run = run_colo(dir, "compare " + dir.file("s.toml") + " --steps 5 --warmup 1 --no-plots --out " +
+                               dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
   EXPECT_EQ(summary["kind"], "sweep");
   EXPECT_EQ(summary["jobs"], 2);
+  EXPECT_EQ(summary["warmup_rounds"], 1);
   // Two models of 5 steps of 32 samples, however they were run.
   for (const char* name : {"sequential", "timeslice", "fused"}) {
     nlohmann::json l = level(summary, name);
     ASSERT_EQ(l["runs"].size(), 1u) << l.dump();
+    ASSERT_EQ(l["warmup_runs"].size(), 1u) << "the warm-up round is kept apart: " << l.dump();
+    EXPECT_EQ(l["warmup_runs"][0]["samples"], 320) << name;
     EXPECT_TRUE(l["runs"][0]["ok"].get<bool>()) << l.dump();
     EXPECT_EQ(l["runs"][0]["samples"], 320) << name;
     double wall = l["runs"][0]["wall_s"].get<double>();

@@ -22,6 +22,7 @@ struct CompareArgs {
   std::string out = "runs/compare";
   int64_t steps = 0;
   int repeat = 1;
+  int warmup = 0;          // rounds run first and left out of the figures
   bool plots = true;
   LevelOptions level;
 };
@@ -88,13 +89,21 @@ int run_compare(const CompareArgs& args) {
     levels.push_back(r);
   }
   // Rounds interleave the levels, so a slow spell of the machine hits all.
-  for (int round = 0; round < args.repeat; ++round) {
+  // Warm-up rounds come first: a machine's first round pays cold caches.
+  for (int round = -args.warmup; round < args.repeat; ++round) {
+    bool warming = round < 0;
     for (LevelResults& r : levels) {
       if (!r.skipped.empty()) continue;
       LevelOptions options = args.level;
-      options.out_dir = args.out + "/round-" + std::to_string(round + 1);
-      std::fprintf(stderr, "colo compare: round %d/%d, %s ...\n", round + 1, args.repeat,
-                   to_string(r.level).c_str());
+      options.out_dir = args.out + (warming ? "/warmup-" + std::to_string(round + args.warmup + 1)
+                                            : "/round-" + std::to_string(round + 1));
+      if (warming) {
+        std::fprintf(stderr, "colo compare: warm-up %d/%d, %s ...\n", round + args.warmup + 1, args.warmup,
+                     to_string(r.level).c_str());
+      } else {
+        std::fprintf(stderr, "colo compare: round %d/%d, %s ...\n", round + 1, args.repeat,
+                     to_string(r.level).c_str());
+      }
       LevelRun run = run_share_level(r.level, workload, devices, options);
       if (run.ok) {
         std::fprintf(stderr, "colo compare:   %.0f samples/s over %.1f s%s\n", run.samples_per_s, run.wall_s,
@@ -102,7 +111,7 @@ int run_compare(const CompareArgs& args) {
       } else {
         std::fprintf(stderr, "colo compare:   failed: %s\n", run.error.c_str());
       }
-      r.runs.push_back(std::move(run));
+      (warming ? r.warmup : r.runs).push_back(std::move(run));
     }
   }
   for (LevelResults& r : levels) summarise(r);
@@ -113,7 +122,8 @@ int run_compare(const CompareArgs& args) {
 
   nlohmann::json summary = {{"workload", args.workload},     {"kind", workload.kind},
                             {"jobs", workload.jobs.size()},   {"gpus", devices.size()},
-                            {"rounds", args.repeat},          {"slots", args.level.slots},
+                            {"rounds", args.repeat},          {"warmup_rounds", args.warmup},
+                            {"slots", args.level.slots},
                             {"steps", args.steps},            {"levels", nlohmann::json::array()},
                             {"recommended_for_throughput", to_json(speed)},
                             {"recommended_for_energy", to_json(energy)}};
@@ -149,6 +159,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--repeat", args->repeat, "rounds of every level (medians and spread reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd->add_option("--warmup", args->warmup,
+                  "rounds of every level run first and left out of the figures (a first round pays cold caches)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10));
   cmd->add_option("--level-timeout", args->level.timeout_s, "seconds one level may run before it is stopped")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));

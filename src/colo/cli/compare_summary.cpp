@@ -104,6 +104,10 @@ nlohmann::json to_json(const LevelResults& r) {
   if (!r.failure.empty()) j["failure"] = r.failure;
   j["runs"] = nlohmann::json::array();
   for (const LevelRun& run : r.runs) j["runs"].push_back(to_json(run));
+  if (!r.warmup.empty()) {
+    j["warmup_runs"] = nlohmann::json::array();
+    for (const LevelRun& run : r.warmup) j["warmup_runs"].push_back(to_json(run));
+  }
   return j;
 }
 

@@ -17,6 +17,7 @@ struct LevelResults {
   ShareLevel level = ShareLevel::kSequential;
   std::string skipped;          // non-empty: never run, and why
   std::vector<LevelRun> runs;   // one per round
+  std::vector<LevelRun> warmup; // warm-up rounds: run first, kept out of the figures
   // Over the runs that succeeded (nullopt when none did):
   std::optional<double> median_samples_per_s, min_samples_per_s, max_samples_per_s;
   std::optional<double> median_samples_per_j, min_samples_per_j, max_samples_per_j;
