@@ -59,6 +59,15 @@ TEST(ColoMonitor, SamplesWhileTheCommandRunsAndPassesOnItsExitStatus) {
   EXPECT_NE(run.out.find("energy_j"), std::string::npos) << "prints a summary table";
 }
 
+TEST(ColoMonitor, AMalformedLoaderAddressIsRejectedBeforeAnythingIsWritten) {
+  TempDir dir;
+  auto run = run_colo(dir, "monitor --duration 0.2 --loader not-an-address --out " + dir.file("s.csv"),
+                      "COLO_SIMULATED_GPUS=1");
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("'not-an-address'"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("s.csv")));
+}
+
 TEST(ColoMonitor, NeedsACommandOrADuration) {
   TempDir dir;
   auto run = run_colo(dir, "monitor");

@@ -106,6 +106,17 @@ TEST(SharedLoader, TheProducerReportsEachConsumersThroughputAndDataWaitToASample
   EXPECT_EQ(written, summary[0]["answers"].get<int>());
 }
 
+TEST(SharedLoader, AMalformedAddressIsAClearErrorNotACrash) {
+  try {
+    LoaderSampler sampler({"not-an-address"}, 0.1);
+    FAIL() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'not-an-address'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(SharedLoaderClient("not-an-address", 8, 0.5), std::invalid_argument);
+  EXPECT_THROW(query_loader_stats("not-an-address", 0.5), std::invalid_argument);
+}
+
 TEST(SharedLoader, ConsumersWithDifferentBatchSizesSeeTheSameSamplesInTheSameOrder) {
   testing::TempDir dir;
   Producer producer(dir, 50, 16, 8);

@@ -98,10 +98,10 @@ int run_monitor(const MonitorArgs& args) {
   if (args.command.empty() && args.duration_s <= 0) {
     throw InputError("colo monitor", "", "expected a command after -- or --duration S");
   }
+  data::LoaderSampler loaders(args.loaders, args.interval_s, args.out.empty() ? "" : loader_samples_path(args.out));
   auto devices = gpu::discover_devices();
   if (devices.empty()) std::fprintf(stderr, "colo monitor: no GPU; only timing the command\n");
   gpu::Sampler sampler(devices, {args.interval_s, 1 << 20, args.out});
-  data::LoaderSampler loaders(args.loaders, args.interval_s, args.out.empty() ? "" : loader_samples_path(args.out));
   Stopwatch wall;
   sampler.start();
   loaders.start();

@@ -29,7 +29,9 @@ nlohmann::json latest_reports(const std::vector<nlohmann::json>& answers) {
 
 LoaderSampler::LoaderSampler(std::vector<std::string> addresses, double interval_s, std::string out)
     : addresses_(std::move(addresses)), interval_s_(interval_s), out_(std::move(out)),
-      answers_(addresses_.size()), unanswered_(addresses_.size(), 0) {}
+      answers_(addresses_.size()), unanswered_(addresses_.size(), 0) {
+  for (const auto& address : addresses_) check_loader_address(address);
+}
 
 LoaderSampler::~LoaderSampler() { stop(); }
 

@@ -23,6 +23,7 @@ namespace colo::data {
 
 class LoaderSampler {
  public:
+  // Throws std::invalid_argument for a malformed address (nothing sampled).
   // `out`: when not empty, every answer is written to this JSON Lines file
   // ({"time_s", "address", ...the producer's stats}).
   LoaderSampler(std::vector<std::string> addresses, double interval_s, std::string out = "");

@@ -43,6 +43,9 @@ struct Consumer {
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
 };
 
+// Departed consumers whose last report `stats` still lists.
+constexpr size_t kDepartedKept = 16;
+
 struct Published {
   int64_t slot = 0;
   int64_t count = 0;
@@ -100,7 +103,7 @@ struct LoaderServer::State {
   int64_t next_seq = 0;                 // the chunk the assembler makes next
   int64_t oldest = 0;                   // oldest chunk still in the ring
   std::map<int64_t, Consumer> consumers;
-  std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, at most 16)
+  std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, kDepartedKept)
   int64_t next_consumer = 1;
   int64_t consumers_seen = 0;
   int64_t dropped = 0;
@@ -317,7 +320,7 @@ void LoaderServer::serve(double report_s) {
           nlohmann::json report = consumer_report(found->first, found->second.skipped, request);
           report["left"] = true;
           s.departed.push_back(std::move(report));
-          if (s.departed.size() > 16) s.departed.pop_front();
+          if (s.departed.size() > kDepartedKept) s.departed.pop_front();
         }
         s.consumers.erase(found);
         if (s.consumers.empty()) s.idle_since.restart();

@@ -36,11 +36,23 @@ nlohmann::json receive_json(zmq::socket_t& socket, double timeout_s, GiveUp give
 zmq::socket_t dealer(zmq::context_t& context, const std::string& address) {
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 200);
-  socket.connect(address);
+  try {
+    socket.connect(address);
+  } catch (const zmq::error_t& e) {
+    throw std::invalid_argument("shared loader: cannot connect to '" + address + "': " + e.what() +
+                                " (expected ipc://PATH or tcp://HOST:PORT)");
+  }
   return socket;
 }
 
 }  // namespace
+
+void check_loader_address(const std::string& address) {
+  zmq::context_t context;
+  zmq::socket_t socket = dealer(context, address);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.close();
+}
 
 std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s) {
   zmq::context_t context;

@@ -24,8 +24,13 @@ struct ProducerLost : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws std::invalid_argument naming `address` when it is no ZeroMQ
+// address a consumer could connect to (ipc://PATH, tcp://HOST:PORT).
+void check_loader_address(const std::string& address);
+
 // The counters of the producer at `address` (LoaderServer::stats), or
 // nullopt when none answers within `timeout_s`. Registers no consumer.
+// Throws std::invalid_argument for a malformed address.
 std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s);
 
 class SharedLoaderClient {

@@ -188,12 +188,9 @@ class Simulation {
   // Whether, at today's rates, `id` joining `others` on `g` would leave
   // their summed throughput short of the rule's gain.
   bool may_stop_growing(int g, int64_t id, const std::vector<JobThroughput>& others) const {
-    double before = 0, sm = trace_[id].sm_activity;
+    double before = 0;
     for (const auto& job : others) before += *job.normalized;
-    for (int64_t other : on_gpu_[g]) sm += trace_[other].sm_activity;
-    double rate = 1.0 / std::max(1.0, sm);
-    if (options_.mode == CollocationMode::kShared) rate *= 1.0 - options_.shared_overhead;
-    double after = rate * static_cast<double>(others.size() + 1);
+    double after = rate_with(g, id) * static_cast<double>(others.size() + 1);
     return after < before * (1 + options_.thresholds.min_throughput_gain) + kEpsilon;
   }
 
@@ -201,13 +198,18 @@ class Simulation {
 
   double next_verdict_s() const { return verdicts_due_.empty() ? kInf : *verdicts_due_.begin(); }
 
-  double gpu_rate(int g) const {
-    double sum = 0;
+  // Each job's speed on GPU `g` as a fraction of alone; with `joining` (a
+  // job not yet there) counted in when it is not -1.
+  double rate_with(int g, int64_t joining) const {
+    double sum = joining >= 0 ? trace_[joining].sm_activity : 0;
     for (int64_t id : on_gpu_[g]) sum += trace_[id].sm_activity;
+    size_t jobs = on_gpu_[g].size() + (joining >= 0 ? 1 : 0);
     double rate = 1.0 / std::max(1.0, sum);
-    if (options_.mode == CollocationMode::kShared && on_gpu_[g].size() > 1) rate *= 1.0 - options_.shared_overhead;
+    if (options_.mode == CollocationMode::kShared && jobs > 1) rate *= 1.0 - options_.shared_overhead;
     return rate;
   }
+
+  double gpu_rate(int g) const { return rate_with(g, -1); }
 
   JobRequest request_for(int64_t id) const {
     JobRequest request = requests_[id];
@@ -245,6 +247,7 @@ class Simulation {
     r.remaining_s = t.duration_s;
     r.done_below_s = kEpsilon * std::max(1.0, t.duration_s);
     int64_t held_most = 0;
+    watch_join(id, placement.gpus);  // before it counts on its GPUs: their jobs' figures without it
     for (int g : placement.gpus) {
       catch_up(g);
       int64_t physical_free = options_.gpu.mem_total_bytes - readings_[static_cast<size_t>(g)].mem_used_bytes;
@@ -253,7 +256,6 @@ class Simulation {
         held = std::max<int64_t>(physical_free, 0);
         r.oom_at_s = std::min(r.oom_at_s, now_ + std::min(options_.oom_after_s, t.duration_s));
       }
-      if (g == placement.gpus.front()) watch_join(id, placement.gpus);
       gpus_[g]->place(id, {static_cast<uint32_t>(id), held, t.sm_activity});
       reread(g);
       on_gpu_[g].push_back(id);
