@@ -237,8 +237,10 @@ fi
 
 if want compare; then
   export PATH="$PWD/$BUILD:$PATH"
+  # colo.report_progress for the plain PyTorch scripts (pure Python; no core needed).
+  export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
   mkdir -p "$OUT/compare"
-  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 300;resnet18x8:examples/compare/resnet18x8.toml:--steps 100;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
+  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 2000;resnet18x8:examples/compare/resnet18x8.toml:--steps 400;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
   IFS=';' read -r -a entries <<<"$runs"
   for entry in "${entries[@]}"; do
     IFS=: read -r name file extra <<<"$entry"
@@ -249,8 +251,9 @@ if want compare; then
     grep -E "^ *(sequential|timeslice|mps|slots|scheduler|fused|streams) |recommended" "$OUT/compare/$name.txt" \
       | tee -a "$summary"
     # Only the summary and the PNGs come back (the device returns few files).
-    rm -rf "$OUT/compare/$name"/round-*
+    rm -rf "$OUT/compare/$name"/round-* "$OUT/compare/$name"/warmup-*
   done
+  tar czf "$OUT/compare.tgz" -C "$OUT" compare
 fi
 
 echo "== summary =="

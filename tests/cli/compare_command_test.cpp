@@ -58,6 +58,8 @@ TEST(ColoCompare, SweepRunsAtEveryLevelThatAppliesAndCountsWhatWasTrained) {
     EXPECT_EQ(l["warmup_runs"][0]["samples"], 320) << name;
     EXPECT_TRUE(l["runs"][0]["ok"].get<bool>()) << l.dump();
     EXPECT_EQ(l["runs"][0]["samples"], 320) << name;
+    // Five steps are over before a second progress write: timed by the wall.
+    EXPECT_EQ(summary["basis"], "wall");
     double wall = l["runs"][0]["wall_s"].get<double>();
     EXPECT_NEAR(l["samples_per_s"].get<double>(), 320 / wall, 1e-6 * 320 / wall) << name;
   }
@@ -102,6 +104,85 @@ TEST(ColoCompare, JobFileLevelsRunAndAFailingLevelNeverStopsTheOthers) {
   nlohmann::json best = level(summary, rec["best"]), next = level(summary, rec["runner_up"]);
   EXPECT_EQ(rec["within_noise"].get<bool>(),
             next["samples_per_s_max"].get<double>() >= best["samples_per_s_min"].get<double>());
+}
+
+// A job that sleeps `startup_s`, then "trains" `rate` samples/s for
+// `train_s`, reporting through $COLO_PROGRESS_FILE as colo.report_progress
+// does (the documented format, written atomically).
+std::string reporting_job(const TempDir& dir, const std::string& name, double startup_s, double rate,
+                          double train_s) {
+  std::string script = dir.write("reporting_job.py",
+                                 "import json, os, sys, time\n"
+                                 "startup, rate, length = (float(a) for a in sys.argv[1:])\n"
+                                 "time.sleep(startup)\n"
+                                 "path, start = os.environ['COLO_PROGRESS_FILE'], time.time()\n"
+                                 "interval = float(os.environ['COLO_PROGRESS_INTERVAL_S'])\n"
+                                 "while True:\n"
+                                 "    now = min(time.time(), start + length)\n"
+                                 "    with open(path + '.tmp', 'w') as f:\n"
+                                 "        json.dump({'samples': int((now - start) * rate), 'train_s': now - start,"
+                                 " 'at': now}, f)\n"
+                                 "    os.replace(path + '.tmp', path)\n"
+                                 "    if now >= start + length:\n"
+                                 "        break\n"
+                                 "    time.sleep(interval)\n");
+  return "[[job]]\nname = \"" + name + "\"\ncommand = \"python3 " + script + " " + std::to_string(startup_s) + " " +
+         std::to_string(rate) + " " + std::to_string(train_s) + "\"\nsamples = " +
+         std::to_string(static_cast<int64_t>(rate * train_s)) + "\n";
+}
+
+TEST(ColoCompare, JobsThatReportProgressAreTimedWithoutTheirStartUp) {
+  TempDir dir;
+  // Two jobs: 1 s of start-up, then 1.5 s at 2,000 samples/s each.
+  dir.write("jobs.toml", reporting_job(dir, "a", 1.0, 2000, 1.5) + reporting_job(dir, "b", 1.0, 2000, 1.5));
+  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") + " --levels sequential,timeslice --no-plots --out " +
+                               dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
+  EXPECT_EQ(summary["basis"], "training") << summary.dump();
+  nlohmann::json seq = level(summary, "sequential")["runs"][0], all = level(summary, "timeslice")["runs"][0];
+  // Training time only: one job's rate one at a time, two jobs' at once.
+  EXPECT_NEAR(seq["samples_per_s"].get<double>(), 2000, 200) << seq.dump();
+  EXPECT_NEAR(all["samples_per_s"].get<double>(), 4000, 400) << all.dump();
+  // The wall figures pay the start-up: 6,000 samples in about 5 s and 2.5 s.
+  EXPECT_LT(seq["wall_samples_per_s"].get<double>(), 1400) << seq.dump();
+  EXPECT_LT(all["wall_samples_per_s"].get<double>(), 2700) << all.dump();
+  EXPECT_NE(run.out.find("start-up and warm-up left out"), std::string::npos) << run.out;
+
+  // With a job that does not report, every level falls back to wall time.
+  dir.write("mixed.toml", reporting_job(dir, "a", 0.2, 2000, 1.0) +
+                              "[[job]]\nname = \"quiet\"\ncommand = \"sleep 1\"\nsamples = 1000\n");
+  auto mixed = run_colo(dir, "compare " + dir.file("mixed.toml") + " --levels sequential,timeslice --no-plots --out " +
+                                 dir.file("out2"));
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  auto mixed_summary = nlohmann::json::parse(read_file(dir.file("out2/summary.json")));
+  EXPECT_EQ(mixed_summary["basis"], "wall");
+  nlohmann::json wall = level(mixed_summary, "timeslice")["runs"][0];
+  EXPECT_DOUBLE_EQ(wall["samples_per_s"].get<double>(), wall["wall_samples_per_s"].get<double>());
+}
+
+TEST(ColoCompare, ALevelPastItsTimeLimitIsMeasuredFromProgressSoFar) {
+  TempDir dir;
+  dir.write("jobs.toml", reporting_job(dir, "a", 0.2, 1000, 30) + reporting_job(dir, "b", 0.2, 1000, 30) +
+                             "[[job]]\nname = \"quiet\"\ncommand = \"sleep 30\"\nsamples = 1000\n");
+  dir.write("reporting.toml", reporting_job(dir, "a", 0.2, 1000, 30) + reporting_job(dir, "b", 0.2, 1000, 30));
+  auto run = run_colo(dir, "compare " + dir.file("reporting.toml") +
+                               " --levels timeslice --level-timeout 2 --no-plots --out " + dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  nlohmann::json l = level(nlohmann::json::parse(read_file(dir.file("out/summary.json"))), "timeslice");
+  nlohmann::json r = l["runs"][0];
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_TRUE(r["stopped_at_budget"].get<bool>());
+  EXPECT_NEAR(r["samples_per_s"].get<double>(), 2000, 250) << r.dump();
+  EXPECT_LT(r["samples"].get<int64_t>(), 5000) << "counted from progress, not the declared 60,000";
+  EXPECT_LT(r["wall_s"].get<double>(), 10);
+  EXPECT_NE(run.out.find("stopped at --level-timeout"), std::string::npos) << run.out;
+  // A job that reports nothing cannot be measured before its end: failed, with why.
+  auto quiet = run_colo(dir, "compare " + dir.file("jobs.toml") + " --levels timeslice --level-timeout 2 --no-plots"
+                                 " --out " + dir.file("out2"));
+  nlohmann::json q = level(nlohmann::json::parse(read_file(dir.file("out2/summary.json"))), "timeslice");
+  EXPECT_NE(q["failure"].get<std::string>().find("report no progress"), std::string::npos) << q.dump();
+  EXPECT_EQ(quiet.status, 1) << "no level measured";
 }
 
 // A `colo train` spec on a small synthetic image set: `model` lines, 4 steps of 32.

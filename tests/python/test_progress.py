@@ -1,5 +1,6 @@
 """colo.report_progress writes what colo's runner reads (core/progress_file.h)."""
 import json
+import time
 
 import colo
 import colo.progress
@@ -9,12 +10,33 @@ def test_report_progress_writes_the_file_colo_names(tmp_path, monkeypatch):
     path = tmp_path / "job.progress"
     monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
     monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0})
+    before = time.time()
     colo.report_progress(samples=256, train_s=0.5)
-    assert json.loads(path.read_text()) == {"samples": 256, "train_s": 0.5}
+    written = json.loads(path.read_text())
+    assert before <= written.pop("at") <= time.time()  # colo compare times training by it
+    assert written == {"samples": 256, "train_s": 0.5}
     colo.report_progress(samples=512, train_s=1.0)  # within the interval: not written yet
     assert json.loads(path.read_text())["samples"] == 256
     colo.report_progress(samples=1024, train_s=2.0, interval_s=0)
-    assert json.loads(path.read_text()) == {"samples": 1024, "train_s": 2.0}
+    written = json.loads(path.read_text())
+    assert (written["samples"], written["train_s"]) == (1024, 2.0)
+
+
+def test_the_reader_may_ask_for_writes_more_often(tmp_path, monkeypatch):
+    path = tmp_path / "job.progress"
+    monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
+    monkeypatch.setenv("COLO_PROGRESS_INTERVAL_S", "0.05")
+    monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0})
+    colo.report_progress(samples=1)
+    colo.report_progress(samples=2)
+    assert json.loads(path.read_text())["samples"] == 1  # the default 1 s would hold it back too
+    time.sleep(0.06)
+    colo.report_progress(samples=3)
+    assert json.loads(path.read_text())["samples"] == 3
+    monkeypatch.setenv("COLO_PROGRESS_INTERVAL_S", "not a number")
+    time.sleep(0.06)
+    colo.report_progress(samples=4)
+    assert json.loads(path.read_text())["samples"] == 3, "a bad value leaves the 1 s default"
 
 
 def test_report_progress_outside_colo_does_nothing(tmp_path, monkeypatch):

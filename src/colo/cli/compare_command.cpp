@@ -49,6 +49,12 @@ std::string range_cell(const std::optional<double>& median, const std::optional<
   return cell;
 }
 
+std::string level_note(const LevelResults& l, const LevelRun* last_ok) {
+  if (!l.failure.empty()) return "failed: " + l.failure;
+  if (last_ok && last_ok->stopped_at_budget) return "stopped at --level-timeout: measured up to there";
+  return "";
+}
+
 void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
   TablePrinter table({{"level", 10}, {"samples/s", 24}, {"samples/J", 20}, {"SM", 6}, {"peak mem", 10},
                       {"wall s", 8}, {"note", 0}});
@@ -67,8 +73,19 @@ void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
                range_cell(l.median_samples_per_j, l.min_samples_per_j, l.max_samples_per_j, 1, rounds),
                last_ok && last_ok->mean_sm ? percent(*last_ok->mean_sm, 0) : "-",
                last_ok && last_ok->peak_mem_bytes ? bytes_human(static_cast<double>(*last_ok->peak_mem_bytes)) : "-",
-               last_ok ? fixed(last_ok->wall_s, 1) : "-", l.failure.empty() ? "" : "failed: " + l.failure});
+               last_ok ? fixed(last_ok->wall_s, 1) : "-", level_note(l, last_ok)});
   }
+}
+
+// Training figures when every measured run has them, else wall figures:
+// levels are only compared on one basis.
+ThroughputBasis common_basis(const std::vector<LevelResults>& levels) {
+  for (const LevelResults& r : levels) {
+    for (const LevelRun& run : r.runs) {
+      if (run.ok && !run.train_samples_per_s) return ThroughputBasis::kWall;
+    }
+  }
+  return ThroughputBasis::kTraining;
 }
 
 int run_compare(const CompareArgs& args) {
@@ -106,16 +123,32 @@ int run_compare(const CompareArgs& args) {
       }
       LevelRun run = run_share_level(r.level, workload, devices, options);
       if (run.ok) {
-        std::fprintf(stderr, "colo compare:   %.0f samples/s over %.1f s%s\n", run.samples_per_s, run.wall_s,
-                     run.energy_j ? (", " + fixed(*run.energy_j, 0) + " J").c_str() : "");
+        std::string training = run.train_samples_per_s
+                                   ? fixed(*run.train_samples_per_s, 0) + " samples/s training, "
+                                   : "";
+        std::fprintf(stderr, "colo compare:   %s%.0f samples/s over %.1f s of wall time%s%s\n", training.c_str(),
+                     run.wall_samples_per_s, run.wall_s,
+                     run.energy_j ? (", " + fixed(*run.energy_j, 0) + " J").c_str() : "",
+                     run.stopped_at_budget ? " (stopped at the time limit)" : "");
       } else {
         std::fprintf(stderr, "colo compare:   failed: %s\n", run.error.c_str());
       }
       (warming ? r.warmup : r.runs).push_back(std::move(run));
     }
   }
-  for (LevelResults& r : levels) summarise(r);
+  ThroughputBasis basis = common_basis(levels);
+  for (LevelResults& r : levels) {
+    for (LevelRun& run : r.runs) {
+      if (run.ok) use_basis(run, basis);
+    }
+    summarise(r);
+  }
   print_table(levels, static_cast<size_t>(args.repeat));
+  std::printf("%s\n", basis == ThroughputBasis::kTraining
+                          ? "samples/s and samples/J: over the time the jobs trained, start-up and warm-up left out "
+                            "(wall s: first start to last end)"
+                          : "samples/s and samples/J: over the wall time, start-up included (not every job "
+                            "reports its progress through $COLO_PROGRESS_FILE)");
   Recommendation speed = recommend(levels, "samples_per_s");
   Recommendation energy = recommend(levels, "samples_per_j");
   std::printf("recommended %s\nrecommended %s\n", speed.reason.c_str(), energy.reason.c_str());
@@ -124,7 +157,8 @@ int run_compare(const CompareArgs& args) {
                             {"jobs", workload.jobs.size()},   {"gpus", devices.size()},
                             {"rounds", args.repeat},          {"warmup_rounds", args.warmup},
                             {"slots", args.level.slots},
-                            {"steps", args.steps},            {"levels", nlohmann::json::array()},
+                            {"steps", args.steps},            {"basis", to_string(basis)},
+                            {"levels", nlohmann::json::array()},
                             {"recommended_for_throughput", to_json(speed)},
                             {"recommended_for_energy", to_json(energy)}};
   for (const LevelResults& r : levels) summary["levels"].push_back(to_json(r));
@@ -170,8 +204,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--mps-control", args->level.mps_control, "the MPS control program")->capture_default_str();
   cmd->add_flag("--no-plots", [args](int64_t) { args->plots = false; }, "skip the PNGs");
   cmd->footer(
-      "\nEach level runs the whole workload; throughput is trained samples over the wall time from\n"
-      "the first start to the last end, energy the GPUs' energy counters over that window.\n"
+      "\nEach level runs the whole workload, or what fits --level-timeout. Throughput is trained samples\n"
+      "over the time the jobs trained past warm-up (from their progress reports), energy the GPUs'\n"
+      "energy counters over that time; when a job reports no progress, both count the wall time from\n"
+      "the first start to the last end.\n"
       "A level that cannot apply here is skipped with the reason; a failing level never stops the others.");
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }

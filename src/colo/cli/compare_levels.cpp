@@ -8,8 +8,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "colo/cli/compare_progress.h"
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
+#include "colo/core/progress_file.h"
 #include "colo/core/stopwatch.h"
 #include "colo/gpu/mps.h"
 #include "colo/gpu/sampler.h"
@@ -27,6 +29,10 @@ const std::map<ShareLevel, std::string>& level_names() {
       {ShareLevel::kStreams, "streams"}};
   return names;
 }
+
+// How often a level's processes write their progress: often enough to time
+// a run of a few seconds.
+constexpr const char* kProgressInterval = "0.1";
 
 // One process to start: argv run from `workdir` (through /bin/sh, so the
 // command itself needs no cd), its output in `log`.
@@ -49,6 +55,11 @@ std::vector<std::string> in_workdir(const std::vector<std::string>& argv, const 
   return wrapped;
 }
 
+std::string budget_message(double timeout_s) {
+  return "stopped at the level's time limit of " + std::to_string(static_cast<int>(timeout_s)) +
+         " s (--level-timeout)";
+}
+
 std::vector<Launch> launches_for(const std::vector<const WorkloadCommand*>& commands, const std::string& dir) {
   std::vector<Launch> launches;
   for (const WorkloadCommand* c : commands) {
@@ -64,11 +75,19 @@ std::vector<Launch> launches_for(const std::vector<const WorkloadCommand*>& comm
   return launches;
 }
 
-// Runs `launches`, at most `concurrency` at a time, each with `extra_env`.
-// Returns "" when all exit 0, else the first failure; stops everything past
-// the timeout.
-std::string run_pool(std::vector<Launch>& launches, size_t concurrency, const EnvironmentOverrides& extra_env,
-                     double timeout_s) {
+// How a level's processes ended.
+struct PoolEnd {
+  std::string failure;         // the first failure, or the budget's end; "" when all exited 0
+  bool past_budget = false;    // stopped at the level's time limit
+  std::vector<bool> started;   // per launch
+};
+
+// Runs `launches`, at most `concurrency` at a time, each with `extra_env`;
+// stops everything past the timeout.
+PoolEnd run_pool(std::vector<Launch>& launches, size_t concurrency, const EnvironmentOverrides& extra_env,
+                 double timeout_s) {
+  PoolEnd end;
+  end.started.assign(launches.size(), false);
   std::vector<std::unique_ptr<ChildProcess>> running(launches.size());
   size_t next = 0, done = 0, live = 0;
   std::string failure;
@@ -78,6 +97,7 @@ std::string run_pool(std::vector<Launch>& launches, size_t concurrency, const En
       EnvironmentOverrides env = launches[next].env;
       env.insert(extra_env.begin(), extra_env.end());
       running[next] = std::make_unique<ChildProcess>(launches[next].argv, env, launches[next].log);
+      end.started[next] = true;
       ++next;
       ++live;
     }
@@ -102,12 +122,14 @@ std::string run_pool(std::vector<Launch>& launches, size_t concurrency, const En
       for (auto& p : running) {
         if (p) p->terminate(2.0);
       }
-      return "stopped after the level's time limit of " + std::to_string(static_cast<int>(timeout_s)) +
-             " s (--level-timeout)";
+      end.past_budget = true;
+      end.failure = budget_message(timeout_s);
+      return end;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return failure;
+  end.failure = failure;
+  return end;
 }
 
 // A private, short MPS pipe directory (Unix socket paths are short).
@@ -117,8 +139,11 @@ std::string temp_dir(const char* prefix) {
   return pattern;
 }
 
-std::string run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::DevicePtr>& devices,
-                          const LevelOptions& options, const std::string& dir) {
+// The scheduler level; `watch` is made, once the jobs' progress files are
+// known, to follow them.
+PoolEnd run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::DevicePtr>& devices,
+                      const LevelOptions& options, const std::string& dir, std::unique_ptr<ProgressWatch>* watch) {
+  PoolEnd end;
   sched::JobStore store(dir + "/jobs.db");
   std::vector<sched::JobSpec> specs;
   for (const Launch& l : launches) {
@@ -126,37 +151,44 @@ std::string run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::
     s.name = l.command->name;
     s.command = l.argv;
     s.env = std::map<std::string, std::string>(l.env.begin(), l.env.end());
+    s.env.erase(kProgressFileVariable);  // the runner names each job's own
     s.mem_bytes = l.command->mem_bytes;
     specs.push_back(std::move(s));
   }
   server::fill_memory_estimates(specs, &store);
-  store.submit(specs);
+  std::vector<int64_t> ids = store.submit(specs);
   sched::RunnerOptions runner_options = sched::runner_options_from_names("magm", "mps", "alone", 0.2);
   runner_options.log_dir = dir + "/logs";
   std::string pipes = temp_dir("colo-compare-mps");
   runner_options.mps_dir = pipes;
   runner_options.mps_control = options.mps_control;
-  std::string failure;
   {
     sched::Runner runner(store, devices, runner_options);
+    std::vector<std::string> progress_files;
+    for (int64_t id : ids) progress_files.push_back(runner.progress_path(id));
+    *watch = std::make_unique<ProgressWatch>(progress_files);
     Stopwatch clock;
     while (runner.step() > 0) {
       if (clock.elapsed_s() > options.timeout_s) {
         runner.stop_all("colo compare: past the level's time limit");
-        failure = "stopped after the level's time limit (--level-timeout)";
+        end.past_budget = true;
+        end.failure = budget_message(options.timeout_s);
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
   remove_tree(pipes);
-  if (!failure.empty()) return failure;
-  for (const sched::JobRecord& job : store.list()) {
-    if (job.state != sched::JobState::kCompleted) {
-      return job.spec.name + " ended " + sched::to_string(job.state) + " (logs: " + runner_options.log_dir + ")";
+  std::map<int64_t, sched::JobRecord> jobs;
+  for (const sched::JobRecord& job : store.list()) jobs[job.id] = job;
+  for (int64_t id : ids) {
+    const sched::JobRecord& job = jobs.at(id);
+    end.started.push_back(job.start_s.has_value());
+    if (end.failure.empty() && job.state != sched::JobState::kCompleted) {
+      end.failure = job.spec.name + " ended " + sched::to_string(job.state) + " (logs: " + runner_options.log_dir + ")";
     }
   }
-  return "";
+  return end;
 }
 
 // The GPUs' readings over [t0, t1]: energy, mean SM activity, peak memory.
@@ -249,6 +281,12 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     for (const WorkloadCommand& c : workload.jobs) commands.push_back(&c);
   }
   std::vector<Launch> launches = launches_for(commands, dir);
+  std::vector<std::string> progress_files;
+  for (Launch& l : launches) {
+    progress_files.push_back(l.out_dir + ".progress");
+    l.env[kProgressFileVariable] = progress_files.back();
+    l.env[kProgressIntervalVariable] = kProgressInterval;
+  }
 
   std::unique_ptr<gpu::Sampler> sampler;
   if (!devices.empty()) {
@@ -275,14 +313,39 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
                                : level == ShareLevel::kSlots    ? static_cast<size_t>(options.slots)
                                                                 : launches.size();
     const double t0 = unix_time_s();
-    run.error = level == ShareLevel::kScheduler ? run_scheduler(launches, devices, options, dir)
-                                                : run_pool(launches, concurrency, extra, options.timeout_s);
+    std::unique_ptr<ProgressWatch> watch;
+    if (level != ShareLevel::kScheduler) watch = std::make_unique<ProgressWatch>(progress_files);
+    PoolEnd end = level == ShareLevel::kScheduler ? run_scheduler(launches, devices, options, dir, &watch)
+                                                  : run_pool(launches, concurrency, extra, options.timeout_s);
     const double t1 = unix_time_s();
     run.wall_s = t1 - t0;
+    if (watch) watch->stop();
+    std::vector<std::vector<TimedProgress>> progress;
+    for (size_t i = 0; watch && i < launches.size(); ++i) {
+      if (end.started[i]) progress.push_back(watch->readings(i));
+    }
+    std::optional<TrainingWindow> window = training_window(progress);
+    std::vector<std::vector<gpu::DeviceSample>> readings;
     if (sampler) {
       std::this_thread::sleep_for(std::chrono::duration<double>(options.sample_interval_s * 1.5));
       sampler->stop();
       measure(*sampler, devices.size(), t0, t1, &run);
+      for (size_t d = 0; d < devices.size(); ++d) readings.push_back(sampler->samples(d));
+    }
+    if (window && window->seconds > 0) {
+      run.train_s = window->seconds;
+      run.train_samples_per_s = static_cast<double>(window->samples) / window->seconds;
+      std::optional<double> joules = energy_within(readings, window->intervals);
+      if (joules && *joules > 0) run.train_samples_per_j = static_cast<double>(window->samples) / *joules;
+    }
+    run.stopped_at_budget = end.past_budget && window.has_value();
+    if (run.stopped_at_budget) {
+      for (const auto& writes : progress) run.samples += writes.back().samples;
+    } else if (end.past_budget) {
+      run.error = end.failure + "; its processes report no progress (" + std::string(kProgressFileVariable) +
+                  "), so nothing is measured before they end: raise --level-timeout or trim with --steps";
+    } else {
+      run.error = end.failure;
     }
   } catch (const std::exception& e) {
     run.error = e.what();
@@ -290,26 +353,49 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
   if (mps) mps->quit();
   if (!mps_pipes.empty()) remove_tree(mps_pipes);
   if (!run.error.empty()) return run;
-  for (const Launch& l : launches) {
-    std::optional<int64_t> samples = trained_samples(*l.command, l.out_dir);
+  for (size_t i = 0; !run.stopped_at_budget && i < launches.size(); ++i) {
+    std::optional<int64_t> samples = trained_samples(*launches[i].command, launches[i].out_dir);
     if (!samples) {
-      run.error = l.command->name + ": no trained samples found (declare `samples`, or check " + l.out_dir + ")";
+      run.error = launches[i].command->name + ": no trained samples found (declare `samples`, or check " +
+                  launches[i].out_dir + ")";
       return run;
     }
     run.samples += *samples;
   }
   run.ok = true;
-  run.samples_per_s = run.wall_s > 0 ? static_cast<double>(run.samples) / run.wall_s : 0;
-  if (run.energy_j) run.samples_per_j = static_cast<double>(run.samples) / *run.energy_j;
+  run.wall_samples_per_s = run.wall_s > 0 ? static_cast<double>(run.samples) / run.wall_s : 0;
+  if (run.energy_j) run.wall_samples_per_j = static_cast<double>(run.samples) / *run.energy_j;
+  use_basis(run, run.train_samples_per_s ? ThroughputBasis::kTraining : ThroughputBasis::kWall);
   return run;
+}
+
+void use_basis(LevelRun& run, ThroughputBasis basis) {
+  run.basis = basis;
+  if (basis == ThroughputBasis::kTraining) {
+    run.samples_per_s = run.train_samples_per_s.value_or(0);
+    run.samples_per_j = run.train_samples_per_j;
+  } else {
+    run.samples_per_s = run.wall_samples_per_s;
+    run.samples_per_j = run.wall_samples_per_j;
+  }
+}
+
+std::string to_string(ThroughputBasis basis) {
+  return basis == ThroughputBasis::kTraining ? "training" : "wall";
 }
 
 nlohmann::json to_json(const LevelRun& run) {
   nlohmann::json j = {{"level", to_string(run.level)}, {"ok", run.ok}, {"wall_s", run.wall_s},
-                      {"samples", run.samples}, {"samples_per_s", run.samples_per_s}};
+                      {"samples", run.samples}, {"samples_per_s", run.samples_per_s},
+                      {"basis", to_string(run.basis)}, {"wall_samples_per_s", run.wall_samples_per_s}};
   if (!run.ok) j["error"] = run.error;
+  if (run.stopped_at_budget) j["stopped_at_budget"] = true;
   if (run.energy_j) j["energy_j"] = *run.energy_j;
   if (run.samples_per_j) j["samples_per_j"] = *run.samples_per_j;
+  if (run.wall_samples_per_j) j["wall_samples_per_j"] = *run.wall_samples_per_j;
+  if (run.train_s) j["train_s"] = *run.train_s;
+  if (run.train_samples_per_s) j["train_samples_per_s"] = *run.train_samples_per_s;
+  if (run.train_samples_per_j) j["train_samples_per_j"] = *run.train_samples_per_j;
   if (run.mean_sm) j["mean_sm"] = *run.mean_sm;
   if (run.peak_mem_bytes) j["peak_mem_bytes"] = *run.peak_mem_bytes;
   if (!run.timeline_csv.empty()) j["timeline_csv"] = run.timeline_csv;

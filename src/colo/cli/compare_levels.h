@@ -31,23 +31,43 @@ ShareLevel share_level_from_string(const std::string& name);
 
 struct LevelOptions {
   int slots = 4;                 // kSlots: processes at once
-  double timeout_s = 120;        // a level's run is stopped (and reported failed) past this
+  // A level's run is stopped past this: measured from its processes'
+  // progress so far when they all report it, else reported failed.
+  double timeout_s = 120;
   double sample_interval_s = 0.2;
   std::string out_dir;           // this run's logs, outputs and timeline_<level>.csv go under here
   std::string mps_control = "nvidia-cuda-mps-control";
 };
 
-// One measured run of one level. Throughput is trained samples over the
-// wall time from the first process's start to the last one's end; energy is
-// the GPUs' energy counters over that window.
+// What a level's samples/s and samples/J are counted over.
+enum class ThroughputBasis {
+  kTraining,  // the time some process trained past its warm-up (compare_progress.h): start-up left out
+  kWall,      // the wall time from the first process's start to the last one's end
+};
+std::string to_string(ThroughputBasis basis);
+
+// One measured run of one level. Every process reports its progress
+// ($COLO_PROGRESS_FILE); where all of them do, the training figures leave
+// start-up and warm-up out, as colo's steady-state benchmarks do. The wall
+// figures count everything from the first start to the last end (time and
+// energy to the end of the workload).
 struct LevelRun {
   ShareLevel level = ShareLevel::kSequential;
   bool ok = false;
   std::string error;                  // why it failed, when !ok
+  bool stopped_at_budget = false;     // ok, but stopped at the time limit: figures from progress so far
   double wall_s = 0;
   int64_t samples = 0;
+  std::optional<double> energy_j;     // over the wall window; nullopt without a GPU energy counter
+  double wall_samples_per_s = 0;
+  std::optional<double> wall_samples_per_j;
+  std::optional<double> train_s;      // the training window's length, when every process reported
+  std::optional<double> train_samples_per_s;
+  std::optional<double> train_samples_per_j;
+  // The figures compared across levels: the training ones or the wall ones
+  // (use_basis); every level of one comparison must use the same.
+  ThroughputBasis basis = ThroughputBasis::kWall;
   double samples_per_s = 0;
-  std::optional<double> energy_j;     // nullopt without a GPU energy counter
   std::optional<double> samples_per_j;
   std::optional<double> mean_sm;      // SM activity (GPM), else kernel-time utilisation, 0..1
   std::optional<int64_t> peak_mem_bytes;  // device memory in use, highest sample
@@ -64,6 +84,10 @@ std::string level_unavailable(ShareLevel level, const CompareWorkload& workload,
 // failing job or MPS daemon: the run comes back !ok with the reason.
 LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, const std::vector<gpu::DevicePtr>& devices,
                          const LevelOptions& options);
+
+// Sets samples_per_s and samples_per_j from the training figures (which
+// must be present) or the wall ones.
+void use_basis(LevelRun& run, ThroughputBasis basis);
 
 nlohmann::json to_json(const LevelRun& run);
 

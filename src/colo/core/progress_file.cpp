@@ -14,7 +14,7 @@ std::optional<ProgressReading> read_progress_file(const std::string& path) {
   try {
     if (!path_exists(path)) return std::nullopt;
     auto j = nlohmann::json::parse(read_file(path));
-    ProgressReading reading{j.at("samples").get<int64_t>(), j.at("train_s").get<double>()};
+    ProgressReading reading{j.at("samples").get<int64_t>(), j.at("train_s").get<double>(), j.value("at", 0.0)};
     if (reading.samples < 0 || reading.train_s < 0) return std::nullopt;
     return reading;
   } catch (const std::exception&) {
@@ -25,19 +25,24 @@ std::optional<ProgressReading> read_progress_file(const std::string& path) {
 ProgressWriter::ProgressWriter(double interval_s) : interval_s_(interval_s) {
   const char* path = std::getenv(kProgressFileVariable);
   if (path != nullptr) path_ = path;
+  if (const char* interval = std::getenv(kProgressIntervalVariable)) {
+    char* end = nullptr;
+    double seconds = std::strtod(interval, &end);
+    if (end != interval && *end == '\0' && seconds > 0) interval_s_ = seconds;
+  }
 }
 
 void ProgressWriter::update(const ProgressReading& reading) {
   if (path_.empty()) return;
   last_ = reading;
   unwritten_ = true;
-  if (!written_ || since_write_.elapsed_s() >= interval_s_) flush();
+  if (due()) flush();
 }
 
 void ProgressWriter::flush() {
   if (path_.empty() || !unwritten_) return;
   try {
-    write_file_atomically(path_, nlohmann::json{{"samples", last_.samples}, {"train_s", last_.train_s}}.dump() + "\n");
+    write_file_atomically(path_, nlohmann::json{{"samples", last_.samples}, {"train_s", last_.train_s}, {"at", unix_time_s()}}.dump() + "\n");
   } catch (const std::exception&) {
     // advisory: a full disk or a removed log directory must not stop training
   }

@@ -10,6 +10,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "colo/core/error.h"
+#include "colo/core/progress_file.h"
 #include "colo/core/stopwatch.h"
 #include "colo/data/loader.h"
 #include "colo/fuse/model_array.h"
@@ -216,6 +217,13 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
   data::DataLoader loader(lead.dataset_.train, train::loader_options(first, lead.dataset_, lead.device_, true));
   at::manual_seed(first.seed);
   int64_t step = 0;
+  ProgressWriter report;  // every model's samples, when a scheduler or colo compare asks
+  ProgressReading trained;
+  auto models_trained = [&] {
+    int64_t models = 0;
+    for (const ArrayTrainer* m : members) models += m->models();
+    return models;
+  };
   for (int64_t epoch = 0; epoch < first.epochs && step < lead.total_steps_; ++epoch) {
     Stopwatch epoch_clock;
     gpu::reset_peak_memory(lead.device_);
@@ -228,9 +236,16 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
       for (ArrayTrainer* m : members) m->train_batch(*batch);
       samples += batch->labels.size(0);
       ++step;
+      if (report.due()) {
+        gpu::synchronize(lead.device_);  // so the figures count what the device has done
+        report.update({trained.samples + samples * models_trained(), trained.train_s + epoch_clock.elapsed_s()});
+      }
     }
     gpu::synchronize(lead.device_);
     double train_s = epoch_clock.elapsed_s();
+    trained = {trained.samples + samples * models_trained(), trained.train_s + train_s};
+    report.update(trained);
+    report.flush();
     for (size_t i = 0; i < members.size(); ++i) {
       members[i]->end_epoch(
           epoch, step, samples, train_s, epoch_clock, wall,

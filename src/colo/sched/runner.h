@@ -86,6 +86,8 @@ class Runner {
 
   // Stops every job this runner watches (SIGTERM, then SIGKILL) and requeues them.
   void stop_all(const std::string& reason);
+  // The file job `id` reports its progress to ($COLO_PROGRESS_FILE).
+  std::string progress_path(int64_t id) const;
 
   // Stops watching without stopping anything: running jobs keep running,
   // stay RUNNING in the store, and the next runner on the store adopts them
@@ -153,7 +155,6 @@ class Runner {
   gpu::MpsDaemon* mps();
   std::string log_path(int64_t id) const;
   std::string status_path(int64_t id) const;
-  std::string progress_path(int64_t id) const;
 
   JobStore& store_;
   std::vector<gpu::DevicePtr> devices_;

@@ -133,7 +133,10 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
       samples += n;
       ++step;
       ++batch_index;
-      if (report.enabled()) report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s()});
+      if (report.due()) {
+        gpu::synchronize(device_);  // so the figures count what the device has done
+        report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s()});
+      }
       if (progress.due()) {
         progress.show(progress_text(epoch + 1, spec_.epochs, batch_index, loader.batches_per_epoch(),
                                     loss.item<double>(), samples / epoch_clock.elapsed_s()));

@@ -1,0 +1,121 @@
+#include "colo/cli/compare_progress.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "colo/core/progress_file.h"
+#include "colo/core/stopwatch.h"
+
+namespace colo::cli {
+
+ProgressWatch::ProgressWatch(std::vector<std::string> paths, double interval_s)
+    : paths_(std::move(paths)), interval_s_(interval_s), readings_(paths_.size()), counted_(paths_.size()) {
+  thread_ = std::thread([this] {
+    while (!stopping_) {
+      read_all();
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval_s_));
+    }
+  });
+}
+
+ProgressWatch::~ProgressWatch() { stop(); }
+
+void ProgressWatch::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  thread_.join();
+  read_all();  // the last writes, made as the processes ended
+}
+
+void ProgressWatch::read_all() {
+  for (size_t i = 0; i < paths_.size(); ++i) {
+    std::optional<ProgressReading> reading = read_progress_file(paths_[i]);
+    if (!reading) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<TimedProgress>& seen = readings_[i];
+    Counted& counted = counted_[i];
+    if (reading->samples == counted.last_written) continue;
+    // A process that trains in parts (arrays one after another, an array
+    // retried after running out of memory) starts each part's count at 0:
+    // the earlier parts' samples carry over.
+    if (reading->samples < counted.last_written) counted.carried += counted.last_written;
+    counted.last_written = reading->samples;
+    TimedProgress timed{reading->at_unix_s > 0 ? reading->at_unix_s : unix_time_s(),
+                        counted.carried + reading->samples};
+    if (!seen.empty() && timed.unix_s < seen.back().unix_s) continue;
+    seen.push_back(timed);
+  }
+}
+
+std::vector<TimedProgress> ProgressWatch::readings(size_t i) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return readings_.at(i);
+}
+
+std::optional<TrainingWindow> training_window(const std::vector<std::vector<TimedProgress>>& processes,
+                                              double warmup_fraction) {
+  if (processes.empty()) return std::nullopt;
+  TrainingWindow window;
+  std::vector<std::pair<double, double>> spans;
+  for (const std::vector<TimedProgress>& writes : processes) {
+    if (writes.size() < 3) return std::nullopt;
+    const double past_warmup = warmup_fraction * static_cast<double>(writes.back().samples);
+    size_t first = 1;
+    while (first < writes.size() && static_cast<double>(writes[first].samples) < past_warmup) ++first;
+    if (first + 1 >= writes.size()) return std::nullopt;
+    const TimedProgress& from = writes[first];
+    const TimedProgress& to = writes.back();
+    if (to.unix_s <= from.unix_s) return std::nullopt;
+    window.samples += to.samples - from.samples;
+    spans.emplace_back(from.unix_s, to.unix_s);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (const auto& span : spans) {
+    if (!window.intervals.empty() && span.first <= window.intervals.back().second) {
+      window.intervals.back().second = std::max(window.intervals.back().second, span.second);
+    } else {
+      window.intervals.push_back(span);
+    }
+  }
+  for (const auto& [from, to] : window.intervals) window.seconds += to - from;
+  return window;
+}
+
+namespace {
+
+// The cumulative counter at time t, interpolated between the readings that
+// bracket it; nullopt outside the readings.
+std::optional<double> counter_at(const std::vector<const gpu::DeviceSample*>& readings, double t) {
+  for (size_t i = 1; i < readings.size(); ++i) {
+    const gpu::DeviceSample& a = *readings[i - 1];
+    const gpu::DeviceSample& b = *readings[i];
+    if (a.unix_s <= t && t <= b.unix_s) {
+      double span = b.unix_s - a.unix_s;
+      double f = span > 0 ? (t - a.unix_s) / span : 0;
+      return *a.energy_j + f * (*b.energy_j - *a.energy_j);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> energy_within(const std::vector<std::vector<gpu::DeviceSample>>& devices,
+                                    const std::vector<std::pair<double, double>>& intervals) {
+  if (devices.empty() || intervals.empty()) return std::nullopt;
+  double joules = 0;
+  for (const std::vector<gpu::DeviceSample>& samples : devices) {
+    std::vector<const gpu::DeviceSample*> readings;
+    for (const gpu::DeviceSample& s : samples) {
+      if (s.energy_j) readings.push_back(&s);
+    }
+    for (const auto& [from, to] : intervals) {
+      std::optional<double> start = counter_at(readings, from), end = counter_at(readings, to);
+      if (!start || !end) return std::nullopt;
+      joules += *end - *start;
+    }
+  }
+  return joules;
+}
+
+}  // namespace colo::cli

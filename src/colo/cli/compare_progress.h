@@ -1,0 +1,84 @@
+#pragma once
+// How `colo compare` times training apart from start-up: every process of a
+// level reports its progress through $COLO_PROGRESS_FILE (colo train, colo
+// sweep, or a Python loop through colo.report_progress); a watcher keeps
+// each write with its time, and the level's training throughput is the
+// samples trained while some process was past its warm-up over the time
+// that was so.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "colo/gpu/device.h"
+
+namespace colo::cli {
+
+// One write of a progress file: samples trained so far, and when.
+struct TimedProgress {
+  double unix_s = 0;
+  int64_t samples = 0;
+};
+
+// Reads a fixed list of progress files every `interval_s` on its own thread
+// and keeps every distinct write of each (files that do not exist yet are
+// read again later). A count that falls (a process training in parts) adds
+// to the parts before it, so each file's samples only grow. Stops, and
+// reads once more, on stop() or destruction.
+class ProgressWatch {
+ public:
+  explicit ProgressWatch(std::vector<std::string> paths, double interval_s = 0.05);
+  ~ProgressWatch();
+  ProgressWatch(const ProgressWatch&) = delete;
+  ProgressWatch& operator=(const ProgressWatch&) = delete;
+
+  void stop();
+  // The writes seen of file `i`, oldest first.
+  std::vector<TimedProgress> readings(size_t i) const;
+  size_t files() const { return paths_.size(); }
+
+ private:
+  void read_all();
+
+  std::vector<std::string> paths_;
+  double interval_s_;
+  mutable std::mutex mutex_;
+  struct Counted {
+    int64_t last_written = 0;  // the file's own count at its last write
+    int64_t carried = 0;       // samples of the parts before it
+  };
+  std::vector<std::vector<TimedProgress>> readings_;
+  std::vector<Counted> counted_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+// The part of a level's run in which it trained past warm-up.
+struct TrainingWindow {
+  int64_t samples = 0;                               // trained inside the intervals
+  double seconds = 0;                                // length of their union
+  std::vector<std::pair<double, double>> intervals;  // unix seconds, disjoint, sorted
+};
+
+// Each process's interval runs from its first write at or past
+// `warmup_fraction` of its last reported samples (and never its very first
+// write, which follows start-up and the first step) to its last write; the
+// window is the union of the intervals, and its samples those each process
+// trained inside its own. Pass only the processes that started: nullopt
+// when one of them has fewer than two writes past its warm-up (it does not
+// report progress, or ended too soon to be timed), or none is passed.
+std::optional<TrainingWindow> training_window(const std::vector<std::vector<TimedProgress>>& processes,
+                                              double warmup_fraction = 0.1);
+
+// Joules the devices' energy counters advanced inside `intervals`, the
+// cumulative counter interpolated linearly between readings; nullopt when a
+// device has no counter readings spanning an interval.
+std::optional<double> energy_within(const std::vector<std::vector<gpu::DeviceSample>>& devices,
+                                    const std::vector<std::pair<double, double>>& intervals);
+
+}  // namespace colo::cli

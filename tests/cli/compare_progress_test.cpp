@@ -1,0 +1,99 @@
+// How colo compare times training apart from start-up (cli/compare_progress.h).
+
+#include "colo/cli/compare_progress.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "colo/core/paths.h"
+#include "support/temp_dir.h"
+
+namespace colo::cli {
+namespace {
+
+TEST(TrainingWindow, LeavesEachProcessesWarmUpOutAndCountsTheUnionOfTheRest) {
+  // Process a: writes at 10, 11, 12, 14 s; 10% of its 1000 samples is
+  // reached at its second write. Process b starts later and overlaps a.
+  std::vector<TimedProgress> a = {{10, 50}, {11, 100}, {12, 400}, {14, 1000}};
+  std::vector<TimedProgress> b = {{13, 10}, {13.5, 20}, {15, 200}, {16, 500}};
+  auto window = training_window({a, b});
+  ASSERT_TRUE(window.has_value());
+  // a: from 11 s (100) to 14 s (1000); b: its 2nd write (20) is under 10%
+  // of 500, so from 15 s (200) to 16 s (500).
+  EXPECT_EQ(window->samples, 900 + 300);
+  ASSERT_EQ(window->intervals.size(), 2u);
+  EXPECT_DOUBLE_EQ(window->intervals[0].first, 11);
+  EXPECT_DOUBLE_EQ(window->intervals[0].second, 14);
+  EXPECT_DOUBLE_EQ(window->intervals[1].first, 15);
+  EXPECT_DOUBLE_EQ(window->seconds, 3 + 1);
+}
+
+TEST(TrainingWindow, OverlappingProcessesShareTheirTime) {
+  std::vector<TimedProgress> a = {{0, 1}, {1, 10}, {2, 20}, {5, 50}};
+  std::vector<TimedProgress> b = {{0, 1}, {1, 10}, {3, 30}, {6, 60}};
+  auto window = training_window({a, b});
+  ASSERT_TRUE(window.has_value());
+  ASSERT_EQ(window->intervals.size(), 1u);
+  EXPECT_DOUBLE_EQ(window->seconds, 5);  // 1 s to 6 s, not 4 + 5
+  EXPECT_EQ(window->samples, 40 + 50);
+}
+
+TEST(TrainingWindow, CannotTimeAProcessWithoutEnoughWrites) {
+  std::vector<TimedProgress> timed = {{0, 1}, {1, 10}, {2, 20}, {5, 50}};
+  EXPECT_FALSE(training_window({timed, {}}).has_value()) << "a process that reported nothing";
+  EXPECT_FALSE(training_window({timed, {{0, 5}, {1, 10}}}).has_value()) << "only its warm-up";
+  EXPECT_FALSE(training_window({}).has_value());
+}
+
+gpu::DeviceSample energy_reading(double t, double joules) {
+  gpu::DeviceSample s;
+  s.unix_s = t;
+  s.energy_j = joules;
+  return s;
+}
+
+TEST(EnergyWithin, InterpolatesTheCounterInsideEachInterval) {
+  // 100 W until 10 s, then 300 W; one reading without the counter.
+  std::vector<gpu::DeviceSample> device = {energy_reading(0, 0), energy_reading(10, 1000), gpu::DeviceSample{},
+                                           energy_reading(20, 4000)};
+  device[2].unix_s = 15;
+  auto joules = energy_within({device}, {{5, 10}, {12, 14}});
+  ASSERT_TRUE(joules.has_value());
+  EXPECT_NEAR(*joules, 500 + 600, 1e-9);
+  auto two_devices = energy_within({device, device}, {{5, 10}});
+  ASSERT_TRUE(two_devices.has_value());
+  EXPECT_NEAR(*two_devices, 1000, 1e-9);
+  EXPECT_FALSE(energy_within({device}, {{15, 25}}).has_value()) << "past the last reading";
+  EXPECT_FALSE(energy_within({}, {{1, 2}}).has_value()) << "no GPU";
+}
+
+TEST(ProgressWatch, KeepsEveryWriteAndCarriesCountsOverAProcesssParts) {
+  testing::TempDir dir;
+  const std::string path = dir.file("job.progress");
+  ProgressWatch watch({path, dir.file("never-written.progress")}, 0.01);
+  auto write = [&](int64_t samples, double at) {
+    write_file_atomically(path, "{\"samples\": " + std::to_string(samples) + ", \"train_s\": 1.0, \"at\": " +
+                                    std::to_string(at) + "}\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  };
+  write(100, 1000);
+  write(100, 1000.5);  // the same count: not a new write
+  write(300, 1001);
+  write(50, 1002);     // a second part starts at 0
+  write(150, 1003);
+  watch.stop();
+  std::vector<TimedProgress> seen = watch.readings(0);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].samples, 100);
+  EXPECT_DOUBLE_EQ(seen[0].unix_s, 1000);
+  EXPECT_EQ(seen[1].samples, 300);
+  EXPECT_EQ(seen[2].samples, 350);
+  EXPECT_EQ(seen[3].samples, 450);
+  EXPECT_DOUBLE_EQ(seen[3].unix_s, 1003);
+  EXPECT_TRUE(watch.readings(1).empty());
+}
+
+}  // namespace
+}  // namespace colo::cli
