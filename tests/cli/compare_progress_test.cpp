@@ -40,6 +40,20 @@ TEST(TrainingWindow, OverlappingProcessesShareTheirTime) {
   EXPECT_EQ(window->samples, 40 + 50);
 }
 
+TEST(TrainingWindow, EvaluationBetweenEpochsIsLeftOutByTheWritersTrainingTime) {
+  // 100 samples/s; the epoch ends at 2.5 s, evaluation takes 0.5 s, and
+  // the next epoch's first write comes at 4 s after 1 s of training.
+  std::vector<TimedProgress> p = {{0, 10, 0.1}, {1, 100, 1.0}, {2, 200, 2.0}, {2.5, 250, 2.5},
+                                  {4, 350, 3.5}, {5, 450, 4.5}};
+  auto window = training_window({p});
+  ASSERT_TRUE(window.has_value());
+  EXPECT_EQ(window->samples, 350);
+  ASSERT_EQ(window->intervals.size(), 2u);
+  EXPECT_DOUBLE_EQ(window->intervals[0].second, 2.5);
+  EXPECT_DOUBLE_EQ(window->intervals[1].first, 3);
+  EXPECT_NEAR(window->seconds, 3.5, 1e-9);  // 100 samples/s, not the 87.5 that counts evaluation
+}
+
 TEST(TrainingWindow, CannotTimeAProcessWithoutEnoughWrites) {
   std::vector<TimedProgress> timed = {{0, 1}, {1, 10}, {2, 20}, {5, 50}};
   EXPECT_FALSE(training_window({timed, {}}).has_value()) << "a process that reported nothing";
@@ -90,6 +104,7 @@ TEST(ProgressWatch, KeepsEveryWriteAndCarriesCountsOverAProcesssParts) {
   EXPECT_DOUBLE_EQ(seen[0].unix_s, 1000);
   EXPECT_EQ(seen[1].samples, 300);
   EXPECT_EQ(seen[2].samples, 350);
+  EXPECT_DOUBLE_EQ(seen[2].train_s, 2.0) << "training seconds carry over too";
   EXPECT_EQ(seen[3].samples, 450);
   EXPECT_DOUBLE_EQ(seen[3].unix_s, 1003);
   EXPECT_TRUE(watch.readings(1).empty());

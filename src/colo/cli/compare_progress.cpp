@@ -38,10 +38,14 @@ void ProgressWatch::read_all() {
     // A process that trains in parts (arrays one after another, an array
     // retried after running out of memory) starts each part's count at 0:
     // the earlier parts' samples carry over.
-    if (reading->samples < counted.last_written) counted.carried += counted.last_written;
+    if (reading->samples < counted.last_written) {
+      counted.carried += counted.last_written;
+      counted.carried_s += counted.last_train_s;
+    }
     counted.last_written = reading->samples;
+    counted.last_train_s = reading->train_s;
     TimedProgress timed{reading->at_unix_s > 0 ? reading->at_unix_s : unix_time_s(),
-                        counted.carried + reading->samples};
+                        counted.carried + reading->samples, counted.carried_s + reading->train_s};
     if (!seen.empty() && timed.unix_s < seen.back().unix_s) continue;
     seen.push_back(timed);
   }
@@ -63,11 +67,17 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
     size_t first = 1;
     while (first < writes.size() && static_cast<double>(writes[first].samples) < past_warmup) ++first;
     if (first + 1 >= writes.size()) return std::nullopt;
-    const TimedProgress& from = writes[first];
-    const TimedProgress& to = writes.back();
-    if (to.unix_s <= from.unix_s) return std::nullopt;
-    window.samples += to.samples - from.samples;
-    spans.emplace_back(from.unix_s, to.unix_s);
+    if (writes.back().unix_s <= writes[first].unix_s) return std::nullopt;
+    for (size_t k = first + 1; k < writes.size(); ++k) {
+      const TimedProgress& a = writes[k - 1];
+      const TimedProgress& b = writes[k];
+      double gap = b.unix_s - a.unix_s;
+      double trained = b.train_s - a.train_s;
+      // A writer whose train_s does not grow says nothing of its gaps: all training.
+      if (trained <= 0 || trained > gap) trained = gap;
+      window.samples += b.samples - a.samples;
+      if (trained > 0) spans.emplace_back(b.unix_s - trained, b.unix_s);
+    }
   }
   std::sort(spans.begin(), spans.end());
   for (const auto& span : spans) {

@@ -19,10 +19,12 @@
 
 namespace colo::cli {
 
-// One write of a progress file: samples trained so far, and when.
+// One write of a progress file: samples trained so far, the seconds spent
+// training them (evaluation left out), and when.
 struct TimedProgress {
   double unix_s = 0;
   int64_t samples = 0;
+  double train_s = 0;
 };
 
 // Reads a fixed list of progress files every `interval_s` on its own thread
@@ -50,7 +52,9 @@ class ProgressWatch {
   mutable std::mutex mutex_;
   struct Counted {
     int64_t last_written = 0;  // the file's own count at its last write
-    int64_t carried = 0;       // samples of the parts before it
+    double last_train_s = 0;
+    int64_t carried = 0;       // samples and training seconds of the parts before it
+    double carried_s = 0;
   };
   std::vector<std::vector<TimedProgress>> readings_;
   std::vector<Counted> counted_;
@@ -65,13 +69,16 @@ struct TrainingWindow {
   std::vector<std::pair<double, double>> intervals;  // unix seconds, disjoint, sorted
 };
 
-// Each process's interval runs from its first write at or past
-// `warmup_fraction` of its last reported samples (and never its very first
-// write, which follows start-up and the first step) to its last write; the
-// window is the union of the intervals, and its samples those each process
-// trained inside its own. Pass only the processes that started: nullopt
-// when one of them has fewer than two writes past its warm-up (it does not
-// report progress, or ended too soon to be timed), or none is passed.
+// Each process is timed from its first write at or past `warmup_fraction`
+// of its last reported samples (never its very first write, which follows
+// start-up and the first step) to its last write. Between two writes it
+// trained for the growth of its train_s (at most the time between them):
+// the rest of that gap, which comes first (evaluation at an epoch's end,
+// then the next epoch's steps), is left out. The window is the union of
+// every process's training spans, and its samples those trained in them.
+// Pass only the processes that started: nullopt when one of them has fewer
+// than two writes past its warm-up (it does not report progress, or ended
+// too soon to be timed), or none is passed.
 std::optional<TrainingWindow> training_window(const std::vector<std::vector<TimedProgress>>& processes,
                                               double warmup_fraction = 0.1);
 
