@@ -24,6 +24,18 @@ SECONDS_WINDOW=${SECONDS_WINDOW:-2}
 # STRATEGIES: which of sequential fused fused_cl fused_bf16 pytorch concurrent mps to run
 # (fused_bf16: the fused array under bfloat16 autocast; not in the default set).
 STRATEGIES=" ${STRATEGIES:-sequential fused fused_cl pytorch concurrent mps} "
+# PROCESS_MODE: what each process of sequential, concurrent and mps trains:
+# "single" (default) an ordinary model; "fused1" a one-model fused array
+# (CUDA graph; NHWC for resnet18), as each process of `colo compare`'s
+# process levels runs it (`colo sweep --only I --max-array 1`).
+export PROCESS_MODE=${PROCESS_MODE:-single}
+process_args() {  # model
+  if [ "$PROCESS_MODE" = fused1 ]; then
+    echo "--mode fused --models 1 --warmup-steps $( [ "$1" = resnet18 ] && echo 8 || echo 30 )$( [ "$1" = resnet18 ] && echo " --channels-last" )"
+  else
+    echo "--mode single"
+  fi
+}
 on() { [[ "$STRATEGIES" == *" $1 "* ]]; }
 BIN="$BUILD/bench/fusion_throughput"
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -35,13 +47,15 @@ record() {  # strategy model n json-or-empty [note]
   local line="${4:-}"
   [ -z "$line" ] && line='{}'
   python3 - "$1" "$2" "$3" "$line" "${5:-}" >>"$RAW" <<'PY'
-import json, sys
+import json, os, sys
 strategy, model, n, line, note = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 try:
     r = json.loads(line)
 except Exception:
     r = {}
 r.update({"strategy": strategy, "model": model, "models": n})
+if strategy in ("sequential", "concurrent", "mps"):
+    r["process_mode"] = os.environ["PROCESS_MODE"]
 if note:
     r["note"] = note
 print(json.dumps(r))
@@ -52,7 +66,7 @@ PY
 combine() {  # strategy model n start_at files...
   local strategy=$1 model=$2 n=$3 start_at=$4; shift 4
   python3 - "$strategy" "$model" "$n" "$start_at" "$@" >>"$RAW" <<'PY'
-import json, sys
+import json, os, sys
 strategy, model, n, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 rows = []
 for path in sys.argv[5:]:
@@ -60,7 +74,8 @@ for path in sys.argv[5:]:
         rows.extend(json.loads(l) for l in open(path) if l.startswith("{"))
     except OSError:
         pass
-r = {"strategy": strategy, "model": model, "models": n, "processes_ok": len(rows)}
+r = {"strategy": strategy, "model": model, "models": n, "processes_ok": len(rows),
+     "process_mode": os.environ["PROCESS_MODE"]}
 if len(rows) == n:
     r["samples_per_s"] = sum(x["samples_per_s"] for x in rows)
     r["max_late_start_s"] = max(x["window_start_unix"] - start_at for x in rows)
@@ -80,7 +95,7 @@ many() {  # strategy model n
   rm -rf "$dir"; mkdir -p "$dir"
   local start_at
   start_at=$(python3 -c "import time; print(time.time() + 6 + 0.6 * $n)")
-  local cmd="timeout 240 $BIN --model $model --mode single --seconds $SECONDS_WINDOW --start-at $start_at"
+  local cmd="timeout 240 $BIN --model $model $(process_args "$model") --seconds $SECONDS_WINDOW --start-at $start_at"
   if [ "$strategy" = mps ]; then
     "$BUILD/colo" mps run --count "$n" -- sh -c \
       "exec $cmd \$( [ \"\$COLO_MPS_CLIENT_INDEX\" = 0 ] && echo --sample ) >$dir/\$COLO_MPS_CLIENT_INDEX.json 2>>$LOG" \
@@ -98,7 +113,8 @@ many() {  # strategy model n
 for model in "${models[@]}"; do
   echo "== $model ==" | tee -a "$LOG"
   if on sequential; then
-    single=$(timeout 240 "$BIN" --model "$model" --mode single --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)
+    # shellcheck disable=SC2046
+    single=$(timeout 240 "$BIN" --model "$model" $(process_args "$model") --seconds "$SECONDS_WINDOW" --sample 2>>"$LOG" | tail -1)
     record sequential "$model" 1 "$single" "steady state of one process; N sequential processes have this aggregate"
   fi
   for n in "${counts[@]}"; do

@@ -24,7 +24,9 @@
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
 #                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS ...", SHARED_ARGS)
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
-#                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME
+#                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME;
+#                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
+#                               #   bench/compare/agreement.py
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh strategies # build colo._core + bench/fusion/resnet_strategies.py (fused ResNet-18 against replicas on streams)
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
@@ -253,6 +255,23 @@ if want compare; then
     # Only the summary and the PNGs come back (the device returns few files).
     rm -rf "$OUT/compare/$name"/round-* "$OUT/compare/$name"/warmup-*
   done
+  if [ "${COMPARE_AGREEMENT:-0}" = 1 ]; then
+    # The steady-state fusion benchmark, each process run as compare's
+    # process levels run it, for the sweep workloads of this call
+    # (BUILD_TARGETS needs fusion_throughput).
+    agree=()
+    for run in "lenet16:lenet:16" "resnet18x8:resnet18:8"; do
+      IFS=: read -r name model n <<<"$run"
+      [ -f "$OUT/compare/$name/summary.json" ] || continue
+      fused=fused; [ "$model" = resnet18 ] && fused=fused_cl
+      PROCESS_MODE=fused1 STRATEGIES="sequential $fused concurrent mps" \
+        bench/fusion/run.sh "$BUILD" "$OUT/agreement" "$model" -- "$n" >/dev/null 2>&1
+      rm -rf "$OUT/agreement/fusion/procs"
+      agree+=(--compare "$name=$OUT/compare/$name/summary.json:$model:$n")
+    done
+    [ ${#agree[@]} -gt 0 ] && python3 bench/compare/agreement.py --fusion "$OUT/agreement/fusion/raw.jsonl" \
+      "${agree[@]}" --out "$OUT/compare/agreement.json" | tee -a "$summary"
+  fi
   tar czf "$OUT/compare.tgz" -C "$OUT" compare
 fi
 
