@@ -242,7 +242,7 @@ if want compare; then
   # colo.report_progress for the plain PyTorch scripts (pure Python; no core needed).
   export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
   mkdir -p "$OUT/compare"
-  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 2000;resnet18x8:examples/compare/resnet18x8.toml:--steps 400;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
+  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 8000;resnet18x8:examples/compare/resnet18x8.toml:--steps 400;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
   IFS=';' read -r -a entries <<<"$runs"
   for entry in "${entries[@]}"; do
     IFS=: read -r name file extra <<<"$entry"

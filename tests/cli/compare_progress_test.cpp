@@ -30,14 +30,53 @@ TEST(TrainingWindow, LeavesEachProcessesWarmUpOutAndCountsTheUnionOfTheRest) {
   EXPECT_DOUBLE_EQ(window->seconds, 3 + 1);
 }
 
-TEST(TrainingWindow, OverlappingProcessesShareTheirTime) {
+TEST(TrainingWindow, OverlappingProcessesAreMeasuredWhileBothTrain) {
+  // a is past its warm-up from 1 s to 5 s, b from 1 s to 6 s: both train
+  // in [1, 5]. b's 30 samples of (3, 6] are spread evenly: 20 fall in it.
   std::vector<TimedProgress> a = {{0, 1}, {1, 10}, {2, 20}, {5, 50}};
   std::vector<TimedProgress> b = {{0, 1}, {1, 10}, {3, 30}, {6, 60}};
   auto window = training_window({a, b});
   ASSERT_TRUE(window.has_value());
+  EXPECT_TRUE(window->full_occupancy);
+  EXPECT_EQ(window->occupancy, 2u);
   ASSERT_EQ(window->intervals.size(), 1u);
-  EXPECT_DOUBLE_EQ(window->seconds, 5);  // 1 s to 6 s, not 4 + 5
-  EXPECT_EQ(window->samples, 40 + 50);
+  EXPECT_DOUBLE_EQ(window->intervals[0].first, 1);
+  EXPECT_DOUBLE_EQ(window->intervals[0].second, 5);
+  EXPECT_EQ(window->samples, 40 + 20 + 20);
+}
+
+// A process training `rate` samples/s from `start` s for `seconds`, writing
+// every second.
+std::vector<TimedProgress> steady_process(double start, double seconds, int64_t rate) {
+  std::vector<TimedProgress> writes;
+  for (int k = 0; k <= static_cast<int>(seconds); ++k) writes.push_back({start + k, rate * (k + 1)});
+  return writes;
+}
+
+TEST(TrainingWindow, StaggeredProcessesAreMeasuredWhileAllTrainAtOnceNotOnTheirRamps) {
+  // Three processes of 100 samples/s each, started 2 s apart: past their
+  // warm-up (the 2nd write) from 1, 3 and 5 s to 10, 12 and 14 s. All
+  // three train in [5, 10]: 300 samples/s. The union, [1, 14], would say
+  // (900 + 900 + 900) / 13 = 208.
+  auto window = training_window({steady_process(0, 10, 100), steady_process(2, 10, 100), steady_process(4, 10, 100)});
+  ASSERT_TRUE(window.has_value());
+  EXPECT_TRUE(window->full_occupancy);
+  EXPECT_EQ(window->occupancy, 3u);
+  EXPECT_DOUBLE_EQ(window->seconds, 5);
+  EXPECT_EQ(window->samples, 1500);
+}
+
+TEST(TrainingWindow, ABriefFullOccupancyFallsBackToTheUnion) {
+  // a trains [1, 10]; b only overlaps it in [9.5, 10]: half a second, too
+  // short to stand for the level, so the union [1, 11.5] does.
+  std::vector<TimedProgress> a = {{0, 1}, {1, 10}, {2, 20}, {10, 100}};
+  std::vector<TimedProgress> b = {{9, 1}, {9.5, 10}, {10, 20}, {11.5, 50}};
+  auto window = training_window({a, b});
+  ASSERT_TRUE(window.has_value());
+  EXPECT_FALSE(window->full_occupancy);
+  EXPECT_EQ(window->occupancy, 2u);
+  EXPECT_DOUBLE_EQ(window->seconds, 10.5);
+  EXPECT_EQ(window->samples, 90 + 40);
 }
 
 TEST(TrainingWindow, EvaluationBetweenEpochsIsLeftOutByTheWritersTrainingTime) {

@@ -14,6 +14,7 @@
 #include "colo/core/progress_file.h"
 #include "colo/core/stopwatch.h"
 #include "colo/gpu/mps.h"
+#include "colo/gpu/nvml_device.h"
 #include "colo/gpu/sampler.h"
 #include "colo/sched/runner.h"
 #include "colo/server/job_memory.h"
@@ -327,7 +328,11 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     std::optional<TrainingWindow> window = training_window(progress);
     std::vector<std::vector<gpu::DeviceSample>> readings;
     if (sampler) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(options.sample_interval_s * 1.5));
+      // NVML's energy counter is read at most once a second (nvml_device.h):
+      // wait for a reading past the last process's end, so the training
+      // window's energy is interpolated, not missing.
+      std::this_thread::sleep_for(std::chrono::duration<double>(
+          std::max(options.sample_interval_s * 1.5, gpu::NvmlDevice::kEnergyReadInterval_s + options.sample_interval_s)));
       sampler->stop();
       measure(*sampler, devices.size(), t0, t1, &run);
       for (size_t d = 0; d < devices.size(); ++d) readings.push_back(sampler->samples(d));
@@ -335,6 +340,8 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     if (window && window->seconds > 0) {
       run.train_s = window->seconds;
       run.train_samples_per_s = static_cast<double>(window->samples) / window->seconds;
+      run.train_occupancy = window->occupancy;
+      run.train_full_occupancy = window->full_occupancy;
       std::optional<double> joules = energy_within(readings, window->intervals);
       if (joules && *joules > 0) run.train_samples_per_j = static_cast<double>(window->samples) / *joules;
     }
@@ -396,6 +403,10 @@ nlohmann::json to_json(const LevelRun& run) {
   if (run.train_s) j["train_s"] = *run.train_s;
   if (run.train_samples_per_s) j["train_samples_per_s"] = *run.train_samples_per_s;
   if (run.train_samples_per_j) j["train_samples_per_j"] = *run.train_samples_per_j;
+  if (run.train_s) {
+    j["train_occupancy"] = run.train_occupancy;
+    j["train_window"] = run.train_full_occupancy ? "full_occupancy" : "union";
+  }
   if (run.mean_sm) j["mean_sm"] = *run.mean_sm;
   if (run.peak_mem_bytes) j["peak_mem_bytes"] = *run.peak_mem_bytes;
   if (!run.timeline_csv.empty()) j["timeline_csv"] = run.timeline_csv;

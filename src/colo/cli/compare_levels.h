@@ -64,6 +64,8 @@ struct LevelRun {
   std::optional<double> train_s;      // the training window's length, when every process reported
   std::optional<double> train_samples_per_s;
   std::optional<double> train_samples_per_j;
+  size_t train_occupancy = 0;         // processes training at once in the window (TrainingWindow)
+  bool train_full_occupancy = false;  // the window is the steady state, not the union of spans
   // The figures compared across levels: the training ones or the wall ones
   // (use_basis); every level of one comparison must use the same.
   ThroughputBasis basis = ThroughputBasis::kWall;

@@ -56,11 +56,85 @@ std::vector<TimedProgress> ProgressWatch::readings(size_t i) const {
   return readings_.at(i);
 }
 
+namespace {
+
+using Intervals = std::vector<std::pair<double, double>>;
+
+// One stretch in which a process trained, and the samples it trained there.
+struct Span {
+  double from = 0, to = 0;
+  int64_t samples = 0;
+};
+
+// `ranges` merged into disjoint sorted intervals.
+Intervals merged(Intervals ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  Intervals out;
+  for (const auto& r : ranges) {
+    if (!out.empty() && r.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, r.second);
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+double length(const Intervals& intervals) {
+  double total = 0;
+  for (const auto& [from, to] : intervals) total += to - from;
+  return total;
+}
+
+// The intervals in which the most of `ranges` overlap, and how many that is.
+std::pair<Intervals, size_t> most_overlapped(const Intervals& ranges) {
+  std::vector<std::pair<double, int>> edges;
+  for (const auto& [from, to] : ranges) {
+    edges.emplace_back(from, +1);
+    edges.emplace_back(to, -1);
+  }
+  std::sort(edges.begin(), edges.end());  // at equal times, ends (-1) first
+  int open = 0, most = 0;
+  for (const auto& e : edges) most = std::max(most, open += e.second);
+  Intervals out;
+  open = 0;
+  for (size_t k = 0; k < edges.size(); ++k) {
+    open += edges[k].second;
+    if (open == most && k + 1 < edges.size() && edges[k + 1].first > edges[k].first) {
+      out.emplace_back(edges[k].first, edges[k + 1].first);
+    }
+  }
+  return {merged(out), static_cast<size_t>(most)};
+}
+
+Intervals intersection(const Intervals& a, const Intervals& b) {
+  Intervals out;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    double from = std::max(a[i].first, b[j].first), to = std::min(a[i].second, b[j].second);
+    if (from < to) out.emplace_back(from, to);
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return out;
+}
+
+// Samples of `spans` trained inside `window`, each span's spread evenly over it.
+int64_t samples_within(const std::vector<Span>& spans, const Intervals& window) {
+  double samples = 0;
+  for (const Span& span : spans) {
+    Intervals overlap = intersection({{span.from, span.to}}, window);
+    samples += static_cast<double>(span.samples) * length(overlap) / (span.to - span.from);
+  }
+  return static_cast<int64_t>(samples + 0.5);
+}
+
+}  // namespace
+
 std::optional<TrainingWindow> training_window(const std::vector<std::vector<TimedProgress>>& processes,
                                               double warmup_fraction) {
   if (processes.empty()) return std::nullopt;
-  TrainingWindow window;
-  std::vector<std::pair<double, double>> spans;
+  std::vector<Span> spans;
+  Intervals active;  // each process from its first write past warm-up to its last
+  int64_t all_samples = 0;
   for (const std::vector<TimedProgress>& writes : processes) {
     if (writes.size() < 3) return std::nullopt;
     const double past_warmup = warmup_fraction * static_cast<double>(writes.back().samples);
@@ -68,6 +142,7 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
     while (first < writes.size() && static_cast<double>(writes[first].samples) < past_warmup) ++first;
     if (first + 1 >= writes.size()) return std::nullopt;
     if (writes.back().unix_s <= writes[first].unix_s) return std::nullopt;
+    active.emplace_back(writes[first].unix_s, writes.back().unix_s);
     for (size_t k = first + 1; k < writes.size(); ++k) {
       const TimedProgress& a = writes[k - 1];
       const TimedProgress& b = writes[k];
@@ -75,19 +150,26 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
       double trained = b.train_s - a.train_s;
       // A writer whose train_s does not grow says nothing of its gaps: all training.
       if (trained <= 0 || trained > gap) trained = gap;
-      window.samples += b.samples - a.samples;
-      if (trained > 0) spans.emplace_back(b.unix_s - trained, b.unix_s);
+      all_samples += b.samples - a.samples;
+      if (trained > 0) spans.push_back({b.unix_s - trained, b.unix_s, b.samples - a.samples});
     }
   }
-  std::sort(spans.begin(), spans.end());
-  for (const auto& span : spans) {
-    if (!window.intervals.empty() && span.first <= window.intervals.back().second) {
-      window.intervals.back().second = std::max(window.intervals.back().second, span.second);
-    } else {
-      window.intervals.push_back(span);
-    }
+  Intervals each;
+  for (const Span& span : spans) each.emplace_back(span.from, span.to);
+  TrainingWindow window;
+  window.intervals = merged(each);
+  window.seconds = length(window.intervals);
+  window.samples = all_samples;
+  auto [crowded, occupancy] = most_overlapped(active);
+  window.occupancy = occupancy;
+  Intervals steady = intersection(crowded, window.intervals);
+  const double steady_s = length(steady);
+  if (steady_s >= kMinFullOccupancySeconds && steady_s >= kMinFullOccupancyShare * window.seconds) {
+    window.full_occupancy = true;
+    window.samples = samples_within(spans, steady);
+    window.intervals = std::move(steady);
+    window.seconds = steady_s;
   }
-  for (const auto& [from, to] : window.intervals) window.seconds += to - from;
   return window;
 }
 

@@ -65,17 +65,34 @@ class ProgressWatch {
 // The part of a level's run in which it trained past warm-up.
 struct TrainingWindow {
   int64_t samples = 0;                               // trained inside the intervals
-  double seconds = 0;                                // length of their union
+  double seconds = 0;                                // length of the intervals
   std::vector<std::pair<double, double>> intervals;  // unix seconds, disjoint, sorted
+  size_t occupancy = 0;        // the most processes past their warm-up at once
+  bool full_occupancy = false; // intervals are those in which that many trained
 };
+
+// The full-occupancy window must be at least this long, and this share of
+// the union, to stand for the level; otherwise the union does.
+inline constexpr double kMinFullOccupancySeconds = 1.0;
+inline constexpr double kMinFullOccupancyShare = 0.25;
 
 // Each process is timed from its first write at or past `warmup_fraction`
 // of its last reported samples (never its very first write, which follows
 // start-up and the first step) to its last write. Between two writes it
 // trained for the growth of its train_s (at most the time between them):
 // the rest of that gap, which comes first (evaluation at an epoch's end,
-// then the next epoch's steps), is left out. The window is the union of
-// every process's training spans, and its samples those trained in them.
+// then the next epoch's steps), is left out; the gap's samples are spread
+// evenly over the part it trained.
+//
+// The level is measured in its steady state: while as many processes were
+// past their warm-up at once as ever were (`occupancy`: all of them for
+// timeslice and mps, K for slots, one for sequential), and some trained.
+// Ramps, where the first processes train before the last have started or
+// after the first have ended, are left out, as the steady-state benchmarks
+// (bench/fusion) leave them out; wall figures keep them. When that time is
+// shorter than kMinFullOccupancySeconds or kMinFullOccupancyShare of the
+// union of every process's training spans, the union is the window
+// (full_occupancy false). Samples are those trained inside the window.
 // Pass only the processes that started: nullopt when one of them has fewer
 // than two writes past its warm-up (it does not report progress, or ended
 // too soon to be timed), or none is passed.

@@ -26,9 +26,11 @@ class NvmlDevice : public Device {
   DeviceSample sample() override;
   std::vector<ProcessUsage> processes() override;
 
+  // The least time between two samples that carry energy_j.
+  static constexpr double kEnergyReadInterval_s = 1.0;
+
  private:
   void read_gpm(DeviceSample& sample);
-  static constexpr double kEnergyReadInterval_s = 1.0;
 
   const nvml::Api& api_;
   nvml::DeviceHandle handle_;
