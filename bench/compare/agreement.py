@@ -8,7 +8,7 @@ compare`'s process levels run it (a one-model fused array, `colo sweep
     compare level   fusion benchmark row (same model, same N)
     sequential      sequential  (one process's steady state)
     timeslice       concurrent  (N processes at once)
-    mps             mps         (N processes under MPS)
+    mps             mps         (N processes under MPS, each 100/N % of the SMs)
     fused           fused (lenet) / fused_cl (resnet18: sweeps store resnets NHWC)
 
     python3 bench/compare/agreement.py --fusion RAW.jsonl \\
@@ -42,6 +42,8 @@ def bench_figure(rows, level, model, n):
         if r["strategy"] != strategy or r["model"] != model or r["models"] != wanted:
             continue
         if strategy in FUSION_ROW.values() and r.get("process_mode") != "fused1":
+            continue
+        if strategy == "mps" and r.get("mps_percentage") != max(1, 100 // n):
             continue
         return r["samples_per_s"]
     return None

@@ -76,6 +76,8 @@ for path in sys.argv[5:]:
         pass
 r = {"strategy": strategy, "model": model, "models": n, "processes_ok": len(rows),
      "process_mode": os.environ["PROCESS_MODE"]}
+if strategy == "mps" and os.environ.get("MPS_PERCENTAGE"):
+    r["mps_percentage"] = int(os.environ["MPS_PERCENTAGE"])
 if len(rows) == n:
     r["samples_per_s"] = sum(x["samples_per_s"] for x in rows)
     r["max_late_start_s"] = max(x["window_start_unix"] - start_at for x in rows)
@@ -97,7 +99,8 @@ many() {  # strategy model n
   start_at=$(python3 -c "import time; print(time.time() + 6 + 0.6 * $n)")
   local cmd="timeout 240 $BIN --model $model $(process_args "$model") --seconds $SECONDS_WINDOW --start-at $start_at"
   if [ "$strategy" = mps ]; then
-    "$BUILD/colo" mps run --count "$n" -- sh -c \
+    # MPS_PERCENTAGE: each client's active-thread share (unset: no limit).
+    "$BUILD/colo" mps run --count "$n" ${MPS_PERCENTAGE:+--percentage "$MPS_PERCENTAGE"} -- sh -c \
       "exec $cmd \$( [ \"\$COLO_MPS_CLIENT_INDEX\" = 0 ] && echo --sample ) >$dir/\$COLO_MPS_CLIENT_INDEX.json 2>>$LOG" \
       >>"$LOG" 2>&1
   else

@@ -242,7 +242,7 @@ if want compare; then
   # colo.report_progress for the plain PyTorch scripts (pure Python; no core needed).
   export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
   mkdir -p "$OUT/compare"
-  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 8000;resnet18x8:examples/compare/resnet18x8.toml:--steps 400;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
+  runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 4000;resnet18x8:examples/compare/resnet18x8.toml:--steps 400;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
   IFS=';' read -r -a entries <<<"$runs"
   for entry in "${entries[@]}"; do
     IFS=: read -r name file extra <<<"$entry"
@@ -264,7 +264,8 @@ if want compare; then
       IFS=: read -r name model n <<<"$run"
       [ -f "$OUT/compare/$name/summary.json" ] || continue
       fused=fused; [ "$model" = resnet18 ] && fused=fused_cl
-      PROCESS_MODE=fused1 STRATEGIES="sequential $fused concurrent mps" \
+      # compare's mps level gives each of its N processes 100/N % of the SMs.
+      PROCESS_MODE=fused1 MPS_PERCENTAGE=$((100 / n)) STRATEGIES="sequential $fused concurrent mps" \
         bench/fusion/run.sh "$BUILD" "$OUT/agreement" "$model" -- "$n" >/dev/null 2>&1
       rm -rf "$OUT/agreement/fusion/procs"
       agree+=(--compare "$name=$OUT/compare/$name/summary.json:$model:$n")
