@@ -66,20 +66,23 @@ TEST(TrainingWindow, StaggeredProcessesAreMeasuredWhileAllTrainAtOnceNotOnTheirR
   EXPECT_EQ(window->samples, 1500);
 }
 
-TEST(TrainingWindow, WhileOneProcessEvaluatesTheOthersTrainingIsNotTheSteadyState) {
+TEST(TrainingWindow, WhileOneProcessEvaluatesTheOthersTrainingStillCounts) {
   // Both train 100 samples/s from 1 s to 10 s, but between its writes at 5
-  // and 6 s, a trained only 0.5 s (it evaluated in [5, 5.5]). The steady
-  // state is [1, 5] and [5.5, 10]: b's 50 samples of [5, 5.5] are left out.
+  // and 6 s, a trained only 0.5 s (it evaluated in [5, 5.5]). Both are past
+  // their warm-up throughout, and b trained in [5, 5.5]: the window is
+  // [1, 10] with every sample.
   std::vector<TimedProgress> a, b = steady_process(0, 10, 100);
   for (int k = 0; k <= 10; ++k) a.push_back({static_cast<double>(k), 100 * (k + 1), k < 6 ? k : k - 0.5});
   auto window = training_window({a, b});
   ASSERT_TRUE(window.has_value());
   EXPECT_TRUE(window->full_occupancy);
-  ASSERT_EQ(window->intervals.size(), 2u);
-  EXPECT_DOUBLE_EQ(window->intervals[0].second, 5);
-  EXPECT_DOUBLE_EQ(window->intervals[1].first, 5.5);
-  EXPECT_DOUBLE_EQ(window->seconds, 8.5);
-  EXPECT_EQ(window->samples, 900 + 850);
+  ASSERT_EQ(window->intervals.size(), 1u);
+  EXPECT_DOUBLE_EQ(window->seconds, 9);
+  EXPECT_EQ(window->samples, 1800);
+  // Alone, a's evaluation is left out of its time.
+  auto alone = training_window({a});
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_DOUBLE_EQ(alone->seconds, 8.5);
 }
 
 TEST(TrainingWindow, ABriefFullOccupancyFallsBackToTheUnion) {

@@ -133,6 +133,7 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
                                               double warmup_fraction) {
   if (processes.empty()) return std::nullopt;
   std::vector<Span> spans;
+  Intervals active;  // each process from its first write past warm-up to its last
   int64_t all_samples = 0;
   for (const std::vector<TimedProgress>& writes : processes) {
     if (writes.size() < 3) return std::nullopt;
@@ -141,6 +142,7 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
     while (first < writes.size() && static_cast<double>(writes[first].samples) < past_warmup) ++first;
     if (first + 1 >= writes.size()) return std::nullopt;
     if (writes.back().unix_s <= writes[first].unix_s) return std::nullopt;
+    active.emplace_back(writes[first].unix_s, writes.back().unix_s);
     for (size_t k = first + 1; k < writes.size(); ++k) {
       const TimedProgress& a = writes[k - 1];
       const TimedProgress& b = writes[k];
@@ -158,8 +160,9 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
   window.intervals = merged(each);
   window.seconds = length(window.intervals);
   window.samples = all_samples;
-  auto [steady, occupancy] = most_overlapped(each);
+  auto [crowded, occupancy] = most_overlapped(active);
   window.occupancy = occupancy;
+  Intervals steady = intersection(crowded, window.intervals);
   const double steady_s = length(steady);
   if (steady_s >= kMinFullOccupancySeconds && steady_s >= kMinFullOccupancyShare * window.seconds) {
     window.full_occupancy = true;

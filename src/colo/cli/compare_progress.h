@@ -67,7 +67,7 @@ struct TrainingWindow {
   int64_t samples = 0;                               // trained inside the intervals
   double seconds = 0;                                // length of the intervals
   std::vector<std::pair<double, double>> intervals;  // unix seconds, disjoint, sorted
-  size_t occupancy = 0;        // the most processes training at once
+  size_t occupancy = 0;        // the most processes past their warm-up at once
   bool full_occupancy = false; // intervals are those in which that many trained
 };
 
@@ -84,16 +84,17 @@ inline constexpr double kMinFullOccupancyShare = 0.25;
 // then the next epoch's steps), is left out; the gap's samples are spread
 // evenly over the part it trained.
 //
-// The level is measured in its steady state: while as many processes
-// trained at once as ever did (`occupancy`: all of them for timeslice and
-// mps, K for slots, one for sequential). Ramps, where the first processes
-// train before the last have started or after the first have ended, and
-// moments where one process evaluates while the others train, are left
-// out, as the steady-state benchmarks (bench/fusion) leave them out; wall
-// figures keep them. When that time is shorter than
-// kMinFullOccupancySeconds or kMinFullOccupancyShare of the union of every
-// process's training spans, the union is the window (full_occupancy false).
-// Samples are those trained inside the window.
+// The level is measured in its steady state: while as many processes were
+// past their warm-up and not yet done at once as ever were (`occupancy`: all
+// of them for timeslice and mps, K for slots, one for sequential), and some
+// trained. Ramps, where the first processes train before the last have
+// started or after the first have ended, are left out, as the steady-state
+// benchmarks (bench/fusion) leave them out; wall figures keep them. A
+// process evaluating between epochs stays in: its evaluation shares the GPU
+// with the others' training, as it would in the user's run. When that time
+// is shorter than kMinFullOccupancySeconds or kMinFullOccupancyShare of the
+// union of every process's training spans, the union is the window
+// (full_occupancy false). Samples are those trained inside the window.
 // Pass only the processes that started: nullopt when one of them has fewer
 // than two writes past its warm-up (it does not report progress, or ended
 // too soon to be timed), or none is passed.
