@@ -185,6 +185,20 @@ TEST(ColoCompare, ALevelPastItsTimeLimitIsMeasuredFromProgressSoFar) {
   EXPECT_EQ(quiet.status, 1) << "no level measured";
 }
 
+TEST(ColoCompare, ASuccessorCutInItsStartUpByTheBudgetLeavesTheLevelMeasured) {
+  TempDir dir;
+  // Sequential: a trains 1.5 s; b, started after it, is still starting (5 s)
+  // when the 3 s budget ends.
+  dir.write("jobs.toml", reporting_job(dir, "a", 0.2, 1000, 1.5) + reporting_job(dir, "b", 5, 1000, 30));
+  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") +
+                               " --levels sequential --level-timeout 3 --no-plots --out " + dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  nlohmann::json r = level(nlohmann::json::parse(read_file(dir.file("out/summary.json"))), "sequential")["runs"][0];
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_TRUE(r["stopped_at_budget"].get<bool>());
+  EXPECT_NEAR(r["samples_per_s"].get<double>(), 1000, 150) << r.dump();
+}
+
 // A `colo train` spec on a small synthetic image set: `model` lines, 4 steps of 32.
 std::string small_spec(const std::string& model, int64_t train_size) {
   return "device = \"cpu\"\nepochs = 1\nmax_steps = 4\nbatch_size = 32\ncheckpoint_every = 0\n"

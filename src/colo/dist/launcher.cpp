@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/core/cpu_share.h"
 #include "colo/core/files.h"
 #include "colo/core/interrupt_cleanup.h"
 #include "colo/core/paths.h"
@@ -56,8 +57,6 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
                spec.uses_servers() ? (" + " + std::to_string(spec.servers) + " servers").c_str() : "",
                spec.strategy.c_str(), rendezvous.c_str());
 
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int64_t threads = std::max<int64_t>(1, cores / spec.world());
   std::vector<ChildProcess> children;
   std::vector<std::string> logs;
   nlohmann::json listing = nlohmann::json::array();
@@ -65,9 +64,7 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
     EnvironmentOverrides env{{"COLO_DIST_RANK", std::to_string(rank)},
                              {"COLO_DIST_WORLD", std::to_string(spec.world())},
                              {"COLO_DIST_RENDEZVOUS", rendezvous}};
-    // The processes share this host's cores; OpenMP threads that outnumber
-    // them spin against each other.
-    if (!std::getenv("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = std::to_string(threads);
+    share_cores(env, static_cast<size_t>(spec.world()));
     std::string log = out + "/rank" + std::to_string(rank) + ".log";
     if (path_exists(log)) remove_tree(log);
     children.emplace_back(argv, env, rank == 0 ? "" : log);
