@@ -191,10 +191,18 @@ PoolEnd run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::Devi
   }
   remove_tree(pipes);
   std::map<int64_t, sched::JobRecord> jobs;
-  for (const sched::JobRecord& job : store.list()) jobs[job.id] = job;
+  std::optional<double> first_completion;
+  for (const sched::JobRecord& job : store.list()) {
+    jobs[job.id] = job;
+    if (job.state == sched::JobState::kCompleted && job.end_s) {
+      first_completion = std::min(first_completion.value_or(*job.end_s), *job.end_s);
+    }
+  }
   for (int64_t id : ids) {
     const sched::JobRecord& job = jobs.at(id);
     end.started.push_back(job.start_s.has_value());
+    end.cut_successor.push_back(end.past_budget && job.start_s && job.state != sched::JobState::kCompleted &&
+                                first_completion && *job.start_s >= *first_completion);
     if (end.failure.empty() && job.state != sched::JobState::kCompleted) {
       end.failure = job.spec.name + " ended " + sched::to_string(job.state) + " (logs: " + runner_options.log_dir + ")";
     }
