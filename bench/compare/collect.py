@@ -1,71 +1,74 @@
-"""bench/results/compare/summary.json from the four `colo compare` runs of
-issue 24: each level's samples/s and samples per joule, the recommended
-levels and the commands. A workload whose summary.json did not come back
-from the GPU machine is read from the table colo compare printed
-(table.txt), and says so.
+"""bench/results/compare/summary.json from the `colo compare` runs of issue
+24 (steady-state basis, bench/results/compare/steady/): each level's
+samples/s and samples per joule, the recommended levels, the agreement with
+bench/fusion where the two overlap, and the commands. A level run in a
+second device call (`<name>/<level>/summary.json`, e.g. a sequential level
+rerun after a fix) replaces the first call's, and says so.
 
     python3 bench/compare/collect.py bench/results/compare
 """
 import json
 import os
-import re
 import sys
 
-COMMANDS = {
-    "lenet16": "colo compare examples/compare/lenet16.toml --steps 300 --level-timeout 60",
-    "resnet18x8": "colo compare examples/compare/resnet18x8.toml --steps 100 --level-timeout 60",
-    "hetero": "colo compare examples/compare/hetero.toml --level-timeout 60",
-    "torchvision4": "colo compare examples/compare/torchvision4.toml --level-timeout 60",
+RUN = "BUILD_TARGETS='colo fusion_throughput' COMPARE_AGREEMENT=1 COMPARE_TIMEOUT={t} COMPARE_RUNS='{runs}' bench/gpu/run.sh compare"
+WORKLOADS = {
+    "lenet16": ("colo compare examples/compare/lenet16.toml --steps 4000 --level-timeout 60",
+                RUN.format(t=60, runs="lenet16:examples/compare/lenet16.toml:--steps 4000")),
+    "resnet18x8": ("colo compare examples/compare/resnet18x8.toml --steps 400 --level-timeout 45",
+                   RUN.format(t=45, runs="resnet18x8:examples/compare/resnet18x8.toml:--steps 400")),
+    "hetero": ("colo compare examples/compare/hetero.toml --level-timeout 40",
+               RUN.format(t=40, runs="hetero:examples/compare/hetero.toml:").replace("COMPARE_AGREEMENT=1 ", "")),
+    "torchvision4": ("colo compare examples/compare/torchvision4.toml --level-timeout 75",
+                     RUN.format(t=75, runs="torchvision4:examples/compare/torchvision4.toml:")
+                     .replace("COMPARE_AGREEMENT=1 ", "").replace("colo fusion_throughput", "colo")),
 }
-ROW = re.compile(r"^\s*(sequential|timeslice|mps|slots|scheduler|fused|streams)\s+(\S+)\s+(\S+)")
-RECOMMENDED = re.compile(r"^recommended for (throughput|energy)[^:]*: (\w+)(.*)$")
 
 
-def from_summary(path):
-    s = json.load(open(path))
-    levels = {}
-    for lv in s["levels"]:
-        if "skipped" in lv:
-            levels[lv["level"]] = {"skipped": lv["skipped"]}
-        else:
-            levels[lv["level"]] = {k: lv[k] for k in ("samples_per_s", "samples_per_j", "failure") if k in lv}
-    return {"levels": levels, "recommended_for_throughput": s["recommended_for_throughput"]["best"],
-            "recommended_for_energy": s["recommended_for_energy"]["best"],
-            "reasons": [s["recommended_for_throughput"]["reason"], s["recommended_for_energy"]["reason"]],
-            "source": "summary.json"}
+def level_entry(lv):
+    if "skipped" in lv:
+        return {"skipped": lv["skipped"]}
+    entry = {k: lv[k] for k in ("samples_per_s", "samples_per_j", "failure") if k in lv}
+    run = (lv.get("runs") or [{}])[0]
+    for k in ("train_window", "train_occupancy", "wall_s", "wall_samples_per_s", "stopped_at_budget"):
+        if k in run:
+            entry[k] = run[k]
+    return entry
 
 
-def from_table(path):
-    levels, out = {}, {"source": "table.txt (colo compare's printed table; its summary.json did not come back)"}
-    reasons = []
-    for line in open(path):
-        row = ROW.match(line)
-        if row:
-            name, per_s, per_j = row.groups()
-            levels[name] = ({"skipped": line.split("skipped: ", 1)[1].strip()} if "skipped:" in line else
-                            {"samples_per_s": float(per_s), **({"samples_per_j": float(per_j)} if per_j != "-" else {})})
-        rec = RECOMMENDED.match(line.strip())
-        if rec:
-            out["recommended_for_" + rec.group(1)] = rec.group(2)
-            reasons.append(line.strip()[len("recommended "):])
-    out.update(levels=levels, reasons=reasons)
+def workload(d):
+    s = json.load(open(os.path.join(d, "summary.json")))
+    out = {"basis": s.get("basis"), "levels": {lv["level"]: level_entry(lv) for lv in s["levels"]},
+           "recommended_for_throughput": s["recommended_for_throughput"]["best"],
+           "recommended_for_energy": s["recommended_for_energy"]["best"],
+           "reasons": [s["recommended_for_throughput"]["reason"], s["recommended_for_energy"]["reason"]]}
+    for name in sorted(os.listdir(d)):
+        rerun = os.path.join(d, name, "summary.json")
+        if os.path.isfile(rerun):
+            for lv in json.load(open(rerun))["levels"]:
+                if lv["level"] == name:
+                    out["levels"][name] = dict(level_entry(lv), source=f"{name}/summary.json (a second device call)")
+    agreement = os.path.join(d, "agreement.json")
+    if os.path.exists(agreement):
+        out["agreement_with_bench_fusion"] = {
+            level: round(v["ratio"], 3) for level, v in json.load(open(agreement))["workloads"][os.path.basename(d)]["levels"].items()}
     return out
 
 
 def main():
     root = sys.argv[1]
-    summary = {"gpu": "one H100 80GB HBM3", "rounds": 1, "workloads": {}}
-    for name, command in COMMANDS.items():
-        d = os.path.join(root, name)
-        s = os.path.join(d, "summary.json")
-        entry = from_summary(s) if os.path.exists(s) else from_table(os.path.join(d, "table.txt"))
-        entry["command"] = command
+    summary = {"gpu": open(os.path.join(root, "steady", "gpu.txt")).read().strip(), "rounds": 1,
+               "basis": "training (steady state: colo compare's full-occupancy window)", "workloads": {}}
+    for name, (command, device_command) in WORKLOADS.items():
+        entry = workload(os.path.join(root, "steady", name))
+        entry.update(command=command, device_command=device_command)
         summary["workloads"][name] = entry
     summary["collect_command"] = " ".join(["python3"] + sys.argv)
     with open(os.path.join(root, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     for name, w in summary["workloads"].items():
-        print(f"{name:>12}: throughput {w['recommended_for_throughput']}, energy {w['recommended_for_energy']}")
+        print(f"{name:>12}: throughput {w['recommended_for_throughput']}, energy {w['recommended_for_energy']}"
+              f"  agreement {w.get('agreement_with_bench_fusion', '-')}")
 
 
 if __name__ == "__main__":
