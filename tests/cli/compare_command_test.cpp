@@ -199,6 +199,22 @@ TEST(ColoCompare, ASuccessorCutInItsStartUpByTheBudgetLeavesTheLevelMeasured) {
   EXPECT_NEAR(r["samples_per_s"].get<double>(), 1000, 150) << r.dump();
 }
 
+TEST(ColoCompare, JobsOfDifferentCostAreWeighedByTheirThroughputAlone) {
+  TempDir dir;
+  // A cheap job (2,000 samples/s) and a costly one (200 samples/s), neither
+  // slowed by the other. One at a time they make 1x; at once, 2x.
+  dir.write("jobs.toml", reporting_job(dir, "cheap", 0.2, 2000, 2) + reporting_job(dir, "costly", 0.2, 200, 2));
+  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") +
+                               " --levels sequential,timeslice --no-plots --out " + dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
+  EXPECT_NEAR(level(summary, "sequential")["normalised_throughput"].get<double>(), 1.0, 0.1) << summary.dump();
+  EXPECT_NEAR(level(summary, "timeslice")["normalised_throughput"].get<double>(), 2.0, 0.3) << summary.dump();
+  EXPECT_EQ(summary["recommended_for_throughput"]["measure"], "normalised_throughput");
+  EXPECT_EQ(summary["recommended_for_throughput"]["best"], "timeslice");
+  EXPECT_NE(run.out.find("x alone"), std::string::npos) << run.out;
+}
+
 // A `colo train` spec on a small synthetic image set: `model` lines, 4 steps of 32.
 std::string small_spec(const std::string& model, int64_t train_size) {
   return "device = \"cpu\"\nepochs = 1\nmax_steps = 4\nbatch_size = 32\ncheckpoint_every = 0\n"

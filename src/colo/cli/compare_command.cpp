@@ -56,12 +56,12 @@ std::string level_note(const LevelResults& l, const LevelRun* last_ok) {
 }
 
 void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
-  TablePrinter table({{"level", 10}, {"samples/s", 24}, {"samples/J", 20}, {"SM", 6}, {"peak mem", 10},
-                      {"wall s", 8}, {"note", 0}});
+  TablePrinter table({{"level", 10}, {"samples/s", 24}, {"samples/J", 20}, {"x alone", 16}, {"SM", 6},
+                      {"peak mem", 10}, {"wall s", 8}, {"note", 0}});
   table.header();
   for (const LevelResults& l : levels) {
     if (!l.skipped.empty()) {
-      table.row({to_string(l.level), "-", "-", "-", "-", "-", "skipped: " + l.skipped});
+      table.row({to_string(l.level), "-", "-", "-", "-", "-", "-", "skipped: " + l.skipped});
       continue;
     }
     const LevelRun* last_ok = nullptr;
@@ -71,9 +71,25 @@ void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
     table.row({to_string(l.level),
                range_cell(l.median_samples_per_s, l.min_samples_per_s, l.max_samples_per_s, 0, rounds),
                range_cell(l.median_samples_per_j, l.min_samples_per_j, l.max_samples_per_j, 1, rounds),
+               range_cell(l.median_normalised, l.min_normalised, l.max_normalised, 2, rounds),
                last_ok && last_ok->mean_sm ? percent(*last_ok->mean_sm, 0) : "-",
                last_ok && last_ok->peak_mem_bytes ? bytes_human(static_cast<double>(*last_ok->peak_mem_bytes)) : "-",
                last_ok ? fixed(last_ok->wall_s, 1) : "-", level_note(l, last_ok)});
+  }
+}
+
+// Weighs the round just run (each level's last run, or last warm-up run)
+// by the same round's sequential run: each job's throughput alone.
+void normalise_round(std::vector<LevelResults>& levels, bool warming) {
+  const LevelRun* sequential = nullptr;
+  for (const LevelResults& r : levels) {
+    const auto& runs = warming ? r.warmup : r.runs;
+    if (r.level == ShareLevel::kSequential && !runs.empty() && runs.back().ok) sequential = &runs.back();
+  }
+  if (!sequential) return;
+  for (LevelResults& r : levels) {
+    auto& runs = warming ? r.warmup : r.runs;
+    if (!runs.empty()) normalise_against(runs.back(), *sequential);
   }
 }
 
@@ -135,6 +151,7 @@ int run_compare(const CompareArgs& args) {
       }
       (warming ? r.warmup : r.runs).push_back(std::move(run));
     }
+    normalise_round(levels, warming);
   }
   ThroughputBasis basis = common_basis(levels);
   for (LevelResults& r : levels) {
@@ -149,8 +166,13 @@ int run_compare(const CompareArgs& args) {
                             "(wall s: first start to last end)"
                           : "samples/s and samples/J: over the wall time, start-up included (not every job "
                             "reports its progress through $COLO_PROGRESS_FILE)");
-  Recommendation speed = recommend(levels, "samples_per_s");
-  Recommendation energy = recommend(levels, "samples_per_j");
+  auto [speed_measure, energy_measure] = ranking_measures(levels);
+  if (speed_measure == "normalised_throughput") {
+    std::printf("x alone: each job's throughput over its throughput alone (the sequential level), summed; "
+                "recommendations weigh jobs by it\n");
+  }
+  Recommendation speed = recommend(levels, speed_measure);
+  Recommendation energy = recommend(levels, energy_measure);
   std::printf("recommended %s\nrecommended %s\n", speed.reason.c_str(), energy.reason.c_str());
 
   nlohmann::json summary = {{"workload", args.workload},     {"kind", workload.kind},

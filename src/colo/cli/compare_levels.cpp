@@ -345,6 +345,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     run.wall_s = t1 - t0;
     if (watch) watch->stop();
     std::vector<std::vector<TimedProgress>> progress;
+    std::vector<size_t> progress_launch;  // which launch each entry of `progress` is
     for (size_t i = 0; watch && i < launches.size(); ++i) {
       if (!end.started[i]) continue;
       std::vector<TimedProgress> writes = watch->readings(i);
@@ -353,6 +354,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
       bool cut = i < end.cut_successor.size() && end.cut_successor[i];
       if (cut && !training_window({writes})) continue;
       progress.push_back(std::move(writes));
+      progress_launch.push_back(i);
     }
     std::optional<TrainingWindow> window = training_window(progress);
     std::vector<std::vector<gpu::DeviceSample>> readings;
@@ -372,7 +374,27 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
       run.train_occupancy = window->occupancy;
       run.train_full_occupancy = window->full_occupancy;
       std::optional<double> joules = energy_within(readings, window->intervals);
-      if (joules && *joules > 0) run.train_samples_per_j = static_cast<double>(window->samples) / *joules;
+      if (joules && *joules > 0) {
+        run.train_samples_per_j = static_cast<double>(window->samples) / *joules;
+        run.train_energy_j = joules;
+      }
+      const size_t jobs = workload.jobs.size();
+      run.job_window_samples.assign(jobs, 0.0);
+      run.job_own_samples_per_s.assign(jobs, 0.0);
+      for (size_t k = 0; k < progress.size(); ++k) {
+        const double own = window->process_span_s[k] > 0
+                               ? static_cast<double>(window->process_span_samples[k]) / window->process_span_s[k]
+                               : 0.0;
+        if (launches.size() == jobs) {  // a process per job
+          run.job_window_samples[progress_launch[k]] = static_cast<double>(window->process_samples[k]);
+          run.job_own_samples_per_s[progress_launch[k]] = own;
+        } else {                        // one process trains every job
+          for (size_t j = 0; j < jobs; ++j) {
+            run.job_window_samples[j] += static_cast<double>(window->process_samples[k]) / static_cast<double>(jobs);
+            run.job_own_samples_per_s[j] += own / static_cast<double>(jobs);
+          }
+        }
+      }
     }
     run.stopped_at_budget = end.past_budget && window.has_value();
     if (run.stopped_at_budget) {
@@ -420,6 +442,21 @@ std::string to_string(ThroughputBasis basis) {
   return basis == ThroughputBasis::kTraining ? "training" : "wall";
 }
 
+void normalise_against(LevelRun& run, const LevelRun& sequential) {
+  const std::vector<double>& alone = sequential.job_own_samples_per_s;
+  if (!run.ok || !run.train_s || *run.train_s <= 0 || alone.empty() ||
+      alone.size() != run.job_window_samples.size()) {
+    return;
+  }
+  double alone_s = 0;  // seconds the window's samples would take, each job alone
+  for (size_t j = 0; j < alone.size(); ++j) {
+    if (alone[j] <= 0) return;
+    alone_s += run.job_window_samples[j] / alone[j];
+  }
+  run.normalised_throughput = alone_s / *run.train_s;
+  if (run.train_energy_j) run.alone_s_per_j = alone_s / *run.train_energy_j;
+}
+
 nlohmann::json to_json(const LevelRun& run) {
   nlohmann::json j = {{"level", to_string(run.level)}, {"ok", run.ok}, {"wall_s", run.wall_s},
                       {"samples", run.samples}, {"samples_per_s", run.samples_per_s},
@@ -432,6 +469,8 @@ nlohmann::json to_json(const LevelRun& run) {
   if (run.train_s) j["train_s"] = *run.train_s;
   if (run.train_samples_per_s) j["train_samples_per_s"] = *run.train_samples_per_s;
   if (run.train_samples_per_j) j["train_samples_per_j"] = *run.train_samples_per_j;
+  if (run.normalised_throughput) j["normalised_throughput"] = *run.normalised_throughput;
+  if (run.alone_s_per_j) j["alone_s_per_j"] = *run.alone_s_per_j;
   if (run.train_s) {
     j["train_occupancy"] = run.train_occupancy;
     j["train_window"] = run.train_full_occupancy ? "full_occupancy" : "union";

@@ -64,6 +64,21 @@ struct LevelRun {
   std::optional<double> train_s;      // the training window's length, when every process reported
   std::optional<double> train_samples_per_s;
   std::optional<double> train_samples_per_j;
+  // Per job of the workload (its order): samples trained inside the training
+  // window (a one-process level's split evenly: its models train in
+  // lockstep), and the job's own samples over its own training seconds,
+  // which is its throughput alone when the level is sequential. Empty
+  // without a training window.
+  std::vector<double> job_window_samples;
+  std::vector<double> job_own_samples_per_s;
+  std::optional<double> train_energy_j;  // the GPUs' energy inside the training window
+  // Each job's rate in the window over its rate alone, summed (1 = as fast
+  // as one job at a time), and the alone-seconds of training done per joule:
+  // the figures that weigh heterogeneous jobs by what their samples cost.
+  // Set by normalise_against() when the round's sequential level measured
+  // every job.
+  std::optional<double> normalised_throughput;
+  std::optional<double> alone_s_per_j;
   size_t train_occupancy = 0;         // processes training at once in the window (TrainingWindow)
   bool train_full_occupancy = false;  // the window is the steady state, not the union of spans
   // The figures compared across levels: the training ones or the wall ones
@@ -86,6 +101,11 @@ std::string level_unavailable(ShareLevel level, const CompareWorkload& workload,
 // failing job or MPS daemon: the run comes back !ok with the reason.
 LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, const std::vector<gpu::DevicePtr>& devices,
                          const LevelOptions& options);
+
+// Sets `run`'s normalised figures from `sequential`'s per-job throughput
+// alone (the same round's sequential run). Leaves them unset when
+// `sequential` lacks a job's figure or `run` has no training window.
+void normalise_against(LevelRun& run, const LevelRun& sequential);
 
 // Sets samples_per_s and samples_per_j from the training figures (which
 // must be present) or the wall ones.

@@ -64,6 +64,7 @@ using Intervals = std::vector<std::pair<double, double>>;
 struct Span {
   double from = 0, to = 0;
   int64_t samples = 0;
+  size_t process = 0;
 };
 
 // `ranges` merged into disjoint sorted intervals.
@@ -117,14 +118,17 @@ Intervals intersection(const Intervals& a, const Intervals& b) {
   return out;
 }
 
-// Samples of `spans` trained inside `window`, each span's spread evenly over it.
-int64_t samples_within(const std::vector<Span>& spans, const Intervals& window) {
-  double samples = 0;
+// Samples of `spans` trained inside `window`, per process, each span's
+// spread evenly over it.
+std::vector<int64_t> samples_within(const std::vector<Span>& spans, const Intervals& window, size_t processes) {
+  std::vector<double> samples(processes, 0.0);
   for (const Span& span : spans) {
     Intervals overlap = intersection({{span.from, span.to}}, window);
-    samples += static_cast<double>(span.samples) * length(overlap) / (span.to - span.from);
+    samples[span.process] += static_cast<double>(span.samples) * length(overlap) / (span.to - span.from);
   }
-  return static_cast<int64_t>(samples + 0.5);
+  std::vector<int64_t> rounded;
+  for (double v : samples) rounded.push_back(static_cast<int64_t>(v + 0.5));
+  return rounded;
 }
 
 }  // namespace
@@ -151,7 +155,7 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
       // A writer whose train_s does not grow says nothing of its gaps: all training.
       if (trained <= 0 || trained > gap) trained = gap;
       all_samples += b.samples - a.samples;
-      if (trained > 0) spans.push_back({b.unix_s - trained, b.unix_s, b.samples - a.samples});
+      if (trained > 0) spans.push_back({b.unix_s - trained, b.unix_s, b.samples - a.samples, active.size() - 1});
     }
   }
   Intervals each;
@@ -160,13 +164,22 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
   window.intervals = merged(each);
   window.seconds = length(window.intervals);
   window.samples = all_samples;
+  window.process_span_samples.assign(processes.size(), 0);
+  window.process_span_s.assign(processes.size(), 0.0);
+  for (const Span& span : spans) {
+    window.process_span_samples[span.process] += span.samples;
+    window.process_span_s[span.process] += span.to - span.from;
+  }
+  window.process_samples = window.process_span_samples;
   auto [crowded, occupancy] = most_overlapped(active);
   window.occupancy = occupancy;
   Intervals steady = intersection(crowded, window.intervals);
   const double steady_s = length(steady);
   if (steady_s >= kMinFullOccupancySeconds && steady_s >= kMinFullOccupancyShare * window.seconds) {
     window.full_occupancy = true;
-    window.samples = samples_within(spans, steady);
+    window.process_samples = samples_within(spans, steady, processes.size());
+    window.samples = 0;
+    for (int64_t n : window.process_samples) window.samples += n;
     window.intervals = std::move(steady);
     window.seconds = steady_s;
   }

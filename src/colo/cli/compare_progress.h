@@ -67,6 +67,12 @@ struct TrainingWindow {
   int64_t samples = 0;                               // trained inside the intervals
   double seconds = 0;                                // length of the intervals
   std::vector<std::pair<double, double>> intervals;  // unix seconds, disjoint, sorted
+  // Per process, in the order passed: samples trained inside `intervals`,
+  // and over the whole of its own training spans, samples and seconds
+  // (its throughput when it trains alone: sequential).
+  std::vector<int64_t> process_samples;
+  std::vector<int64_t> process_span_samples;
+  std::vector<double> process_span_s;
   size_t occupancy = 0;        // the most processes past their warm-up at once
   bool full_occupancy = false; // intervals are those in which that many trained
 };

@@ -9,7 +9,29 @@ namespace {
 
 std::optional<double> measure_of(const LevelRun& run, const std::string& measure) {
   if (measure == "samples_per_s") return run.samples_per_s;
+  if (measure == "normalised_throughput") return run.normalised_throughput;
+  if (measure == "alone_s_per_j") return run.alone_s_per_j;
   return run.samples_per_j;
+}
+
+struct SpreadOf {
+  const std::optional<double>* median;
+  const std::optional<double>* min;
+  const std::optional<double>* max;
+};
+
+SpreadOf spread_of(const LevelResults& l, const std::string& measure) {
+  if (measure == "samples_per_s") return {&l.median_samples_per_s, &l.min_samples_per_s, &l.max_samples_per_s};
+  if (measure == "normalised_throughput") return {&l.median_normalised, &l.min_normalised, &l.max_normalised};
+  if (measure == "alone_s_per_j") return {&l.median_alone_s_per_j, &l.min_alone_s_per_j, &l.max_alone_s_per_j};
+  return {&l.median_samples_per_j, &l.min_samples_per_j, &l.max_samples_per_j};
+}
+
+std::string unit_of(const std::string& measure) {
+  if (measure == "samples_per_s") return "throughput";
+  if (measure == "normalised_throughput") return "throughput (each job's rate over its rate alone, summed)";
+  if (measure == "alone_s_per_j") return "energy (each job's alone-seconds of training per joule)";
+  return "energy (samples per joule)";
 }
 
 // Median (the upper one of an even count), min and max of the values present.
@@ -33,6 +55,8 @@ void spread(const std::vector<LevelRun>& runs, const std::string& measure, std::
 void summarise(LevelResults& r) {
   spread(r.runs, "samples_per_s", &r.median_samples_per_s, &r.min_samples_per_s, &r.max_samples_per_s);
   spread(r.runs, "samples_per_j", &r.median_samples_per_j, &r.min_samples_per_j, &r.max_samples_per_j);
+  spread(r.runs, "normalised_throughput", &r.median_normalised, &r.min_normalised, &r.max_normalised);
+  spread(r.runs, "alone_s_per_j", &r.median_alone_s_per_j, &r.min_alone_s_per_j, &r.max_alone_s_per_j);
   for (const LevelRun& run : r.runs) {
     if (!run.ok && r.failure.empty()) r.failure = run.error;
   }
@@ -42,14 +66,12 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
                          double single_run_noise) {
   Recommendation rec;
   rec.measure = measure;
-  auto median = [&](const LevelResults& l) {
-    return measure == "samples_per_s" ? l.median_samples_per_s : l.median_samples_per_j;
-  };
+  auto median = [&](const LevelResults& l) { return *spread_of(l, measure).median; };
   std::vector<const LevelResults*> ranked;
   for (const LevelResults& l : levels) {
     if (median(l)) ranked.push_back(&l);
   }
-  const std::string unit = measure == "samples_per_s" ? "throughput" : "energy (samples per joule)";
+  const std::string unit = unit_of(measure);
   if (ranked.empty()) {
     rec.reason = "for " + unit + ": none (no level measured it)";
     return rec;
@@ -64,13 +86,12 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
   const LevelResults& next = *ranked[1];
   rec.runner_up = next.level;
   rec.margin = *median(best) / *median(next) - 1;
-  const bool by_s = measure == "samples_per_s";
   size_t best_rounds = 0, next_rounds = 0;
   for (const LevelRun& run : best.runs) best_rounds += run.ok ? 1 : 0;
   for (const LevelRun& run : next.runs) next_rounds += run.ok ? 1 : 0;
   if (best_rounds > 1 && next_rounds > 1) {
-    double best_low = *(by_s ? best.min_samples_per_s : best.min_samples_per_j);
-    double next_high = *(by_s ? next.max_samples_per_s : next.max_samples_per_j);
+    double best_low = **spread_of(best, measure).min;
+    double next_high = **spread_of(next, measure).max;
     rec.within_noise = next_high >= best_low;
   } else {
     rec.within_noise = rec.margin < single_run_noise;
@@ -84,6 +105,19 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
                             "; use --repeat)";
   }
   return rec;
+}
+
+std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResults>& levels) {
+  bool any = false;
+  for (const LevelResults& l : levels) {
+    for (const LevelRun& run : l.runs) {
+      if (!run.ok) continue;
+      if (!run.normalised_throughput) return {"samples_per_s", "samples_per_j"};
+      any = true;
+    }
+  }
+  if (!any) return {"samples_per_s", "samples_per_j"};
+  return {"normalised_throughput", "alone_s_per_j"};
 }
 
 nlohmann::json to_json(const LevelResults& r) {
@@ -101,6 +135,12 @@ nlohmann::json to_json(const LevelResults& r) {
   put("samples_per_j", r.median_samples_per_j);
   put("samples_per_j_min", r.min_samples_per_j);
   put("samples_per_j_max", r.max_samples_per_j);
+  put("normalised_throughput", r.median_normalised);
+  put("normalised_throughput_min", r.min_normalised);
+  put("normalised_throughput_max", r.max_normalised);
+  put("alone_s_per_j", r.median_alone_s_per_j);
+  put("alone_s_per_j_min", r.min_alone_s_per_j);
+  put("alone_s_per_j_max", r.max_alone_s_per_j);
   if (!r.failure.empty()) j["failure"] = r.failure;
   j["runs"] = nlohmann::json::array();
   for (const LevelRun& run : r.runs) j["runs"].push_back(to_json(run));

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,8 @@ struct LevelResults {
   // Over the runs that succeeded (nullopt when none did):
   std::optional<double> median_samples_per_s, min_samples_per_s, max_samples_per_s;
   std::optional<double> median_samples_per_j, min_samples_per_j, max_samples_per_j;
+  std::optional<double> median_normalised, min_normalised, max_normalised;          // LevelRun::normalised_throughput
+  std::optional<double> median_alone_s_per_j, min_alone_s_per_j, max_alone_s_per_j;
   std::string failure;          // the first failed run's reason, if any
 };
 
@@ -29,13 +32,20 @@ void summarise(LevelResults& results);
 
 // The level that is best by a measure, and by how much it beats the next.
 struct Recommendation {
-  std::string measure;          // "samples_per_s" | "samples_per_j"
+  // "samples_per_s" | "samples_per_j" | "normalised_throughput" | "alone_s_per_j"
+  std::string measure;
   std::optional<ShareLevel> best;
   std::optional<ShareLevel> runner_up;
   double margin = 0;            // best / runner-up - 1
   bool within_noise = false;    // the two cannot be told apart
   std::string reason;           // one line saying which, and why
 };
+
+// The measures to rank by, throughput's then energy's: the normalised ones
+// when every measured run has them (they weigh each job's samples by what
+// they cost alone, which heterogeneous workloads need), else samples/s and
+// samples/J.
+std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResults>& levels);
 
 // Best median by `measure` among the levels with results. With several
 // rounds the best is within noise when the runner-up's best round reaches
