@@ -141,6 +141,27 @@ TEST(EnergyWithin, InterpolatesTheCounterInsideEachInterval) {
   EXPECT_FALSE(energy_within({}, {{1, 2}}).has_value()) << "no GPU";
 }
 
+TEST(EnergyWithin, SharesACounterGapOutByThePowerSampledInIt) {
+  // The counter is read at 0 s and 10 s (1,000 J apart); power, sampled
+  // every second, is 50 W until 5 s and 150 W after. A window over [5, 10]
+  // gets the power's share of the 1,000 J, 737 J, not the 500 J an even
+  // spread would say.
+  std::vector<gpu::DeviceSample> device;
+  for (int t = 0; t <= 10; ++t) {
+    gpu::DeviceSample s;
+    s.unix_s = t;
+    s.power_w = t <= 5 ? 50.0 : 150.0;
+    if (t == 0) s.energy_j = 0;
+    if (t == 10) s.energy_j = 1000;
+    device.push_back(s);
+  }
+  auto joules = energy_within({device}, {{5, 10}});
+  ASSERT_TRUE(joules.has_value());
+  // Trapezoids: 250 J over [0, 5], 100 J over [5, 6], 600 J over [6, 10].
+  EXPECT_NEAR(*joules, 1000.0 * 700 / 950, 1e-6);
+  EXPECT_GT(*joules, 700);
+}
+
 TEST(ProgressWatch, KeepsEveryWriteAndCarriesCountsOverAProcesssParts) {
   testing::TempDir dir;
   const std::string path = dir.file("job.progress");

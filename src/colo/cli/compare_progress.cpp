@@ -188,15 +188,42 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
 
 namespace {
 
-// The cumulative counter at time t, interpolated between the readings that
-// bracket it; nullopt outside the readings.
-std::optional<double> counter_at(const std::vector<const gpu::DeviceSample*>& readings, double t) {
+// Trapezoid-rule integral of power over [from, to], from the readings that
+// carry power (linear between them); 0 when fewer than two do.
+double power_integral_j(const std::vector<gpu::DeviceSample>& samples, double from, double to) {
+  double joules = 0;
+  const gpu::DeviceSample* last = nullptr;
+  for (const gpu::DeviceSample& s : samples) {
+    if (!s.power_w) continue;
+    if (last && s.unix_s > from && last->unix_s < to) {
+      double a = std::max(from, last->unix_s), b = std::min(to, s.unix_s);
+      auto power_at = [&](double t) {
+        double f = (t - last->unix_s) / (s.unix_s - last->unix_s);
+        return *last->power_w + f * (*s.power_w - *last->power_w);
+      };
+      if (b > a) joules += 0.5 * (power_at(a) + power_at(b)) * (b - a);
+    }
+    last = &s;
+  }
+  return joules;
+}
+
+// The cumulative counter at time t, between the readings that bracket it:
+// their difference shared out in proportion to the power sampled between
+// them (a counter read once a second, or less often when other samplers
+// share the device, would otherwise spread a burst of training evenly over
+// the idle time beside it); linearly where no power was sampled. nullopt
+// outside the readings.
+std::optional<double> counter_at(const std::vector<const gpu::DeviceSample*>& readings,
+                                 const std::vector<gpu::DeviceSample>& samples, double t) {
   for (size_t i = 1; i < readings.size(); ++i) {
     const gpu::DeviceSample& a = *readings[i - 1];
     const gpu::DeviceSample& b = *readings[i];
     if (a.unix_s <= t && t <= b.unix_s) {
       double span = b.unix_s - a.unix_s;
       double f = span > 0 ? (t - a.unix_s) / span : 0;
+      double whole = power_integral_j(samples, a.unix_s, b.unix_s);
+      if (whole > 0) f = power_integral_j(samples, a.unix_s, t) / whole;
       return *a.energy_j + f * (*b.energy_j - *a.energy_j);
     }
   }
@@ -215,7 +242,7 @@ std::optional<double> energy_within(const std::vector<std::vector<gpu::DeviceSam
       if (s.energy_j) readings.push_back(&s);
     }
     for (const auto& [from, to] : intervals) {
-      std::optional<double> start = counter_at(readings, from), end = counter_at(readings, to);
+      std::optional<double> start = counter_at(readings, samples, from), end = counter_at(readings, samples, to);
       if (!start || !end) return std::nullopt;
       joules += *end - *start;
     }
