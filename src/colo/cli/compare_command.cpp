@@ -166,11 +166,14 @@ int run_compare(const CompareArgs& args) {
                             "(wall s: first start to last end)"
                           : "samples/s and samples/J: over the wall time, start-up included (not every job "
                             "reports its progress through $COLO_PROGRESS_FILE)");
-  auto [speed_measure, energy_measure] = ranking_measures(levels);
-  if (speed_measure == "normalised_throughput") {
-    std::printf("x alone: each job's throughput over its throughput alone (the sequential level), summed; "
-                "recommendations weigh jobs by it\n");
-  }
+  auto [speed_measure, energy_measure] = ranking_measures(levels, workload.kind);
+  bool normalised = false;
+  for (const LevelResults& l : levels) normalised = normalised || l.median_normalised.has_value();
+  if (normalised) std::printf("x alone: alone-seconds of training done (each job's samples over its throughput in the sequential "
+              "level) per second the level trained%s\n",
+              speed_measure == "normalised_throughput" ? "; the recommendations rank by it and its per-joule "
+                                                         "figure, as the jobs may differ in cost"
+                                                       : "");
   Recommendation speed = recommend(levels, speed_measure);
   Recommendation energy = recommend(levels, energy_measure);
   std::printf("recommended %s\nrecommended %s\n", speed.reason.c_str(), energy.reason.c_str());

@@ -374,23 +374,22 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
       run.train_occupancy = window->occupancy;
       run.train_full_occupancy = window->full_occupancy;
       std::optional<double> joules = energy_within(readings, window->intervals);
-      if (joules && *joules > 0) {
-        run.train_samples_per_j = static_cast<double>(window->samples) / *joules;
-        run.train_energy_j = joules;
-      }
+      if (joules && *joules > 0) run.train_samples_per_j = static_cast<double>(window->samples) / *joules;
+      run.union_s = window->union_seconds;
+      run.union_energy_j = energy_within(readings, window->union_intervals);
       const size_t jobs = workload.jobs.size();
-      run.job_window_samples.assign(jobs, 0.0);
+      run.job_span_samples.assign(jobs, 0.0);
       run.job_own_samples_per_s.assign(jobs, 0.0);
       for (size_t k = 0; k < progress.size(); ++k) {
         const double own = window->process_span_s[k] > 0
                                ? static_cast<double>(window->process_span_samples[k]) / window->process_span_s[k]
                                : 0.0;
         if (launches.size() == jobs) {  // a process per job
-          run.job_window_samples[progress_launch[k]] = static_cast<double>(window->process_samples[k]);
+          run.job_span_samples[progress_launch[k]] = static_cast<double>(window->process_span_samples[k]);
           run.job_own_samples_per_s[progress_launch[k]] = own;
         } else {                        // one process trains every job
           for (size_t j = 0; j < jobs; ++j) {
-            run.job_window_samples[j] += static_cast<double>(window->process_samples[k]) / static_cast<double>(jobs);
+            run.job_span_samples[j] += static_cast<double>(window->process_span_samples[k]) / static_cast<double>(jobs);
             run.job_own_samples_per_s[j] += own / static_cast<double>(jobs);
           }
         }
@@ -444,17 +443,14 @@ std::string to_string(ThroughputBasis basis) {
 
 void normalise_against(LevelRun& run, const LevelRun& sequential) {
   const std::vector<double>& alone = sequential.job_own_samples_per_s;
-  if (!run.ok || !run.train_s || *run.train_s <= 0 || alone.empty() ||
-      alone.size() != run.job_window_samples.size()) {
-    return;
-  }
-  double alone_s = 0;  // seconds the window's samples would take, each job alone
+  if (!run.ok || run.union_s <= 0 || alone.empty() || alone.size() != run.job_span_samples.size()) return;
+  double alone_s = 0;  // seconds the samples would take, each job alone
   for (size_t j = 0; j < alone.size(); ++j) {
     if (alone[j] <= 0) return;
-    alone_s += run.job_window_samples[j] / alone[j];
+    alone_s += run.job_span_samples[j] / alone[j];
   }
-  run.normalised_throughput = alone_s / *run.train_s;
-  if (run.train_energy_j) run.alone_s_per_j = alone_s / *run.train_energy_j;
+  run.normalised_throughput = alone_s / run.union_s;
+  if (run.union_energy_j && *run.union_energy_j > 0) run.alone_s_per_j = alone_s / *run.union_energy_j;
 }
 
 nlohmann::json to_json(const LevelRun& run) {

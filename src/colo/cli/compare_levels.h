@@ -64,19 +64,20 @@ struct LevelRun {
   std::optional<double> train_s;      // the training window's length, when every process reported
   std::optional<double> train_samples_per_s;
   std::optional<double> train_samples_per_j;
-  // Per job of the workload (its order): samples trained inside the training
-  // window (a one-process level's split evenly: its models train in
-  // lockstep), and the job's own samples over its own training seconds,
-  // which is its throughput alone when the level is sequential. Empty
-  // without a training window.
-  std::vector<double> job_window_samples;
+  // Per job of the workload (its order): samples trained in its training
+  // spans (a one-process level's split evenly: its models train in
+  // lockstep), and those samples over its own training seconds, which is
+  // its throughput alone when the level is sequential; the union of every
+  // job's spans and the GPUs' energy inside it. Empty without progress.
+  std::vector<double> job_span_samples;
   std::vector<double> job_own_samples_per_s;
-  std::optional<double> train_energy_j;  // the GPUs' energy inside the training window
-  // Each job's rate in the window over its rate alone, summed (1 = as fast
-  // as one job at a time), and the alone-seconds of training done per joule:
-  // the figures that weigh heterogeneous jobs by what their samples cost.
-  // Set by normalise_against() when the round's sequential level measured
-  // every job.
+  double union_s = 0;
+  std::optional<double> union_energy_j;
+  // Alone-seconds of training done (each job's samples over its throughput
+  // alone, summed) per second of the union, and per joule: 1 for one job at
+  // a time, N for N jobs at once unslowed. The figures that weigh jobs of
+  // different cost by what their samples cost. Set by normalise_against()
+  // when the round's sequential level measured every job.
   std::optional<double> normalised_throughput;
   std::optional<double> alone_s_per_j;
   size_t train_occupancy = 0;         // processes training at once in the window (TrainingWindow)

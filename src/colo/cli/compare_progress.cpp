@@ -164,6 +164,8 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
   window.intervals = merged(each);
   window.seconds = length(window.intervals);
   window.samples = all_samples;
+  window.union_intervals = window.intervals;
+  window.union_seconds = window.seconds;
   window.process_span_samples.assign(processes.size(), 0);
   window.process_span_s.assign(processes.size(), 0.0);
   for (const Span& span : spans) {

@@ -73,6 +73,9 @@ struct TrainingWindow {
   std::vector<int64_t> process_samples;
   std::vector<int64_t> process_span_samples;
   std::vector<double> process_span_s;
+  // The union of every process's training spans, whichever window is used.
+  std::vector<std::pair<double, double>> union_intervals;
+  double union_seconds = 0;
   size_t occupancy = 0;        // the most processes past their warm-up at once
   bool full_occupancy = false; // intervals are those in which that many trained
 };

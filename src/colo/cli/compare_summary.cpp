@@ -107,7 +107,9 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
   return rec;
 }
 
-std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResults>& levels) {
+std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResults>& levels,
+                                                     const std::string& kind) {
+  if (kind != "jobs") return {"samples_per_s", "samples_per_j"};
   bool any = false;
   for (const LevelResults& l : levels) {
     for (const LevelRun& run : l.runs) {

@@ -41,11 +41,14 @@ struct Recommendation {
   std::string reason;           // one line saying which, and why
 };
 
-// The measures to rank by, throughput's then energy's: the normalised ones
-// when every measured run has them (they weigh each job's samples by what
-// they cost alone, which heterogeneous workloads need), else samples/s and
+// The measures to rank by, throughput's then energy's. For a job file
+// (`kind` "jobs": its jobs may be different models) the normalised ones
+// when every measured run has them: they weigh each job's samples by what
+// they cost alone, over the whole of each level's training. Otherwise (a
+// sweep: one model, where steady-state samples/s rank alike) samples/s and
 // samples/J.
-std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResults>& levels);
+std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResults>& levels,
+                                                     const std::string& kind);
 
 // Best median by `measure` among the levels with results. With several
 // rounds the best is within noise when the runner-up's best round reaches
