@@ -285,11 +285,18 @@ def compare_plot(directory):
     levels = summary["levels"]
     names = [lv["level"] for lv in levels]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, key, label in ((axes[0], "samples_per_s", "samples/s"), (axes[1], "samples_per_j", "samples per joule")):
+    # The measures the recommendations ranked by (job files: x alone).
+    labels = {"samples_per_s": "samples/s", "samples_per_j": "samples per joule",
+              "normalised_throughput": "x alone (alone-seconds per second)",
+              "alone_s_per_j": "alone-seconds per joule"}
+    plotted = ((axes[0], summary["recommended_for_throughput"]), (axes[1], summary["recommended_for_energy"]))
+    for ax, recommendation in plotted:
+        key = recommendation.get("measure", "samples_per_s")
+        label = labels.get(key, key)
         values = [lv.get(key, 0) for lv in levels]
         low = [v - lv.get(key + "_min", v) for v, lv in zip(values, levels)]
         high = [lv.get(key + "_max", v) - v for v, lv in zip(values, levels)]
-        best = summary["recommended_for_throughput" if key == "samples_per_s" else "recommended_for_energy"]["best"]
+        best = recommendation["best"]
         colours = ["tab:green" if n == best else "tab:blue" for n in names]
         ax.bar(names, values, yerr=[low, high], color=colours, capsize=3)
         for i, lv in enumerate(levels):
