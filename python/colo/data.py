@@ -19,6 +19,7 @@ import json
 import queue
 import threading
 import time
+import weakref
 
 import torch
 
@@ -26,6 +27,22 @@ import torch
 def _core():
     from colo import _core
     return _core
+
+
+_live_loaders = weakref.WeakSet()
+_closed_wait_s = [0.0]  # the waits of SharedLoaders already closed
+_had_loader = [False]
+
+
+def data_wait_s():
+    """Seconds this process's SharedLoaders have waited for data, summed
+    (closed ones included); None when it never had one. colo.report_progress
+    puts it in the job's progress, so the scheduler records each job's data
+    wait."""
+    if not _had_loader[0]:
+        return None
+    live = [loader for loader in list(_live_loaders) if loader.client is not None]
+    return _closed_wait_s[0] + sum(loader.stats()["wait_s"] for loader in live)
 
 
 def __getattr__(name):
@@ -66,6 +83,8 @@ class SharedLoader:
         self.batch_size = int(batch_size)
         self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory)
         self.classes = self.client.classes
+        _live_loaders.add(self)
+        _had_loader[0] = True
 
     def __len__(self):
         return self.client.batches_per_epoch
@@ -88,6 +107,8 @@ class SharedLoader:
 
     def close(self):
         """Says goodbye to the producer (also done when garbage-collected)."""
+        if self.client is not None:
+            _closed_wait_s[0] += self.stats()["wait_s"]
         self.client = None
 
 

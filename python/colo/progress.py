@@ -31,6 +31,11 @@ def _wait_for_device():
         torch.cuda.synchronize()
 
 
+def _data_wait_s():
+    data = sys.modules.get("colo.data")
+    return data.data_wait_s() if data is not None else None
+
+
 def report_progress(samples, train_s=None, interval_s=1.0):
     """Records `samples` trained so far in `train_s` seconds of training
     (default: seconds since the first call), with the time of writing. Writes
@@ -38,7 +43,10 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     `colo compare`, overrides it; the first call writes at once); never
     raises for a file it cannot write. When it writes, it first waits for
     the CUDA work already queued (if torch has CUDA in use), so the figures
-    count what the device has done, not what the host has queued."""
+    count what the device has done, not what the host has queued. A job
+    that reads through colo.data.SharedLoader also reports the seconds it
+    waited for data (`data_wait_s`), which the scheduler keeps as the job's
+    data wait."""
     path = os.environ.get("COLO_PROGRESS_FILE")
     if not path:
         return
@@ -53,7 +61,11 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     seconds = now - _state["start"] if train_s is None else float(train_s)
     try:
         with open(path + ".tmp", "w") as f:
-            json.dump({"samples": int(samples), "train_s": seconds, "at": time.time()}, f)
+            record = {"samples": int(samples), "train_s": seconds, "at": time.time()}
+            waited = _data_wait_s()
+            if waited is not None:
+                record["data_wait_s"] = waited
+            json.dump(record, f)
         os.replace(path + ".tmp", path)
     except OSError:
         return  # advisory: progress must not stop training

@@ -29,6 +29,20 @@ TEST(ProgressFile, WriterWritesWhatTheReaderReadsAndOnlyWhenAsked) {
   EXPECT_DOUBLE_EQ(read_progress_file(path)->train_s, 1.5);
 }
 
+TEST(ProgressFile, ADataWaitIsReadWhereTheJobReportsIt) {
+  testing::TempDir dir;
+  std::string path = dir.write("with.progress", "{\"samples\": 10, \"train_s\": 2.0, \"data_wait_s\": 0.5}");
+  auto with = read_progress_file(path);
+  ASSERT_TRUE(with && with->data_wait_s);
+  EXPECT_DOUBLE_EQ(*with->data_wait_s, 0.5);
+  auto without = read_progress_file(dir.write("without.progress", "{\"samples\": 10, \"train_s\": 2.0}"));
+  ASSERT_TRUE(without);
+  EXPECT_FALSE(without->data_wait_s);
+  auto negative = read_progress_file(dir.write("neg.progress", "{\"samples\": 10, \"train_s\": 2.0, \"data_wait_s\": -1}"));
+  ASSERT_TRUE(negative);
+  EXPECT_FALSE(negative->data_wait_s) << "a negative wait is not a wait";
+}
+
 TEST(ProgressFile, WithoutTheVariableNothingIsWritten) {
   ::unsetenv(kProgressFileVariable);
   ProgressWriter writer;

@@ -135,3 +135,43 @@ def test_colo_monitor_samples_the_producer_and_each_consumers_wait(loader, tmp_p
     assert final["left"] and final["samples"] == 480, "its bye carried its totals"
     assert final["samples_per_s"] > 0 and 0 <= final["wait_pct"] < 100
     assert f"loader {address}:" in run.stdout
+
+
+def test_report_progress_carries_the_data_wait_of_the_jobs_shared_loaders(loader, tmp_path, monkeypatch):
+    import colo
+    data, _, _ = loader
+    progress = tmp_path / "job.progress"
+    monkeypatch.setenv("COLO_PROGRESS_FILE", str(progress))
+    shared = colo.data.SharedLoader(str(data), 8)
+    for _ in range(5):
+        shared.next_batch()
+    waited = shared.stats()["wait_s"]
+    colo.report_progress(samples=40, train_s=max(waited, 0.01))
+    written = json.loads(progress.read_text())
+    assert written["data_wait_s"] >= waited > 0  # the first batch waits for the producer at least
+    shared.close()
+    assert colo.data.data_wait_s() >= waited, "a closed loader's wait still counts"
+
+
+def test_the_scheduler_records_each_jobs_data_wait(loader, tmp_path, colo_executable):
+    import sqlite3
+    data, _, _ = loader
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""\
+        import time, colo, colo.data
+        loader = colo.data.SharedLoader({str(data)!r}, 8)
+        for step in range(30):
+            loader.next_batch()
+            time.sleep(0.02)
+            colo.report_progress(samples=(step + 1) * 8, interval_s=0.05)
+        """))
+    (tmp_path / "jobs.toml").write_text(
+        f'[[job]]\nname = "reader"\ncommand = "{sys.executable} {script}"\nmem = "1GiB"\n')
+    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--poll", "0.05"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = sqlite3.connect(str(tmp_path / "jobs.toml.colo" / "jobs.db")).execute(
+        "SELECT state, data_wait_pct FROM jobs").fetchall()
+    assert len(rows) == 1 and rows[0][0] == "COMPLETED", rows
+    assert rows[0][1] is not None and 0 < rows[0][1] < 100, rows

@@ -18,6 +18,17 @@ TEST(JobProgress, ThroughputOverallAndAloneFromTheReadings) {
   EXPECT_DOUBLE_EQ(*slowdown(progress.alone_samples_per_s(), progress.samples_per_s()), 1000.0 / 750);
 }
 
+TEST(JobProgress, DataWaitIsAShareOfTheTrainingTimeAtTheLastReading) {
+  JobProgress progress;
+  EXPECT_FALSE(progress.data_wait_pct());
+  progress.observe({100, 1.0}, false);
+  EXPECT_FALSE(progress.data_wait_pct()) << "the job does not say";
+  ProgressReading waited{400, 4.0};
+  waited.data_wait_s = 1.0;
+  progress.observe(waited, false);
+  EXPECT_DOUBLE_EQ(*progress.data_wait_pct(), 25.0);
+}
+
 TEST(JobProgress, TooLittleTimeAloneGivesNoAloneFigure) {
   JobProgress progress;
   progress.observe({0, 0}, false);

@@ -91,6 +91,22 @@ TEST(JobStore, AStoreFromBeforeTheNewColumnsOpensAndKeepsItsJobs) {
   EXPECT_FALSE(jobs[0].sm_share.has_value());
 }
 
+TEST(JobStore, KeepsTheDataWaitAJobReported) {
+  testing::TempDir dir;
+  int64_t id = 0;
+  {
+    JobStore store(dir.file("jobs.db"));
+    id = store.submit({spec("a"), spec("b")})[0];
+    store.record_data_wait(id, 12.5);
+  }
+  JobStore reopened(dir.file("jobs.db"));
+  auto a = reopened.get(id);
+  ASSERT_TRUE(a && a->data_wait_pct);
+  EXPECT_DOUBLE_EQ(*a->data_wait_pct, 12.5);
+  EXPECT_DOUBLE_EQ(to_json(*a)["data_wait_pct"].get<double>(), 12.5);
+  EXPECT_FALSE(reopened.get(id + 1)->data_wait_pct) << "b reported none";
+}
+
 TEST(JobStore, CancelledJobsCannotStart) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

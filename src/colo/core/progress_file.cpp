@@ -16,6 +16,9 @@ std::optional<ProgressReading> read_progress_file(const std::string& path) {
     auto j = nlohmann::json::parse(read_file(path));
     ProgressReading reading{j.at("samples").get<int64_t>(), j.at("train_s").get<double>(), j.value("at", 0.0)};
     if (reading.samples < 0 || reading.train_s < 0) return std::nullopt;
+    if (j.contains("data_wait_s") && j["data_wait_s"].is_number() && j["data_wait_s"].get<double>() >= 0) {
+      reading.data_wait_s = j["data_wait_s"].get<double>();
+    }
     return reading;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -3,7 +3,8 @@
 // it. The runner names a file in $COLO_PROGRESS_FILE; the job (colo train, or
 // a Python loop through colo.report_progress) rewrites it, atomically, with
 // how many samples it has trained, for how long, and when (unix seconds):
-//     {"samples": 51200, "train_s": 12.5, "at": 1795000000.25}
+//     {"samples": 51200, "train_s": 12.5, "at": 1795000000.25, "data_wait_s": 0.4}
+// ("data_wait_s" optional: seconds of train_s spent waiting for data).
 // The runner reads it while the job runs (sched/job_progress.h); colo compare
 // reads it often enough to see each write, and times the training from "at".
 
@@ -24,6 +25,9 @@ struct ProgressReading {
   int64_t samples = 0;   // training samples done since the job started
   double train_s = 0;    // seconds spent training them (evaluation left out)
   double at_unix_s = 0;  // when the job wrote it; 0 when the file does not say
+  // Seconds of train_s spent waiting for data (a shared loader's consumer
+  // reports it); nullopt when the file does not say.
+  std::optional<double> data_wait_s = std::nullopt;
 };
 
 // The reading in `path`; nullopt when the file is missing, partial or not a

@@ -1,5 +1,7 @@
 #include "colo/sched/job_progress.h"
 
+#include <algorithm>
+
 namespace colo::sched {
 
 void JobProgress::observe(const ProgressReading& reading, bool alone) {
@@ -16,6 +18,11 @@ void JobProgress::observe(const ProgressReading& reading, bool alone) {
   last_ = reading;
   recent_.push_back(reading);
   while (recent_.size() > 2 && recent_[1].train_s <= reading.train_s - 60) recent_.pop_front();
+}
+
+std::optional<double> JobProgress::data_wait_pct() const {
+  if (!last_ || !last_->data_wait_s || last_->train_s <= 0) return std::nullopt;
+  return 100.0 * std::min(*last_->data_wait_s, last_->train_s) / last_->train_s;
 }
 
 std::optional<double> JobProgress::recent_samples_per_s(double window_s) const {

@@ -140,6 +140,7 @@ void Runner::watch_throughput() {
 
 void Runner::record_throughput(Active& job) {
   observe_progress(job);  // its last report
+  if (auto wait = job.progress.data_wait_pct()) store_.record_data_wait(job.id, *wait);
   auto overall = job.progress.samples_per_s();
   if (!overall) return;
   auto own_alone = job.progress.alone_samples_per_s();

@@ -79,12 +79,13 @@ const char* kAddedColumns[][2] = {
     {"samples_per_s", "REAL"},             // training throughput it reported (job_progress.h)
     {"alone_samples_per_s", "REAL"},       // ... alone: its own, or learned from history
     {"alone_measured", "INTEGER NOT NULL DEFAULT 0"},  // 1: alone_samples_per_s is its own
+    {"data_wait_pct", "REAL"},             // percent of its training time waiting for data
 };
 
 const char* kColumns =
     "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
     "peak_mem_bytes, energy_j, log_path, gpus, sm_share, false_ooms, samples_per_s, alone_samples_per_s, "
-    "alone_measured";
+    "alone_measured, data_wait_pct";
 
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> gpus;
@@ -128,6 +129,7 @@ JobRecord read_row(const Statement& s) {
   if (!s.null(18)) r.samples_per_s = s.real(18);
   if (!s.null(19)) r.alone_samples_per_s = s.real(19);
   r.alone_measured = s.integer(20) != 0;
+  if (!s.null(21)) r.data_wait_pct = s.real(21);
   return r;
 }
 
@@ -150,6 +152,7 @@ nlohmann::json to_json(const JobRecord& r) {
   if (r.samples_per_s) j["samples_per_s"] = *r.samples_per_s;
   if (r.alone_samples_per_s) j["alone_samples_per_s"] = *r.alone_samples_per_s;
   if (auto factor = r.slowdown()) j["slowdown"] = *factor;
+  if (r.data_wait_pct) j["data_wait_pct"] = *r.data_wait_pct;
   return j;
 }
 
@@ -268,6 +271,10 @@ void JobStore::count_false_oom(int64_t id) {
 void JobStore::record_sm_share(int64_t id, double share) {
   Statement s(db_, "UPDATE jobs SET sm_share = ? WHERE id = ?");
   s.bind(1, share).bind(2, id).step();
+}
+
+void JobStore::record_data_wait(int64_t id, double percent) {
+  Statement(db_, "UPDATE jobs SET data_wait_pct = ?1 WHERE id = ?2").bind(1, percent).bind(2, id).step();
 }
 
 void JobStore::record_throughput(int64_t id, std::optional<double> samples_per_s,

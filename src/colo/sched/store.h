@@ -37,6 +37,7 @@ struct JobRecord {
   std::optional<double> samples_per_s;
   std::optional<double> alone_samples_per_s;  // with its GPUs to itself: its own or learned
   bool alone_measured = false;                // alone_samples_per_s is its own measurement
+  std::optional<double> data_wait_pct;        // percent of its training time spent waiting for data
   // Throughput alone over throughput overall; nullopt without both.
   std::optional<double> slowdown() const;
 };
@@ -81,6 +82,8 @@ class JobStore {
   // The training throughput a job reported, overall and alone (see JobRecord).
   void record_throughput(int64_t id, std::optional<double> samples_per_s, std::optional<double> alone_samples_per_s,
                          bool alone_measured);
+  // The percent of its training time a job waited for data (JobProgress::data_wait_pct).
+  void record_data_wait(int64_t id, double percent);
   // One more false OOM (mps_limit.h, is_false_oom) for a job.
   void count_false_oom(int64_t id);
   // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.
