@@ -3,6 +3,7 @@ import json
 import time
 
 import colo
+import colo.data
 import colo.progress
 
 
@@ -10,6 +11,7 @@ def test_report_progress_writes_the_file_colo_names(tmp_path, monkeypatch):
     path = tmp_path / "job.progress"
     monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
     monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0})
+    monkeypatch.setattr(colo.data, "_had_loader", [False])  # a process without shared loaders: no data wait
     before = time.time()
     colo.report_progress(samples=256, train_s=0.5)
     written = json.loads(path.read_text())
