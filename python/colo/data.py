@@ -16,6 +16,7 @@ checkpoint and stop. `LocalImageLoader` runs the same pipeline inside the
 job, for a job that has no producer to share (and as the baseline).
 """
 import json
+import os
 import queue
 import threading
 import time
@@ -72,11 +73,18 @@ class SharedLoader:
     """Batches of `batch_size` from a running `colo loader serve`.
 
     `source` is the loader's address (ipc://..., tcp://...) or its DATA.toml
-    (the address is read from it). Iterating gives one epoch: len(self) =
+    (the address is read from it); None takes the DATA.toml of the producer
+    colo's scheduler runs for the job ($COLO_LOADER, set for a job whose job
+    file names `loader = "DATA.toml"`). Iterating gives one epoch: len(self) =
     images // batch_size batches of (inputs, labels). `timeout` is the
     producer silence, in seconds, after which ProducerLost is raised."""
 
     def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0):
+        if source is None:
+            source = os.environ.get("COLO_LOADER")
+            if not source:
+                raise ValueError("colo.data.SharedLoader(None, ...): $COLO_LOADER is not set; run the job under colo "
+                                 "with `loader = \"DATA.toml\"` in its job file, or pass the loader's address")
         address = _core().loader_spec(source)["address"] if str(source).endswith(".toml") else str(source)
         self.address = address
         self.client = _core().SharedLoaderClient(address, int(batch_size), float(timeout))

@@ -175,3 +175,57 @@ def test_the_scheduler_records_each_jobs_data_wait(loader, tmp_path, colo_execut
         "SELECT state, data_wait_pct FROM jobs").fetchall()
     assert len(rows) == 1 and rows[0][0] == "COMPLETED", rows
     assert rows[0][1] is not None and 0 < rows[0][1] < 100, rows
+
+
+def _live_producers(data_file):
+    """Pids of `colo loader serve` processes serving `data_file`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in cmdline and str(data_file).encode() in cmdline:
+                pids.append(int(entry))
+    return pids
+
+
+def test_the_scheduler_runs_one_producer_for_the_jobs_that_name_it_and_stops_it(tmp_path, colo_executable):
+    import sqlite3
+    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "120",
+                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
+    data = tmp_path / "data.toml"
+    data.write_text(f'root = "images"\nsize = 24\nthreads = 1\nchunk = 8\nbuffer = 4\n'
+                    f'address = "ipc://{tmp_path}/sched-loader.sock"\n')
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""\
+        import os, time, colo.data
+        loader = colo.data.SharedLoader(None, 8)
+        for _ in range(20):
+            loader.next_batch()
+            time.sleep(0.02)
+        print("read from", os.environ["COLO_LOADER"], loader.address)
+        """))
+    job = f'command = "{sys.executable} {script}"\nloader = "{data}"\nmem = "1GiB"\nsm_share = 0.2\n'
+    (tmp_path / "jobs.toml").write_text(f'[[job]]\nname = "a"\n{job}\n[[job]]\nname = "b"\n{job}')
+    shm_before = set(os.listdir("/dev/shm"))
+    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--poll", "0.05", "--policy", "magm"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = sqlite3.connect(str(tmp_path / "jobs.toml.colo" / "jobs.db")).execute("SELECT state FROM jobs").fetchall()
+    assert rows == [("COMPLETED",), ("COMPLETED",)], run.stdout + run.stderr
+    log = run.stdout + run.stderr
+    assert log.count(" started (pid") == 1, log  # both jobs at once (SM share 0.2 each): one producer
+    assert log.count("stopped: no job reads it") == 1, log
+    assert _live_producers(data) == [], "the producer outlived its jobs"
+    assert set(os.listdir("/dev/shm")) == shm_before
+
+
+def test_a_job_naming_a_missing_loader_file_is_rejected(tmp_path, colo_executable):
+    (tmp_path / "jobs.toml").write_text('command = "true"\nloader = "nowhere/data.toml"\n')
+    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml")], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "loader" in run.stderr and "nowhere/data.toml" in run.stderr

@@ -75,6 +75,17 @@ TEST(JobSpec, BadPythonModelNamesTheField) {
             std::string::npos);
 }
 
+TEST(JobSpec, ALoaderDataFileIsKeptAbsoluteThroughJsonAndAMissingOneIsRejected) {
+  testing::TempDir dir;
+  std::string data = dir.write("data.toml", "root = \"images\"\n");
+  auto jobs = parse_job_file(dir.write("jobs.toml", "command = \"true\"\nloader = \"" + data + "\"\n"));
+  EXPECT_EQ(jobs[0].loader, data);
+  EXPECT_EQ(job_spec_from_json(to_json(jobs[0])).loader, data);
+  std::string error = error_of("command = \"true\"\nloader = \"" + dir.file("absent.toml") + "\"\n");
+  EXPECT_NE(error.find("loader"), std::string::npos) << error;
+  EXPECT_NE(error.find("absent.toml"), std::string::npos) << error;
+}
+
 TEST(JobSpec, StringCommandsRunUnderTheShell) {
   testing::TempDir dir;
   auto jobs = parse_job_file(dir.write("jobs.toml", "[[job]]\ncommand = \"echo a | wc -c\"\n[[job]]\ncommand = [\"true\"]\n"));

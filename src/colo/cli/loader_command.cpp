@@ -25,8 +25,9 @@ void stop_server(int) {
   if (g_server) g_server->stop();
 }
 
-int serve(const std::string& path, double report_s) {
+int serve(const std::string& path, double report_s, double idle_exit_s) {
   data::LoaderServeSpec spec = data::parse_loader_serve_spec(path);
+  if (idle_exit_s > 0) spec.idle_exit_s = idle_exit_s;
   data::LoaderServer server(spec);
   g_server = &server;
   std::signal(SIGINT, stop_server);
@@ -144,7 +145,11 @@ void add_loader_command(CLI::App& app, int& exit_code) {
   serve_cmd->add_option("data", data_path, "the data file (root, size, threads, chunk, buffer, address, ...)")
       ->required();
   serve_cmd->add_option("--report", report_s, "seconds between progress lines (0: none)");
-  serve_cmd->callback([&] { exit_code = serve(data_path, report_s); });
+  static double idle_exit_s = 0;
+  serve_cmd->add_option("--idle-exit", idle_exit_s,
+                        "exit once consumers came and all left for this many seconds (overrides idle_exit_s)")
+      ->check(CLI::Range(0.0, 1e9));
+  serve_cmd->callback([&] { exit_code = serve(data_path, report_s, idle_exit_s); });
 
   auto* write_cmd = loader->add_subcommand("write-images", "write a JPEG image folder (ROOT/<class>/*.jpg)");
   static std::string source = "fashion-mnist", out, split = "train";

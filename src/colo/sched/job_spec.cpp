@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
 #include "colo/core/units.h"
 
 namespace colo::sched {
@@ -91,6 +93,11 @@ JobSpec parse_job_table(const SpecTable& t) {
   if (t.has("samples")) spec.samples = t.integer_or("samples", 1, 1, int64_t{1} << 50);
   spec.array = parse_array(t);
   if (auto model = t.table("model")) spec.model = parse_model(*model);
+  if (t.has("loader")) {
+    std::string file = t.string("loader");
+    if (!path_exists(file)) t.fail("loader", "a shared loader's data file (DATA.toml); no such file: " + file);
+    spec.loader = absolute_path(file);
+  }
   t.reject_unknown();
   return spec;
 }
@@ -145,6 +152,7 @@ nlohmann::json to_json(const JobSpec& s) {
   if (s.samples) j["samples"] = *s.samples;
   if (s.model) j["model"] = model_to_json(*s.model);
   if (!s.workload.empty()) j["workload"] = s.workload;
+  if (!s.loader.empty()) j["loader"] = s.loader;
   return j;
 }
 
@@ -172,6 +180,7 @@ JobSpec job_spec_from_json(const nlohmann::json& j) {
   if (j.contains("samples")) s.samples = j["samples"].get<int64_t>();
   if (j.contains("model")) s.model = model_from_json(j["model"]);
   s.workload = j.value("workload", "");
+  s.loader = j.value("loader", "");
   return s;
 }
 

@@ -32,6 +32,9 @@ struct JobSpec {
   // spec's model, data, batch size and device; estimate::workload_of): jobs
   // with the same value train the same model at the same speed. "" = unknown.
   std::string workload;
+  // A shared loader's data file (absolute) the job reads through; the runner
+  // runs one producer per file for its jobs (loader_producers.h). "" = none.
+  std::string loader;
 };
 
 // Reads one job from a table. Throws InputError naming the file and field.

@@ -61,6 +61,8 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   std::string error = make_directories(options_.log_dir);
   if (!error.empty()) throw InputError(options_.log_dir, "", "cannot create the job log directory: " + error);
   learn_shares();
+  loaders_ = std::make_unique<LoaderProducers>(
+      options_.colo_program.empty() ? colo_program_beside_this_one() : options_.colo_program, options_.log_dir);
   throughput_watch_ = ThroughputWatch(options_.thresholds.min_throughput_gain, options_.thresholds.settle_s);
 }
 
@@ -245,6 +247,7 @@ void Runner::release_on_simulated(const Active& job) {
 }
 
 void Runner::forget(const Active& job) {
+  loaders_->release(job.id);
   release_on_simulated(job);
   if (auto m = ledger_.remove(job.id, clock_.elapsed_s())) remember_share(*m);
 }
@@ -342,6 +345,14 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
   env[kProgressFileVariable] = progress_path(job.id);
   remove_tree(progress_path(job.id));  // an earlier attempt's
+  if (!job.spec.loader.empty()) {
+    try {
+      loaders_->acquire(job.spec.loader, job.id);
+    } catch (const std::exception& e) {
+      return "cannot start its shared loader for " + job.spec.loader + ": " + e.what();
+    }
+    env[kLoaderVariable] = job.spec.loader;
+  }
   std::optional<int64_t> mem_limit;
   if (has_gpus_) {
     std::string visible, ordinals;
@@ -370,6 +381,7 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   auto child = std::make_unique<ChildProcess>(argv, env, log_path(job.id));
   if (!store_.mark_running(job.id, gpus, child->pid(), log_path(job.id))) {
     child->terminate(5.0);  // cancelled meanwhile
+    loaders_->release(job.id);
     return std::nullopt;
   }
   Active a;
@@ -529,6 +541,7 @@ void Runner::detach() {
     ledger_.remove(a.id, clock_.elapsed_s());
   }
   if (!active_.empty()) spdlog::info("{} running job(s) left running for the next scheduler to adopt", active_.size());
+  loaders_->detach();
   active_.clear();
   if (mps_) mps_->leave_running();
   mps_.reset();

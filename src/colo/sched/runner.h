@@ -15,6 +15,7 @@
 #include "colo/sched/backfill.h"
 #include "colo/sched/gpu_ledger.h"
 #include "colo/sched/job_progress.h"
+#include "colo/sched/loader_producers.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/simulator.h"
@@ -34,6 +35,7 @@ struct RunnerOptions {
   bool predict_shares = true;
   double poll_interval_s = 0.5;
   std::string log_dir;            // per-job logs and exit-status files
+  std::string colo_program;       // runs jobs' shared-loader producers ("" = the colo beside this program)
   std::string mps_dir;            // private MPS pipe/log dirs (mode mps)
   std::string mps_control = "nvidia-cuda-mps-control";
   // mode mps: each job may pin at most its estimate plus the margin
@@ -163,6 +165,7 @@ class Runner {
   std::unique_ptr<Policy> policy_;
   std::vector<Active> active_;
   std::unique_ptr<gpu::MpsDaemon> mps_;
+  std::unique_ptr<LoaderProducers> loaders_;  // jobs' shared-loader producers
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;
   // Measured SM share by command_key, and by workload_key: a job of a new

@@ -1,0 +1,68 @@
+#pragma once
+// The shared-loader producers a runner starts for its jobs (issue 19): jobs
+// that name the same data file (`loader = "DATA.toml"` in a job) read one
+// `colo loader serve DATA.toml` on this host, started when the first of
+// them starts and stopped when the last of them ends.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "colo/core/subprocess.h"
+
+namespace colo::sched {
+
+// The environment variable that tells a job which data file its producer
+// serves (colo.data.SharedLoader(None, ...) reads it).
+inline constexpr const char* kLoaderVariable = "COLO_LOADER";
+
+class LoaderProducers {
+ public:
+  // `colo_program` runs `loader serve`; producer logs go to
+  // `log_dir`/loader-<k>.log. Starts nothing.
+  LoaderProducers(std::string colo_program, std::string log_dir);
+  // Stops every producer still running (SIGTERM: each removes its shared
+  // memory as it exits).
+  ~LoaderProducers();
+  LoaderProducers(const LoaderProducers&) = delete;
+  LoaderProducers& operator=(const LoaderProducers&) = delete;
+
+  // Job `job_id` reads through the producer of `data_file` (an absolute
+  // path): starts one when none runs for it, or when the last one exited.
+  // Throws std::runtime_error when the program cannot be started. A
+  // producer that fails after starting (a bad data file) is seen by its
+  // consumers, which end with a clear error (colo.data.ProducerLost).
+  void acquire(const std::string& data_file, int64_t job_id);
+
+  // Job `job_id` ended: its producer stops once no other job uses it. No
+  // effect for a job that used none.
+  void release(int64_t job_id);
+
+  // Leaves every producer running for the jobs left running (detach): each
+  // exits on its own once its consumers have all gone for
+  // kDetachedIdleExitS.
+  void detach();
+  static constexpr double kDetachedIdleExitS = 60;
+
+  // The data files whose producers run now, and how many have been started.
+  std::vector<std::string> running();
+  int64_t started() const { return started_; }
+
+ private:
+  struct Producer {
+    std::unique_ptr<ChildProcess> process;
+    std::set<int64_t> jobs;
+  };
+  std::string colo_program_, log_dir_;
+  std::map<std::string, Producer> producers_;  // by data file
+  std::map<int64_t, std::string> job_data_;    // job -> data file
+  int64_t started_ = 0;
+};
+
+// The `colo` executable beside the running program (colo or colod).
+std::string colo_program_beside_this_one();
+
+}  // namespace colo::sched
