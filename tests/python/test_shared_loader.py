@@ -175,6 +175,9 @@ def test_the_scheduler_records_each_jobs_data_wait(loader, tmp_path, colo_execut
         "SELECT state, data_wait_pct FROM jobs").fetchall()
     assert len(rows) == 1 and rows[0][0] == "COMPLETED", rows
     assert rows[0][1] is not None and 0 < rows[0][1] < 100, rows
+    queue = subprocess.run([colo_executable, "queue", "--store", str(tmp_path / "jobs.toml.colo" / "jobs.db")],
+                           capture_output=True, text=True, timeout=30)
+    assert "data_wait" in queue.stdout and f"{rows[0][1]:.1f}%" in queue.stdout, queue.stdout
 
 
 def _live_producers(data_file):
