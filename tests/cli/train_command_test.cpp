@@ -5,6 +5,7 @@
 #include "cli/colo_process.h"
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
+#include "colo/core/subprocess.h"
 
 namespace colo {
 namespace {
@@ -143,6 +144,47 @@ TEST(ColoTrain, LeNetReaches87PercentOnFashionMnistIn3Epochs) {
   EXPECT_EQ(read_json_lines(dir.file("l/metrics.jsonl")).size(), 3u);
   EXPECT_GE(final_test_accuracy(dir.file("l")), 0.87);
 }
+
+TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
+  TempDir dir;
+  ASSERT_EQ(run_colo(dir, "loader write-images --source synthetic --limit 96 --size 32 --out " + dir.file("images"))
+                .status,
+            0);
+  std::string data = dir.write("data.toml", "root = \"" + dir.file("images") +
+                                                "\"\nsize = 24\nthreads = 1\nchunk = 16\nbuffer = 4\n"
+                                                "address = \"ipc://" + dir.file("loader.sock") + "\"\n");
+  ChildProcess producer({COLO_EXECUTABLE, "loader", "serve", data, "--report", "0"}, {}, dir.file("serve.log"));
+  std::string spec = dir.write(
+      "spec.toml", "device = \"cpu\"\nepochs = 2\nbatch_size = 16\ncheckpoint_every = 0\n"
+                   "[model]\nname = \"mlp\"\nwidths = [32]\n"
+                   "[data]\nname = \"shared\"\nloader = \"" + data + "\"\n[optimizer]\nname = \"sgd\"\nlr = 0.05\n");
+  auto run = run_colo(dir, "train " + spec + " --out " + dir.file("out"),
+                      "COLO_PROGRESS_FILE=" + dir.file("job.progress"));
+  producer.terminate(5.0);
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto records = read_json_lines(dir.file("out/metrics.jsonl"));
+  ASSERT_EQ(records.size(), 2u);
+  // An epoch is one pass over the producer's 96 images in batches of 16.
+  EXPECT_EQ(records[1]["step"].get<int64_t>(), 12);
+  EXPECT_TRUE(records[1]["test_accuracy"].is_null()) << "a producer serves no test split";
+  EXPECT_GT(records[1]["train_accuracy"].get<double>(), 0.0);
+  auto progress = nlohmann::json::parse(read_file(dir.file("job.progress")));
+  EXPECT_EQ(progress["samples"].get<int64_t>(), 192);
+  EXPECT_GE(progress["data_wait_s"].get<double>(), 0.0);
+  EXPECT_LE(progress["data_wait_s"].get<double>(), progress["train_s"].get<double>());
+}
+
+TEST(ColoTrain, ASharedDataSetNeedsItsLoaderAndOnlyColoTrainReadsIt) {
+  TempDir dir;
+  expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\n"), "loader");
+  std::string sweep = dir.write(
+      "sweep.toml", mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\nloader = \"" + dir.file("d.toml") +
+                                                  "\"\n[sweep]\nsampling = \"grid\"\n[sweep.axes]\nlr = [0.1, 0.2]\n"));
+  auto run = run_colo(dir, "sweep " + sweep);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("only `colo train`"), std::string::npos) << run.err;
+}
+
 
 }  // namespace
 }  // namespace colo

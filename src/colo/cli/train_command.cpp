@@ -1,5 +1,7 @@
 #include "colo/cli/train_command.h"
 
+#include <cmath>
+
 #include <spdlog/spdlog.h>
 
 #include "colo/cli/train_side_by_side.h"
@@ -29,17 +31,23 @@ int run_train(const TrainArgs& args) {
   if (!args.device.empty()) spec.device = args.device;
   train::Trainer trainer(spec);
 
-  spdlog::info("{} ({} parameters) on {} with {}: {} train / {} test samples, output {}",
-               spec.model.name, trainer.parameter_count(), trainer.dataset().name,
-               gpu::describe_device(trainer.device()), trainer.dataset().train.size(),
-               trainer.dataset().test.size(), spec.output);
+  if (trainer.dataset().train.size() == 0) {  // a shared loader: batches from its producer
+    spdlog::info("{} ({} parameters) on {} with {}: {} batches of {} per epoch, no test split, output {}",
+                 spec.model.name, trainer.parameter_count(), trainer.dataset().name,
+                 gpu::describe_device(trainer.device()), trainer.steps_per_epoch(), spec.batch_size, spec.output);
+  } else {
+    spdlog::info("{} ({} parameters) on {} with {}: {} train / {} test samples, output {}",
+                 spec.model.name, trainer.parameter_count(), trainer.dataset().name,
+                 gpu::describe_device(trainer.device()), trainer.dataset().train.size(),
+                 trainer.dataset().test.size(), spec.output);
+  }
 
   TablePrinter table({{"epoch", 5}, {"loss", 7}, {"train_acc", 9}, {"test_acc", 8},
                       {"samples/s", 10}, {"epoch_s", 7}, {"peak_mem", 10}});
   table.header();
   trainer.run(args.resume, [&](const train::EpochRecord& r) {
     table.row({std::to_string(r.epoch), fixed(r.loss, 4), percent(r.train_accuracy),
-               percent(r.test_accuracy), fixed(r.samples_per_s, 0), fixed(r.epoch_s, 1),
+               std::isnan(r.test_accuracy) ? "-" : percent(r.test_accuracy), fixed(r.samples_per_s, 0), fixed(r.epoch_s, 1),
                r.peak_mem_bytes ? bytes_human(static_cast<double>(*r.peak_mem_bytes)) : "-"});
   });
   spdlog::info("metrics: {}/metrics.jsonl", spec.output);

@@ -45,7 +45,9 @@ void ProgressWriter::update(const ProgressReading& reading) {
 void ProgressWriter::flush() {
   if (path_.empty() || !unwritten_) return;
   try {
-    write_file_atomically(path_, nlohmann::json{{"samples", last_.samples}, {"train_s", last_.train_s}, {"at", unix_time_s()}}.dump() + "\n");
+    nlohmann::json record{{"samples", last_.samples}, {"train_s", last_.train_s}, {"at", unix_time_s()}};
+    if (last_.data_wait_s) record["data_wait_s"] = *last_.data_wait_s;
+    write_file_atomically(path_, record.dump() + "\n");
   } catch (const std::exception&) {
     // advisory: a full disk or a removed log directory must not stop training
   }

@@ -20,6 +20,11 @@ DataSpec parse_data_spec(const SpecTable& table) {
     if (spec.tokens && spec.shape.size() != 1) {
       table.fail("shape", "expected [sequence_length] for token data");
     }
+  } else if (entry.streamed) {
+    spec.loader = table.string_or("loader", "");
+    if (spec.loader.empty()) {
+      table.fail("loader", "missing: data set " + spec.name + " needs the producer's DATA.toml or address");
+    }
   } else {
     spec.path = table.string_or("path", entry.default_path);
     if (spec.path.empty()) table.fail("path", "missing: data set " + spec.name + " needs a path");
@@ -36,7 +41,7 @@ DataSpec parse_data_spec(const SpecTable& table) {
 }
 
 std::string data_key(const DataSpec& s) {
-  std::string key = s.name + "|" + s.path + "|";
+  std::string key = s.name + "|" + s.path + "|" + s.loader + "|";
   for (int64_t d : s.shape) key += std::to_string(d) + ",";
   for (int64_t v : {s.classes, s.train_size, s.test_size, s.vocab, s.train_limit, s.test_limit}) {
     key += "|" + std::to_string(v);

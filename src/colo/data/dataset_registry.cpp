@@ -5,7 +5,10 @@
 
 #include <ATen/ATen.h>
 
+#include "colo/core/error.h"
 #include "colo/data/cifar_reader.h"
+#include "colo/data/image_folder.h"
+#include "colo/data/loader_server.h"
 #include "colo/data/mnist_reader.h"
 #include "colo/data/synthetic.h"
 
@@ -36,6 +39,18 @@ DatasetShape synthetic_shape(const DataSpec& s) {
   return shape;
 }
 
+// A shared loader's images as its DATA.toml describes them (an address
+// alone says nothing until its producer answers).
+DatasetShape shared_shape(const DataSpec& s) {
+  if (s.loader.size() < 5 || s.loader.substr(s.loader.size() - 5) != ".toml") {
+    throw InputError(s.loader, "loader", "the producer's DATA.toml, to know the images' shape without a producer");
+  }
+  LoaderServeSpec serve = parse_loader_serve_spec(s.loader);
+  ImageFolder folder = scan_image_folder(serve.pipeline.root);
+  return image_shape({3, serve.pipeline.size, serve.pipeline.size}, static_cast<int64_t>(folder.classes.size()),
+                     folder.size(), 0);
+}
+
 // Adding a data set: one reader file, one entry here.
 const std::vector<DatasetEntry>& registry() {
   static const std::vector<DatasetEntry> entries = {
@@ -52,6 +67,11 @@ const std::vector<DatasetEntry>& registry() {
       {"synthetic", "random class-dependent data of any shape (benchmarks)", "", true,
        [](const DataSpec& s) { return make_synthetic(s); },
        synthetic_shape},
+      {"shared", "batches from a shared loader's producer (colo loader serve; colo train only)", "", false,
+       [](const DataSpec& s) -> Dataset {
+         throw InputError(s.loader, "name", "a data set read into memory: only `colo train` reads a shared loader");
+       },
+       shared_shape, /*streamed=*/true},
   };
   return entries;
 }

@@ -19,6 +19,7 @@ struct DatasetEntry {
   std::function<Dataset(const DataSpec&)> read;
   // Sample shape and split sizes without reading anything (estimates).
   std::function<DatasetShape(const DataSpec&)> shape;
+  bool streamed = false;     // batches come from a producer (`loader`), not splits read into memory
 };
 
 // Names of all registered data sets, in registration order.

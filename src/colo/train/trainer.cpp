@@ -56,7 +56,13 @@ void truncate_metrics(const std::string& path, int64_t epochs) {
 Trainer::Trainer(TrainSpec spec)
     : spec_(std::move(spec)),
       device_(gpu::resolve_device(spec_.device, spec_.source, "device")) {
-  dataset_ = data::load_dataset(spec_.data);
+  if (data::find_dataset(spec_.data.name).streamed) {
+    shared_ = std::make_unique<data::SharedBatches>(spec_.data.loader, spec_.batch_size, device_);
+    dataset_.name = spec_.data.name + " (" + spec_.data.loader + ")";
+    dataset_.shape = shared_->shape();
+  } else {
+    dataset_ = data::load_dataset(spec_.data);
+  }
   at::manual_seed(spec_.seed);
   model_ = models::build_model(spec_.model, dataset_.shape);
   model_->to(device_);
@@ -69,6 +75,7 @@ Trainer::~Trainer() = default;
 int64_t Trainer::parameter_count() const { return models::parameter_count(*model_); }
 
 int64_t Trainer::steps_per_epoch() const {
+  if (shared_) return shared_->batches_per_epoch();
   return (dataset_.train.size() + spec_.batch_size - 1) / spec_.batch_size;
 }
 
@@ -76,6 +83,7 @@ std::string Trainer::metrics_path() const { return spec_.output + "/metrics.json
 std::string Trainer::checkpoint_path() const { return spec_.output + "/checkpoint.pt"; }
 
 TestResult Trainer::evaluate() {
+  if (shared_) return {std::nan(""), std::nan("")};  // a producer serves no test split
   model_->eval();
   data::DataLoader loader(dataset_.test, loader_options(spec_, dataset_, device_, false));
   auto results = evaluate_logits([&](const at::Tensor& inputs) { return model_->forward(inputs); }, loader);
@@ -97,10 +105,18 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
   JsonLinesWriter metrics(metrics_path(), resume ? JsonLinesWriter::Mode::kAppend
                                                  : JsonLinesWriter::Mode::kTruncate);
 
-  data::DataLoader loader(dataset_.train, loader_options(spec_, dataset_, device_, true));
-  int64_t total_steps = planned_steps(spec_, loader.batches_per_epoch());
-  LearningRateSchedule schedule(spec_.schedule, spec_.optimizer.lr, loader.batches_per_epoch(),
-                                total_steps);
+  // The training batches: the split's own loader, or the shared producer's.
+  std::unique_ptr<data::DataLoader> own;
+  if (!shared_) own = std::make_unique<data::DataLoader>(dataset_.train, loader_options(spec_, dataset_, device_, true));
+  const int64_t batches_per_epoch = shared_ ? shared_->batches_per_epoch() : own->batches_per_epoch();
+  auto start_epoch = [&](int64_t epoch) { shared_ ? shared_->start_epoch() : own->start_epoch(epoch); };
+  auto next_batch = [&] { return shared_ ? shared_->next() : own->next(); };
+  auto data_wait_s = [&]() -> std::optional<double> {
+    if (!shared_) return std::nullopt;
+    return shared_->stats().value("wait_s", 0.0);
+  };
+  int64_t total_steps = planned_steps(spec_, batches_per_epoch);
+  LearningRateSchedule schedule(spec_.schedule, spec_.optimizer.lr, batches_per_epoch, total_steps);
   ProgressLine progress;
   ProgressWriter report;  // to the scheduler, when it asked ($COLO_PROGRESS_FILE)
   ProgressReading trained;
@@ -111,14 +127,14 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
     Stopwatch epoch_clock;
     gpu::reset_peak_memory(device_);
     model_->train();
-    loader.start_epoch(epoch);
+    start_epoch(epoch);
     auto on_device = at::TensorOptions().device(device_);
     at::Tensor loss_sum = at::zeros({}, on_device.dtype(at::kDouble));
     at::Tensor correct = at::zeros({}, on_device.dtype(at::kLong));
     int64_t samples = 0, batch_index = 0;
     double lr = schedule.lr_at(step);
     while (step < total_steps) {
-      auto batch = loader.next();
+      auto batch = next_batch();
       if (!batch) break;
       lr = schedule.lr_at(step);
       set_learning_rate(*optimizer_, lr);
@@ -135,17 +151,17 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
       ++batch_index;
       if (report.due()) {
         gpu::synchronize(device_);  // so the figures count what the device has done
-        report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s()});
+        report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s(), 0, data_wait_s()});
       }
       if (progress.due()) {
-        progress.show(progress_text(epoch + 1, spec_.epochs, batch_index, loader.batches_per_epoch(),
+        progress.show(progress_text(epoch + 1, spec_.epochs, batch_index, batches_per_epoch,
                                     loss.item<double>(), samples / epoch_clock.elapsed_s()));
       }
     }
     gpu::synchronize(device_);
     double train_s = epoch_clock.elapsed_s();
     progress.clear();
-    trained = {trained.samples + samples, trained.train_s + train_s};
+    trained = {trained.samples + samples, trained.train_s + train_s, 0, data_wait_s()};
     report.update(trained);
     report.flush();
 

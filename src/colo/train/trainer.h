@@ -9,6 +9,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "colo/data/dataset.h"
+#include "colo/data/shared_batches.h"
 #include "colo/models/classifier.h"
 #include "colo/train/epoch_loop.h"
 #include "colo/train/epoch_record.h"
@@ -23,6 +24,11 @@ namespace colo::train {
 // record per epoch to `<output>/metrics.jsonl`, and checkpoints to
 // `<output>/checkpoint.pt`. On the CPU, two runs of the same spec produce the
 // same parameters and records (timings aside).
+//
+// With [data] name = "shared", training batches come from a shared loader's
+// producer (data/shared_batches.h): an epoch is one pass over its images,
+// there is no test split (test figures are NaN, written as null), and each
+// progress report carries the time spent waiting for data.
 class Trainer {
  public:
   explicit Trainer(TrainSpec spec);
@@ -38,7 +44,7 @@ class Trainer {
 
   const TrainSpec& spec() const { return spec_; }
   const c10::Device& device() const { return device_; }
-  const data::Dataset& dataset() const { return dataset_; }
+  const data::Dataset& dataset() const { return dataset_; }  // shared data: name and shape only
   models::Classifier& model() { return *model_; }
   int64_t parameter_count() const;
   int64_t steps_per_epoch() const;
@@ -51,6 +57,7 @@ class Trainer {
   TrainSpec spec_;
   c10::Device device_;
   data::Dataset dataset_;
+  std::unique_ptr<data::SharedBatches> shared_;  // set for [data] name = "shared"
   models::ClassifierPtr model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };

@@ -1,0 +1,54 @@
+#include "colo/data/shared_batches.h"
+
+#include <ATen/ATen.h>
+
+#include "colo/data/loader_server.h"
+
+namespace colo::data {
+namespace {
+
+std::string address_of(const std::string& loader) {
+  bool toml = loader.size() >= 5 && loader.substr(loader.size() - 5) == ".toml";
+  return toml ? parse_loader_serve_spec(loader).address : loader;
+}
+
+}  // namespace
+
+SharedBatches::SharedBatches(const std::string& loader, int64_t batch_size, const c10::Device& device,
+                             double timeout_s)
+    : device_(device) {
+  std::string address = address_of(loader);
+  check_loader_address(address);
+  client_ = std::make_unique<SharedLoaderClient>(address, batch_size, timeout_s);
+  const int64_t channels = static_cast<int64_t>(client_->mean().size());
+  std::vector<float> scale, shift;
+  for (int64_t c = 0; c < channels; ++c) {
+    double sd = client_->std()[static_cast<size_t>(c)], mean = client_->mean()[static_cast<size_t>(c)];
+    scale.push_back(static_cast<float>(1.0 / (255.0 * sd)));
+    shift.push_back(static_cast<float>(-mean / sd));
+  }
+  auto on_device = at::TensorOptions().dtype(at::kFloat).device(device_);
+  scale_ = at::tensor(scale, at::kFloat).view({1, channels, 1, 1}).to(on_device);
+  shift_ = at::tensor(shift, at::kFloat).view({1, channels, 1, 1}).to(on_device);
+}
+
+InputShape SharedBatches::shape() const {
+  InputShape shape;
+  shape.sample_shape = client_->sample_shape();
+  shape.classes = client_->classes();
+  return shape;
+}
+
+std::optional<Batch> SharedBatches::next() {
+  if (served_ >= batches_per_epoch()) return std::nullopt;
+  std::vector<int64_t> dims{client_->batch_size()};
+  for (int64_t d : client_->sample_shape()) dims.push_back(d);
+  at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte));
+  at::Tensor labels = at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong));
+  client_->next_batch(pixels.data_ptr<uint8_t>(), labels.data_ptr<int64_t>());
+  ++served_;
+  at::Tensor inputs = pixels.to(device_).to(at::kFloat).mul_(scale_).add_(shift_);
+  return Batch{inputs, labels.to(device_)};
+}
+
+}  // namespace colo::data

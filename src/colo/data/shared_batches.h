@@ -1,0 +1,47 @@
+#pragma once
+// Training batches from a shared loader's producer (loader_server.h), served
+// as DataLoader serves a split's: float32, normalised with the producer's
+// per-channel mean and std, on the training device. What `colo train` reads
+// when its [data] says name = "shared".
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include "colo/data/dataset.h"
+#include "colo/data/loader.h"
+#include "colo/data/shared_loader.h"
+
+namespace colo::data {
+
+class SharedBatches {
+ public:
+  // Connects to the producer of `loader` (its DATA.toml or its address).
+  // Throws InputError for a malformed DATA.toml, std::invalid_argument for a
+  // malformed address, ProducerLost when no producer answers in `timeout_s`.
+  SharedBatches(const std::string& loader, int64_t batch_size, const c10::Device& device, double timeout_s = 30);
+
+  // The images' shape and classes, as the producer reports them.
+  InputShape shape() const;
+  // One pass over the producer's images, in whole batches.
+  int64_t batches_per_epoch() const { return client_->batches_per_epoch(); }
+  // Starts counting a new epoch's batches (the producer's stream goes on).
+  void start_epoch() { served_ = 0; }
+  // The next batch, or nullopt once this epoch's batches are served. Throws
+  // ProducerLost when the producer stops answering.
+  std::optional<Batch> next();
+  // This consumer's counters (SharedLoaderClient::stats: wait_s, samples, ...).
+  nlohmann::json stats() const { return client_->stats(); }
+
+ private:
+  std::unique_ptr<SharedLoaderClient> client_;
+  c10::Device device_;
+  at::Tensor scale_, shift_;  // x * scale + shift = (x / 255 - mean) / std, per channel
+  int64_t served_ = 0;
+};
+
+}  // namespace colo::data
