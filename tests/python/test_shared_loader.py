@@ -232,3 +232,27 @@ def test_a_job_naming_a_missing_loader_file_is_rejected(tmp_path, colo_executabl
                          timeout=60, env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
     assert run.returncode == 2, run.stdout + run.stderr
     assert "loader" in run.stderr and "nowhere/data.toml" in run.stderr
+
+
+def test_a_colo_train_job_on_a_shared_data_file_gets_its_producer_from_the_scheduler(tmp_path, colo_executable):
+    import sqlite3
+    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "64",
+                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
+    data = tmp_path / "data.toml"
+    data.write_text(f'root = "images"\nsize = 24\nthreads = 1\nchunk = 16\nbuffer = 4\n'
+                    f'address = "ipc://{tmp_path}/train-loader.sock"\n')
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'device = "cpu"\nepochs = 2\nbatch_size = 16\ncheckpoint_every = 0\n'
+                    f'[model]\nname = "mlp"\nwidths = [16]\n[data]\nname = "shared"\nloader = "{data}"\n')
+    (tmp_path / "jobs.toml").write_text(
+        f'command = "{colo_executable} train {spec} --out {tmp_path / "out"}"\nmem = "1GiB"\n')
+    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--poll", "0.05"],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log
+    assert log.count(f"shared loader for {data} started") == 1, log
+    rows = sqlite3.connect(str(tmp_path / "jobs.toml.colo" / "jobs.db")).execute(
+        "SELECT state, data_wait_pct FROM jobs").fetchall()
+    assert rows[0][0] == "COMPLETED" and rows[0][1] is not None, (rows, log)
+    assert len((tmp_path / "out" / "metrics.jsonl").read_text().splitlines()) == 2
+    assert _live_producers(data) == []

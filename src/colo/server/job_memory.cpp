@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "colo/core/files.h"
 #include "colo/core/table.h"
+#include "colo/data/dataset_registry.h"
 #include "colo/estimate/default_chain.h"
 
 namespace colo::server {
@@ -25,6 +27,14 @@ void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estim
     try {
       estimate::EstimateRequest request = estimate::job_request(job.command, job.workdir, job.model);
       if (job.workload.empty()) job.workload = estimate::workload_of(request);
+      // A `colo train` job on a shared loader's DATA.toml gets its producer
+      // from the scheduler, as a job naming `loader` does.
+      if (job.loader.empty() && request.spec && data::find_dataset(request.spec->data.name).streamed) {
+        const std::string& file = request.spec->data.loader;
+        if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
+          job.loader = absolute_path(file[0] == '/' || job.workdir.empty() ? file : job.workdir + "/" + file);
+        }
+      }
       if (job.mem_bytes) continue;
       if (request.spec && request.spec->device == "cpu") continue;  // needs no GPU memory
       estimate::MemoryEstimate e = estimator->estimate(request);

@@ -15,7 +15,9 @@ namespace colo::server {
 // a job naming its Python model (`model`) that model's, and any command
 // that completed before in `history` its largest measured peak; each with a
 // 10% margin. Jobs colo cannot estimate stay unknown (a note on stderr says
-// why). Used by `colo run`, `colo submit` and colod alike.
+// why). A `colo train` job whose spec reads a shared loader's DATA.toml
+// gets it as its `loader`, so the scheduler runs its producer. Used by
+// `colo run`, `colo submit` and colod alike.
 void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history);
 
 // The same from past runs read earlier (past_runs), so that a caller holding
