@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/colo_process.h"
+#include "cli/shared_producer.h"
 #include "colo/core/files.h"
+#include "colo/core/json_lines.h"
 #include "colo/core/paths.h"
 
 namespace colo {
@@ -30,6 +32,29 @@ TEST(ColoSweep, TrainsEveryConfigurationAndPrintsTheRanking) {
   EXPECT_NE(run.out.find("sweep: 4 models in 2 arrays"), std::string::npos) << run.out;
   auto results = nlohmann::json::parse(read_file(dir.file("out/results.json")));
   EXPECT_EQ(results["models"].size(), 4u);
+}
+
+TEST(ColoSweep, FusedArraysTrainFromASharedLoadersProducer) {
+  TempDir dir;
+  testing::SharedProducer producer(dir, 64);
+  std::string common = "device = \"cpu\"\nepochs = 2\nbatch_size = 16\noutput = \"" + dir.file("out") +
+                       "\"\n[model]\nname = \"mlp\"\nwidths = [16]\n[data]\nname = \"shared\"\nloader = \"" +
+                       producer.data_file() + "\"\n[sweep]\nsampling = \"grid\"\n[sweep.axes]\nlr = [0.05, 0.1]\n";
+  auto run = run_colo(dir, "sweep " + dir.write("sweep.toml", common));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  auto records = read_json_lines(dir.file("out/sweep.jsonl"));
+  ASSERT_EQ(records.size(), 4u) << "2 models x 2 epochs";
+  for (const auto& r : records) {
+    // Samples so far: an epoch is one pass over the producer's 64 images.
+    EXPECT_EQ(r["samples"].get<int64_t>(), 64 * r["epoch"].get<int64_t>()) << r.dump();
+    EXPECT_TRUE(r["test_accuracy"].is_null());
+  }
+  EXPECT_TRUE(path_exists(dir.file("out/model-1/model.pt")));
+  EXPECT_NE(run.out.find("best train acc"), std::string::npos) << run.out;
+  // Halving ranks by test accuracy, which a shared loader cannot give.
+  auto halving = run_colo(dir, "sweep " + dir.write("halving.toml", common + "[sweep.halving]\nrungs = [1]\n"));
+  EXPECT_EQ(halving.status, 2) << halving.err;
+  EXPECT_NE(halving.err.find("sweep.halving"), std::string::npos) << halving.err;
 }
 
 TEST(ColoSweep, BadSweepFileIsRejectedAndWritesNothing) {

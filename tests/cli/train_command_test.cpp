@@ -5,7 +5,7 @@
 #include "cli/colo_process.h"
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
-#include "colo/core/subprocess.h"
+#include "cli/shared_producer.h"
 
 namespace colo {
 namespace {
@@ -147,20 +147,14 @@ TEST(ColoTrain, LeNetReaches87PercentOnFashionMnistIn3Epochs) {
 
 TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
   TempDir dir;
-  ASSERT_EQ(run_colo(dir, "loader write-images --source synthetic --limit 96 --size 32 --out " + dir.file("images"))
-                .status,
-            0);
-  std::string data = dir.write("data.toml", "root = \"" + dir.file("images") +
-                                                "\"\nsize = 24\nthreads = 1\nchunk = 16\nbuffer = 4\n"
-                                                "address = \"ipc://" + dir.file("loader.sock") + "\"\n");
-  ChildProcess producer({COLO_EXECUTABLE, "loader", "serve", data, "--report", "0"}, {}, dir.file("serve.log"));
+  testing::SharedProducer producer(dir, 96);
+  const std::string& data = producer.data_file();
   std::string spec = dir.write(
       "spec.toml", "device = \"cpu\"\nepochs = 2\nbatch_size = 16\ncheckpoint_every = 0\n"
                    "[model]\nname = \"mlp\"\nwidths = [32]\n"
                    "[data]\nname = \"shared\"\nloader = \"" + data + "\"\n[optimizer]\nname = \"sgd\"\nlr = 0.05\n");
   auto run = run_colo(dir, "train " + spec + " --out " + dir.file("out"),
                       "COLO_PROGRESS_FILE=" + dir.file("job.progress"));
-  producer.terminate(5.0);
   ASSERT_EQ(run.status, 0) << run.err;
   auto records = read_json_lines(dir.file("out/metrics.jsonl"));
   ASSERT_EQ(records.size(), 2u);
@@ -174,15 +168,14 @@ TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
   EXPECT_LE(progress["data_wait_s"].get<double>(), progress["train_s"].get<double>());
 }
 
-TEST(ColoTrain, ASharedDataSetNeedsItsLoaderAndOnlyColoTrainReadsIt) {
+TEST(ColoTrain, ASharedDataSetNeedsItsLoaderAndAReadableDataFile) {
   TempDir dir;
   expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\n"), "loader");
-  std::string sweep = dir.write(
-      "sweep.toml", mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\nloader = \"" + dir.file("d.toml") +
-                                                  "\"\n[sweep]\nsampling = \"grid\"\n[sweep.axes]\nlr = [0.1, 0.2]\n"));
-  auto run = run_colo(dir, "sweep " + sweep);
+  std::string spec = dir.write(
+      "spec.toml", mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\nloader = \"" + dir.file("d.toml") + "\"\n"));
+  auto run = run_colo(dir, "train " + spec);
   EXPECT_EQ(run.status, 2) << run.err;
-  EXPECT_NE(run.err.find("only `colo train`"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("d.toml"), std::string::npos) << run.err;
 }
 
 

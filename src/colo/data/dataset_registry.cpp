@@ -67,9 +67,9 @@ const std::vector<DatasetEntry>& registry() {
       {"synthetic", "random class-dependent data of any shape (benchmarks)", "", true,
        [](const DataSpec& s) { return make_synthetic(s); },
        synthetic_shape},
-      {"shared", "batches from a shared loader's producer (colo loader serve; colo train only)", "", false,
+      {"shared", "batches from a shared loader's producer (colo loader serve; colo train and colo sweep)", "", false,
        [](const DataSpec& s) -> Dataset {
-         throw InputError(s.loader, "name", "a data set read into memory: only `colo train` reads a shared loader");
+         throw InputError(s.loader, "name", "a data set read into memory: only `colo train` and `colo sweep` read a shared loader");
        },
        shared_shape, /*streamed=*/true},
   };

@@ -82,7 +82,8 @@ ArrayTrainer::ArrayTrainer(std::vector<train::TrainSpec> specs, const data::Data
   array_->set_convolution_options(options_.channels_last, options_.own_cuda_kernels);
   optimizer_ = std::make_unique<FusedOptimizer>(array_->parameters(), optimizer_specs);
 
-  steps_per_epoch_ = (dataset.train.size() + first.batch_size - 1) / first.batch_size;
+  steps_per_epoch_ = options_.shared ? options_.shared->batches_per_epoch()
+                                     : (dataset.train.size() + first.batch_size - 1) / first.batch_size;
   total_steps_ = train::planned_steps(first, steps_per_epoch_);
   at::Tensor table = at::empty({std::max<int64_t>(total_steps_, 1), models()}, at::kFloat);
   auto rows = table.accessor<float, 2>();
@@ -137,6 +138,9 @@ void ArrayTrainer::keep_models(const std::vector<int64_t>& positions) {
 }
 
 std::vector<train::TestResult> ArrayTrainer::evaluate() {
+  if (options_.shared) {  // a producer serves no test split
+    return std::vector<train::TestResult>(static_cast<size_t>(models()), {std::nan(""), std::nan("")});
+  }
   array_->eval();
   data::DataLoader loader(dataset_.test, train::loader_options(specs_.front(), dataset_, device_, false));
   return train::evaluate_logits([&](const at::Tensor& inputs) { return array_->forward(inputs); }, loader);
@@ -214,11 +218,21 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
     }
   }
   Stopwatch wall;
-  data::DataLoader loader(lead.dataset_.train, train::loader_options(first, lead.dataset_, lead.device_, true));
+  // The batches: the split's own loader, or the shared producer's.
+  data::SharedBatches* shared = lead.options_.shared;
+  std::unique_ptr<data::DataLoader> own;
+  if (!shared) {
+    own = std::make_unique<data::DataLoader>(lead.dataset_.train,
+                                             train::loader_options(first, lead.dataset_, lead.device_, true));
+  }
   at::manual_seed(first.seed);
   int64_t step = 0;
   ProgressWriter report;  // every model's samples, when a scheduler or colo compare asks
   ProgressReading trained;
+  auto data_wait_s = [&]() -> std::optional<double> {
+    if (!shared) return std::nullopt;
+    return shared->stats().value("wait_s", 0.0);
+  };
   auto models_trained = [&] {
     int64_t models = 0;
     for (const ArrayTrainer* m : members) models += m->models();
@@ -228,22 +242,23 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
     Stopwatch epoch_clock;
     gpu::reset_peak_memory(lead.device_);
     for (ArrayTrainer* m : members) m->begin_epoch();
-    loader.start_epoch(epoch);
+    shared ? shared->start_epoch() : own->start_epoch(epoch);
     int64_t samples = 0;
     while (step < lead.total_steps_) {
-      auto batch = loader.next();
+      auto batch = shared ? shared->next() : own->next();
       if (!batch) break;
       for (ArrayTrainer* m : members) m->train_batch(*batch);
       samples += batch->labels.size(0);
       ++step;
       if (report.due()) {
         gpu::synchronize(lead.device_);  // so the figures count what the device has done
-        report.update({trained.samples + samples * models_trained(), trained.train_s + epoch_clock.elapsed_s()});
+        report.update({trained.samples + samples * models_trained(), trained.train_s + epoch_clock.elapsed_s(), 0,
+                       data_wait_s()});
       }
     }
     gpu::synchronize(lead.device_);
     double train_s = epoch_clock.elapsed_s();
-    trained = {trained.samples + samples * models_trained(), trained.train_s + train_s};
+    trained = {trained.samples + samples * models_trained(), trained.train_s + train_s, 0, data_wait_s()};
     report.update(trained);
     report.flush();
     for (size_t i = 0; i < members.size(); ++i) {
@@ -257,7 +272,7 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
 
 double ArrayTrainer::train_steps(int64_t steps) {
   SideStream stream(stream_);
-  if (!bench_loader_) {
+  if (!bench_loader_ && !options_.shared) {
     bench_loader_ = std::make_unique<data::DataLoader>(
         dataset_.train, train::loader_options(specs_.front(), dataset_, device_, true));
     bench_loader_->start_epoch(bench_epoch_);
@@ -266,10 +281,10 @@ double ArrayTrainer::train_steps(int64_t steps) {
   gpu::synchronize(device_);
   Stopwatch clock;
   for (int64_t done = 0; done < steps; ++done) {
-    auto batch = bench_loader_->next();
+    auto batch = options_.shared ? options_.shared->next() : bench_loader_->next();
     if (!batch) {
-      bench_loader_->start_epoch(++bench_epoch_);
-      batch = bench_loader_->next();
+      options_.shared ? options_.shared->start_epoch() : bench_loader_->start_epoch(++bench_epoch_);
+      batch = options_.shared ? options_.shared->next() : bench_loader_->next();
     }
     step_->run(batch->inputs, batch->labels);
   }

@@ -15,6 +15,7 @@
 #include "colo/core/stopwatch.h"
 #include "colo/data/dataset.h"
 #include "colo/data/loader.h"
+#include "colo/data/shared_batches.h"
 #include "colo/fuse/array_step.h"
 #include "colo/fuse/fused_classifier.h"
 #include "colo/fuse/fused_optimizer.h"
@@ -36,6 +37,11 @@ struct ArrayOptions {
   // agree with cuDNN/ATen to float32 rounding and train 32 LeNets 1.7x
   // faster on an H100 (bench/results/fusion/own_kernels/).
   bool own_cuda_kernels = true;
+  // Training batches from a shared loader's producer instead of the data
+  // set's split (not owned; the data set then holds only its name and
+  // shape): an epoch is one pass over the producer's images, and there is
+  // no test split (test figures NaN), so successive halving cannot rank.
+  data::SharedBatches* shared = nullptr;
 };
 
 // Successive halving inside the array: after each epoch in `rungs`, the

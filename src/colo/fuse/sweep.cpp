@@ -73,12 +73,13 @@ std::string format_note(const char* format, size_t a, size_t b, size_t c, size_t
 }  // namespace
 
 int64_t array_capacity(const train::TrainSpec& spec, const data::Dataset& dataset,
-                       const c10::Device& device) {
+                       const c10::Device& device, data::SharedBatches* shared) {
   if (!device.is_cuda()) return 64;
   auto peak_of = [&](int64_t models) {
     std::vector<train::TrainSpec> specs(static_cast<size_t>(models), spec);
     ArrayOptions options;
     options.cuda_graph = false;
+    options.shared = shared;
     ArrayTrainer probe(specs, dataset, device, options);
     gpu::reset_peak_memory(device);
     probe.train_steps(3);
@@ -115,7 +116,19 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   }
   const train::TrainSpec& base = spec.base;
   c10::Device device = gpu::resolve_device(base.device, base.source, "device");
-  data::Dataset dataset = data::load_dataset(base.data);
+  // A shared loader's producer serves the batches; every array reads it.
+  std::unique_ptr<data::SharedBatches> shared;
+  data::Dataset dataset;
+  if (data::find_dataset(base.data.name).streamed) {
+    if (spec.halving_enabled) {
+      throw InputError(base.source, "sweep.halving", "a test split to rank by: a shared loader serves none");
+    }
+    shared = std::make_unique<data::SharedBatches>(base.data.loader, base.batch_size, device);
+    dataset.name = base.data.name + " (" + base.data.loader + ")";
+    dataset.shape = shared->shape();
+  } else {
+    dataset = data::load_dataset(base.data);
+  }
   ensure_writable_dir(base.output, base.source, "output");  // after every input is read
   report.on_start(configs.size(), base.model.name, dataset.name, gpu::describe_device(device));
 
@@ -124,7 +137,7 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   auto capacity_of = [&](const train::TrainSpec& s) {
     if (spec.max_array > 0) return spec.max_array;
     std::string key = array_key(s);
-    if (!capacities.count(key)) capacities[key] = array_capacity(s, dataset, device);
+    if (!capacities.count(key)) capacities[key] = array_capacity(s, dataset, device, shared.get());
     return capacities[key];
   };
   SweepArrays arrays = plan_arrays(configs, capacity_of);
@@ -133,6 +146,7 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   options.cuda_graph = spec.cuda_graph;
   options.channels_last = spec.channels_last;
   options.bf16_autocast = spec.bf16_autocast;
+  options.shared = shared.get();
 
   // Trains arrays [from, to) of the plan in one data pass, then saves them.
   auto train_arrays = [&](size_t from, size_t to) {

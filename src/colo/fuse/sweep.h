@@ -11,6 +11,10 @@
 
 #include "colo/fuse/sweep_spec.h"
 
+namespace colo::data {
+class SharedBatches;
+}
+
 namespace colo::fuse {
 
 struct SweepModelResult {
@@ -45,8 +49,9 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer = nullptr);
 
 // Models of `spec`'s architecture that fit one array on `device`: measured
 // from the allocator peaks of one-model and two-model arrays over a few steps
-// against the free memory (85% of it); 64 on the CPU.
+// against the free memory (85% of it); 64 on the CPU. With `shared`, the
+// probe's steps read the shared loader's batches.
 int64_t array_capacity(const train::TrainSpec& spec, const data::Dataset& dataset,
-                       const c10::Device& device);
+                       const c10::Device& device, data::SharedBatches* shared = nullptr);
 
 }  // namespace colo::fuse

@@ -1,12 +1,21 @@
 #include "colo/fuse/sweep_progress.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "colo/core/table.h"
 #include "colo/fuse/sweep.h"
 
 namespace colo::fuse {
+namespace {
+
+// "-" where there is no test split (a shared loader's data).
+std::string accuracy_cell(double accuracy, bool tested) {
+  return tested && !std::isnan(accuracy) ? percent(accuracy, 2) : "-";
+}
+
+}  // namespace
 
 void SweepConsole::on_start(size_t configurations, const std::string& model, const std::string& dataset,
                             const std::string& device) {
@@ -29,17 +38,20 @@ void SweepConsole::on_epoch(int64_t model, size_t, const train::EpochRecord& rec
   }
   ++epoch_models_;
   epoch_rate_ += record.samples_per_s;
-  if (record.test_accuracy >= epoch_best_) {
-    epoch_best_ = record.test_accuracy;
+  // Without a test split (NaN), the best is by training accuracy.
+  tested_ = !std::isnan(record.test_accuracy);
+  double accuracy = tested_ ? record.test_accuracy : record.train_accuracy;
+  if (accuracy >= epoch_best_) {
+    epoch_best_ = accuracy;
     best_model_ = model;
   }
 }
 
 void SweepConsole::flush_epoch() {
   if (last_epoch_ == 0) return;
-  std::printf("  epoch %lld/%lld: %lld models, best test acc %s (model %lld), %.0f samples/s\n",
+  std::printf("  epoch %lld/%lld: %lld models, best %s acc %s (model %lld), %.0f samples/s\n",
               static_cast<long long>(last_epoch_), static_cast<long long>(epochs_),
-              static_cast<long long>(epoch_models_), percent(epoch_best_, 2).c_str(),
+              static_cast<long long>(epoch_models_), tested_ ? "test" : "train", percent(epoch_best_, 2).c_str(),
               static_cast<long long>(best_model_), epoch_rate_);
   std::fflush(stdout);
   last_epoch_ = 0;
@@ -56,8 +68,9 @@ void SweepConsole::on_done(const SweepResult& result) {
   table.header();
   int rank = 0;
   for (const auto& m : result.models) {
-    table.row({std::to_string(++rank), std::to_string(m.index), percent(m.test_accuracy, 2),
-               percent(m.best_test_accuracy, 2), fixed(m.loss, 4),
+    const bool tested = !std::isnan(m.test_accuracy);
+    table.row({std::to_string(++rank), std::to_string(m.index), accuracy_cell(m.test_accuracy, tested),
+               accuracy_cell(m.best_test_accuracy, tested), fixed(m.loss, 4),
                std::to_string(m.epochs) + (m.stopped ? "*" : ""), std::to_string(m.array),
                m.values.dump()});
   }

@@ -47,6 +47,7 @@ class SweepConsole : public SweepObserver {
   int64_t epochs_;
   int64_t last_epoch_ = 0, epoch_models_ = 0, best_model_ = -1;
   double epoch_best_ = 0, epoch_rate_ = 0;
+  bool tested_ = true;  // the last record had test figures (not a shared loader's data)
 };
 
 }  // namespace colo::fuse
