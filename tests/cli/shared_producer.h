@@ -2,6 +2,8 @@
 // A real shared-loader producer for tests of its consumers: `colo loader
 // serve` over a folder of synthetic JPEGs, stopped when the test ends.
 
+#include <signal.h>
+
 #include <memory>
 #include <string>
 
@@ -28,6 +30,9 @@ class SharedProducer {
         EnvironmentOverrides{}, dir.file("serve.log"));
   }
   ~SharedProducer() { process_->terminate(5.0); }
+
+  // Kills it at once (SIGKILL): no goodbye to its consumers.
+  void kill_now() { ::kill(-process_->pid(), SIGKILL); }
 
   // Its DATA.toml, for a spec's [data] loader.
   const std::string& data_file() const { return data_file_; }

@@ -1,4 +1,6 @@
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -6,6 +8,7 @@
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 #include "cli/shared_producer.h"
+#include "colo/core/stopwatch.h"
 
 namespace colo {
 namespace {
@@ -14,6 +17,11 @@ using testing::run_colo;
 using testing::TempDir;
 
 const std::string kFashion = "/usr/share/datasets/fashion-mnist";
+
+// Lines in a JSON Lines file that may not exist yet.
+size_t read_json_lines_if_any(const std::string& path) {
+  return path_exists(path) ? read_json_lines(path).size() : 0;
+}
 
 std::string mlp_spec(const std::string& output, const std::string& data_table,
                      const std::string& top = "") {
@@ -166,6 +174,28 @@ TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
   EXPECT_EQ(progress["samples"].get<int64_t>(), 192);
   EXPECT_GE(progress["data_wait_s"].get<double>(), 0.0);
   EXPECT_LE(progress["data_wait_s"].get<double>(), progress["train_s"].get<double>());
+}
+
+TEST(ColoTrain, AProducerKilledMidRunEndsTrainingWithAClearErrorAndKeepsItsCheckpoints) {
+  TempDir dir;
+  testing::SharedProducer producer(dir, 64);
+  std::string spec = dir.write(
+      "spec.toml", "device = \"cpu\"\nepochs = 100000\nbatch_size = 16\ncheckpoint_every = 1\n"
+                   "[model]\nname = \"mlp\"\nwidths = [16]\n[data]\nname = \"shared\"\nloader = \"" +
+                       producer.data_file() + "\"\nloader_timeout_s = 2\n");
+  ChildProcess train({COLO_EXECUTABLE, "train", spec, "--out", dir.file("out")}, {{"COLO_PROGRESS", "0"}},
+                     dir.file("train.log"));
+  Stopwatch waited;
+  while (read_json_lines_if_any(dir.file("out/metrics.jsonl")) < 2 && waited.elapsed_s() < 30) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  producer.kill_now();
+  int status = train.wait();
+  std::string log = read_file(dir.file("train.log"));
+  EXPECT_NE(exit_code_of(status), 0) << log;
+  EXPECT_NE(log.find("producer"), std::string::npos) << log;
+  EXPECT_TRUE(path_exists(dir.file("out/checkpoint.pt"))) << "epochs finished before the loss stay saved";
+  EXPECT_LT(waited.elapsed_s(), 60);
 }
 
 TEST(ColoTrain, ASharedDataSetNeedsItsLoaderAndAReadableDataFile) {

@@ -25,6 +25,7 @@ DataSpec parse_data_spec(const SpecTable& table) {
     if (spec.loader.empty()) {
       table.fail("loader", "missing: data set " + spec.name + " needs the producer's DATA.toml or address");
     }
+    spec.loader_timeout_s = table.number_or("loader_timeout_s", spec.loader_timeout_s, 0.5, 3600.0);
   } else {
     spec.path = table.string_or("path", entry.default_path);
     if (spec.path.empty()) table.fail("path", "missing: data set " + spec.name + " needs a path");

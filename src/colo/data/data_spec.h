@@ -28,8 +28,11 @@ struct DataSpec {
   bool pin_memory = true;   // page-locked host batches when the device is CUDA
   int64_t prefetch = 2;     // batches prepared ahead on a background thread (0 = none)
   bool on_device = false;   // hold the whole data set on the training device
-  // "shared" only: the producer's DATA.toml, or its address (ipc://, tcp://).
+  // "shared" only: the producer's DATA.toml, or its address (ipc://, tcp://),
+  // and the seconds of its silence after which training ends with
+  // ProducerLost (checkpoints already written stay).
   std::string loader;
+  double loader_timeout_s = 30;
 };
 
 // Reads a [data] table. Throws InputError for an unknown data set, a field

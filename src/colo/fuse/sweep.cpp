@@ -123,7 +123,8 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
     if (spec.halving_enabled) {
       throw InputError(base.source, "sweep.halving", "a test split to rank by: a shared loader serves none");
     }
-    shared = std::make_unique<data::SharedBatches>(base.data.loader, base.batch_size, device);
+    shared = std::make_unique<data::SharedBatches>(base.data.loader, base.batch_size, device,
+                                                   base.data.loader_timeout_s);
     dataset.name = base.data.name + " (" + base.data.loader + ")";
     dataset.shape = shared->shape();
   } else {

@@ -57,7 +57,8 @@ Trainer::Trainer(TrainSpec spec)
     : spec_(std::move(spec)),
       device_(gpu::resolve_device(spec_.device, spec_.source, "device")) {
   if (data::find_dataset(spec_.data.name).streamed) {
-    shared_ = std::make_unique<data::SharedBatches>(spec_.data.loader, spec_.batch_size, device_);
+    shared_ = std::make_unique<data::SharedBatches>(spec_.data.loader, spec_.batch_size, device_,
+                                                    spec_.data.loader_timeout_s);
     dataset_.name = spec_.data.name + " (" + spec_.data.loader + ")";
     dataset_.shape = shared_->shape();
   } else {
