@@ -170,6 +170,12 @@ TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
   EXPECT_EQ(records[1]["step"].get<int64_t>(), 12);
   EXPECT_TRUE(records[1]["test_accuracy"].is_null()) << "a producer serves no test split";
   EXPECT_GT(records[1]["train_accuracy"].get<double>(), 0.0);
+  // Each epoch's wait for data, in the job's own metrics.
+  for (const auto& r : records) {
+    EXPECT_GE(r["data_wait_s"].get<double>(), 0.0) << r.dump();
+    EXPECT_GE(r["data_wait_pct"].get<double>(), 0.0);
+    EXPECT_LE(r["data_wait_pct"].get<double>(), 100.0);
+  }
   auto progress = nlohmann::json::parse(read_file(dir.file("job.progress")));
   EXPECT_EQ(progress["samples"].get<int64_t>(), 192);
   EXPECT_GE(progress["data_wait_s"].get<double>(), 0.0);

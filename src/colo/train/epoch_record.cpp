@@ -17,6 +17,8 @@ nlohmann::json to_json(const EpochRecord& r) {
   };
   if (r.peak_mem_bytes) j["peak_mem_bytes"] = *r.peak_mem_bytes;
   if (r.peak_reserved_bytes) j["peak_reserved_bytes"] = *r.peak_reserved_bytes;
+  if (r.data_wait_s) j["data_wait_s"] = *r.data_wait_s;
+  if (r.data_wait_pct) j["data_wait_pct"] = *r.data_wait_pct;
   return j;
 }
 

@@ -21,6 +21,10 @@ struct EpochRecord {
   double lr = 0;              // learning rate at the epoch's last step
   std::optional<int64_t> peak_mem_bytes;       // CUDA: allocator peak during the epoch
   std::optional<int64_t> peak_reserved_bytes;  // CUDA: reserved peak during the epoch
+  // Shared loader's data only: seconds of this epoch's training spent
+  // waiting for the producer, and their share of its training time.
+  std::optional<double> data_wait_s;
+  std::optional<double> data_wait_pct;
 };
 
 nlohmann::json to_json(const EpochRecord& record);

@@ -126,6 +126,7 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
 
   for (int64_t epoch = state.epoch; epoch < spec_.epochs && step < total_steps; ++epoch) {
     Stopwatch epoch_clock;
+    const std::optional<double> wait_before = data_wait_s();
     gpu::reset_peak_memory(device_);
     model_->train();
     start_epoch(epoch);
@@ -169,6 +170,10 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
     EpochTotals totals{epoch, step, loss_sum.item<double>(), correct.item<int64_t>(), samples, train_s, lr};
     TestResult test = evaluate();
     EpochRecord record = epoch_record(totals, test, device_, epoch_clock.elapsed_s(), wall.elapsed_s());
+    if (wait_before) {
+      record.data_wait_s = trained.data_wait_s.value_or(*wait_before) - *wait_before;
+      record.data_wait_pct = train_s > 0 ? 100.0 * *record.data_wait_s / train_s : 0.0;
+    }
     metrics.write(to_json(record));
 
     bool last = epoch + 1 == spec_.epochs || step >= total_steps;
