@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "colo/data/dataset_registry.h"
 #include "colo/data/loader_server.h"
 
 namespace colo::data {
@@ -49,6 +50,18 @@ std::optional<Batch> SharedBatches::next() {
   ++served_;
   at::Tensor inputs = pixels.to(device_).to(at::kFloat).mul_(scale_).add_(shift_);
   return Batch{inputs, labels.to(device_)};
+}
+
+RunData open_run_data(const DataSpec& spec, int64_t batch_size, const c10::Device& device) {
+  RunData data;
+  if (!find_dataset(spec.name).streamed) {
+    data.dataset = load_dataset(spec);
+    return data;
+  }
+  data.shared = std::make_unique<SharedBatches>(spec.loader, batch_size, device, spec.loader_timeout_s);
+  data.dataset.name = spec.name + " (" + spec.loader + ")";
+  data.dataset.shape = data.shared->shape();
+  return data;
 }
 
 }  // namespace colo::data

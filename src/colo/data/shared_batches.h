@@ -12,6 +12,7 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
+#include "colo/data/data_spec.h"
 #include "colo/data/dataset.h"
 #include "colo/data/loader.h"
 #include "colo/data/shared_loader.h"
@@ -43,5 +44,14 @@ class SharedBatches {
   at::Tensor scale_, shift_;  // x * scale + shift = (x / 255 - mean) / std, per channel
   int64_t served_ = 0;
 };
+
+// What a run reads for `spec`: its data set read into memory, or, for
+// "shared" data, the producer's batches and a data set holding only its
+// name and shape (no splits). Throws as load_dataset and SharedBatches do.
+struct RunData {
+  Dataset dataset;
+  std::unique_ptr<SharedBatches> shared;  // set for "shared" data
+};
+RunData open_run_data(const DataSpec& spec, int64_t batch_size, const c10::Device& device);
 
 }  // namespace colo::data

@@ -117,19 +117,12 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   const train::TrainSpec& base = spec.base;
   c10::Device device = gpu::resolve_device(base.device, base.source, "device");
   // A shared loader's producer serves the batches; every array reads it.
-  std::unique_ptr<data::SharedBatches> shared;
-  data::Dataset dataset;
-  if (data::find_dataset(base.data.name).streamed) {
-    if (spec.halving_enabled) {
-      throw InputError(base.source, "sweep.halving", "a test split to rank by: a shared loader serves none");
-    }
-    shared = std::make_unique<data::SharedBatches>(base.data.loader, base.batch_size, device,
-                                                   base.data.loader_timeout_s);
-    dataset.name = base.data.name + " (" + base.data.loader + ")";
-    dataset.shape = shared->shape();
-  } else {
-    dataset = data::load_dataset(base.data);
+  if (spec.halving_enabled && data::find_dataset(base.data.name).streamed) {
+    throw InputError(base.source, "sweep.halving", "a test split to rank by: a shared loader serves none");
   }
+  data::RunData run_data = data::open_run_data(base.data, base.batch_size, device);
+  const data::Dataset& dataset = run_data.dataset;
+  data::SharedBatches* shared = run_data.shared.get();
   ensure_writable_dir(base.output, base.source, "output");  // after every input is read
   report.on_start(configs.size(), base.model.name, dataset.name, gpu::describe_device(device));
 
@@ -138,7 +131,7 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   auto capacity_of = [&](const train::TrainSpec& s) {
     if (spec.max_array > 0) return spec.max_array;
     std::string key = array_key(s);
-    if (!capacities.count(key)) capacities[key] = array_capacity(s, dataset, device, shared.get());
+    if (!capacities.count(key)) capacities[key] = array_capacity(s, dataset, device, shared);
     return capacities[key];
   };
   SweepArrays arrays = plan_arrays(configs, capacity_of);
@@ -147,7 +140,7 @@ SweepResult run_sweep(const SweepSpec& spec, SweepObserver* observer) {
   options.cuda_graph = spec.cuda_graph;
   options.channels_last = spec.channels_last;
   options.bf16_autocast = spec.bf16_autocast;
-  options.shared = shared.get();
+  options.shared = shared;
 
   // Trains arrays [from, to) of the plan in one data pass, then saves them.
   auto train_arrays = [&](size_t from, size_t to) {

@@ -56,14 +56,9 @@ void truncate_metrics(const std::string& path, int64_t epochs) {
 Trainer::Trainer(TrainSpec spec)
     : spec_(std::move(spec)),
       device_(gpu::resolve_device(spec_.device, spec_.source, "device")) {
-  if (data::find_dataset(spec_.data.name).streamed) {
-    shared_ = std::make_unique<data::SharedBatches>(spec_.data.loader, spec_.batch_size, device_,
-                                                    spec_.data.loader_timeout_s);
-    dataset_.name = spec_.data.name + " (" + spec_.data.loader + ")";
-    dataset_.shape = shared_->shape();
-  } else {
-    dataset_ = data::load_dataset(spec_.data);
-  }
+  data::RunData run_data = data::open_run_data(spec_.data, spec_.batch_size, device_);
+  dataset_ = std::move(run_data.dataset);
+  shared_ = std::move(run_data.shared);
   at::manual_seed(spec_.seed);
   model_ = models::build_model(spec_.model, dataset_.shape);
   model_->to(device_);
