@@ -194,13 +194,19 @@ def _live_producers(data_file):
     return pids
 
 
-def test_the_scheduler_runs_one_producer_for_the_jobs_that_name_it_and_stops_it(tmp_path, colo_executable):
-    import sqlite3
-    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "120",
+def _image_data_file(tmp_path, colo_executable, images, chunk):
+    """A DATA.toml over `images` synthetic 32 px JPEGs, served at 24 px; no producer started."""
+    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", str(images),
                     "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
     data = tmp_path / "data.toml"
-    data.write_text(f'root = "images"\nsize = 24\nthreads = 1\nchunk = 8\nbuffer = 4\n'
+    data.write_text(f'root = "images"\nsize = 24\nthreads = 1\nchunk = {chunk}\nbuffer = 4\n'
                     f'address = "ipc://{tmp_path}/sched-loader.sock"\n')
+    return data
+
+
+def test_the_scheduler_runs_one_producer_for_the_jobs_that_name_it_and_stops_it(tmp_path, colo_executable):
+    import sqlite3
+    data = _image_data_file(tmp_path, colo_executable, images=120, chunk=8)
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent("""\
         import os, time, colo.data
@@ -236,11 +242,7 @@ def test_a_job_naming_a_missing_loader_file_is_rejected(tmp_path, colo_executabl
 
 def test_a_colo_train_job_on_a_shared_data_file_gets_its_producer_from_the_scheduler(tmp_path, colo_executable):
     import sqlite3
-    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "64",
-                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
-    data = tmp_path / "data.toml"
-    data.write_text(f'root = "images"\nsize = 24\nthreads = 1\nchunk = 16\nbuffer = 4\n'
-                    f'address = "ipc://{tmp_path}/train-loader.sock"\n')
+    data = _image_data_file(tmp_path, colo_executable, images=64, chunk=16)
     spec = tmp_path / "spec.toml"
     spec.write_text(f'device = "cpu"\nepochs = 2\nbatch_size = 16\ncheckpoint_every = 0\n'
                     f'[model]\nname = "mlp"\nwidths = [16]\n[data]\nname = "shared"\nloader = "{data}"\n')
