@@ -41,6 +41,8 @@ DataSpec parse_data_spec(const SpecTable& table) {
   return spec;
 }
 
+bool loader_is_data_file(const std::string& loader) { return loader.ends_with(".toml"); }
+
 std::string data_key(const DataSpec& s) {
   std::string key = s.name + "|" + s.path + "|" + s.loader + "|";
   for (int64_t d : s.shape) key += std::to_string(d) + ",";

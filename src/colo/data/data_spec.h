@@ -39,6 +39,10 @@ struct DataSpec {
 // that does not apply to it, or a value out of range.
 DataSpec parse_data_spec(const SpecTable& table);
 
+// Whether a shared data set's `loader` names the producer's DATA.toml (by
+// its ".toml" ending) rather than its address.
+bool loader_is_data_file(const std::string& loader);
+
 // What makes two specs the same samples in the same order: equal keys mean
 // one loaded data set can serve both (where the data lives, pinning and
 // prefetching do not count).

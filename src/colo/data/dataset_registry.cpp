@@ -42,7 +42,7 @@ DatasetShape synthetic_shape(const DataSpec& s) {
 // A shared loader's images as its DATA.toml describes them (an address
 // alone says nothing until its producer answers).
 DatasetShape shared_shape(const DataSpec& s) {
-  if (s.loader.size() < 5 || s.loader.substr(s.loader.size() - 5) != ".toml") {
+  if (!loader_is_data_file(s.loader)) {
     throw InputError(s.loader, "loader", "the producer's DATA.toml, to know the images' shape without a producer");
   }
   LoaderServeSpec serve = parse_loader_serve_spec(s.loader);

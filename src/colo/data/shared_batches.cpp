@@ -9,8 +9,7 @@ namespace colo::data {
 namespace {
 
 std::string address_of(const std::string& loader) {
-  bool toml = loader.size() >= 5 && loader.substr(loader.size() - 5) == ".toml";
-  return toml ? parse_loader_serve_spec(loader).address : loader;
+  return loader_is_data_file(loader) ? parse_loader_serve_spec(loader).address : loader;
 }
 
 }  // namespace

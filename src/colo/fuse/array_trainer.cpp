@@ -218,21 +218,11 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
     }
   }
   Stopwatch wall;
-  // The batches: the split's own loader, or the shared producer's.
-  data::SharedBatches* shared = lead.options_.shared;
-  std::unique_ptr<data::DataLoader> own;
-  if (!shared) {
-    own = std::make_unique<data::DataLoader>(lead.dataset_.train,
-                                             train::loader_options(first, lead.dataset_, lead.device_, true));
-  }
+  data::TrainingBatches loader = lead.training_batches();
   at::manual_seed(first.seed);
   int64_t step = 0;
   ProgressWriter report;  // every model's samples, when a scheduler or colo compare asks
   ProgressReading trained;
-  auto data_wait_s = [&]() -> std::optional<double> {
-    if (!shared) return std::nullopt;
-    return shared->stats().value("wait_s", 0.0);
-  };
   auto models_trained = [&] {
     int64_t models = 0;
     for (const ArrayTrainer* m : members) models += m->models();
@@ -242,10 +232,10 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
     Stopwatch epoch_clock;
     gpu::reset_peak_memory(lead.device_);
     for (ArrayTrainer* m : members) m->begin_epoch();
-    shared ? shared->start_epoch() : own->start_epoch(epoch);
+    loader.start_epoch(epoch);
     int64_t samples = 0;
     while (step < lead.total_steps_) {
-      auto batch = shared ? shared->next() : own->next();
+      auto batch = loader.next();
       if (!batch) break;
       for (ArrayTrainer* m : members) m->train_batch(*batch);
       samples += batch->labels.size(0);
@@ -253,12 +243,12 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
       if (report.due()) {
         gpu::synchronize(lead.device_);  // so the figures count what the device has done
         report.update({trained.samples + samples * models_trained(), trained.train_s + epoch_clock.elapsed_s(), 0,
-                       data_wait_s()});
+                       loader.data_wait_s()});
       }
     }
     gpu::synchronize(lead.device_);
     double train_s = epoch_clock.elapsed_s();
-    trained = {trained.samples + samples * models_trained(), trained.train_s + train_s, 0, data_wait_s()};
+    trained = {trained.samples + samples * models_trained(), trained.train_s + train_s, 0, loader.data_wait_s()};
     report.update(trained);
     report.flush();
     for (size_t i = 0; i < members.size(); ++i) {
@@ -270,21 +260,26 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
   }
 }
 
+data::TrainingBatches ArrayTrainer::training_batches() const {
+  if (options_.shared) return data::TrainingBatches(*options_.shared);
+  return data::TrainingBatches(std::make_unique<data::DataLoader>(
+      dataset_.train, train::loader_options(specs_.front(), dataset_, device_, true)));
+}
+
 double ArrayTrainer::train_steps(int64_t steps) {
   SideStream stream(stream_);
-  if (!bench_loader_ && !options_.shared) {
-    bench_loader_ = std::make_unique<data::DataLoader>(
-        dataset_.train, train::loader_options(specs_.front(), dataset_, device_, true));
+  if (!bench_loader_) {
+    bench_loader_ = std::make_unique<data::TrainingBatches>(training_batches());
     bench_loader_->start_epoch(bench_epoch_);
   }
   array_->train();
   gpu::synchronize(device_);
   Stopwatch clock;
   for (int64_t done = 0; done < steps; ++done) {
-    auto batch = options_.shared ? options_.shared->next() : bench_loader_->next();
+    auto batch = bench_loader_->next();
     if (!batch) {
-      options_.shared ? options_.shared->start_epoch() : bench_loader_->start_epoch(++bench_epoch_);
-      batch = options_.shared ? options_.shared->next() : bench_loader_->next();
+      bench_loader_->start_epoch(++bench_epoch_);
+      batch = bench_loader_->next();
     }
     step_->run(batch->inputs, batch->labels);
   }

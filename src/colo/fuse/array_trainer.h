@@ -16,6 +16,7 @@
 #include "colo/data/dataset.h"
 #include "colo/data/loader.h"
 #include "colo/data/shared_batches.h"
+#include "colo/data/training_batches.h"
 #include "colo/fuse/array_step.h"
 #include "colo/fuse/fused_classifier.h"
 #include "colo/fuse/fused_optimizer.h"
@@ -107,6 +108,7 @@ class ArrayTrainer {
   void build_step();
   void keep_models(const std::vector<int64_t>& positions);
   std::vector<train::TestResult> evaluate();  // per active model
+  data::TrainingBatches training_batches() const;  // the split's own loader, or options_.shared
 
   std::vector<train::TrainSpec> specs_;
   const data::Dataset& dataset_;
@@ -117,7 +119,7 @@ class ArrayTrainer {
   std::unique_ptr<FusedOptimizer> optimizer_;
   std::unique_ptr<ArrayStep> step_;
   std::optional<c10::Stream> stream_;  // CUDA: the side stream all work runs on
-  std::unique_ptr<data::DataLoader> bench_loader_;
+  std::unique_ptr<data::TrainingBatches> bench_loader_;
   int64_t bench_epoch_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;

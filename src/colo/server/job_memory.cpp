@@ -31,7 +31,7 @@ void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estim
       // from the scheduler, as a job naming `loader` does.
       if (job.loader.empty() && request.spec && data::find_dataset(request.spec->data.name).streamed) {
         const std::string& file = request.spec->data.loader;
-        if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
+        if (data::loader_is_data_file(file)) {
           job.loader = absolute_path(file[0] == '/' || job.workdir.empty() ? file : job.workdir + "/" + file);
         }
       }

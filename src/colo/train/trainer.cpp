@@ -101,16 +101,11 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
   JsonLinesWriter metrics(metrics_path(), resume ? JsonLinesWriter::Mode::kAppend
                                                  : JsonLinesWriter::Mode::kTruncate);
 
-  // The training batches: the split's own loader, or the shared producer's.
-  std::unique_ptr<data::DataLoader> own;
-  if (!shared_) own = std::make_unique<data::DataLoader>(dataset_.train, loader_options(spec_, dataset_, device_, true));
-  const int64_t batches_per_epoch = shared_ ? shared_->batches_per_epoch() : own->batches_per_epoch();
-  auto start_epoch = [&](int64_t epoch) { shared_ ? shared_->start_epoch() : own->start_epoch(epoch); };
-  auto next_batch = [&] { return shared_ ? shared_->next() : own->next(); };
-  auto data_wait_s = [&]() -> std::optional<double> {
-    if (!shared_) return std::nullopt;
-    return shared_->stats().value("wait_s", 0.0);
-  };
+  data::TrainingBatches loader =
+      shared_ ? data::TrainingBatches(*shared_)
+              : data::TrainingBatches(std::make_unique<data::DataLoader>(
+                    dataset_.train, loader_options(spec_, dataset_, device_, true)));
+  const int64_t batches_per_epoch = loader.batches_per_epoch();
   int64_t total_steps = planned_steps(spec_, batches_per_epoch);
   LearningRateSchedule schedule(spec_.schedule, spec_.optimizer.lr, batches_per_epoch, total_steps);
   ProgressLine progress;
@@ -121,17 +116,17 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
 
   for (int64_t epoch = state.epoch; epoch < spec_.epochs && step < total_steps; ++epoch) {
     Stopwatch epoch_clock;
-    const std::optional<double> wait_before = data_wait_s();
+    const std::optional<double> wait_before = loader.data_wait_s();
     gpu::reset_peak_memory(device_);
     model_->train();
-    start_epoch(epoch);
+    loader.start_epoch(epoch);
     auto on_device = at::TensorOptions().device(device_);
     at::Tensor loss_sum = at::zeros({}, on_device.dtype(at::kDouble));
     at::Tensor correct = at::zeros({}, on_device.dtype(at::kLong));
     int64_t samples = 0, batch_index = 0;
     double lr = schedule.lr_at(step);
     while (step < total_steps) {
-      auto batch = next_batch();
+      auto batch = loader.next();
       if (!batch) break;
       lr = schedule.lr_at(step);
       set_learning_rate(*optimizer_, lr);
@@ -148,7 +143,8 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
       ++batch_index;
       if (report.due()) {
         gpu::synchronize(device_);  // so the figures count what the device has done
-        report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s(), 0, data_wait_s()});
+        report.update({trained.samples + samples, trained.train_s + epoch_clock.elapsed_s(), 0,
+                       loader.data_wait_s()});
       }
       if (progress.due()) {
         progress.show(progress_text(epoch + 1, spec_.epochs, batch_index, batches_per_epoch,
@@ -158,7 +154,7 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
     gpu::synchronize(device_);
     double train_s = epoch_clock.elapsed_s();
     progress.clear();
-    trained = {trained.samples + samples, trained.train_s + train_s, 0, data_wait_s()};
+    trained = {trained.samples + samples, trained.train_s + train_s, 0, loader.data_wait_s()};
     report.update(trained);
     report.flush();
 

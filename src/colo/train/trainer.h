@@ -10,6 +10,7 @@
 
 #include "colo/data/dataset.h"
 #include "colo/data/shared_batches.h"
+#include "colo/data/training_batches.h"
 #include "colo/models/classifier.h"
 #include "colo/train/epoch_loop.h"
 #include "colo/train/epoch_record.h"
