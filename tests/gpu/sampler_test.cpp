@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/json_lines.h"
+#include "colo/core/stopwatch.h"
 #include "colo/gpu/simulated_device.h"
 #include "support/temp_dir.h"
 
@@ -88,6 +89,39 @@ TEST(Sampler, OwnCostIsSmallAtTenHertz) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   sampler.stop();
   EXPECT_LT(sampler.thread_cpu_s(), 0.05) << "well under 5% of a core with simulated devices";
+}
+
+// A device on the wall clock whose energy counter is read every third
+// sample, as NVML's once a second against a faster sampler.
+class SparseEnergyDevice : public Device {
+ public:
+  const DeviceInfo& info() const override { return info_; }
+  DeviceSample sample() override {
+    DeviceSample s;
+    s.unix_s = unix_time_s();
+    if (calls_++ % 3 == 0) s.energy_j = 100.0 + calls_;
+    return s;
+  }
+  std::vector<ProcessUsage> processes() override { return {}; }
+
+ private:
+  DeviceInfo info_;
+  int calls_ = 0;
+};
+
+TEST(Sampler, WaitsForAnEnergyReadingPastATimeAndGivesUpAtItsLimit) {
+  Sampler sampler({std::make_shared<SparseEnergyDevice>()}, {0.1, 1000, ""});
+  sampler.start();
+  const double t = unix_time_s();
+  ASSERT_TRUE(sampler.wait_for_energy_after(t, 2.0));
+  const double waited = unix_time_s() - t;
+  std::vector<DeviceSample> samples = sampler.samples(0);
+  EXPECT_TRUE(samples.back().energy_j && samples.back().unix_s >= t) << "returned on the reading it waited for";
+  EXPECT_LT(waited, 1.0) << "a reading every 0.3 s is found within a few ticks";
+  sampler.stop();
+  Stopwatch clock;
+  EXPECT_FALSE(sampler.wait_for_energy_after(unix_time_s() + 60, 0.3)) << "a stopped sampler takes no reading";
+  EXPECT_GE(clock.elapsed_s(), 0.29);
 }
 
 }  // namespace

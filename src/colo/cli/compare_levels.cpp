@@ -359,11 +359,11 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     std::optional<TrainingWindow> window = training_window(progress);
     std::vector<std::vector<gpu::DeviceSample>> readings;
     if (sampler) {
-      // NVML's energy counter is read at most once a second (nvml_device.h):
-      // wait for a reading past the last process's end, so the training
-      // window's energy is interpolated, not missing.
-      std::this_thread::sleep_for(std::chrono::duration<double>(
-          std::max(options.sample_interval_s * 1.5, gpu::NvmlDevice::kEnergyReadInterval_s + options.sample_interval_s)));
+      // NVML's energy counter is read at most once a second (nvml_device.h),
+      // and the scheduler level's runner reads the same device objects: wait
+      // for a reading past the last process's end, so the training window's
+      // energy is interpolated, not missing.
+      sampler->wait_for_energy_after(t1, 4 * gpu::NvmlDevice::kEnergyReadInterval_s + options.sample_interval_s);
       sampler->stop();
       measure(*sampler, devices.size(), t0, t1, &run);
       for (size_t d = 0; d < devices.size(); ++d) readings.push_back(sampler->samples(d));

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -120,6 +121,7 @@ void Sampler::run() {
       }
       if (file_ != nullptr) std::fflush(file_);
     }
+    ticked_.notify_all();
     ++ticks_;
     thread_cpu_s_.store(thread_cpu_seconds());
     next += interval;
@@ -134,6 +136,19 @@ void Sampler::run() {
 std::vector<DeviceSample> Sampler::samples(size_t position) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return {rings_.at(position).begin(), rings_.at(position).end()};
+}
+
+bool Sampler::wait_for_energy_after(double unix_s, double max_wait_s) const {
+  auto has_reading = [&] {
+    for (const std::deque<DeviceSample>& ring : rings_) {
+      bool found = std::any_of(ring.rbegin(), ring.rend(),
+                               [&](const DeviceSample& s) { return s.energy_j && s.unix_s >= unix_s; });
+      if (!found) return false;
+    }
+    return true;
+  };
+  std::unique_lock<std::mutex> lock(mutex_);
+  return ticked_.wait_for(lock, std::chrono::duration<double>(max_wait_s), has_reading);
 }
 
 }  // namespace colo::gpu

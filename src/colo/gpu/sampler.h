@@ -40,6 +40,12 @@ class Sampler {
 
   // Samples of the device at position `position` in the list, oldest first.
   std::vector<DeviceSample> samples(size_t position) const;
+  // Blocks until every device has a sample with an energy reading taken at
+  // or after `unix_s`, or `max_wait_s` has passed; says which. Energy
+  // counters are read less often than other figures (NVML's once a second,
+  // shared by every sampler of the device object), so a window's end needs
+  // this wait to be bracketed by readings.
+  bool wait_for_energy_after(double unix_s, double max_wait_s) const;
   size_t ticks() const { return ticks_.load(); }
   // CPU time the sampling thread used so far (user + system), in seconds.
   double thread_cpu_s() const { return thread_cpu_s_.load(); }
@@ -54,6 +60,7 @@ class Sampler {
   bool csv_ = false;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
+  mutable std::condition_variable ticked_;
   bool stopping_ = false;
   std::vector<std::deque<DeviceSample>> rings_;
   std::thread thread_;
