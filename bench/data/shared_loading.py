@@ -5,6 +5,10 @@ all pinned to the same CPU cores (a CPU-poor instance), in three modes:
   own_colo   each job runs colo's pipeline itself (colo.data.LocalImageLoader)
   own_torch  each job runs torchvision ImageFolder + DataLoader workers
   shared     one `colo loader serve` for all; jobs read colo.data.SharedLoader
+             (on a GPU the producer also keeps its ring there: one host-to-device
+             copy per batch for all jobs, CUDA IPC; the jobs check they read it)
+  shared_host  the same with the ring in host memory only (each job copies
+             its own batches to the GPU)
 Measured per mode: aggregate trained samples/s (all samples over the span
 from the first job's first step to the last job's last), CPU core-seconds
 per trained sample, and each job's time waiting for data. CPU counts only
@@ -115,6 +119,8 @@ def job(args):
     if args.source == "shared":
         loader = colo.data.SharedLoader(args.data, args.batch, device=device, timeout=60)
         classes = loader.classes
+        if args.expect_device_ring and not loader.reads_device_ring:
+            raise SystemExit("the shared loader's device ring could not be read")
     elif args.source == "own_colo":
         loader = colo.data.LocalImageLoader(args.data, args.batch, device=device, threads=args.threads)
         classes = loader.classes
@@ -156,21 +162,29 @@ def job(args):
     end = time.time()
     cpu = tree_cpu_s(os.getpid()) - cpu_start
     print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
-                      "loss": loss.item()}), flush=True)
+                      "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False))}),
+          flush=True)
 
 
 def run_mode(args, mode, data):
+    """`data` maps a mode's source to its DATA.toml: shared (the producer also
+    keeps its ring on the GPU when the jobs train on one), shared_host (the
+    ring in host memory only), or own_colo / own_torch."""
     taskset = ["taskset", "-c", args.cores]
     producer = sampler = None
-    if mode == "shared":
+    source = "shared" if mode.startswith("shared") else mode
+    device_ring = mode == "shared" and args.device.startswith("cuda")
+    data = data[mode] if mode in data else data["shared_host"]
+    if source == "shared":
         producer = subprocess.Popen(taskset + [args.colo, "loader", "serve", data, "--report", "0"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sampler = CpuSampler(producer.pid)
         time.sleep(1.0)
-    jobs = [subprocess.Popen(taskset + [sys.executable, HERE, "job", "--source", mode, "--data", data,
+    jobs = [subprocess.Popen(taskset + [sys.executable, HERE, "job", "--source", source, "--data", data,
                                         "--model", args.model, "--device", args.device, "--steps", str(args.steps),
                                         "--batch", str(args.batch), "--threads", str(args.threads),
-                                        "--torch-threads", str(args.torch_threads)],
+                                        "--torch-threads", str(args.torch_threads)]
+                             + (["--expect-device-ring"] if device_ring else []),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(args.jobs)]
     results = []
     for p in jobs:
@@ -198,10 +212,16 @@ def run_mode(args, mode, data):
 
 def run(args):
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "data.toml")
-        with open(data, "w") as f:
-            f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\nthreads = {args.producer_threads}\n'
-                    f'chunk = 32\nbuffer = {args.buffer}\naddress = "ipc://{tmp}/loader.sock"\n')
+        data = {}
+        for mode, extra in (("shared_host", ""), ("shared", f'device = "{args.device}"\n')):
+            if mode == "shared" and not args.device.startswith("cuda"):
+                data[mode] = data["shared_host"]
+                continue
+            data[mode] = os.path.join(tmp, f"{mode}.toml")
+            with open(data[mode], "w") as f:
+                f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\n'
+                        f'threads = {args.producer_threads}\nchunk = 32\nbuffer = {args.buffer}\n'
+                        f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
         rounds = [[run_mode(args, m, data) for m in args.modes.split(",")] for _ in range(args.repeat)]
@@ -213,7 +233,7 @@ def run(args):
         median["rounds_cpu_core_s_per_sample"] = [m["cpu_core_s_per_sample"] for m in column]
         modes.append(median)
     by = {m["mode"]: m for m in modes}
-    own = [m for m in modes if m["mode"] != "shared"]
+    own = [m for m in modes if not m["mode"].startswith("shared")]
     best_own = max(own, key=lambda m: m["samples_per_s"])
     shared = by["shared"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
@@ -270,7 +290,8 @@ def main():
     r.add_argument("--repeat", type=int, default=1, help="rounds of all modes; the median round counts")
     r.add_argument("--buffer", type=int, default=8, help="the producer's ring, in chunks of 32 samples")
     r.add_argument("--torch-threads", type=int, default=1)
-    r.add_argument("--modes", default="own_colo,own_torch,shared")
+    r.add_argument("--modes", default="own_colo,own_torch,shared",
+                   help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")
     r.add_argument("--colo", default="build/colo")
     r.add_argument("--out")
     s = sub.add_parser("summarize")
@@ -282,6 +303,7 @@ def main():
     j.add_argument("--data", required=True)
     j.add_argument("--threads", type=int, default=2)
     j.add_argument("--torch-threads", type=int, default=1)
+    j.add_argument("--expect-device-ring", action="store_true", help="fail unless SharedLoader reads the GPU ring")
     for p in (r, j):
         p.add_argument("--model", default="tiny")
         p.add_argument("--device", default="cpu")

@@ -2,6 +2,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "colo/data/device_ring.h"
 #include "colo/data/image_pipeline.h"
 #include "colo/data/loader_server.h"
 #include "colo/data/shared_loader.h"
@@ -59,7 +60,22 @@ void bind_data(py::module& m) {
       .def_property_readonly("std", &SharedLoaderClient::std)
       .def_property_readonly("classes", &SharedLoaderClient::classes)
       .def_property_readonly("batches_per_epoch", &SharedLoaderClient::batches_per_epoch)
+      .def_property_readonly("device_ring", [](const SharedLoaderClient& c) -> py::object {
+             return c.device_ring().is_object() ? py::object(py::str(c.device_ring().dump())) : py::object(py::none());
+           }, "The producer's device ring as JSON (handle, device, bytes), or None.")
       .def("stats", [](const SharedLoaderClient& c) { return c.stats().dump(); });
+
+  py::class_<colo::data::DeviceRingReader>(m, "DeviceRingReader")
+      .def(py::init([](SharedLoaderClient& client, const std::string& device) {
+             return std::make_unique<colo::data::DeviceRingReader>(client, c10::Device(device));
+           }),
+           py::arg("client"), py::arg("device"), py::keep_alive<1, 2>(),
+           "Maps the producer's device ring (CUDA IPC) onto `device`; RuntimeError when it cannot.")
+      .def("next_batch", [](colo::data::DeviceRingReader& r, at::Tensor pixels, at::Tensor labels) {
+             py::gil_scoped_release release;
+             r.next(pixels, labels);
+           }, "Queues the next batch's device-to-device copies into uint8 `pixels` and int64 `labels` "
+              "on the reader's device.");
 
   py::class_<colo::data::ImageDecoder>(m, "ImageDecoder")
       .def(py::init([](const std::string& data_file, int64_t threads) {

@@ -171,6 +171,74 @@ TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {
   EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
 }
 
+// One batch read in place from the host ring: its labels, and each sample's
+// first pixel (image i is a flat grey of value i, so a pixel names its image).
+struct InPlaceBatch {
+  std::vector<int64_t> labels;
+  std::vector<int> first_pixels;
+  std::vector<RingPiece> pieces;
+};
+InPlaceBatch read_in_place(SharedLoaderClient& client) {
+  InPlaceBatch batch;
+  batch.labels.resize(static_cast<size_t>(client.batch_size()));
+  batch.pieces = client.next_batch_pieces(batch.labels.data());
+  for (const RingPiece& p : batch.pieces) {
+    for (int64_t i = 0; i < p.count; ++i) {
+      const uint8_t* sample = client.host_slot(p.slot) + client.pixels_offset() + (p.first + i) * client.sample_bytes();
+      batch.first_pixels.push_back(sample[0]);
+    }
+  }
+  return batch;
+}
+
+TEST(SharedLoader, ConsumersReadingInPlaceSeeTheSameSamplesAsThoseThatCopy) {
+  testing::TempDir dir;
+  Producer producer(dir, 50, 16, 8);
+  SharedLoaderClient copying(producer.spec.address, 10), in_place(producer.spec.address, 10);
+  EXPECT_TRUE(in_place.device_ring().is_null()) << "a producer without `device` keeps no device ring";
+  for (int b = 0; b < 12; ++b) {
+    std::vector<int64_t> copied = labels_of(copying, 1);
+    InPlaceBatch read = read_in_place(in_place);
+    ASSERT_EQ(read.labels, copied) << "batch " << b;
+    for (size_t i = 0; i < read.labels.size(); ++i) {
+      EXPECT_NEAR(read.first_pixels[i], read.labels[i], 3) << "sample " << i << " of batch " << b;
+    }
+    in_place.release_before(read.pieces.front().seq);
+  }
+}
+
+TEST(SharedLoader, AnInPlaceConsumerHoldsItsChunksUntilItReleasesThem) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/100);
+  SharedLoaderClient in_place(producer.spec.address, 8);
+  read_in_place(in_place);
+  read_in_place(in_place);  // chunks 0 and 1 read, not released
+  auto chunks_after_a_while = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    return producer.server->stats()["chunks"].get<int64_t>();
+  };
+  EXPECT_EQ(chunks_after_a_while(), 4) << "four slots, the oldest two held";
+  in_place.release_before(2);
+  EXPECT_EQ(chunks_after_a_while(), 6) << "chunks 0 and 1 handed back; chunk 2 still held";
+}
+
+TEST(SharedLoader, AnInPlaceConsumerLeftBehindSkipsItsOverwrittenChunkInsteadOfReadingIt) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  SharedLoaderClient stalled(producer.spec.address, 4);
+  read_in_place(stalled);  // half of chunk 0 read; chunk 0 held
+  SharedLoaderClient busy(producer.spec.address, 8);
+  auto start = std::chrono::steady_clock::now();
+  labels_of(busy, 30);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_GE(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 1);
+  for (int b = 0; b < 3; ++b) {
+    InPlaceBatch read = read_in_place(stalled);
+    for (size_t i = 0; i < read.labels.size(); ++i) EXPECT_NEAR(read.first_pixels[i], read.labels[i], 3);
+  }
+  EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
+}
+
 TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, /*stall_s=*/100, /*heartbeat_timeout_s=*/0.5);

@@ -258,3 +258,52 @@ def test_a_colo_train_job_on_a_shared_data_file_gets_its_producer_from_the_sched
     assert rows[0][0] == "COMPLETED" and rows[0][1] is not None, (rows, log)
     assert len((tmp_path / "out" / "metrics.jsonl").read_text().splitlines()) == 2
     assert _live_producers(data) == []
+
+
+def _serve(colo_executable, data, extra):
+    """Starts `colo loader serve` on `data` with `extra` lines appended; returns the process once it answers."""
+    data.write_text(data.read_text() + extra)
+    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    address = colo.data._core().loader_spec(str(data))["address"]
+    for _ in range(100):
+        if producer.poll() is not None or subprocess.run(
+                [colo_executable, "loader", "status", address, "--timeout", "0.5"], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    return producer
+
+
+def test_a_device_the_producer_cannot_use_is_named_in_one_line(tmp_path, colo_executable):
+    data = _image_data_file(tmp_path, colo_executable, images=40, chunk=8)
+    data.write_text(data.read_text() + 'device = "tpu"\n')
+    bad = subprocess.run([colo_executable, "loader", "serve", str(data)], capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0 and "device" in bad.stderr and "tpu" in bad.stderr
+    if torch.cuda.is_available():
+        return  # a CUDA build keeps the ring on the GPU: tests/gpu checks that
+    data.write_text(data.read_text().replace('device = "tpu"', 'device = "cuda"'))
+    no_cuda = subprocess.run([colo_executable, "loader", "serve", str(data)], capture_output=True, text=True,
+                             timeout=30)
+    assert no_cuda.returncode != 0 and "device" in no_cuda.stderr and "CUDA build" in no_cuda.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (bench/gpu/run.sh shared runs it)")
+def test_gpu_consumers_copy_from_the_producers_device_ring_what_host_copies_would_give(tmp_path, colo_executable):
+    data = _image_data_file(tmp_path, colo_executable, images=200, chunk=16)
+    producer = _serve(colo_executable, data, 'device = "cuda"\n')
+    try:
+        assert producer.poll() is None, producer.stderr.read()
+        on_device = colo.data.SharedLoader(str(data), 24, device="cuda")
+        through_host = colo.data.SharedLoader(str(data), 24, device="cuda", device_ring=False)
+        assert on_device.reads_device_ring and not through_host.reads_device_ring
+        for _ in range(20):  # 480 samples: more than the 4-slot ring holds, so slots are reused
+            a_inputs, a_labels = on_device.next_batch()
+            b_inputs, b_labels = through_host.next_batch()
+            assert a_inputs.is_cuda and a_labels.is_cuda
+            assert torch.equal(a_labels, b_labels)
+            assert torch.allclose(a_inputs, b_inputs)
+        on_device.close()
+        through_host.close()
+    finally:
+        producer.send_signal(signal.SIGINT)
+        producer.wait(10)

@@ -11,6 +11,7 @@
 
 #include "colo/core/error.h"
 #include "colo/data/dataset_registry.h"
+#include "colo/data/device_ring.h"
 #include "colo/data/image_folder.h"
 #include "colo/data/image_pipeline.h"
 #include "colo/data/loader_server.h"
@@ -28,14 +29,21 @@ void stop_server(int) {
 int serve(const std::string& path, double report_s, double idle_exit_s) {
   data::LoaderServeSpec spec = data::parse_loader_serve_spec(path);
   if (idle_exit_s > 0) spec.idle_exit_s = idle_exit_s;
-  data::LoaderServer server(spec);
+  std::unique_ptr<data::RingMirror> mirror;
+  try {
+    mirror = data::make_ring_mirror(spec);
+  } catch (const std::exception& e) {
+    throw InputError(path, "device", std::string("cannot keep the ring on ") + spec.device + ": " + e.what());
+  }
+  data::LoaderServer server(spec, std::move(mirror));
   g_server = &server;
   std::signal(SIGINT, stop_server);
   std::signal(SIGTERM, stop_server);
-  std::fprintf(stderr, "colo loader: serving %s (%lld px, chunks of %lld, %lld slots, %lld threads) at %s\n",
+  std::fprintf(stderr, "colo loader: serving %s (%lld px, chunks of %lld, %lld slots, %lld threads%s) at %s\n",
                spec.pipeline.root.c_str(), static_cast<long long>(spec.pipeline.size),
                static_cast<long long>(spec.chunk), static_cast<long long>(spec.buffer),
-               static_cast<long long>(spec.pipeline.threads), spec.address.c_str());
+               static_cast<long long>(spec.pipeline.threads),
+               spec.device.empty() ? "" : (", ring also on " + spec.device).c_str(), spec.address.c_str());
   server.serve(report_s);
   g_server = nullptr;
   std::printf("%s\n", server.stats().dump().c_str());

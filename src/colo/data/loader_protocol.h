@@ -4,9 +4,14 @@
 //
 //   {"op":"hello"}                      -> {"op":"welcome","consumer":id,"ring":path,"slots":S,
 //                                           "slot_bytes":b,"chunk":c,"shape":[3,H,W],"mean":[..],
-//                                           "std":[..],"classes":k,"epoch_samples":n}
-//   {"op":"next","consumer":id,"seq":k} -> {"op":"chunk","seq":k2,"slot":s,"count":n,"epoch":e,
+//                                           "std":[..],"classes":k,"epoch_samples":n,
+//                                           "device_ring":{"handle":hex,"device":"cuda:0","bytes":b}}
+//                                           (device_ring only when the producer mirrors its ring on a GPU)
+//   {"op":"next","consumer":id,"seq":k,"keep":j}
+//                                       -> {"op":"chunk","seq":k2,"slot":s,"count":n,"epoch":e,
 //                                           "skipped":k2-k}   (k2 > k when k was dropped)
+//   {"op":"release","consumer":id,"keep":j}
+//                                       -> (no reply)
 //   {"op":"beat","consumer":id,"samples":n,"wait_s":w,"elapsed_s":t}
 //                                       -> {"op":"alive"}   (the figures so far, optional)
 //   {"op":"stats"}                      -> the producer's counters
@@ -14,17 +19,29 @@
 //                                       -> (no reply; its last figures stay in `stats`)
 //   anything from an unknown consumer   -> {"op":"error","message":...}
 //
-// Asking for chunk k tells the producer that the consumer is done with every
-// chunk before k. A slot holds the chunk's int64 labels, then its uint8
-// samples (C x H x W each).
+// A consumer still uses chunk `keep` and every later one it was given, and
+// is done with every chunk before; without `keep`, asking for chunk k says
+// it is done with every chunk before k. (Consumers that read the device
+// ring keep chunks whose copies their GPU has not yet made.) A slot holds an
+// int64 header (the chunk's seq once it is complete), the chunk's int64
+// labels, then its uint8 samples (C x H x W each); the device ring's slots
+// are laid out the same.
 
 #include <cstdint>
 
 namespace colo::data {
 
-// Bytes of one ring slot for `chunk` samples of `sample_bytes` each.
+// Bytes of one ring slot for `chunk` samples of `sample_bytes` each,
+// rounded up to 256 so that every slot's labels are aligned for the device
+// copies that read them in place.
 inline int64_t loader_slot_bytes(int64_t chunk, int64_t sample_bytes) {
-  return chunk * static_cast<int64_t>(sizeof(int64_t)) + chunk * sample_bytes;
+  const int64_t bytes = static_cast<int64_t>(sizeof(int64_t)) * (1 + chunk) + chunk * sample_bytes;
+  return (bytes + 255) / 256 * 256;
+}
+
+// Where a slot's samples start.
+inline int64_t loader_slot_pixels_offset(int64_t chunk) {
+  return static_cast<int64_t>(sizeof(int64_t)) * (1 + chunk);
 }
 
 }  // namespace colo::data

@@ -34,7 +34,8 @@ double cpu_core_seconds() {
 
 struct Consumer {
   std::string route;          // ZeroMQ routing id
-  int64_t cursor = 0;         // next chunk it wants; done with all before
+  int64_t cursor = 0;         // next chunk it wants
+  int64_t keep = 0;           // oldest chunk it still uses; done with all before
   bool pending = false;       // a "next" is waiting for data
   int64_t skipped = 0;        // chunks it lost by falling behind
   bool behind = false;        // left behind since it last asked (no longer holds the ring back)
@@ -79,6 +80,11 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
   spec.stall_s = table.number_or("stall_s", spec.stall_s, 0.1, 1e6);
   spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
   spec.idle_exit_s = table.number_or("idle_exit_s", spec.idle_exit_s, 0, 1e9);
+  spec.device = table.string_or("device", "");
+  if (!spec.device.empty() && spec.device != "cpu" && spec.device.rfind("cuda", 0) != 0) {
+    throw InputError(path, "device", "expected \"cuda\", \"cuda:N\" or \"cpu\", got \"" + spec.device + "\"");
+  }
+  if (spec.device == "cpu") spec.device.clear();
   table.reject_unknown();
   if (spec.pipeline.root.rfind('/', 0) != 0) {
     spec.pipeline.root = (std::filesystem::path(path).parent_path() / spec.pipeline.root).lexically_normal().string();
@@ -89,11 +95,12 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
 struct LoaderServer::State {
   State(const LoaderServeSpec& spec)
       : decoder(scan_image_folder(spec.pipeline.root), spec.pipeline),
-        ring(SharedRing::create(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)) + 8)),
+        ring(SharedRing::create(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)))),
         router(context, zmq::socket_type::router) {}
 
   ImageDecoder decoder;
   SharedRing ring;
+  std::unique_ptr<RingMirror> mirror;
   zmq::context_t context;
   zmq::socket_t router;
 
@@ -116,8 +123,9 @@ struct LoaderServer::State {
   std::thread assembler;
 };
 
-LoaderServer::LoaderServer(LoaderServeSpec spec) : spec_(std::move(spec)) {
+LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
   state_ = std::make_unique<State>(spec_);
+  state_->mirror = std::move(mirror);
   state_->router.set(zmq::sockopt::linger, 0);
   try {
     state_->router.bind(spec_.address);
@@ -140,7 +148,7 @@ nlohmann::json LoaderServer::stats() const {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   int64_t slowest = s.next_seq;
-  for (const auto& [id, c] : s.consumers) slowest = std::min(slowest, c.cursor);
+  for (const auto& [id, c] : s.consumers) slowest = std::min(slowest, c.keep);
   double cpu = cpu_core_seconds();
   nlohmann::json consumers = nlohmann::json::array();
   for (const auto& report : s.departed) consumers.push_back(report);
@@ -158,6 +166,7 @@ nlohmann::json LoaderServer::stats() const {
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
           {"consumer_stats", consumers},
+          {"device_ring", s.mirror ? s.mirror->describe() : nlohmann::json(nullptr)},
           {"corrupt_images", s.decoder.corrupt_images()},
           {"images", s.decoder.folder().size()}};
 }
@@ -183,18 +192,21 @@ void LoaderServer::serve(double report_s) {
             if (k < slots) break;
             const int64_t reused = k - slots;  // the chunk whose slot k takes
             bool free = !s.consumers.empty();
-            for (const auto& [id, c] : s.consumers) free = free && (c.cursor > reused || c.behind);
+            for (const auto& [id, c] : s.consumers) free = free && (c.keep > reused || c.behind);
             if (free) break;
             if (!s.consumers.empty() && waiting.elapsed_s() > spec_.stall_s) {
               for (auto& [id, c] : s.consumers) {
-                if (c.cursor <= reused && !c.pending) {
+                // Pending, it holds nothing older than it asked for, unless
+                // it reads in place and has not released what it read.
+                if (c.keep <= reused && (!c.pending || c.keep < c.requested)) {
                   if (!c.behind) {
                     std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
                                  static_cast<long long>(id), spec_.stall_s);
                     ++s.left_behind;
                   }
                   c.behind = true;
-                  c.cursor = reused + 1;
+                  c.cursor = std::max(c.cursor, reused + 1);
+                  c.keep = reused + 1;
                 }
               }
               continue;
@@ -220,10 +232,12 @@ void LoaderServer::serve(double report_s) {
         auto* header = reinterpret_cast<volatile int64_t*>(slot);
         *header = -1;
         std::atomic_thread_fence(std::memory_order_release);
-        auto* labels = reinterpret_cast<int64_t*>(slot + 8);
-        s.decoder.fill(indices.data(), n, static_cast<uint64_t>(epoch), slot + 8 + chunk * 8, labels);
+        auto* labels = reinterpret_cast<int64_t*>(slot + sizeof(int64_t));
+        const int64_t pixels_at = loader_slot_pixels_offset(chunk);
+        s.decoder.fill(indices.data(), n, static_cast<uint64_t>(epoch), slot + pixels_at, labels);
         std::atomic_thread_fence(std::memory_order_release);
         *header = k;
+        if (s.mirror) s.mirror->copy_slot(k % slots, slot, pixels_at + n * sample_bytes(spec_.pipeline));
         std::lock_guard<std::mutex> lock(s.mutex);
         s.chunks[k] = Published{k % slots, n, epoch};
         s.next_seq = k + 1;
@@ -271,11 +285,12 @@ void LoaderServer::serve(double report_s) {
         Consumer c;
         c.route = who;
         c.cursor = s.oldest;
+        c.keep = s.oldest;
         s.consumers[id] = c;
         ++s.consumers_seen;
         lock.unlock();
         s.changed.notify_all();
-        send(who, {{"op", "welcome"},
+        nlohmann::json welcome = {{"op", "welcome"},
                    {"consumer", id},
                    {"ring", s.ring.path()},
                    {"slots", slots},
@@ -286,7 +301,9 @@ void LoaderServer::serve(double report_s) {
                    {"std", spec_.pipeline.std},
                    {"classes", s.decoder.folder().classes.size()},
                    {"epoch_samples", images},
-                   {"heartbeat_timeout_s", spec_.heartbeat_timeout_s}});
+                   {"heartbeat_timeout_s", spec_.heartbeat_timeout_s}};
+        if (s.mirror) welcome["device_ring"] = s.mirror->describe();
+        send(who, welcome);
         continue;
       }
       if (op == "stats") {
@@ -312,7 +329,12 @@ void LoaderServer::serve(double report_s) {
         c.behind = false;
         c.requested = request.value("seq", int64_t{0});
         c.cursor = std::max(c.cursor, c.requested);
+        c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));
         c.pending = true;
+        lock.unlock();
+        s.changed.notify_all();
+      } else if (op == "release") {
+        c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.keep)));
         lock.unlock();
         s.changed.notify_all();
       } else if (op == "bye") {

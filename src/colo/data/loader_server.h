@@ -32,10 +32,23 @@ struct LoaderServeSpec {
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
   double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
+  std::string device;               // "cuda:N": also keep the ring on that GPU for its consumers (CUDA IPC)
+};
+
+// A copy of the ring in device memory that consumer processes map (CUDA
+// IPC), so that a batch reaches every consumer on a GPU with one
+// host-to-device copy. Implemented where the GPU is known (device_ring.h).
+class RingMirror {
+ public:
+  virtual ~RingMirror() = default;
+  // Copies `bytes` of host slot `slot` to the device slot; done on return.
+  virtual void copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) = 0;
+  // What consumers need to map it: the welcome's "device_ring".
+  virtual nlohmann::json describe() const = 0;
 };
 
 // Reads DATA.toml: the pipeline keys plus address, chunk, buffer, stall_s,
-// heartbeat_timeout_s, idle_exit_s. Throws InputError naming the file and
+// heartbeat_timeout_s, idle_exit_s, device. Throws InputError naming the file and
 // field. The default address is derived from the file's absolute path.
 LoaderServeSpec parse_loader_serve_spec(const std::string& path);
 
@@ -43,7 +56,8 @@ class LoaderServer {
  public:
   // Scans the folder and binds the address; throws InputError or
   // std::runtime_error (address in use) before serving anything.
-  explicit LoaderServer(LoaderServeSpec spec);
+  // `mirror`, when given, receives every slot the producer fills (spec.device).
+  explicit LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror = nullptr);
   ~LoaderServer();
 
   // Serves until stop() or the idle exit. Progress lines go to stderr every

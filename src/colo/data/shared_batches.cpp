@@ -1,5 +1,7 @@
 #include "colo/data/shared_batches.h"
 
+#include <cstdio>
+
 #include <ATen/ATen.h>
 
 #include "colo/data/dataset_registry.h"
@@ -20,6 +22,14 @@ SharedBatches::SharedBatches(const std::string& loader, int64_t batch_size, cons
   std::string address = address_of(loader);
   check_loader_address(address);
   client_ = std::make_unique<SharedLoaderClient>(address, batch_size, timeout_s);
+  if (device_.is_cuda() && client_->device_ring().is_object()) {
+    try {
+      device_ring_ = std::make_unique<DeviceRingReader>(*client_, device_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "colo: the shared loader's device ring cannot be read here (%s); copying through host memory\n",
+                   e.what());
+    }
+  }
   const int64_t channels = static_cast<int64_t>(client_->mean().size());
   std::vector<float> scale, shift;
   for (int64_t c = 0; c < channels; ++c) {
@@ -43,6 +53,13 @@ std::optional<Batch> SharedBatches::next() {
   if (served_ >= batches_per_epoch()) return std::nullopt;
   std::vector<int64_t> dims{client_->batch_size()};
   for (int64_t d : client_->sample_shape()) dims.push_back(d);
+  if (device_ring_) {
+    at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte).device(device_));
+    at::Tensor labels = at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong).device(device_));
+    device_ring_->next(pixels, labels);
+    ++served_;
+    return Batch{pixels.to(at::kFloat).mul_(scale_).add_(shift_), labels};
+  }
   at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte));
   at::Tensor labels = at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong));
   client_->next_batch(pixels.data_ptr<uint8_t>(), labels.data_ptr<int64_t>());

@@ -14,6 +14,7 @@
 
 #include "colo/data/data_spec.h"
 #include "colo/data/dataset.h"
+#include "colo/data/device_ring.h"
 #include "colo/data/loader.h"
 #include "colo/data/shared_loader.h"
 
@@ -21,7 +22,9 @@ namespace colo::data {
 
 class SharedBatches {
  public:
-  // Connects to the producer of `loader` (its DATA.toml or its address).
+  // Connects to the producer of `loader` (its DATA.toml or its address). On
+  // a CUDA device, batches are copied from the producer's device ring when
+  // it keeps one (DATA.toml `device`), else through host memory.
   // Throws InputError for a malformed DATA.toml, std::invalid_argument for a
   // malformed address, ProducerLost when no producer answers in `timeout_s`.
   SharedBatches(const std::string& loader, int64_t batch_size, const c10::Device& device, double timeout_s = 30);
@@ -35,11 +38,14 @@ class SharedBatches {
   // The next batch, or nullopt once this epoch's batches are served. Throws
   // ProducerLost when the producer stops answering.
   std::optional<Batch> next();
+  // Whether batches come from the producer's device ring.
+  bool reads_device_ring() const { return device_ring_ != nullptr; }
   // This consumer's counters (SharedLoaderClient::stats: wait_s, samples, ...).
   nlohmann::json stats() const { return client_->stats(); }
 
  private:
   std::unique_ptr<SharedLoaderClient> client_;
+  std::unique_ptr<DeviceRingReader> device_ring_;  // destroyed before client_
   c10::Device device_;
   at::Tensor scale_, shift_;  // x * scale + shift = (x / 255 - mean) / std, per channel
   int64_t served_ = 0;

@@ -8,6 +8,7 @@
 #include <zmq.hpp>
 
 #include "colo/core/stopwatch.h"
+#include "colo/data/loader_protocol.h"
 #include "colo/data/shared_ring.h"
 
 namespace colo::data {
@@ -92,6 +93,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   classes_ = welcome["classes"].get<int64_t>();
   epoch_samples_ = welcome["epoch_samples"].get<int64_t>();
   chunk_ = welcome["chunk"].get<int64_t>();
+  if (welcome.contains("device_ring")) device_ring_ = welcome["device_ring"];
   const double beat_every_s = std::min(1.0, welcome.value("heartbeat_timeout_s", 10.0) / 4);
   sample_bytes_ = shape_[0] * shape_[1] * shape_[2];
   connection_->ring = std::make_unique<SharedRing>(SharedRing::open(
@@ -139,10 +141,24 @@ SharedLoaderClient::~SharedLoaderClient() {
 
 void SharedLoaderClient::request(int64_t seq) {
   seq_ = seq;
-  send_json(connection_->socket, {{"op", "next"}, {"consumer", id_}, {"seq", seq}});
+  nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
+  if (in_place_) next["keep"] = keep_;
+  send_json(connection_->socket, next);
 }
 
-void SharedLoaderClient::fetch_chunk() {
+void SharedLoaderClient::release_before(int64_t seq) {
+  if (seq <= keep_) return;
+  keep_ = seq;
+  send_json(connection_->socket, {{"op", "release"}, {"consumer", id_}, {"keep", keep_}});
+}
+
+int64_t SharedLoaderClient::slot_bytes() const { return connection_->ring->slot_bytes(); }
+
+int64_t SharedLoaderClient::pixels_offset() const { return loader_slot_pixels_offset(chunk_); }
+
+const uint8_t* SharedLoaderClient::host_slot(int64_t slot) const { return connection_->ring->slot(slot); }
+
+void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
   for (;;) {
     Stopwatch waiting;
     nlohmann::json reply;
@@ -168,23 +184,57 @@ void SharedLoaderClient::fetch_chunk() {
       request(seq);
       continue;
     }
-    std::memcpy(labels_.data(), slot + 8, static_cast<size_t>(count) * sizeof(int64_t));
-    std::memcpy(pixels_.data(), slot + 8 + chunk_ * 8, static_cast<size_t>(count * sample_bytes_));
+    std::memcpy(labels_.data(), slot + sizeof(int64_t), static_cast<size_t>(count) * sizeof(int64_t));
+    if (copy_pixels) {
+      std::memcpy(pixels_.data(), slot + pixels_offset(), static_cast<size_t>(count * sample_bytes_));
+    }
     if (header() != seq) {
       request(seq);
       continue;
     }
     have_ = count;
     used_ = 0;
-    request(seq + 1);  // done with this one; the next comes while we train
+    chunk_seq_ = seq;
+    chunk_slot_ = reply["slot"].get<int64_t>();
+    // Copied out: done with this one. Read in place: still ours until
+    // release_before. Either way the next comes while we train.
+    if (!in_place_) keep_ = seq + 1;
+    request(seq + 1);
     return;
   }
 }
 
-void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {
+std::vector<RingPiece> SharedLoaderClient::next_batch_pieces(int64_t* labels) {
+  if (batches_ > 0 && !in_place_) throw std::logic_error("shared loader: next_batch_pieces after next_batch");
+  in_place_ = true;
+  std::vector<RingPiece> pieces;
   int64_t filled = 0;
   while (filled < batch_size_) {
-    if (used_ == have_) fetch_chunk();
+    // A consumer that held its chunk past the producer's stall_s was left
+    // behind and its slot reused: drop the rest of that chunk.
+    if (used_ < have_ && *reinterpret_cast<const volatile int64_t*>(host_slot(chunk_slot_)) != chunk_seq_) {
+      have_ = used_;
+      ++skipped_;
+    }
+    if (used_ == have_) fetch_chunk(false);
+    int64_t take = std::min(batch_size_ - filled, have_ - used_);
+    pieces.push_back(RingPiece{chunk_seq_, chunk_slot_, used_, take});
+    if (labels) std::memcpy(labels + filled, labels_.data() + used_, static_cast<size_t>(take) * sizeof(int64_t));
+    filled += take;
+    used_ += take;
+  }
+  ++batches_;
+  samples_ += batch_size_;
+  reported_samples_ = samples_;
+  reported_wait_s_ = wait_s_;
+  return pieces;
+}
+
+void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {
+  if (in_place_) throw std::logic_error("shared loader: next_batch after next_batch_pieces");
+  int64_t filled = 0;
+  while (filled < batch_size_) {
+    if (used_ == have_) fetch_chunk(true);
     int64_t take = std::min(batch_size_ - filled, have_ - used_);
     std::memcpy(pixels + filled * sample_bytes_, pixels_.data() + used_ * sample_bytes_,
                 static_cast<size_t>(take * sample_bytes_));

@@ -33,6 +33,15 @@ void check_loader_address(const std::string& address);
 // Throws std::invalid_argument for a malformed address.
 std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s);
 
+// Samples `first` .. `first + count - 1` of chunk `seq`, which lies in ring
+// slot `slot`: one piece of a batch read in place (next_batch_pieces).
+struct RingPiece {
+  int64_t seq = 0;
+  int64_t slot = 0;
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
 class SharedLoaderClient {
  public:
   // Connects and maps the ring. Throws ProducerLost when no producer answers
@@ -49,6 +58,28 @@ class SharedLoaderClient {
   // (that time is counted as waiting).
   void next_batch(uint8_t* pixels, int64_t* labels);
 
+  // For consumers that copy the samples themselves (from the producer's
+  // device ring, device_ring()): the next batch's labels into `labels`
+  // (unless null) and
+  // where its samples lie, with no copy of them. The chunks of the pieces
+  // stay the consumer's until it calls release_before; the producer waits
+  // for it (or leaves it behind after its stall_s). Use either this or
+  // next_batch on one client, not both.
+  std::vector<RingPiece> next_batch_pieces(int64_t* labels);
+  // Done with every chunk before `seq`: the producer may reuse their slots.
+  void release_before(int64_t seq);
+  // The producer's device ring (handle, device, bytes), or null when it
+  // keeps its ring only in host memory.
+  const nlohmann::json& device_ring() const { return device_ring_; }
+  // The ring's geometry, for reading pieces: bytes per slot, where a slot's
+  // samples start, bytes per sample.
+  int64_t slot_bytes() const;
+  int64_t pixels_offset() const;
+  int64_t sample_bytes() const { return sample_bytes_; }
+  // A slot's bytes in the host ring (the pieces' samples lie at
+  // pixels_offset() + first * sample_bytes()).
+  const uint8_t* host_slot(int64_t slot) const;
+
   int64_t batch_size() const { return batch_size_; }
   std::vector<int64_t> sample_shape() const { return shape_; }  // {C, H, W}
   const std::vector<double>& mean() const { return mean_; }
@@ -64,7 +95,7 @@ class SharedLoaderClient {
 
  private:
   struct Connection;
-  void fetch_chunk();
+  void fetch_chunk(bool copy_pixels);
   void request(int64_t seq);
 
   std::unique_ptr<Connection> connection_;
@@ -78,6 +109,10 @@ class SharedLoaderClient {
   std::vector<int64_t> labels_;
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
   int64_t seq_ = 0;               // the chunk requested next
+  int64_t chunk_seq_ = -1, chunk_slot_ = 0;  // the current chunk and its slot
+  int64_t keep_ = 0;              // the oldest chunk still in use (pieces read in place)
+  bool in_place_ = false;         // next_batch_pieces was used
+  nlohmann::json device_ring_;
   int64_t batches_ = 0, samples_ = 0, skipped_ = 0;
   double wait_s_ = 0;
   // What the heartbeat thread reports: samples_ and wait_s_ as of the last batch.

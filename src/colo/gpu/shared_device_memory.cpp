@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -26,14 +27,14 @@ void check(cudaError_t status, const char* what) {
 
 bool shared_device_memory_available() { return true; }
 
-SharedDeviceBuffer::SharedDeviceBuffer(int64_t numel, c10::Device device) {
+SharedDeviceBuffer::SharedDeviceBuffer(int64_t numel, c10::Device device, at::ScalarType dtype) {
   if (!device.is_cuda()) throw std::runtime_error("shared device memory needs a CUDA device, not " + device.str());
   c10::cuda::CUDAGuard guard(device);
-  check(cudaMalloc(&pointer_, static_cast<size_t>(std::max<int64_t>(numel, 1)) * sizeof(float)), "cudaMalloc");
+  check(cudaMalloc(&pointer_, static_cast<size_t>(std::max<int64_t>(numel, 1)) * c10::elementSize(dtype)), "cudaMalloc");
   cudaIpcMemHandle_t handle;
   check(cudaIpcGetMemHandle(&handle, pointer_), "cudaIpcGetMemHandle");
   handle_.assign(reinterpret_cast<const char*>(&handle), sizeof(handle));
-  tensor_ = at::from_blob(pointer_, {numel}, at::TensorOptions().dtype(at::kFloat).device(device));
+  tensor_ = at::from_blob(pointer_, {numel}, at::TensorOptions().dtype(dtype).device(device));
 }
 
 SharedDeviceBuffer::~SharedDeviceBuffer() {
@@ -41,7 +42,8 @@ SharedDeviceBuffer::~SharedDeviceBuffer() {
   if (pointer_ != nullptr) cudaFree(pointer_);
 }
 
-at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c10::Device device) {
+at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c10::Device device,
+                                    at::ScalarType dtype) {
   if (!device.is_cuda()) throw std::runtime_error("shared device memory maps onto a CUDA device, not " + device.str());
   c10::cuda::CUDAGuard guard(device);
   cudaIpcMemHandle_t ipc;
@@ -53,7 +55,7 @@ at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c1
   void* pointer = nullptr;
   check(cudaIpcOpenMemHandle(&pointer, ipc, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
   return at::from_blob(pointer, {numel}, [](void* p) { cudaIpcCloseMemHandle(p); },
-                       at::TensorOptions().dtype(at::kFloat).device(device));
+                       at::TensorOptions().dtype(dtype).device(device));
 }
 
 void finish_writes_for_other_processes(const c10::Device& device) {
@@ -61,22 +63,55 @@ void finish_writes_for_other_processes(const c10::Device& device) {
   c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
 }
 
+StreamPoint::StreamPoint(const c10::Device& device) {
+  if (!device.is_cuda()) return;
+  c10::cuda::CUDAGuard guard(device);
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  check(cudaEventRecord(event, c10::cuda::getCurrentCUDAStream(device.index()).stream()), "cudaEventRecord");
+  event_ = event;
+}
+
+StreamPoint::~StreamPoint() {
+  if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+bool StreamPoint::passed() const {
+  return event_ == nullptr || cudaEventQuery(static_cast<cudaEvent_t>(event_)) != cudaErrorNotReady;
+}
+
+void StreamPoint::wait() const {
+  if (event_ != nullptr) check(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), "cudaEventSynchronize");
+}
+
 #else
 
 bool shared_device_memory_available() { return false; }
 
-SharedDeviceBuffer::SharedDeviceBuffer(int64_t, c10::Device) {
+SharedDeviceBuffer::SharedDeviceBuffer(int64_t, c10::Device, at::ScalarType) {
   throw std::runtime_error("shared device memory needs a CUDA build of colo");
 }
 
 SharedDeviceBuffer::~SharedDeviceBuffer() = default;
 
-at::Tensor map_shared_device_buffer(const std::string&, int64_t, c10::Device) {
+at::Tensor map_shared_device_buffer(const std::string&, int64_t, c10::Device, at::ScalarType) {
   throw std::runtime_error("shared device memory needs a CUDA build of colo");
 }
 
 void finish_writes_for_other_processes(const c10::Device&) {}
 
+StreamPoint::StreamPoint(const c10::Device&) {}
+StreamPoint::~StreamPoint() = default;
+bool StreamPoint::passed() const { return true; }
+void StreamPoint::wait() const {}
+
 #endif
+
+StreamPoint::StreamPoint(StreamPoint&& other) noexcept : event_(other.event_) { other.event_ = nullptr; }
+
+StreamPoint& StreamPoint::operator=(StreamPoint&& other) noexcept {
+  std::swap(event_, other.event_);
+  return *this;
+}
 
 }  // namespace colo::gpu

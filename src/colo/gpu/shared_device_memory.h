@@ -16,17 +16,17 @@ namespace colo::gpu {
 // build); when false the constructors below throw std::runtime_error.
 bool shared_device_memory_available();
 
-// A float32 buffer of `numel` elements on `device`, allocated outside the
+// A buffer of `numel` elements of `dtype` on `device`, allocated outside the
 // caching allocator so that it can be exported whole. Freed when destroyed;
 // a process that mapped it must unmap (drop its tensor) before that.
 class SharedDeviceBuffer {
  public:
-  SharedDeviceBuffer(int64_t numel, c10::Device device);
+  SharedDeviceBuffer(int64_t numel, c10::Device device, at::ScalarType dtype = at::kFloat);
   ~SharedDeviceBuffer();
   SharedDeviceBuffer(const SharedDeviceBuffer&) = delete;
   SharedDeviceBuffer& operator=(const SharedDeviceBuffer&) = delete;
 
-  // The buffer as a [numel] float32 tensor on its device (a view: no copy).
+  // The buffer as a [numel] tensor on its device (a view: no copy).
   const at::Tensor& tensor() const { return tensor_; }
   // An opaque handle (a few dozen bytes) that map_shared_device_buffer
   // turns back into the buffer in another process of this host.
@@ -38,17 +38,38 @@ class SharedDeviceBuffer {
   std::string handle_;
 };
 
-// Maps another process's buffer, given its handle and size, into this
-// process as a [numel] float32 tensor on `device`, the CUDA device of this
+// Maps another process's buffer, given its handle, size and element type,
+// into this process as a [numel] tensor on `device`, the CUDA device of this
 // process that reads and writes it; the memory may lie on another GPU of the
 // host, which `device` then reaches by peer access (NVLink or PCIe). The
 // mapping is closed when the last tensor viewing it is destroyed.
 // std::runtime_error when the handle is not valid here (another host, or
 // GPUs without peer access).
-at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c10::Device device);
+at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c10::Device device,
+                                    at::ScalarType dtype = at::kFloat);
 
 // Waits until the work queued on `device`'s current stream is done, so
 // another process may read what it wrote; no effect on the CPU.
 void finish_writes_for_other_processes(const c10::Device& device);
+
+// A point in the work queued so far on a device's current stream, for a
+// process that lends memory the queued work still reads. On the CPU (or a
+// CPU build) every point is already passed.
+class StreamPoint {
+ public:
+  explicit StreamPoint(const c10::Device& device);
+  ~StreamPoint();
+  StreamPoint(StreamPoint&& other) noexcept;
+  StreamPoint& operator=(StreamPoint&& other) noexcept;
+  StreamPoint(const StreamPoint&) = delete;
+
+  // Whether the device has done all work queued before this point.
+  bool passed() const;
+  // Blocks until it has.
+  void wait() const;
+
+ private:
+  void* event_ = nullptr;
+};
 
 }  // namespace colo::gpu

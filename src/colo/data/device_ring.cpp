@@ -1,0 +1,112 @@
+#include "colo/data/device_ring.h"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#include "colo/data/image_pipeline.h"
+#include "colo/data/loader_protocol.h"
+
+namespace colo::data {
+namespace {
+
+// The most chunks a reader holds back from the producer before it waits for
+// its device to make their copies.
+constexpr int64_t kMostChunksHeld = 3;
+
+std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+std::string from_hex(const std::string& hex) {
+  if (hex.size() % 2 != 0) throw std::runtime_error("shared loader: a device ring handle of odd length");
+  auto value = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw std::runtime_error("shared loader: a device ring handle that is not hexadecimal");
+  };
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) out.push_back(static_cast<char>(value(hex[i]) * 16 + value(hex[i + 1])));
+  return out;
+}
+
+}  // namespace
+
+DeviceRingMirror::DeviceRingMirror(int64_t slots, int64_t slot_bytes, const std::string& device)
+    : device_(device), slot_bytes_(slot_bytes), buffer_(slots * slot_bytes, device_, at::kByte) {}
+
+void DeviceRingMirror::copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) {
+  at::Tensor host = at::from_blob(const_cast<uint8_t*>(data), {bytes}, at::TensorOptions().dtype(at::kByte));
+  buffer_.tensor().narrow(0, slot * slot_bytes_, bytes).copy_(host);
+  gpu::finish_writes_for_other_processes(device_);
+}
+
+nlohmann::json DeviceRingMirror::describe() const {
+  return {{"handle", to_hex(buffer_.handle())}, {"device", device_.str()}, {"bytes", buffer_.tensor().numel()},
+          {"slot_bytes", slot_bytes_}};
+}
+
+std::unique_ptr<RingMirror> make_ring_mirror(const LoaderServeSpec& spec) {
+  if (spec.device.empty()) return nullptr;
+  return std::make_unique<DeviceRingMirror>(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)),
+                                            spec.device);
+}
+
+DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device& device)
+    : client_(client), device_(device), slot_bytes_(client.slot_bytes()) {
+  const nlohmann::json& ring = client.device_ring();
+  if (!ring.is_object()) throw std::runtime_error("shared loader: the producer keeps no device ring (set `device`)");
+  if (ring.value("slot_bytes", int64_t{0}) != slot_bytes_) {
+    throw std::runtime_error("shared loader: the producer's device ring and host ring differ in slot size");
+  }
+  ring_ = gpu::map_shared_device_buffer(from_hex(ring.value("handle", "")), ring.value("bytes", int64_t{0}), device_,
+                                        at::kByte);
+}
+
+DeviceRingReader::~DeviceRingReader() {
+  for (const Queued& q : queued_) q.point.wait();
+}
+
+void DeviceRingReader::next(at::Tensor& pixels, at::Tensor& labels) {
+  const int64_t batch = client_.batch_size(), sample = client_.sample_bytes();
+  if (!pixels.is_contiguous() || pixels.scalar_type() != at::kByte || pixels.numel() != batch * sample ||
+      pixels.device() != device_ || !labels.is_contiguous() || labels.scalar_type() != at::kLong ||
+      labels.numel() != batch || labels.device() != device_) {
+    throw std::invalid_argument("shared loader: a device batch needs contiguous uint8 pixels of " +
+                                std::to_string(batch) + " samples and int64 labels, on " + device_.str());
+  }
+  std::vector<RingPiece> pieces = client_.next_batch_pieces(nullptr);
+  at::Tensor flat = pixels.view({-1});
+  auto* base = ring_.data_ptr<uint8_t>();
+  int64_t filled = 0;
+  for (const RingPiece& p : pieces) {
+    const int64_t slot = p.slot * slot_bytes_;
+    flat.narrow(0, filled * sample, p.count * sample)
+        .copy_(ring_.narrow(0, slot + client_.pixels_offset() + p.first * sample, p.count * sample), true);
+    at::Tensor ring_labels =
+        at::from_blob(base + slot + static_cast<int64_t>(sizeof(int64_t)) * (1 + p.first), {p.count},
+                      at::TensorOptions().dtype(at::kLong).device(device_));
+    labels.narrow(0, filled, p.count).copy_(ring_labels, true);
+    filled += p.count;
+  }
+  queued_.push_back(Queued{pieces.front().seq, gpu::StreamPoint(device_)});
+  // Hand back what the device has copied: every chunk before the oldest
+  // batch whose copies are still queued (the current batch's included).
+  const int64_t current = pieces.front().seq;
+  while (queued_.size() > 1 &&
+         (queued_.front().point.passed() || current - queued_.front().first_seq > kMostChunksHeld)) {
+    queued_.front().point.wait();
+    queued_.pop_front();
+  }
+  client_.release_before(queued_.front().first_seq);
+}
+
+}  // namespace colo::data

@@ -1,0 +1,67 @@
+#pragma once
+// A shared loader's ring on a GPU (CUDA IPC): the producer copies each chunk
+// to the device once (DeviceRingMirror) and every consumer on that host
+// copies its batches from there device to device (DeviceRingReader), with
+// no host-to-device copy of its own. Needs a CUDA build; on others both
+// constructors throw std::runtime_error saying so.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include <ATen/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "colo/data/loader_server.h"
+#include "colo/data/shared_loader.h"
+#include "colo/gpu/shared_device_memory.h"
+
+namespace colo::data {
+
+class DeviceRingMirror : public RingMirror {
+ public:
+  // `slots` slots of `slot_bytes` on `device` ("cuda" or "cuda:N").
+  DeviceRingMirror(int64_t slots, int64_t slot_bytes, const std::string& device);
+  void copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) override;
+  nlohmann::json describe() const override;
+
+ private:
+  c10::Device device_;
+  int64_t slot_bytes_;
+  gpu::SharedDeviceBuffer buffer_;
+};
+
+// The mirror `colo loader serve` keeps for `spec` (spec.device), or null
+// when the spec names no device.
+std::unique_ptr<RingMirror> make_ring_mirror(const LoaderServeSpec& spec);
+
+class DeviceRingReader {
+ public:
+  // Maps `client`'s device ring onto `device`. Throws std::runtime_error
+  // when the producer keeps none, or it cannot be mapped here (a CPU build,
+  // another host). `client` must outlive the reader.
+  DeviceRingReader(SharedLoaderClient& client, const c10::Device& device);
+  // Waits for the copies still reading the ring before unmapping it.
+  ~DeviceRingReader();
+  DeviceRingReader(const DeviceRingReader&) = delete;
+  DeviceRingReader& operator=(const DeviceRingReader&) = delete;
+
+  // Queues the next batch's copies into `pixels` (uint8 [B, C, H, W]) and
+  // `labels` (int64 [B]), both contiguous on the reader's device, on its
+  // current stream, and hands the producer back every chunk whose copies
+  // the device has made. Throws as SharedLoaderClient::next_batch does.
+  void next(at::Tensor& pixels, at::Tensor& labels);
+
+ private:
+  struct Queued {
+    int64_t first_seq;
+    gpu::StreamPoint point;  // after the batch's copies
+  };
+  SharedLoaderClient& client_;
+  c10::Device device_;
+  at::Tensor ring_;  // uint8, the whole device ring
+  int64_t slot_bytes_;
+  std::deque<Queued> queued_;
+};
+
+}  // namespace colo::data
