@@ -261,6 +261,8 @@ def summarize(args):
 
     def against_torch(run):
         by = {m["mode"]: m for m in run["modes"]}
+        if "own_torch" not in by:
+            return None
         return by["shared"]["samples_per_s"] / by["own_torch"]["samples_per_s"]
 
     summary = {"gpu_4jobs_speedup": gpu["speedup"], "gpu_4jobs_cpu_per_sample_ratio": gpu["cpu_per_sample_ratio"],
