@@ -16,6 +16,13 @@ namespace {
 // its device to make their copies.
 constexpr int64_t kMostChunksHeld = 3;
 
+// `device` with its index filled in ("cuda" is the current CUDA device), as
+// the tensors made on it report it.
+c10::Device with_index(const c10::Device& device) {
+  if (device.has_index()) return device;
+  return at::empty({0}, at::TensorOptions().device(device)).device();
+}
+
 std::string to_hex(const std::string& bytes) {
   static const char* digits = "0123456789abcdef";
   std::string out;
@@ -41,7 +48,7 @@ std::string from_hex(const std::string& hex) {
 }  // namespace
 
 DeviceRingMirror::DeviceRingMirror(int64_t slots, int64_t slot_bytes, const std::string& device)
-    : device_(device), slot_bytes_(slot_bytes), buffer_(slots * slot_bytes, device_, at::kByte) {}
+    : device_(with_index(c10::Device(device))), slot_bytes_(slot_bytes), buffer_(slots * slot_bytes, device_, at::kByte) {}
 
 void DeviceRingMirror::copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) {
   at::Tensor host = at::from_blob(const_cast<uint8_t*>(data), {bytes}, at::TensorOptions().dtype(at::kByte));
@@ -61,7 +68,7 @@ std::unique_ptr<RingMirror> make_ring_mirror(const LoaderServeSpec& spec) {
 }
 
 DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device& device)
-    : client_(client), device_(device), slot_bytes_(client.slot_bytes()) {
+    : client_(client), device_(with_index(device)), slot_bytes_(client.slot_bytes()) {
   const nlohmann::json& ring = client.device_ring();
   if (!ring.is_object()) throw std::runtime_error("shared loader: the producer keeps no device ring (set `device`)");
   if (ring.value("slot_bytes", int64_t{0}) != slot_bytes_) {
