@@ -239,6 +239,33 @@ TEST(SharedLoader, AnInPlaceConsumerLeftBehindSkipsItsOverwrittenChunkInsteadOfR
   EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
 }
 
+TEST(SharedLoader, InPlaceConsumersWhoseBatchesSpanManyChunksReleaseBeforeAskingAndNeverStall) {
+  testing::TempDir dir;
+  // 300 images: each pass ends in a short chunk, so batches of 128 start
+  // unaligned and span up to 6 chunks of 32; the ring holds 8.
+  Producer producer(dir, 300, 32, 8, /*stall_s=*/5);
+  std::vector<std::thread> consumers;
+  std::atomic<int> finished{0};
+  auto start = std::chrono::steady_clock::now();
+  for (int c = 0; c < 4; ++c) {
+    consumers.emplace_back([&] {
+      SharedLoaderClient client(producer.spec.address, 128);
+      ASSERT_LT(client.chunks_per_batch(), client.slots());
+      for (int b = 0; b < 40; ++b) {
+        client.release_before(client.current_chunk());  // as DeviceRingReader does once its copies are made
+        InPlaceBatch read = read_in_place(client);
+        for (size_t i = 0; i < read.labels.size(); i += 17) ASSERT_NEAR(read.first_pixels[i], read.labels[i] % 256, 3);
+      }
+      ++finished;
+    });
+  }
+  for (auto& t : consumers) t.join();
+  EXPECT_EQ(finished.load(), 4);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4.0)
+      << "no consumer waited out the producer's stall_s";
+  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+}
+
 TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, /*stall_s=*/100, /*heartbeat_timeout_s=*/0.5);

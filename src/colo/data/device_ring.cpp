@@ -12,10 +12,6 @@
 namespace colo::data {
 namespace {
 
-// The most chunks a reader holds back from the producer before it waits for
-// its device to make their copies.
-constexpr int64_t kMostChunksHeld = 3;
-
 // `device` with its index filled in ("cuda" is the current CUDA device), as
 // the tensors made on it report it.
 c10::Device with_index(const c10::Device& device) {
@@ -74,6 +70,12 @@ DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device
   if (ring.value("slot_bytes", int64_t{0}) != slot_bytes_) {
     throw std::runtime_error("shared loader: the producer's device ring and host ring differ in slot size");
   }
+  if (client.chunks_per_batch() >= client.slots()) {
+    throw std::runtime_error("the producer's ring of " + std::to_string(client.slots()) +
+                             " chunks cannot hold the " + std::to_string(client.chunks_per_batch()) +
+                             " a batch of " + std::to_string(client.batch_size()) +
+                             " may span, and one more (raise `buffer` in the data file)");
+  }
   ring_ = gpu::map_shared_device_buffer(from_hex(ring.value("handle", "")), ring.value("bytes", int64_t{0}), device_,
                                         at::kByte);
 }
@@ -90,6 +92,15 @@ void DeviceRingReader::next(at::Tensor& pixels, at::Tensor& labels) {
     throw std::invalid_argument("shared loader: a device batch needs contiguous uint8 pixels of " +
                                 std::to_string(batch) + " samples and int64 labels, on " + device_.str());
   }
+  // Hand back every chunk the device has copied before asking for more:
+  // all before the oldest batch whose copies are still queued. Wait for
+  // copies when holding their chunks could starve this batch of a slot.
+  while (!queued_.empty() && (queued_.front().point.passed() ||
+                              client_.holding_blocks_next_batch(queued_.front().first_seq))) {
+    queued_.front().point.wait();
+    queued_.pop_front();
+  }
+  client_.release_before(queued_.empty() ? client_.current_chunk() : queued_.front().first_seq);
   std::vector<RingPiece> pieces = client_.next_batch_pieces(nullptr);
   at::Tensor flat = pixels.view({-1});
   auto* base = ring_.data_ptr<uint8_t>();
@@ -105,15 +116,6 @@ void DeviceRingReader::next(at::Tensor& pixels, at::Tensor& labels) {
     filled += p.count;
   }
   queued_.push_back(Queued{pieces.front().seq, gpu::StreamPoint(device_)});
-  // Hand back what the device has copied: every chunk before the oldest
-  // batch whose copies are still queued (the current batch's included).
-  const int64_t current = pieces.front().seq;
-  while (queued_.size() > 1 &&
-         (queued_.front().point.passed() || current - queued_.front().first_seq > kMostChunksHeld)) {
-    queued_.front().point.wait();
-    queued_.pop_front();
-  }
-  client_.release_before(queued_.front().first_seq);
 }
 
 }  // namespace colo::data

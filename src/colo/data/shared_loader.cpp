@@ -93,6 +93,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   classes_ = welcome["classes"].get<int64_t>();
   epoch_samples_ = welcome["epoch_samples"].get<int64_t>();
   chunk_ = welcome["chunk"].get<int64_t>();
+  slots_ = welcome["slots"].get<int64_t>();
   if (welcome.contains("device_ring")) device_ring_ = welcome["device_ring"];
   const double beat_every_s = std::min(1.0, welcome.value("heartbeat_timeout_s", 10.0) / 4);
   sample_bytes_ = shape_[0] * shape_[1] * shape_[2];

@@ -68,6 +68,19 @@ class SharedLoaderClient {
   std::vector<RingPiece> next_batch_pieces(int64_t* labels);
   // Done with every chunk before `seq`: the producer may reuse their slots.
   void release_before(int64_t seq);
+  // The oldest chunk the next batch reads (the current one, while it has
+  // samples left).
+  int64_t current_chunk() const { return used_ < have_ ? chunk_seq_ : chunk_seq_ + 1; }
+  // Whether still holding every chunk from `seq` on could leave the producer
+  // no slot for a chunk the next batch needs (a batch spans up to
+  // batch_size / chunk + 2 chunks: an unaligned start and a pass's short
+  // last chunk). A consumer reading in place then waits for its copies and
+  // releases them before it asks for more.
+  bool holding_blocks_next_batch(int64_t seq) const {
+    return current_chunk() - seq + chunks_per_batch() > slots_;
+  }
+  int64_t chunks_per_batch() const { return (batch_size_ + chunk_ - 1) / chunk_ + 2; }
+  int64_t slots() const { return slots_; }
   // The producer's device ring (handle, device, bytes), or null when it
   // keeps its ring only in host memory.
   const nlohmann::json& device_ring() const { return device_ring_; }
@@ -104,7 +117,7 @@ class SharedLoaderClient {
   int64_t id_ = 0;
   std::vector<int64_t> shape_;
   std::vector<double> mean_, std_;
-  int64_t classes_ = 0, epoch_samples_ = 0, chunk_ = 0, sample_bytes_ = 0;
+  int64_t classes_ = 0, epoch_samples_ = 0, chunk_ = 0, sample_bytes_ = 0, slots_ = 0;
   std::vector<uint8_t> pixels_;   // the current chunk's samples, copied out of the ring
   std::vector<int64_t> labels_;
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
