@@ -71,11 +71,11 @@ void bind_data(py::module& m) {
            }),
            py::arg("client"), py::arg("device"), py::keep_alive<1, 2>(),
            "Maps the producer's device ring (CUDA IPC) onto `device`; RuntimeError when it cannot.")
-      .def("next_batch", [](colo::data::DeviceRingReader& r, at::Tensor pixels, at::Tensor labels) {
+      .def("next_batch", [](colo::data::DeviceRingReader& r) {
              py::gil_scoped_release release;
-             r.next(pixels, labels);
-           }, "Queues the next batch's device-to-device copies into uint8 `pixels` and int64 `labels` "
-              "on the reader's device.");
+             return r.next();
+           }, "The next batch (uint8 pixels, int64 labels) on the reader's device, copied from the ring on a "
+              "stream of its own and ready for work queued after it on the current stream.");
 
   py::class_<colo::data::ImageDecoder>(m, "ImageDecoder")
       .def(py::init([](const std::string& data_file, int64_t threads) {

@@ -115,11 +115,7 @@ class SharedLoader:
     def next_batch(self):
         """One batch (inputs, labels), whatever the epoch."""
         if self.reader is not None:
-            shape = [self.batch_size] + list(self.client.sample_shape)
-            pixels = torch.empty(shape, dtype=torch.uint8, device=self.normalise.device)
-            labels = torch.empty([self.batch_size], dtype=torch.int64, device=self.normalise.device)
-            self.reader.next_batch(pixels, labels)
-            return self.normalise(pixels, labels)
+            return self.normalise(*self.reader.next_batch())
         pixels = self.normalise.empty([self.batch_size] + list(self.client.sample_shape), torch.uint8)
         labels = self.normalise.empty([self.batch_size], torch.int64)
         self.client.next_batch(pixels, labels)

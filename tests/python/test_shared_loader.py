@@ -262,7 +262,7 @@ def test_a_colo_train_job_on_a_shared_data_file_gets_its_producer_from_the_sched
 
 def _serve(colo_executable, data, extra):
     """Starts `colo loader serve` on `data` with `extra` lines appended; returns the process once it answers."""
-    data.write_text(data.read_text() + extra)
+    data.write_text(data.read_text().replace("buffer = 4", "buffer = 8") + extra)
     producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     address = colo.data._core().loader_spec(str(data))["address"]
@@ -296,7 +296,7 @@ def test_gpu_consumers_copy_from_the_producers_device_ring_what_host_copies_woul
         on_device = colo.data.SharedLoader(str(data), 24, device="cuda")
         through_host = colo.data.SharedLoader(str(data), 24, device="cuda", device_ring=False)
         assert on_device.reads_device_ring and not through_host.reads_device_ring
-        for _ in range(20):  # 480 samples: more than the 4-slot ring holds, so slots are reused
+        for _ in range(20):  # 480 samples: more than the 8-slot ring holds, so slots are reused
             a_inputs, a_labels = on_device.next_batch()
             b_inputs, b_labels = through_host.next_batch()
             assert a_inputs.is_cuda and a_labels.is_cuda

@@ -64,7 +64,7 @@ std::unique_ptr<RingMirror> make_ring_mirror(const LoaderServeSpec& spec) {
 }
 
 DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device& device)
-    : client_(client), device_(with_index(device)), slot_bytes_(client.slot_bytes()) {
+    : client_(client), device_(with_index(device)), slot_bytes_(client.slot_bytes()), copies_(device_) {
   const nlohmann::json& ring = client.device_ring();
   if (!ring.is_object()) throw std::runtime_error("shared loader: the producer keeps no device ring (set `device`)");
   if (ring.value("slot_bytes", int64_t{0}) != slot_bytes_) {
@@ -84,14 +84,8 @@ DeviceRingReader::~DeviceRingReader() {
   for (const Queued& q : queued_) q.point.wait();
 }
 
-void DeviceRingReader::next(at::Tensor& pixels, at::Tensor& labels) {
+std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
   const int64_t batch = client_.batch_size(), sample = client_.sample_bytes();
-  if (!pixels.is_contiguous() || pixels.scalar_type() != at::kByte || pixels.numel() != batch * sample ||
-      pixels.device() != device_ || !labels.is_contiguous() || labels.scalar_type() != at::kLong ||
-      labels.numel() != batch || labels.device() != device_) {
-    throw std::invalid_argument("shared loader: a device batch needs contiguous uint8 pixels of " +
-                                std::to_string(batch) + " samples and int64 labels, on " + device_.str());
-  }
   // Hand back every chunk the device has copied before asking for more:
   // all before the oldest batch whose copies are still queued. Wait for
   // copies when holding their chunks could starve this batch of a slot.
@@ -102,20 +96,29 @@ void DeviceRingReader::next(at::Tensor& pixels, at::Tensor& labels) {
   }
   client_.release_before(queued_.empty() ? client_.current_chunk() : queued_.front().first_seq);
   std::vector<RingPiece> pieces = client_.next_batch_pieces(nullptr);
-  at::Tensor flat = pixels.view({-1});
+  std::vector<int64_t> dims{batch};
+  for (int64_t d : client_.sample_shape()) dims.push_back(d);
+  at::Tensor pixels, labels;
   auto* base = ring_.data_ptr<uint8_t>();
-  int64_t filled = 0;
-  for (const RingPiece& p : pieces) {
-    const int64_t slot = p.slot * slot_bytes_;
-    flat.narrow(0, filled * sample, p.count * sample)
-        .copy_(ring_.narrow(0, slot + client_.pixels_offset() + p.first * sample, p.count * sample), true);
-    at::Tensor ring_labels =
-        at::from_blob(base + slot + static_cast<int64_t>(sizeof(int64_t)) * (1 + p.first), {p.count},
-                      at::TensorOptions().dtype(at::kLong).device(device_));
-    labels.narrow(0, filled, p.count).copy_(ring_labels, true);
-    filled += p.count;
-  }
-  queued_.push_back(Queued{pieces.front().seq, gpu::StreamPoint(device_)});
+  gpu::StreamPoint copied = copies_.run([&] {
+    pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte).device(device_));
+    labels = at::empty({batch}, at::TensorOptions().dtype(at::kLong).device(device_));
+    at::Tensor flat = pixels.view({-1});
+    int64_t filled = 0;
+    for (const RingPiece& p : pieces) {
+      const int64_t slot = p.slot * slot_bytes_;
+      flat.narrow(0, filled * sample, p.count * sample)
+          .copy_(ring_.narrow(0, slot + client_.pixels_offset() + p.first * sample, p.count * sample), true);
+      at::Tensor ring_labels =
+          at::from_blob(base + slot + static_cast<int64_t>(sizeof(int64_t)) * (1 + p.first), {p.count},
+                        at::TensorOptions().dtype(at::kLong).device(device_));
+      labels.narrow(0, filled, p.count).copy_(ring_labels, true);
+      filled += p.count;
+    }
+    return std::vector<at::Tensor>{pixels, labels};
+  });
+  queued_.push_back(Queued{pieces.front().seq, std::move(copied)});
+  return {pixels, labels};
 }
 
 }  // namespace colo::data

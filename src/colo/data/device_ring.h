@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <utility>
 
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
@@ -46,11 +47,13 @@ class DeviceRingReader {
   DeviceRingReader(const DeviceRingReader&) = delete;
   DeviceRingReader& operator=(const DeviceRingReader&) = delete;
 
-  // Queues the next batch's copies into `pixels` (uint8 [B, C, H, W]) and
-  // `labels` (int64 [B]), both contiguous on the reader's device, on its
-  // current stream, and hands the producer back every chunk whose copies
-  // the device has made. Throws as SharedLoaderClient::next_batch does.
-  void next(at::Tensor& pixels, at::Tensor& labels);
+  // The next batch, pixels (uint8 [B, C, H, W]) and labels (int64 [B]) on
+  // the reader's device: copied on a stream of the reader's own, so the
+  // copies need not wait for the training work already queued, and ready
+  // for any work queued after this call on the device's current stream.
+  // Hands the producer back every chunk whose copies the device has made.
+  // Throws as SharedLoaderClient::next_batch does.
+  std::pair<at::Tensor, at::Tensor> next();
 
  private:
   struct Queued {
@@ -62,6 +65,7 @@ class DeviceRingReader {
   at::Tensor ring_;  // uint8, the whole device ring
   int64_t slot_bytes_;
   std::deque<Queued> queued_;
+  gpu::CopyStream copies_;
 };
 
 }  // namespace colo::data

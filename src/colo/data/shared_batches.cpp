@@ -54,9 +54,7 @@ std::optional<Batch> SharedBatches::next() {
   std::vector<int64_t> dims{client_->batch_size()};
   for (int64_t d : client_->sample_shape()) dims.push_back(d);
   if (device_ring_) {
-    at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte).device(device_));
-    at::Tensor labels = at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong).device(device_));
-    device_ring_->next(pixels, labels);
+    auto [pixels, labels] = device_ring_->next();
     ++served_;
     return Batch{pixels.to(at::kFloat).mul_(scale_).add_(shift_), labels};
   }

@@ -1,6 +1,7 @@
 #include "colo/gpu/shared_device_memory.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -84,6 +85,40 @@ void StreamPoint::wait() const {
   if (event_ != nullptr) check(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), "cudaEventSynchronize");
 }
 
+void StreamPoint::order_current_stream_after(const c10::Device& device) const {
+  if (event_ == nullptr || !device.is_cuda()) return;
+  check(cudaStreamWaitEvent(c10::cuda::getCurrentCUDAStream(device.index()).stream(), static_cast<cudaEvent_t>(event_), 0),
+        "cudaStreamWaitEvent");
+}
+
+struct CopyStream::Impl {
+  c10::cuda::CUDAStream stream;
+};
+
+CopyStream::CopyStream(const c10::Device& device) : device_(device) {
+  if (device.is_cuda()) impl_ = std::make_unique<Impl>(Impl{c10::cuda::getStreamFromPool(false, device.index())});
+}
+
+CopyStream::~CopyStream() = default;
+
+StreamPoint CopyStream::run(const std::function<std::vector<at::Tensor>()>& enqueue) {
+  if (!impl_) {
+    enqueue();
+    return StreamPoint(device_);
+  }
+  c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
+  std::optional<StreamPoint> done;
+  std::vector<at::Tensor> outputs;
+  {
+    c10::cuda::CUDAStreamGuard guard(impl_->stream);
+    outputs = enqueue();
+    done.emplace(device_);
+  }
+  done->order_current_stream_after(device_);
+  for (const at::Tensor& t : outputs) t.record_stream(current);
+  return std::move(*done);
+}
+
 #else
 
 bool shared_device_memory_available() { return false; }
@@ -104,6 +139,16 @@ StreamPoint::StreamPoint(const c10::Device&) {}
 StreamPoint::~StreamPoint() = default;
 bool StreamPoint::passed() const { return true; }
 void StreamPoint::wait() const {}
+void StreamPoint::order_current_stream_after(const c10::Device&) const {}
+
+struct CopyStream::Impl {};
+CopyStream::CopyStream(const c10::Device& device) : device_(device) {}
+CopyStream::~CopyStream() = default;
+
+StreamPoint CopyStream::run(const std::function<std::vector<at::Tensor>()>& enqueue) {
+  enqueue();
+  return StreamPoint(device_);
+}
 
 #endif
 

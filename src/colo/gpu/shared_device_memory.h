@@ -5,7 +5,10 @@
 // each worker's gradient inbox and parameter outbox in it.
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
@@ -67,9 +70,33 @@ class StreamPoint {
   bool passed() const;
   // Blocks until it has.
   void wait() const;
+  // Work queued later on `device`'s current stream waits for this point.
+  void order_current_stream_after(const c10::Device& device) const;
 
  private:
   void* event_ = nullptr;
+};
+
+// A CUDA stream of its own on a device, for copies that should not queue
+// behind the training work on the device's current stream. On the CPU the
+// copies simply run.
+class CopyStream {
+ public:
+  explicit CopyStream(const c10::Device& device);
+  ~CopyStream();
+  CopyStream(const CopyStream&) = delete;
+  CopyStream& operator=(const CopyStream&) = delete;
+
+  // Runs `enqueue` with this stream current (tensors it allocates belong to
+  // it). The current stream's later work waits for what it queued, and the
+  // tensors it returns are kept from reuse until the current stream is done
+  // with them. Returns the point just after the copies on this stream.
+  StreamPoint run(const std::function<std::vector<at::Tensor>()>& enqueue);
+
+ private:
+  struct Impl;
+  c10::Device device_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace colo::gpu
