@@ -15,6 +15,9 @@ namespace {
 // `device` with its index filled in ("cuda" is the current CUDA device), as
 // the tensors made on it report it.
 c10::Device with_index(const c10::Device& device) {
+  if (!gpu::shared_device_memory_available()) {
+    throw std::runtime_error("a device ring needs a CUDA build of colo (this one has none)");
+  }
   if (device.has_index()) return device;
   return at::empty({0}, at::TensorOptions().device(device)).device();
 }
