@@ -71,7 +71,6 @@ FIGURES = [
     ("bench/results/sched/real_trace/summary.json", "energy_saved_pct", stated_percent),
     ("bench/results/data/shared/summary.json", "gpu_4jobs_speedup", ratio),
     ("bench/results/data/shared/summary.json", "gpu_4jobs_cpu_per_sample_ratio", ratio),
-    ("bench/results/data/shared/summary.json", "gpu_4jobs_speedup_over_own_torch", ratio),
     ("bench/results/data/shared/summary.json", "cpu_2jobs_speedup", ratio),
     ("bench/results/sched/predict/summary.json", "makespan_ratio", ratio),
     ("bench/results/slurm/summary.json", "policies.slurm-shard.speedup_vs_exclusive", ratio),
