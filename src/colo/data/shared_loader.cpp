@@ -224,10 +224,7 @@ std::vector<RingPiece> SharedLoaderClient::next_batch_pieces(int64_t* labels) {
     filled += take;
     used_ += take;
   }
-  ++batches_;
-  samples_ += batch_size_;
-  reported_samples_ = samples_;
-  reported_wait_s_ = wait_s_;
+  count_batch();
   return pieces;
 }
 
@@ -243,6 +240,10 @@ void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {
     filled += take;
     used_ += take;
   }
+  count_batch();
+}
+
+void SharedLoaderClient::count_batch() {
   ++batches_;
   samples_ += batch_size_;
   reported_samples_ = samples_;

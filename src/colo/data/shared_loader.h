@@ -109,6 +109,7 @@ class SharedLoaderClient {
  private:
   struct Connection;
   void fetch_chunk(bool copy_pixels);
+  void count_batch();  // a batch served: the counters the heartbeat reports
   void request(int64_t seq);
 
   std::unique_ptr<Connection> connection_;
