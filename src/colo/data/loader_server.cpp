@@ -81,7 +81,9 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
   spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
   spec.idle_exit_s = table.number_or("idle_exit_s", spec.idle_exit_s, 0, 1e9);
   spec.device = table.string_or("device", "");
-  if (!spec.device.empty() && spec.device != "cpu" && spec.device.rfind("cuda", 0) != 0) {
+  const bool indexed_cuda = spec.device.size() > 5 && spec.device.rfind("cuda:", 0) == 0 &&
+                            spec.device.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (!spec.device.empty() && spec.device != "cpu" && spec.device != "cuda" && !indexed_cuda) {
     throw InputError(path, "device", "expected \"cuda\", \"cuda:N\" or \"cpu\", got \"" + spec.device + "\"");
   }
   if (spec.device == "cpu") spec.device.clear();

@@ -159,6 +159,11 @@ int64_t SharedLoaderClient::pixels_offset() const { return loader_slot_pixels_of
 
 const uint8_t* SharedLoaderClient::host_slot(int64_t slot) const { return connection_->ring->slot(slot); }
 
+int64_t SharedLoaderClient::chunk_in_slot(int64_t slot) const {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return *reinterpret_cast<const volatile int64_t*>(host_slot(slot));
+}
+
 void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
   for (;;) {
     Stopwatch waiting;
@@ -176,11 +181,9 @@ void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
     }
     const int64_t seq = reply["seq"].get<int64_t>(), count = reply["count"].get<int64_t>();
     skipped_ += reply.value("skipped", int64_t{0});
-    const uint8_t* slot = connection_->ring->slot(reply["slot"].get<int64_t>());
-    auto header = [slot] {
-      std::atomic_thread_fence(std::memory_order_acquire);
-      return *reinterpret_cast<const volatile int64_t*>(slot);
-    };
+    const int64_t slot_index = reply["slot"].get<int64_t>();
+    const uint8_t* slot = connection_->ring->slot(slot_index);
+    auto header = [&] { return chunk_in_slot(slot_index); };
     if (header() != seq) {  // overwritten: we were left behind; ask again
       request(seq);
       continue;
@@ -196,7 +199,7 @@ void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
     have_ = count;
     used_ = 0;
     chunk_seq_ = seq;
-    chunk_slot_ = reply["slot"].get<int64_t>();
+    chunk_slot_ = slot_index;
     // Copied out: done with this one. Read in place: still ours until
     // release_before. Either way the next comes while we train.
     if (!in_place_) keep_ = seq + 1;
@@ -213,7 +216,7 @@ std::vector<RingPiece> SharedLoaderClient::next_batch_pieces(int64_t* labels) {
   while (filled < batch_size_) {
     // A consumer that held its chunk past the producer's stall_s was left
     // behind and its slot reused: drop the rest of that chunk.
-    if (used_ < have_ && *reinterpret_cast<const volatile int64_t*>(host_slot(chunk_slot_)) != chunk_seq_) {
+    if (used_ < have_ && chunk_in_slot(chunk_slot_) != chunk_seq_) {
       have_ = used_;
       ++skipped_;
     }

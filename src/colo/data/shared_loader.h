@@ -110,6 +110,8 @@ class SharedLoaderClient {
   struct Connection;
   void fetch_chunk(bool copy_pixels);
   void count_batch();  // a batch served: the counters the heartbeat reports
+  // The header of a host slot: the chunk it holds once complete (-1 while filled).
+  int64_t chunk_in_slot(int64_t slot) const;
   void request(int64_t seq);
 
   std::unique_ptr<Connection> connection_;
