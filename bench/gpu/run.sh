@@ -10,6 +10,7 @@
 #   bench/gpu/run.sh fusion     # build + bench/fusion/run.sh (FUSION_ARGS picks models and N)
 #   bench/gpu/run.sh sweepcheck # build + a 32-model colo sweep against 4 sequential colo train
 #   bench/gpu/run.sh groupedconv # build + own grouped-conv kernels: tests, vs cuDNN, fused LeNet
+#   bench/gpu/run.sh kernels    # build colo_fuse_tests + colo's own kernels against ATen on this GPU (KERNEL_FILTER)
 #   bench/gpu/run.sh sidebyside # build + arrays side by side on CUDA streams vs one after another
 #   bench/gpu/run.sh estimate   # build + peak memory of random jobs (ESTIMATE_ARGS; bench/estimate/)
 #   bench/gpu/run.sh memtrace   # build + allocator event traces of some estimate rows (TRACE_ROWS)
@@ -132,6 +133,13 @@ fi
 
 if want groupedconv; then
   bench/fusion/grouped_conv_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want kernels; then
+  # BUILD_TARGETS needs colo_fuse_tests.
+  "$BUILD/tests/fuse/colo_fuse_tests" --gtest_filter="${KERNEL_FILTER:-*Own*:*Cuda*}" >"$OUT/kernels.log" 2>&1
+  note "kernels: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/kernels.log" | tr '\n' ' ')"
+  grep -E "Failure|FAILED|error" "$OUT/kernels.log" | head -20
 fi
 
 if want sidebyside; then

@@ -5,8 +5,41 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include "colo/fuse/cuda/optimizer_kernels.h"
+
+#if COLO_HAS_CUDA
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 namespace colo::fuse {
+
+struct FusedOptimizer::OwnKernelPlan {
+  std::vector<const void*> grads;  // the gradients' addresses it was planned for
+  std::vector<bool> covered;       // per parameter: updated by the kernel
+  int64_t count = 0;
+  std::vector<cuda::OptimizerLaunch> launches;
+};
+
 namespace {
+
+#if COLO_HAS_CUDA
+// `t` has `p`'s sizes, strides, dtype and device.
+bool same_layout(const at::Tensor& t, const at::Tensor& p) {
+  return t.defined() && t.sizes() == p.sizes() && t.strides() == p.strides() && t.scalar_type() == p.scalar_type() &&
+         t.device() == p.device();
+}
+
+// Whether colo's kernel can update `p`: float32 on a GPU, dense with the
+// model outermost, its gradient and state laid out alike.
+bool own_kernel_fits(const at::Tensor& p, const at::Tensor& first, const at::Tensor& second) {
+  if (!p.is_cuda() || p.scalar_type() != at::kFloat || p.numel() == 0) return false;
+  if (!p.is_non_overlapping_and_dense() || p.stride(0) * p.size(0) != p.numel()) return false;
+  return same_layout(p.grad(), p) && (!first.defined() || same_layout(first, p)) &&
+         (!second.defined() || same_layout(second, p));
+}
+#endif
 
 // `values` [N] viewed to broadcast over a parameter [N, ...].
 at::Tensor per_model_view(const at::Tensor& values, const at::Tensor& parameter) {
@@ -107,14 +140,81 @@ void FusedOptimizer::step() {
     step_size = lr / (1 - at::pow(beta1_, t));
     sqrt_bias_correction2 = at::sqrt(1 - at::pow(beta2_, t));
   }
+  const OwnKernelPlan* plan = own_kernel_plan();
+  own_kernel_parameters_ = plan ? plan->count : 0;
+  if (plan) own_kernel_step(*plan, lr, step_size, sqrt_bias_correction2);
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    if (!parameters_[i].grad().defined()) continue;
+    if (!parameters_[i].grad().defined() || (plan && plan->covered[i])) continue;
     if (name_ == "sgd") {
       sgd_update(i, lr);
     } else {
       adam_update(i, lr, step_size, sqrt_bias_correction2);
     }
   }
+}
+
+const FusedOptimizer::OwnKernelPlan* FusedOptimizer::own_kernel_plan() {
+#if COLO_HAS_CUDA
+  if (!parameters_.front().is_cuda() || lr_.scalar_type() != at::kFloat) return nullptr;
+  std::vector<const void*> grads;
+  for (const auto& p : parameters_) grads.push_back(p.grad().defined() ? p.grad().data_ptr() : nullptr);
+  if (own_plan_ && own_plan_->grads == grads) return own_plan_->count ? own_plan_.get() : nullptr;
+  auto plan = std::make_shared<OwnKernelPlan>();
+  plan->grads = grads;
+  std::vector<cuda::OptimizerTensor> tensors;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const at::Tensor& p = parameters_[i];
+    const at::Tensor& first = first_moment_[i];
+    const at::Tensor& second = second_moment_[i];
+    bool fits = p.device() == parameters_.front().device() && own_kernel_fits(p, first, second);
+    plan->covered.push_back(fits);
+    if (!fits) continue;
+    cuda::OptimizerTensor t;
+    t.param = p.data_ptr<float>();
+    t.grad = p.grad().data_ptr<float>();
+    t.first = first.defined() ? first.data_ptr<float>() : nullptr;
+    t.second = second.defined() ? second.data_ptr<float>() : nullptr;
+    t.numel = p.numel();
+    t.per_model = p.numel() / p.size(0);
+    tensors.push_back(t);
+  }
+  plan->count = static_cast<int64_t>(tensors.size());
+  plan->launches = cuda::plan_optimizer_launches(tensors);
+  own_plan_ = std::move(plan);
+  return own_plan_->count ? own_plan_.get() : nullptr;
+#else
+  return nullptr;
+#endif
+}
+
+void FusedOptimizer::own_kernel_step(const OwnKernelPlan& plan, const at::Tensor& lr, const at::Tensor& step_size,
+                                     const at::Tensor& sqrt_bias_correction2) {
+#if COLO_HAS_CUDA
+  auto data = [](const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };  // [N], contiguous
+  cuda::OptimizerStep s;
+  s.kind = name_ == "sgd" ? cuda::OptimizerKind::kSgd
+                          : (name_ == "adamw" ? cuda::OptimizerKind::kAdamW : cuda::OptimizerKind::kAdam);
+  s.weight_decay = any_weight_decay_;
+  s.momentum = any_momentum_;
+  s.nesterov = nesterov_;
+  s.lr = data(lr);
+  s.momentum_factor = data(momentum_);
+  s.weight_decay_factor = data(weight_decay_);
+  s.beta1 = data(beta1_);
+  s.beta2 = data(beta2_);
+  s.eps = data(eps_);
+  s.step_size = data(step_size);
+  s.sqrt_bias_correction2 = data(sqrt_bias_correction2);
+  const at::Device device = parameters_.front().device();
+  c10::cuda::CUDAGuard guard(device);
+  void* stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  for (const cuda::OptimizerLaunch& launch : plan.launches) {
+    cuda::optimizer_step(launch, s, stream);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+#else
+  (void)plan, (void)lr, (void)step_size, (void)sqrt_bias_correction2;
+#endif
 }
 
 // As torch::optim::SGD (dampening 0): d = g + wd*p; buf = m*buf + d (buf = d

@@ -4,6 +4,7 @@
 // torch::optim would update it alone with its own OptimizerSpec.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <ATen/Tensor.h>
@@ -38,8 +39,14 @@ class FusedOptimizer {
   void zero_grad();
 
   // One update of every model. Reads no value back to the host and allocates
-  // nothing on the host, so it can be captured in a CUDA graph.
+  // nothing on the host, so it can be captured in a CUDA graph. On a CUDA
+  // build, float32 CUDA parameters whose gradient and state share their
+  // dense, model-outermost layout are updated by colo's multi-tensor kernel
+  // (fuse/cuda/optimizer_kernels.h) in a few launches; the rest by ATen.
   void step();
+
+  // How many parameters the last step() updated with colo's kernel.
+  int64_t own_kernel_parameters() const { return own_kernel_parameters_; }
 
   // Optimiser steps taken so far (reads the device counter: synchronises).
   int64_t steps_taken() const;
@@ -52,7 +59,14 @@ class FusedOptimizer {
   int64_t models() const { return static_cast<int64_t>(specs_.size()); }
 
  private:
+  struct OwnKernelPlan;  // fused_optimizer.cpp
+
   at::Tensor per_model(double train::OptimizerSpec::*field) const;
+  // The kernel's plan for the current gradients (rebuilt when one moves);
+  // null where the kernel cannot run.
+  const OwnKernelPlan* own_kernel_plan();
+  void own_kernel_step(const OwnKernelPlan& plan, const at::Tensor& lr, const at::Tensor& step_size,
+                       const at::Tensor& sqrt_bias_correction2);
   void sgd_update(size_t index, const at::Tensor& lr);
   void adam_update(size_t index, const at::Tensor& lr, const at::Tensor& step_size,
                    const at::Tensor& sqrt_bias_correction2);
@@ -69,6 +83,8 @@ class FusedOptimizer {
   at::Tensor step_;       // [1] int64: steps taken
   std::vector<at::Tensor> first_moment_;   // sgd: momentum buffer; adam: exp_avg
   std::vector<at::Tensor> second_moment_;  // adam: exp_avg_sq
+  std::shared_ptr<OwnKernelPlan> own_plan_;
+  int64_t own_kernel_parameters_ = 0;
 };
 
 }  // namespace colo::fuse
