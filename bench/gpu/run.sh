@@ -260,7 +260,12 @@ if want compare; then
       ${COMPARE_ARGS:-} >"$OUT/compare/$name.txt" 2>"$OUT/compare/$name.log"
     grep -E "^ *(sequential|timeslice|mps|slots|scheduler|fused|streams) |recommended" "$OUT/compare/$name.txt" \
       | tee -a "$summary"
-    # Only the summary and the PNGs come back (the device returns few files).
+    # Only the summary and the PNGs come back (the device returns few files);
+    # COMPARE_KEEP_ROUNDS=1 packs each process's records into NAME.rounds.tgz.
+    if [ "${COMPARE_KEEP_ROUNDS:-0}" = 1 ]; then
+      (cd "$OUT/compare/$name" && find . -path './round-*' \( -name '*.jsonl' -o -name '*.log' -o -name '*.json' \) -print0 \
+        | tar czf "$OUT/compare/$name.rounds.tgz" --null -T -)
+    fi
     rm -rf "$OUT/compare/$name"/round-* "$OUT/compare/$name"/warmup-*
   done
   if [ "${COMPARE_AGREEMENT:-0}" = 1 ]; then
