@@ -142,8 +142,11 @@ std::vector<train::TestResult> ArrayTrainer::evaluate() {
     return std::vector<train::TestResult>(static_cast<size_t>(models()), {std::nan(""), std::nan("")});
   }
   array_->eval();
-  data::DataLoader loader(dataset_.test, train::loader_options(specs_.front(), dataset_, device_, false));
-  return train::evaluate_logits([&](const at::Tensor& inputs) { return array_->forward(inputs); }, loader);
+  if (!test_loader_) {
+    test_loader_ = std::make_unique<data::DataLoader>(dataset_.test,
+                                                      train::loader_options(specs_.front(), dataset_, device_, false));
+  }
+  return train::evaluate_logits([&](const at::Tensor& inputs) { return array_->forward(inputs); }, *test_loader_);
 }
 
 void ArrayTrainer::begin_epoch() {

@@ -120,6 +120,7 @@ class ArrayTrainer {
   std::unique_ptr<ArrayStep> step_;
   std::optional<c10::Stream> stream_;  // CUDA: the side stream all work runs on
   std::unique_ptr<data::TrainingBatches> bench_loader_;
+  std::unique_ptr<data::DataLoader> test_loader_;  // built at the first evaluation, kept for the run
   int64_t bench_epoch_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;

@@ -81,8 +81,10 @@ std::string Trainer::checkpoint_path() const { return spec_.output + "/checkpoin
 TestResult Trainer::evaluate() {
   if (shared_) return {std::nan(""), std::nan("")};  // a producer serves no test split
   model_->eval();
-  data::DataLoader loader(dataset_.test, loader_options(spec_, dataset_, device_, false));
-  auto results = evaluate_logits([&](const at::Tensor& inputs) { return model_->forward(inputs); }, loader);
+  if (!test_loader_) {
+    test_loader_ = std::make_unique<data::DataLoader>(dataset_.test, loader_options(spec_, dataset_, device_, false));
+  }
+  auto results = evaluate_logits([&](const at::Tensor& inputs) { return model_->forward(inputs); }, *test_loader_);
   return results.empty() ? TestResult{} : results.front();
 }
 

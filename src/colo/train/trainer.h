@@ -61,6 +61,9 @@ class Trainer {
   std::unique_ptr<data::SharedBatches> shared_;  // set for [data] name = "shared"
   models::ClassifierPtr model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // Built at the first evaluation and kept: normalising statistics and a
+  // device copy of the test split are made once per run, not per epoch.
+  std::unique_ptr<data::DataLoader> test_loader_;
 };
 
 }  // namespace colo::train
