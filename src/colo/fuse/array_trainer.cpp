@@ -270,7 +270,6 @@ data::TrainingBatches ArrayTrainer::training_batches() const {
 }
 
 double ArrayTrainer::train_steps(int64_t steps) {
-  SideStream stream(stream_);
   if (!bench_loader_) {
     bench_loader_ = std::make_unique<data::TrainingBatches>(training_batches());
     bench_loader_->start_epoch(bench_epoch_);
@@ -284,7 +283,7 @@ double ArrayTrainer::train_steps(int64_t steps) {
       bench_loader_->start_epoch(++bench_epoch_);
       batch = bench_loader_->next();
     }
-    step_->run(batch->inputs, batch->labels);
+    train_batch(*batch);  // as run() trains: batches cut on the caller's stream, the step on its own
   }
   gpu::synchronize(device_);
   return clock.elapsed_s();

@@ -86,7 +86,8 @@ class ArrayTrainer {
 
   // Trains `steps` more steps over the training split (continuing where the
   // last call stopped) and waits for them; returns seconds. For throughput
-  // measurement.
+  // measurement: each step runs as in run(), the next batch cut on the
+  // caller's stream while the step trains on the array's own.
   double train_steps(int64_t steps);
 
   // Copies the current parameters of the model at constructor position
