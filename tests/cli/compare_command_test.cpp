@@ -223,7 +223,7 @@ std::string small_spec(const std::string& model, int64_t train_size) {
          "\ntest_size = 64\n[optimizer]\nname = \"sgd\"\nlr = 0.05\n";
 }
 
-TEST(ColoCompare, ColoTrainJobsOnOneDataSetAlsoRunSideBySideInOneProcess) {
+TEST(ColoCompare, ColoTrainJobsAlsoRunSideBySideInOneProcessOnOneDataSetOrEachOnItsOwn) {
   TempDir dir;
   dir.write("mlp.toml", small_spec("name = \"mlp\"\nwidths = [16]", 256));
   dir.write("lenet.toml", small_spec("name = \"lenet\"", 256));
@@ -246,20 +246,29 @@ TEST(ColoCompare, ColoTrainJobsOnOneDataSetAlsoRunSideBySideInOneProcess) {
     ASSERT_TRUE(path_exists(dir.file(out))) << out << "\n" << run.err;
     EXPECT_NE(read_file(dir.file(out)).find("\"step\":4"), std::string::npos) << read_file(dir.file(out));
   }
-  // Specs on different data cannot share one pass: the level says so.
-  dir.write("mixed.toml", "[[job]]\nname = \"a\"\ncommand = \"colo train " + dir.file("mlp.toml") +
-                              "\"\nsamples = 128\n[[job]]\nname = \"b\"\ncommand = \"colo train " +
-                              dir.file("other.toml") + "\"\nsamples = 128\n");
+  // Specs on different data train in one process too, each over its own data.
+  dir.write("mixed.toml", "[[job]]\nname = \"a\"\ncommand = \"" + colo + " train " + dir.file("mlp.toml") +
+                              " --out {out}\"\nsamples = 128\n[[job]]\nname = \"b\"\ncommand = \"" + colo +
+                              " train " + dir.file("other.toml") + " --out {out}\"\nsamples = 128\n");
   auto mixed = run_colo(dir, "compare " + dir.file("mixed.toml") + " --levels streams --no-plots --out " +
                                  dir.file("out2"));
-  auto mixed_summary = nlohmann::json::parse(read_file(dir.file("out2/summary.json")));
-  EXPECT_NE(level(mixed_summary, "streams")["skipped"].get<std::string>().find("differs"), std::string::npos)
-      << mixed_summary.dump();
-  // colo train itself refuses specs of different data, naming the field.
-  auto refused = run_colo(dir, "train " + dir.file("mlp.toml") + " " + dir.file("other.toml") + " --out " +
+  ASSERT_EQ(mixed.status, 0) << mixed.err << mixed.out;
+  nlohmann::json mixed_streams = level(nlohmann::json::parse(read_file(dir.file("out2/summary.json"))), "streams");
+  ASSERT_FALSE(mixed_streams.contains("skipped")) << mixed_streams.dump();
+  EXPECT_EQ(mixed_streams["runs"][0]["samples"], 256);
+  for (const char* out : {"out2/round-1/streams/streams/0-mlp/metrics.jsonl",
+                          "out2/round-1/streams/streams/1-mlp/metrics.jsonl"}) {
+    ASSERT_TRUE(path_exists(dir.file(out))) << out << "\n" << mixed.err;
+    EXPECT_NE(read_file(dir.file(out)).find("\"step\":4"), std::string::npos) << read_file(dir.file(out));
+  }
+  // colo train refuses specs for different devices, naming the field, before writing anything.
+  std::string elsewhere = small_spec("name = \"mlp\"\nwidths = [8]", 256);
+  elsewhere.replace(elsewhere.find("\"cpu\""), 5, "\"auto\"");
+  dir.write("elsewhere.toml", elsewhere);
+  auto refused = run_colo(dir, "train " + dir.file("mlp.toml") + " " + dir.file("elsewhere.toml") + " --out " +
                                    dir.file("out3"));
   EXPECT_EQ(refused.status, 2);
-  EXPECT_NE(refused.err.find("data"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("device"), std::string::npos) << refused.err;
   EXPECT_FALSE(path_exists(dir.file("out3")));
 }
 

@@ -180,6 +180,38 @@ TEST(SideBySide, ArraysOfDifferentModelsShareOneDataPassAndMatchTrainingApart) {
   EXPECT_FALSE(same(b.extract(0), b.extract(1))) << "the two big models differ (different rates)";
 }
 
+// Arrays over different data, batch sizes and epoch counts, each over its
+// own pass in one process: each runs its own epochs and ends where it ends
+// when trained on its own.
+TEST(SideBySide, ArraysOverTheirOwnDataEachEndWhereTheyEndApart) {
+  testing::TempDir dir;
+  std::string other = spec_text(dir.file("b"), 0.2, "");
+  other.replace(other.find("shape = [1, 6, 6]"), 17, "shape = [1, 8, 8]");
+  other.replace(other.find("epochs = 2"), 10, "epochs = 3");
+  other.replace(other.find("batch_size = 32"), 15, "batch_size = 24");
+  std::vector<train::TrainSpec> a_spec{train::parse_train_spec(dir.write("a.toml", spec_text(dir.file("a"), 0.05, "")))};
+  std::vector<train::TrainSpec> b_spec{train::parse_train_spec(dir.write("b.toml", other))};
+  data::Dataset a_data = data::load_dataset(a_spec[0].data), b_data = data::load_dataset(b_spec[0].data);
+  ArrayTrainer a(a_spec, a_data, c10::Device(c10::kCPU)), b(b_spec, b_data, c10::Device(c10::kCPU));
+  std::map<size_t, std::vector<train::EpochRecord>> records;
+  train_each_side_by_side({&a, &b}, [&](size_t array, int64_t, const train::EpochRecord& r) {
+    records[array].push_back(r);
+  });
+  ASSERT_EQ(records[0].size(), 2u);
+  ASSERT_EQ(records[1].size(), 3u);
+  EXPECT_EQ(records[0].back().step, 2 * 7) << "200 samples in batches of 32: 7 a pass";
+  EXPECT_EQ(records[1].back().step, 3 * 9) << "200 samples in batches of 24: 9 a pass";
+
+  ArrayTrainer a_alone(a_spec, a_data, c10::Device(c10::kCPU)), b_alone(b_spec, b_data, c10::Device(c10::kCPU));
+  std::vector<train::EpochRecord> a_records, b_records;
+  a_alone.run([&](int64_t, const train::EpochRecord& r) { a_records.push_back(r); });
+  b_alone.run([&](int64_t, const train::EpochRecord& r) { b_records.push_back(r); });
+  EXPECT_DOUBLE_EQ(records[0].back().loss, a_records.back().loss);
+  EXPECT_DOUBLE_EQ(records[1].back().loss, b_records.back().loss);
+  EXPECT_DOUBLE_EQ(records[1].back().test_accuracy, b_records.back().test_accuracy);
+  EXPECT_NE(records[0].back().loss, records[1].back().loss);
+}
+
 TEST(SideBySide, ArraysWithDifferentBatchSizesAreRefused) {
   testing::TempDir dir;
   auto spec = train::parse_train_spec(dir.write("a.toml", spec_text(dir.file("a"), 0.05, "")));

@@ -56,13 +56,12 @@ WorkloadCommand from_job(const sched::JobSpec& spec, const std::string& path, co
   return c;
 }
 
-// Jobs that are all `colo train SPEC` on one data set, with one batch size,
-// epoch count and step budget, can also train side by side in one process:
+// Jobs that are all `colo train SPEC` can also train side by side in one
+// process (one data pass where their specs agree, each its own otherwise):
 // that command, or why not.
 std::optional<WorkloadCommand> side_by_side_of(const std::vector<sched::JobSpec>& jobs, const std::string& colo,
                                                std::string* why_not) {
   std::vector<std::string> paths;
-  std::optional<train::TrainSpec> first;
   int64_t samples = 0;
   for (const sched::JobSpec& job : jobs) {
     std::string spec_path = estimate::train_spec_of(job.command, job.workdir);
@@ -70,14 +69,6 @@ std::optional<WorkloadCommand> side_by_side_of(const std::vector<sched::JobSpec>
       *why_not = "job " + job.name + " is not `colo train SPEC`, and the file has no [streams] command";
       return std::nullopt;
     }
-    train::TrainSpec spec = train::parse_train_spec(spec_path);
-    if (first && (data::data_key(spec.data) != data::data_key(first->data) || spec.batch_size != first->batch_size ||
-                  spec.epochs != first->epochs || spec.max_steps != first->max_steps)) {
-      *why_not = "job " + job.name + "'s spec differs from " + jobs.front().name +
-                 "'s in data, batch size, epochs or max_steps (one process trains one data pass)";
-      return std::nullopt;
-    }
-    if (!first) first = spec;
     paths.push_back(spec_path);
     samples += *job.samples;
   }

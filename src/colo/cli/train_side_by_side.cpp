@@ -1,5 +1,6 @@
 #include "colo/cli/train_side_by_side.h"
 
+#include <map>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -20,43 +21,50 @@ int run_train_side_by_side(const std::vector<std::string>& spec_paths, const std
   std::vector<train::TrainSpec> specs;
   for (const std::string& path : spec_paths) specs.push_back(train::parse_train_spec(path));
   const train::TrainSpec& first = specs.front();
+  // One data pass serves every model when they agree on data, batch size,
+  // epochs and step budget; otherwise each takes its own pass.
+  bool one_pass = true;
   for (size_t i = 0; i < specs.size(); ++i) {
     train::TrainSpec& s = specs[i];
     if (!device.empty()) s.device = device;
     if (!out.empty()) s.output = out + "/" + std::to_string(i) + "-" + s.model.name;
-    auto differs = [&](const char* field, bool different) {
-      if (different) {
-        throw InputError(s.source, field, "the same as " + first.source +
-                                              "'s: models trained side by side share one pass over one data set");
-      }
-    };
-    differs("data", data::data_key(s.data) != data::data_key(first.data));
-    differs("batch_size", s.batch_size != first.batch_size);
-    differs("epochs", s.epochs != first.epochs);
-    differs("max_steps", s.max_steps != first.max_steps);
-    differs("device", s.device != specs.front().device);
+    if (s.device != first.device) {
+      throw InputError(s.source, "device", "the same as " + first.source + "'s: models trained side by side share one device");
+    }
+    one_pass = one_pass && data::data_key(s.data) == data::data_key(first.data) && s.batch_size == first.batch_size &&
+               s.epochs == first.epochs && s.max_steps == first.max_steps;
   }
   c10::Device where = gpu::resolve_device(first.device, first.source, "device");
-  data::Dataset dataset = data::load_dataset(first.data);
-  for (const train::TrainSpec& s : specs) ensure_writable_dir(s.output, s.source, "output");
-  spdlog::info("{} models side by side on {}: {} train / {} test samples", specs.size(),
-               gpu::describe_device(where), dataset.train.size(), dataset.test.size());
+  std::map<std::string, data::Dataset> datasets;  // per data set named; trainers keep references
+  for (const train::TrainSpec& s : specs) {
+    ensure_writable_dir(s.output, s.source, "output");
+    const std::string key = data::data_key(s.data);
+    if (!datasets.count(key)) datasets.emplace(key, data::load_dataset(s.data));
+  }
+  spdlog::info("{} models side by side on {}, {}", specs.size(), gpu::describe_device(where),
+               one_pass ? "one data pass for all" : "each over its own data");
 
   std::vector<std::unique_ptr<fuse::ArrayTrainer>> trainers;
   std::vector<fuse::ArrayTrainer*> members;
   std::vector<std::unique_ptr<JsonLinesWriter>> metrics;
   for (const train::TrainSpec& s : specs) {
-    trainers.push_back(std::make_unique<fuse::ArrayTrainer>(std::vector<train::TrainSpec>{s}, dataset, where));
+    trainers.push_back(std::make_unique<fuse::ArrayTrainer>(std::vector<train::TrainSpec>{s},
+                                                            datasets.at(data::data_key(s.data)), where));
     members.push_back(trainers.back().get());
     metrics.push_back(std::make_unique<JsonLinesWriter>(s.output + "/metrics.jsonl", JsonLinesWriter::Mode::kTruncate));
   }
   TablePrinter table({{"model", 16}, {"epoch", 5}, {"step", 7}, {"loss", 7}, {"test_acc", 8}, {"samples/s", 10}});
   table.header();
-  fuse::train_side_by_side(members, [&](size_t member, int64_t, const train::EpochRecord& r) {
+  auto on_epoch = [&](size_t member, int64_t, const train::EpochRecord& r) {
     metrics[member]->write(train::to_json(r));
     table.row({std::to_string(member) + "-" + specs[member].model.name, std::to_string(r.epoch),
                std::to_string(r.step), fixed(r.loss, 4), percent(r.test_accuracy), fixed(r.samples_per_s, 0)});
-  });
+  };
+  if (one_pass) {
+    fuse::train_side_by_side(members, on_epoch);
+  } else {
+    fuse::train_each_side_by_side(members, on_epoch);
+  }
   for (const train::TrainSpec& s : specs) spdlog::info("metrics: {}/metrics.jsonl", s.output);
   return 0;
 }

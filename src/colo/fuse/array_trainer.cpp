@@ -263,6 +263,88 @@ void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEp
   }
 }
 
+namespace {
+
+// One array of train_each_side_by_side and where it is in its own pass.
+struct Lane {
+  Lane(ArrayTrainer* t, data::TrainingBatches b) : trainer(t), batches(std::move(b)) {}
+  ArrayTrainer* trainer;
+  data::TrainingBatches batches;
+  int64_t epoch = 0, step = 0, samples = 0;
+  Stopwatch epoch_clock;
+  bool done = false;
+};
+
+}  // namespace
+
+void train_each_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch) {
+  if (members.empty()) throw std::invalid_argument("train_each_side_by_side: no arrays");
+  for (const ArrayTrainer* m : members) {
+    if (m->device_ != members.front()->device_) {
+      throw InputError(m->specs_.front().source, "device", "arrays trained side by side share one device");
+    }
+  }
+  const c10::Device device = members.front()->device_;
+  Stopwatch wall;
+  at::manual_seed(members.front()->specs_.front().seed);
+  std::vector<Lane> lanes;
+  for (ArrayTrainer* m : members) {
+    lanes.emplace_back(m, m->training_batches());
+    m->begin_epoch();
+    lanes.back().batches.start_epoch(0);
+  }
+  ProgressWriter report;  // every model's samples, when a scheduler or colo compare asks
+  int64_t reported = 0;   // samples of the epochs that have ended
+  double evaluating_s = 0;
+  auto in_flight = [&] {
+    int64_t samples = reported;
+    for (const Lane& l : lanes) samples += l.done ? 0 : l.samples * l.trainer->models();
+    return samples;
+  };
+  // Ends lane `i`'s epoch: evaluation, records, and the next epoch or the end.
+  auto end_epoch = [&](size_t i) {
+    Lane& lane = lanes[i];
+    ArrayTrainer& t = *lane.trainer;
+    gpu::synchronize(device);
+    const double train_s = lane.epoch_clock.elapsed_s();
+    Stopwatch evaluation;
+    t.end_epoch(lane.epoch, lane.step, lane.samples, train_s, lane.epoch_clock, wall,
+                [&](int64_t model, const train::EpochRecord& r) { if (on_epoch) on_epoch(i, model, r); }, nullptr,
+                {});
+    evaluating_s += evaluation.elapsed_s();
+    reported += lane.samples * t.models();
+    lane.samples = 0;
+    lane.done = ++lane.epoch >= t.specs_.front().epochs || lane.step >= t.total_steps_;
+    if (lane.done) return;
+    t.begin_epoch();
+    lane.batches.start_epoch(lane.epoch);
+    lane.epoch_clock.restart();
+  };
+  for (size_t running = lanes.size(); running > 0;) {
+    running = 0;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      Lane& lane = lanes[i];
+      if (lane.done) continue;
+      ++running;
+      std::optional<data::Batch> batch;
+      if (lane.step < lane.trainer->total_steps_) batch = lane.batches.next();
+      if (!batch) {
+        end_epoch(i);
+        continue;
+      }
+      lane.trainer->train_batch(*batch);
+      lane.samples += batch->labels.size(0);
+      ++lane.step;
+    }
+    if (report.due()) {
+      gpu::synchronize(device);  // so the figures count what the device has done
+      report.update({in_flight(), wall.elapsed_s() - evaluating_s, 0, std::nullopt});
+    }
+  }
+  report.update({reported, wall.elapsed_s() - evaluating_s, 0, std::nullopt});
+  report.flush();
+}
+
 data::TrainingBatches ArrayTrainer::training_batches() const {
   if (options_.shared) return data::TrainingBatches(*options_.shared);
   return data::TrainingBatches(std::make_unique<data::DataLoader>(

@@ -62,6 +62,14 @@ using GroupStopCallback = std::function<void(size_t array, int64_t model, int64_
 void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch,
                         const Halving* halving = nullptr, const GroupStopCallback& on_stop = {});
 
+// Trains several arrays in one process, each over its own data pass (its
+// own data set, batch size, epochs and step budget): one step of each in
+// turn, each array on its own CUDA stream, until every one has finished;
+// each array's epochs end, and are evaluated, on its own schedule. For
+// models that share nothing but the device (a heterogeneous mix). The arrays
+// must share the device (InputError otherwise).
+void train_each_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch);
+
 class ArrayTrainer {
  public:
   // `specs`: one per model; all share model architecture (fusion_key),
@@ -101,6 +109,7 @@ class ArrayTrainer {
  private:
   friend void train_side_by_side(const std::vector<ArrayTrainer*>&, const GroupEpochCallback&,
                                  const Halving*, const GroupStopCallback&);
+  friend void train_each_side_by_side(const std::vector<ArrayTrainer*>&, const GroupEpochCallback&);
   void begin_epoch();
   void train_batch(const data::Batch& batch);
   void end_epoch(int64_t epoch, int64_t step, int64_t samples, double train_s, const Stopwatch& epoch_clock,
