@@ -23,9 +23,10 @@ from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter
 from colo.fuse.stacking import FuseError, check_no_tied_parameters, per_model_state
 from colo.fuse.sweep import configurations, sweep
 from colo.fuse.trainer import Trainer, per_model_loss
+from colo.fuse.workload import compare_workload
 
-__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "configurations", "fuse", "optimizer",
-           "per_model_loss", "sweep", "unfuse"]
+__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "compare_workload", "configurations",
+           "fuse", "optimizer", "per_model_loss", "sweep", "unfuse"]
 
 
 def _build(build_model, n):

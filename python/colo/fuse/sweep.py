@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from colo.fuse.optim import optimizer as make_optimizer
 from colo.fuse.stacking import FuseError
 from colo.fuse.trainer import Trainer
+from colo.progress import report_progress
 
 # Axes that go to the optimiser; "seed" seeds each model's initialisation;
 # every other axis is a keyword argument of build_model.
@@ -64,7 +65,7 @@ class _Member:
 
     def restart(self, array):
         """Forgets any training: the member starts again in array `array`."""
-        self.epochs = 0
+        self.epochs = self.samples = 0
         self.stopped = False
         self.test_accuracy = self.best_test_accuracy = self.loss = 0.0
         self.array = array
@@ -149,7 +150,7 @@ def _print_progress(record):
 
 def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=None, sampling="grid", count=0,
           seed=0, halving=None, device=None, max_array=0, cuda_graph=False, bf16=False, channels_last=False,
-          loss_fn=F.cross_entropy, on_epoch=_print_progress, out=None):
+          loss_fn=F.cross_entropy, on_epoch=_print_progress, out=None, only=None, max_steps=None):
     """Trains every configuration of `axes` on your model and ranks them.
 
     build_model(**kwargs) builds one model; axes other than the optimiser's
@@ -164,18 +165,29 @@ def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=N
 
     `on_epoch(record)` is called per model and epoch (default: a progress
     line per array on stderr). With `out`, writes sweep.jsonl, results.json
-    and model-<k>/{config.json,state.pt} there. Returns one record per model,
+    and model-<k>/{config.json,state.pt} there. `only` (configuration
+    indices) trains those configurations alone, as `colo sweep --only`;
+    `max_steps` stops every model after that many optimiser steps, as
+    `colo sweep --max-steps`. Training reports its samples to `colo compare`
+    and colo's scheduler (colo.report_progress). Returns one record per model,
     best final test accuracy first (model, values, array, epochs, stopped,
     test_accuracy, best_test_accuracy, loss)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     configs = configurations(axes, sampling, count, seed)
     members = [_Member(i, values, optimizer or {}) for i, values in enumerate(configs)]
+    if only is not None:
+        missing = sorted(set(only) - set(range(len(members))))
+        if missing:
+            raise FuseError(f"colo.fuse.sweep: only names configuration(s) {missing}, but the axes give "
+                            f"{len(members)} (0 to {len(members) - 1})")
+        members = [m for m in members if m.index in set(only)]
     for m in members:
         if m.optimizer["lr"] is None and m.optimizer["optimizer"] == "sgd":
             raise FuseError("colo.fuse.sweep: sgd needs lr (an axis or optimizer={'lr': ...})")
     rungs, keep = _halving(halving)
     options = {"channels_last": channels_last, "cuda_graph": cuda_graph, "bf16": bf16, "loss_fn": loss_fn,
-               "rungs": rungs, "keep": keep, "epochs": epochs, "device": device, "out": out}
+               "rungs": rungs, "keep": keep, "epochs": epochs, "device": device, "out": out,
+               "max_steps": max_steps, "progress": {"samples": 0, "train_s": 0.0}}
     pending = _arrays(members, build_model, max_array)
     log = None
     if out:
@@ -251,23 +263,33 @@ def _train_array(members, build_model, train_batches, test_batches, options, arr
     calls `report` per model and epoch."""
     device, out = options["device"], options["out"]
     array = _Array(members, build_model, device, options)
+    progress, max_steps, steps = options["progress"], options["max_steps"], 0
     for epoch in range(1, options["epochs"] + 1):
         array.trainer.reset_totals()
         clock = time.perf_counter()
         for batch in train_batches:
-            array.trainer.step(*_to(batch, device))
+            if max_steps and steps >= max_steps:
+                break
+            inputs, targets = _to(batch, device)
+            array.trainer.step(inputs, targets)
+            steps += 1
+            done = progress["samples"] + array.trainer.samples * len(array.members)
+            report_progress(done, progress["train_s"] + time.perf_counter() - clock)
         train_s = time.perf_counter() - clock
         samples = array.trainer.samples
+        progress["samples"] += samples * len(array.members)
+        progress["train_s"] += train_s
         losses = (array.trainer.loss_sums / max(samples, 1)).tolist()
         correct = array.trainer.correct.tolist()
         tests = array.trainer.evaluate(_to(b, device) for b in test_batches)
         best = max(tests["accuracy"]) if tests["accuracy"] else 0.0
         for k, m in enumerate(array.members):
             m.epochs, m.loss = epoch, losses[k]
+            m.samples += samples
             m.test_accuracy = tests["accuracy"][k] if tests["accuracy"] else 0.0
             m.best_test_accuracy = max(m.best_test_accuracy, m.test_accuracy)
             report({"model": m.index, "array": m.array, "arrays": arrays, "models": len(array.members),
-                    "position": k, "values": m.values, "epoch": epoch, "loss": m.loss,
+                    "position": k, "values": m.values, "epoch": epoch, "samples": m.samples, "loss": m.loss,
                     "train_accuracy": correct[k] / max(samples, 1), "test_accuracy": m.test_accuracy,
                     "test_loss": tests["loss"][k] if tests["loss"] else None,
                     "samples_per_s": samples * len(array.members) / max(train_s, 1e-9), "array_best": best})
@@ -280,6 +302,8 @@ def _train_array(members, build_model, train_batches, test_batches, options, arr
                 if out:
                     _write_models(out, array, stopped)
                 array = array.keep(survivors, build_model, device, options)
+        if max_steps and steps >= max_steps:
+            break
     if out:
         _write_models(out, array, range(len(array.members)))
 

@@ -1,11 +1,17 @@
 #include "colo/cli/compare_workload.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+#include "colo/core/subprocess.h"
 #include "colo/core/spec_table.h"
 #include "colo/data/data_spec.h"
 #include "colo/estimate/default_chain.h"
@@ -103,9 +109,62 @@ CompareWorkload job_workload(const std::string& path, const std::string& colo) {
   return w;
 }
 
+// The interpreter that runs Python workloads: $COLO_PYTHON, else python3.
+std::string python_interpreter() {
+  const char* chosen = std::getenv("COLO_PYTHON");
+  return chosen && *chosen ? chosen : "python3";
+}
+
+// How many configurations a Python workload script sweeps: it runs once with
+// COLO_COMPARE_ROLE=describe:FILE (colo.fuse.compare_workload writes them).
+int64_t python_configurations(const std::string& path, const std::string& python) {
+  const std::string dir = temp_directory() + "/colo-compare-describe-" + std::to_string(::getpid());
+  std::string failure = make_directories(dir);
+  if (!failure.empty()) throw std::runtime_error("cannot create " + dir + ": " + failure);
+  const std::string answer = dir + "/configs.json", log = dir + "/describe.log";
+  ChildProcess describe({python, path}, {{"COLO_COMPARE_ROLE", "describe:" + answer}}, log);
+  int code = exit_code_of(describe.wait());
+  nlohmann::json told = nlohmann::json::parse(path_exists(answer) ? read_file(answer) : "", nullptr, false);
+  std::string output = path_exists(log) ? file_tail(log, 400) : "";
+  remove_tree(dir);
+  if (code != 0 || !told.is_object() || !told.contains("configs") || !told["configs"].is_number_integer()) {
+    throw InputError(path, "", "a Python workload must call colo.fuse.compare_workload(...) when run (" + python +
+                                   " " + path + " exited " + std::to_string(code) +
+                                   (output.empty() ? "" : ": " + output) + ")");
+  }
+  return told["configs"].get<int64_t>();
+}
+
+WorkloadCommand python_command(const std::string& python, const std::string& path, const std::string& name,
+                               const std::string& role, int64_t steps) {
+  WorkloadCommand c;
+  c.name = name;
+  c.argv = {"env", "COLO_COMPARE_OUT={out}", python, path};
+  c.env = {{"COLO_COMPARE_ROLE", role}};
+  if (steps > 0) c.env["COLO_COMPARE_STEPS"] = std::to_string(steps);
+  c.counts_from_sweep_log = true;
+  return c;
+}
+
+CompareWorkload python_workload(const std::string& path, int64_t steps) {
+  const std::string python = python_interpreter();
+  if (!path_exists(path)) throw InputError(path, "", "no such file");
+  CompareWorkload w;
+  w.path = path;
+  w.kind = "python";
+  const int64_t configs = python_configurations(path, python);
+  for (int64_t i = 0; i < configs; ++i) {
+    w.jobs.push_back(python_command(python, path, "config-" + std::to_string(i), "only:" + std::to_string(i), steps));
+  }
+  w.fused = python_command(python, path, "fused", "fused", steps);
+  w.streams_missing = "colo.fuse trains arrays one after another, not side by side on streams";
+  return w;
+}
+
 }  // namespace
 
 CompareWorkload parse_compare_workload(const std::string& path, const std::string& colo_executable, int64_t steps) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0) return python_workload(path, steps);
   SpecTable root = SpecTable::root(path);  // throws InputError for a missing or malformed file
   return root.has("sweep") ? sweep_workload(path, colo_executable, steps) : job_workload(path, colo_executable);
 }
