@@ -248,7 +248,8 @@ fi
 if want compare; then
   export PATH="$PWD/$BUILD:$PATH"
   # colo.report_progress for the plain PyTorch scripts (pure Python; no core needed).
-  export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+  # colo.fuse (Python workloads) needs the built core; colo.report_progress alone does not.
+  export PYTHONPATH="$PWD/$BUILD/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
   mkdir -p "$OUT/compare"
   runs=${COMPARE_RUNS:-"lenet16:examples/compare/lenet16.toml:--steps 4000;resnet18x8:examples/compare/resnet18x8.toml:--steps 400;hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:"}
   IFS=';' read -r -a entries <<<"$runs"
