@@ -247,7 +247,6 @@ fi
 
 if want compare; then
   export PATH="$PWD/$BUILD:$PATH"
-  # colo.report_progress for the plain PyTorch scripts (pure Python; no core needed).
   # colo.fuse (Python workloads) needs the built core; colo.report_progress alone does not.
   export PYTHONPATH="$PWD/$BUILD/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
   mkdir -p "$OUT/compare"
