@@ -17,12 +17,13 @@ WORKLOADS = {
                 RUN.format(t=60, runs="lenet16:examples/compare/lenet16.toml:--steps 4000")),
     "resnet18x8": ("colo compare examples/compare/resnet18x8.toml --steps 400 --level-timeout 45",
                    RUN.format(t=45, runs="resnet18x8:examples/compare/resnet18x8.toml:--steps 400")),
-    # hetero ran in one call with torchvision4; torchvision4 was rerun alone
-    # once the energy wait (Sampler::wait_for_energy_after) gave its
-    # scheduler level a samples/J.
     "hetero": ("colo compare examples/compare/hetero.toml --level-timeout 75",
-               RUN.format(t=75, runs="hetero:examples/compare/hetero.toml:;torchvision4:examples/compare/torchvision4.toml:")
+               RUN.format(t=75, runs="hetero:examples/compare/hetero.toml:")
                .replace("COMPARE_AGREEMENT=1 ", "").replace("colo fusion_throughput", "colo")),
+    # A sweep of a user-written CNN through colo.fuse (a Python workload).
+    "usercnn": ("colo compare examples/compare/user_cnn.py --steps 1000 --level-timeout 60",
+                RUN.format(t=60, runs="usercnn:examples/compare/user_cnn.py:--steps 1000")
+                .replace("COMPARE_AGREEMENT=1 ", "").replace("colo fusion_throughput", "colo colo_core_module")),
     "torchvision4": ("colo compare examples/compare/torchvision4.toml --level-timeout 75",
                      RUN.format(t=75, runs="torchvision4:examples/compare/torchvision4.toml:")
                      .replace("COMPARE_AGREEMENT=1 ", "").replace("colo fusion_throughput", "colo")),
