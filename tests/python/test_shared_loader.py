@@ -45,10 +45,11 @@ def loader(tmp_path, colo_executable):
         producer.wait(10)
 
 
-def _consumer(data, batches, pause):
+def _consumer(data, batches, pause, device="cpu"):
     code = textwrap.dedent(f"""\
         import sys, time, colo.data
-        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=2)
+        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=2, device={device!r})
+        assert loader.reads_device_ring == ({device!r} != "cpu")
         print("ready", flush=True)
         try:
             for b in range({batches}):
@@ -307,3 +308,46 @@ def test_gpu_consumers_copy_from_the_producers_device_ring_what_host_copies_woul
     finally:
         producer.send_signal(signal.SIGINT)
         producer.wait(10)
+
+
+def _gpu_processes():
+    """PIDs that hold memory on a GPU (nvidia-smi)."""
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
+                         text=True, check=True).stdout
+    return {int(line) for line in out.split() if line.strip().isdigit()}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (bench/gpu/run.sh shared runs it)")
+def test_kill_9_on_the_device_ring_leaves_the_others_going_and_no_gpu_memory_held(tmp_path, colo_executable):
+    data = _image_data_file(tmp_path, colo_executable, images=200, chunk=16)
+    data.write_text(data.read_text() + "stall_s = 1\nheartbeat_timeout_s = 1\n")
+    free_before, total = torch.cuda.mem_get_info()
+    producer = _serve(colo_executable, data, 'device = "cuda"\n')
+    assert producer.poll() is None, producer.stderr.read()
+    victim, survivor = _consumer(data, 100000, 0.01, "cuda"), _consumer(data, 150, 0.005, "cuda")
+    assert victim.stdout.readline().strip() == "ready", victim.stderr.read()
+    time.sleep(0.5)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    out, err = survivor.communicate(timeout=120)
+    assert survivor.returncode == 0, err
+    assert out.strip().endswith("done 150")
+    # The producer's death ends a device-ring consumer with ProducerLost, as on the host path.
+    reader = _consumer(data, 100000, 0.002, "cuda")
+    assert reader.stdout.readline().strip() == "ready", reader.stderr.read()
+    time.sleep(0.3)
+    producer.send_signal(signal.SIGKILL)
+    producer.wait(10)
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 3, (out, err)
+    assert "stopped answering" in out
+    # Every process that mapped the ring is gone, and so is its memory on the
+    # GPU (nvidia-smi may list no PIDs inside a container: the free memory
+    # is the check that always applies).
+    pids = {producer.pid, victim.pid, survivor.pid, reader.pid}
+    for _ in range(50):
+        if not pids & _gpu_processes() and torch.cuda.mem_get_info()[0] >= free_before - (64 << 20):
+            break
+        time.sleep(0.2)
+    assert not pids & _gpu_processes()
+    assert torch.cuda.mem_get_info()[0] >= free_before - (64 << 20), (free_before, torch.cuda.mem_get_info(), total)
