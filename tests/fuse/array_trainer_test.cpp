@@ -1,4 +1,5 @@
 #include "colo/fuse/array_trainer.h"
+#include "colo/fuse/side_by_side.h"
 
 #include <map>
 

@@ -11,6 +11,7 @@
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/fuse/array_trainer.h"
+#include "colo/fuse/side_by_side.h"
 #include "colo/gpu/torch_device.h"
 #include "colo/train/train_spec.h"
 

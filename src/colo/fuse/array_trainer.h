@@ -54,22 +54,6 @@ class ArrayTrainer;
 using GroupEpochCallback = std::function<void(size_t array, int64_t model, const train::EpochRecord&)>;
 using GroupStopCallback = std::function<void(size_t array, int64_t model, int64_t epoch)>;
 
-// Trains several arrays (of different architectures, which cannot fuse) in
-// one process from one data pass: each batch is cut once and fed to every
-// array, each array on its own CUDA stream, so small arrays fill the gaps of
-// big ones. On the CPU they run in turn. The arrays must share the data set
-// object, device, batch size, epochs and batch order (InputError otherwise).
-void train_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch,
-                        const Halving* halving = nullptr, const GroupStopCallback& on_stop = {});
-
-// Trains several arrays in one process, each over its own data pass (its
-// own data set, batch size, epochs and step budget): one step of each in
-// turn, each array on its own CUDA stream, until every one has finished;
-// each array's epochs end, and are evaluated, on its own schedule. For
-// models that share nothing but the device (a heterogeneous mix). The arrays
-// must share the device (InputError otherwise).
-void train_each_side_by_side(const std::vector<ArrayTrainer*>& members, const GroupEpochCallback& on_epoch);
-
 class ArrayTrainer {
  public:
   // `specs`: one per model; all share model architecture (fusion_key),

@@ -12,6 +12,7 @@
 #include "colo/core/stopwatch.h"
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
+#include "colo/fuse/side_by_side.h"
 #include "colo/fuse/sweep_progress.h"
 #include "colo/fuse/sweep_records.h"
 #include "colo/gpu/torch_device.h"
