@@ -79,6 +79,7 @@ struct Lane {
   data::TrainingBatches batches;
   int64_t epoch = 0, step = 0, samples = 0;
   Stopwatch epoch_clock;
+  double evaluating_at_start = 0;  // the process's evaluation seconds when this epoch began
   bool done = false;
 };
 
@@ -113,7 +114,8 @@ void train_each_side_by_side(const std::vector<ArrayTrainer*>& members, const Gr
     Lane& lane = lanes[i];
     ArrayTrainer& t = *lane.trainer;
     gpu::synchronize(device);
-    const double train_s = lane.epoch_clock.elapsed_s();
+    // Other arrays' evaluations inside this epoch trained nothing: left out.
+    const double train_s = lane.epoch_clock.elapsed_s() - (evaluating_s - lane.evaluating_at_start);
     Stopwatch evaluation;
     t.end_epoch(lane.epoch, lane.step, lane.samples, train_s, lane.epoch_clock, wall,
                 [&](int64_t model, const train::EpochRecord& r) { if (on_epoch) on_epoch(i, model, r); }, nullptr,
@@ -126,6 +128,7 @@ void train_each_side_by_side(const std::vector<ArrayTrainer*>& members, const Gr
     t.begin_epoch();
     lane.batches.start_epoch(lane.epoch);
     lane.epoch_clock.restart();
+    lane.evaluating_at_start = evaluating_s;
   };
   for (size_t running = lanes.size(); running > 0;) {
     running = 0;
