@@ -182,6 +182,36 @@ TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
   EXPECT_LE(progress["data_wait_s"].get<double>(), progress["train_s"].get<double>());
 }
 
+// `colo train A B` on a producer's batches: specs that agree share one
+// consumer and one pass; a spec with another batch size reads through a
+// consumer of its own, on its own schedule.
+TEST(ColoTrain, ModelsSideBySideReadASharedLoadersProducerTogetherOrEachOnItsOwn) {
+  TempDir dir;
+  testing::SharedProducer producer(dir, 96);
+  auto spec = [&](const std::string& name, int batch, const std::string& widths) {
+    return dir.write(name + ".toml", "device = \"cpu\"\nepochs = 2\nbatch_size = " + std::to_string(batch) +
+                                         "\ncheckpoint_every = 0\n[model]\nname = \"mlp\"\nwidths = [" + widths +
+                                         "]\n[data]\nname = \"shared\"\nloader = \"" + producer.data_file() +
+                                         "\"\n[optimizer]\nname = \"sgd\"\nlr = 0.05\n");
+  };
+  const std::string a = spec("a", 16, "32"), b = spec("b", 16, "8"), c = spec("c", 8, "16");
+  auto last_step = [&](const std::string& out) {
+    auto records = read_json_lines(dir.file(out));
+    EXPECT_EQ(records.size(), 2u) << out;
+    return records.empty() ? -1 : records.back()["step"].get<int64_t>();
+  };
+  auto together = run_colo(dir, "train " + a + " " + b + " --out " + dir.file("ab"));
+  ASSERT_EQ(together.status, 0) << together.err;
+  EXPECT_NE(together.err.find("one data pass for all"), std::string::npos) << together.err;
+  EXPECT_EQ(last_step("ab/0-mlp/metrics.jsonl"), 12) << "2 passes over 96 images in batches of 16";
+  EXPECT_EQ(last_step("ab/1-mlp/metrics.jsonl"), 12);
+  auto apart = run_colo(dir, "train " + a + " " + c + " --out " + dir.file("ac"));
+  ASSERT_EQ(apart.status, 0) << apart.err;
+  EXPECT_NE(apart.err.find("each over its own data"), std::string::npos) << apart.err;
+  EXPECT_EQ(last_step("ac/0-mlp/metrics.jsonl"), 12);
+  EXPECT_EQ(last_step("ac/1-mlp/metrics.jsonl"), 24) << "batches of 8";
+}
+
 TEST(ColoTrain, AProducerKilledMidRunEndsTrainingWithAClearErrorAndKeepsItsCheckpoints) {
   TempDir dir;
   testing::SharedProducer producer(dir, 64);

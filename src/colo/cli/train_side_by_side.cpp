@@ -10,6 +10,7 @@
 #include "colo/core/paths.h"
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
+#include "colo/data/shared_batches.h"
 #include "colo/fuse/array_trainer.h"
 #include "colo/fuse/side_by_side.h"
 #include "colo/gpu/torch_device.h"
@@ -36,12 +37,21 @@ int run_train_side_by_side(const std::vector<std::string>& spec_paths, const std
                s.epochs == first.epochs && s.max_steps == first.max_steps;
   }
   c10::Device where = gpu::resolve_device(first.device, first.source, "device");
-  std::map<std::string, data::Dataset> datasets;  // per data set named; trainers keep references
-  for (const train::TrainSpec& s : specs) {
-    ensure_writable_dir(s.output, s.source, "output");
+  for (const train::TrainSpec& s : specs) ensure_writable_dir(s.output, s.source, "output");
+  // Data read into memory is loaded once per data set. A shared loader's
+  // batches serve one pass: one consumer for a shared pass, one per model
+  // otherwise.
+  std::map<std::string, data::RunData> loaded;
+  std::vector<std::unique_ptr<data::RunData>> own_consumers;
+  auto run_data_for = [&](const train::TrainSpec& s) -> data::RunData& {
+    if (!one_pass && data::find_dataset(s.data.name).streamed) {
+      own_consumers.push_back(std::make_unique<data::RunData>(data::open_run_data(s.data, s.batch_size, where)));
+      return *own_consumers.back();
+    }
     const std::string key = data::data_key(s.data);
-    if (!datasets.count(key)) datasets.emplace(key, data::load_dataset(s.data));
-  }
+    if (!loaded.count(key)) loaded.emplace(key, data::open_run_data(s.data, s.batch_size, where));
+    return loaded.at(key);
+  };
   spdlog::info("{} models side by side on {}, {}", specs.size(), gpu::describe_device(where),
                one_pass ? "one data pass for all" : "each over its own data");
 
@@ -49,8 +59,11 @@ int run_train_side_by_side(const std::vector<std::string>& spec_paths, const std
   std::vector<fuse::ArrayTrainer*> members;
   std::vector<std::unique_ptr<JsonLinesWriter>> metrics;
   for (const train::TrainSpec& s : specs) {
-    trainers.push_back(std::make_unique<fuse::ArrayTrainer>(std::vector<train::TrainSpec>{s},
-                                                            datasets.at(data::data_key(s.data)), where));
+    data::RunData& run_data = run_data_for(s);
+    fuse::ArrayOptions options;
+    options.shared = run_data.shared.get();
+    trainers.push_back(
+        std::make_unique<fuse::ArrayTrainer>(std::vector<train::TrainSpec>{s}, run_data.dataset, where, options));
     members.push_back(trainers.back().get());
     metrics.push_back(std::make_unique<JsonLinesWriter>(s.output + "/metrics.jsonl", JsonLinesWriter::Mode::kTruncate));
   }
