@@ -205,7 +205,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run one workload at every level of GPU sharing; recommend the best for throughput and energy");
   cmd->add_option("workload", args->workload,
-                  "a sweep file, or a job file whose jobs declare `samples` (docs/compare.md)")
+                  "a sweep file, a job file whose jobs declare `samples`, or a Python script that calls "
+                  "colo.fuse.compare_workload (docs/cli-compare.md)")
       ->required();
   cmd->add_option("--levels", args->levels,
                   "levels to run, comma-separated (default all): sequential, timeslice, mps, slots, scheduler, "

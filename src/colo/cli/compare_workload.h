@@ -27,7 +27,7 @@ struct WorkloadCommand {
 
 struct CompareWorkload {
   std::string path;
-  std::string kind;                      // "sweep" | "jobs"
+  std::string kind;                      // "sweep" | "jobs" | "python"
   std::vector<WorkloadCommand> jobs;     // one process each
   std::optional<WorkloadCommand> fused;  // all of them in one process, fused
   std::optional<WorkloadCommand> streams;  // all of them in one process, on CUDA streams
@@ -41,7 +41,10 @@ struct CompareWorkload {
 // other file is a job file (docs/job-format.md) whose jobs each declare
 // `samples`, with optional [fused] and [streams] tables (command, samples)
 // that do the same training in one process; without [streams], jobs that are
-// all `colo train SPEC` on one data set get `colo train SPEC...` (side by side). Throws InputError naming the
+// all `colo train SPEC` get `colo train SPEC...` (side by side). A Python
+// script (*.py) that calls colo.fuse.compare_workload becomes one process per
+// configuration and one fused run ($COLO_PYTHON runs it, else python3; it is
+// run once first to count its configurations). Throws InputError naming the
 // file and field.
 CompareWorkload parse_compare_workload(const std::string& path, const std::string& colo_executable, int64_t steps);
 
