@@ -45,5 +45,21 @@ TEST(Paths, AtomicWriteReplacesContents) {
   EXPECT_EQ(list_directory(dir.path()), std::vector<std::string>{"x"});
 }
 
+// Two calls never get the same directory; a parent that does not exist is
+// named in the error.
+TEST(Paths, UniqueDirectoriesAreNewAndDistinct) {
+  testing::TempDir dir;
+  std::string a = make_unique_directory(dir.path(), "x"), b = make_unique_directory(dir.path(), "x");
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(is_directory(a) && is_directory(b));
+  EXPECT_EQ(a.rfind(dir.path() + "/x-", 0), 0u) << a;
+  try {
+    make_unique_directory(dir.file("missing"), "x");
+    ADD_FAILURE() << "no error for a missing parent";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace colo

@@ -143,12 +143,9 @@ PoolEnd run_pool(std::vector<Launch>& launches, size_t concurrency, const Enviro
   return end;
 }
 
-// A private, short MPS pipe directory (Unix socket paths are short).
-std::string temp_dir(const char* prefix) {
-  std::string pattern = std::string("/tmp/") + prefix + "-XXXXXX";
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a directory under /tmp");
-  return pattern;
-}
+// A private, short MPS pipe directory: under /tmp, not $TMPDIR, since Unix
+// socket paths are short.
+std::string mps_pipe_directory() { return make_unique_directory("/tmp", "colo-compare-mps"); }
 
 // The scheduler level; `watch` is made, once the jobs' progress files are
 // known, to follow them.
@@ -170,7 +167,7 @@ PoolEnd run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::Devi
   std::vector<int64_t> ids = store.submit(specs);
   sched::RunnerOptions runner_options = sched::runner_options_from_names("magm", "mps", "alone", 0.2);
   runner_options.log_dir = dir + "/logs";
-  std::string pipes = temp_dir("colo-compare-mps");
+  std::string pipes = mps_pipe_directory();
   runner_options.mps_dir = pipes;
   runner_options.mps_control = options.mps_control;
   {
@@ -327,7 +324,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
   std::string mps_pipes;
   try {
     if (level == ShareLevel::kMps) {
-      mps_pipes = temp_dir("colo-compare-mps");
+      mps_pipes = mps_pipe_directory();
       gpu::MpsOptions mps_options;
       mps_options.control = options.mps_control;
       mps_options.pipe_dir = mps_pipes + "/pipe";

@@ -1,7 +1,5 @@
 #include "colo/cli/compare_workload.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -118,9 +116,7 @@ std::string python_interpreter() {
 // How many configurations a Python workload script sweeps: it runs once with
 // COLO_COMPARE_ROLE=describe:FILE (colo.fuse.compare_workload writes them).
 int64_t python_configurations(const std::string& path, const std::string& python) {
-  const std::string dir = temp_directory() + "/colo-compare-describe-" + std::to_string(::getpid());
-  std::string failure = make_directories(dir);
-  if (!failure.empty()) throw std::runtime_error("cannot create " + dir + ": " + failure);
+  const std::string dir = make_unique_directory(temp_directory(), "colo-compare-describe");
   const std::string answer = dir + "/configs.json", log = dir + "/describe.log";
   ChildProcess describe({python, path}, {{"COLO_COMPARE_ROLE", "describe:" + answer}}, log);
   int code = exit_code_of(describe.wait());

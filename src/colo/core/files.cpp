@@ -90,6 +90,14 @@ std::string temp_directory() {
   return tmp && *tmp ? tmp : "/tmp";
 }
 
+std::string make_unique_directory(const std::string& parent, const std::string& prefix) {
+  std::string pattern = parent + "/" + prefix + "-XXXXXX";
+  if (!::mkdtemp(pattern.data())) {
+    throw std::runtime_error("cannot create a directory under " + parent + ": " + std::strerror(errno));
+  }
+  return pattern;
+}
+
 std::string current_directory() {
   char* cwd = ::getcwd(nullptr, 0);
   std::string out = cwd ? cwd : ".";

@@ -34,6 +34,10 @@ std::vector<std::string> list_directory(const std::string& path);
 // $TMPDIR, or /tmp.
 std::string temp_directory();
 
+// A new directory `parent`/`prefix`-XXXXXX that no other caller gets (mkdtemp,
+// mode 0700); throws std::runtime_error naming `parent` when it cannot be made.
+std::string make_unique_directory(const std::string& parent, const std::string& prefix);
+
 // The working directory of this process, or "." when it cannot be read.
 std::string current_directory();
 
