@@ -58,8 +58,12 @@ class _Normaliser:
 
     def __init__(self, mean, std, device, pin_memory):
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.mean = torch.tensor(mean, dtype=torch.float32, device=self.device).view(1, -1, 1, 1) * 255
-        self.std = torch.tensor(std, dtype=torch.float32, device=self.device).view(1, -1, 1, 1) * 255
+        mean = torch.tensor(mean, dtype=torch.float64).view(1, -1, 1, 1)
+        std = torch.tensor(std, dtype=torch.float64).view(1, -1, 1, 1)
+        # (x / 255 - mean) / std as one multiply and one add, in place: the
+        # subtract-then-divide form costs five times as much on a CPU.
+        self.scale = (1 / (255 * std)).to(self.device, torch.float32)
+        self.shift = (-mean / std).to(self.device, torch.float32)
         self.pin = pin_memory and self.device.type == "cuda"
 
     def empty(self, shape, dtype):
@@ -67,7 +71,7 @@ class _Normaliser:
 
     def __call__(self, pixels, labels):
         x = pixels.to(self.device, non_blocking=True).float()
-        return (x - self.mean) / self.std, labels.to(self.device, non_blocking=True)
+        return x.mul_(self.scale).add_(self.shift), labels.to(self.device, non_blocking=True)
 
 
 class SharedLoader:

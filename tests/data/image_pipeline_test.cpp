@@ -1,7 +1,9 @@
 #include "colo/data/image_pipeline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -258,6 +260,158 @@ TEST(ImageDecoder, SameDrawGivesTheSamePixelsWhateverTheThreads) {
   EXPECT_EQ(la, lb);
   b.fill(indices.data(), 6, 4, pc.data(), lb.data());
   EXPECT_NE(pa, pc) << "another draw (epoch) augments differently";
+}
+
+
+// A busy image (a hash of each pixel), so a wrong row or column shows.
+RgbImage noise(int64_t width, int64_t height) {
+  RgbImage image{width, height, std::vector<uint8_t>(static_cast<size_t>(width * height * 3))};
+  for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  return image;
+}
+
+TEST(JpegCodec, RegionDecodeGivesAFullDecodesPixelsThere) {
+  std::vector<uint8_t> jpeg = encode_jpeg(noise(203, 157), 90);
+  std::string error;
+  for (int scale : {1, 2}) {
+    RgbImage full, part;
+    ASSERT_TRUE(decode_jpeg(jpeg.data(), jpeg.size(), &full, &error, scale)) << error;
+    for (PixelRegion wanted : {PixelRegion{37, 21, 40, 55}, PixelRegion{0, 0, 30, 30}, PixelRegion{60, 40, 500, 500},
+                               PixelRegion{-5, 70, 12, 3}}) {
+      PixelRegion got;
+      ASSERT_TRUE(decode_jpeg_region(jpeg.data(), jpeg.size(), scale, wanted, &part, &got, &error)) << error;
+      const int64_t x0 = std::max<int64_t>(wanted.x0, 0), y0 = std::max<int64_t>(wanted.y0, 0);
+      const int64_t x1 = std::min(wanted.x0 + wanted.width, full.width);
+      const int64_t y1 = std::min(wanted.y0 + wanted.height, full.height);
+      EXPECT_LE(got.x0, x0);
+      EXPECT_LE(got.y0, y0);
+      EXPECT_GE(got.x0 + got.width, x1);
+      EXPECT_GE(got.y0 + got.height, y1);
+      ASSERT_EQ(part.width, got.width);
+      ASSERT_EQ(part.height, got.height);
+      EXPECT_LT(part.width * part.height, full.width * full.height) << "only part of the image";
+      for (int64_t y = y0; y < y1; ++y) {
+        for (int64_t x = x0; x < x1; ++x) {
+          for (int c = 0; c < 3; ++c) {
+            ASSERT_EQ(part.pixels[static_cast<size_t>(((y - got.y0) * part.width + x - got.x0) * 3 + c)],
+                      full.pixels[static_cast<size_t>((y * full.width + x) * 3 + c)])
+                << "scale 1/" << scale << " at " << x << "," << y;
+          }
+        }
+      }
+    }
+  }
+  std::vector<uint8_t> garbage(300, 0x33);
+  RgbImage image;
+  PixelRegion got;
+  EXPECT_FALSE(decode_jpeg_region(garbage.data(), garbage.size(), 1, {0, 0, 8, 8}, &image, &got, &error));
+}
+
+// Bilinear resampling written plainly, one output pixel at a time.
+std::vector<uint8_t> resample_plainly(const RgbImage& image, const CropBox& box, int64_t n) {
+  std::vector<uint8_t> chw(static_cast<size_t>(3 * n * n));
+  auto at = [&](int64_t x, int64_t y, int c) {
+    return image.pixels[static_cast<size_t>((y * image.width + x) * 3 + c)];
+  };
+  for (int64_t oy = 0; oy < n; ++oy) {
+    float fy = std::clamp(static_cast<float>(box.y0) + (oy + 0.5f) * static_cast<float>(box.height / n) - 0.5f, 0.0f,
+                          static_cast<float>(image.height - 1));
+    int64_t y = static_cast<int64_t>(fy), y1 = std::min(y + 1, image.height - 1);
+    for (int64_t ox = 0; ox < n; ++ox) {
+      float fx = std::clamp(static_cast<float>(box.x0) + (ox + 0.5f) * static_cast<float>(box.width / n) - 0.5f,
+                            0.0f, static_cast<float>(image.width - 1));
+      int64_t x = static_cast<int64_t>(fx), x1 = std::min(x + 1, image.width - 1);
+      int64_t out_x = box.flip ? n - 1 - ox : ox;
+      for (int c = 0; c < 3; ++c) {
+        float top = at(x, y, c) + (at(x1, y, c) - at(x, y, c)) * (fx - static_cast<float>(x));
+        float bottom = at(x, y1, c) + (at(x1, y1, c) - at(x, y1, c)) * (fx - static_cast<float>(x));
+        chw[static_cast<size_t>(c * n * n + oy * n + out_x)] =
+            static_cast<uint8_t>(top + (bottom - top) * (fy - static_cast<float>(y)) + 0.5f);
+      }
+    }
+  }
+  return chw;
+}
+
+TEST(CropResizeFlip, ResampleMatchesPlainBilinearUpAndDownFlippedOrNot) {
+  RgbImage image = noise(90, 70);
+  for (CropBox box : {CropBox{10, 5, 30, 20, false}, CropBox{10, 5, 30, 20, true}, CropBox{0, 0, 90, 70, false},
+                      CropBox{3.5, 60, 80, 10, true}, CropBox{50, 2, 8, 66, false}}) {
+    for (int64_t n : {7, 24, 64}) {
+      std::vector<uint8_t> fast(static_cast<size_t>(3 * n * n));
+      resample(image.pixels.data(), image.width, image.height, box, n, fast.data());
+      ASSERT_EQ(fast, resample_plainly(image, box, n)) << "box at " << box.x0 << "," << box.y0 << " to " << n;
+    }
+  }
+}
+
+TEST(ImageDecoder, RandomCropsAreThoseOfTheFullyDecodedImage) {
+  // The decoder reads only the rows and columns around each crop (and at
+  // 1/2 scale where the crop allows): the pixels must be those of cropping
+  // the whole decoded image, to float rounding.
+  testing::TempDir dir;
+  std::string root = dir.file("images");
+  write_image_folder(root, 1, {0}, 160, 90, [](int64_t) { return noise(160, 160).pixels; }, [](int64_t) {});
+  ImagePipelineSpec spec;
+  spec.size = 48;
+  spec.threads = 1;
+  ImageDecoder decoder(scan_image_folder(root), spec);
+  std::vector<uint8_t> bytes = encode_jpeg(noise(160, 160), 90);
+  int scaled = 0;
+  for (uint64_t draw = 0; draw < 40; ++draw) {
+    std::vector<int64_t> indices{0}, labels(1);
+    std::vector<uint8_t> got(3 * 48 * 48), want(3 * 48 * 48);
+    decoder.fill(indices.data(), 1, draw, got.data(), labels.data());
+    const uint64_t seed = image_sample_seed(spec.seed, draw, 0);
+    CropBox box = choose_crop(160, 160, spec, seed);
+    const int scale = decode_scale_for(box, spec.size);
+    scaled += scale > 1;
+    RgbImage full;
+    std::string error;
+    ASSERT_TRUE(decode_jpeg(bytes.data(), bytes.size(), &full, &error, scale)) << error;
+    const double k = static_cast<double>(full.width) / 160;
+    box.x0 *= k;
+    box.y0 *= k;
+    box.width *= k;
+    box.height *= k;
+    resample(full.pixels.data(), full.width, full.height, box, spec.size, want.data());
+    // Sampling positions are computed from the decoded region's corner,
+    // not the image's: float rounding may move a pixel by one level.
+    int worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+    ASSERT_LE(worst, 1) << "draw " << draw;
+    ASSERT_LT(mean_abs_difference(got, want), 0.05) << "draw " << draw;
+  }
+  EXPECT_GT(scaled, 0) << "some crops were decoded at a reduced scale";
+}
+
+TEST(ImageDecoder, CallsInFlightTogetherGiveWhatOneAtATimeGives) {
+  testing::TempDir dir;
+  ImageFolder folder = scan_image_folder(write_folder(dir, 9, 32));
+  ImagePipelineSpec spec;
+  spec.size = 16;
+  spec.threads = 3;
+  ImageDecoder together(folder, spec), apart(folder, spec);
+  const int64_t sample = 3 * 16 * 16;
+  std::vector<int64_t> indices{8, 7, 6, 5, 4, 3, 2, 1, 0};
+  std::vector<uint8_t> a(9 * sample), b(9 * sample);
+  std::vector<int64_t> la(9), lb(9);
+  std::vector<int64_t> tickets;
+  for (int64_t call = 0; call < 3; ++call) {
+    tickets.push_back(together.submit(indices.data() + 3 * call, 3, static_cast<uint64_t>(call),
+                                      a.data() + 3 * call * sample, la.data() + 3 * call));
+  }
+  together.wait(tickets[2]);  // out of order is allowed
+  together.wait(tickets[0]);
+  together.wait(tickets[1]);
+  for (int64_t call = 0; call < 3; ++call) {
+    apart.fill(indices.data() + 3 * call, 3, static_cast<uint64_t>(call), b.data() + 3 * call * sample,
+               lb.data() + 3 * call);
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(la, lb);
+  EXPECT_EQ(la, (std::vector<int64_t>{8, 7, 6, 5, 4, 3, 2, 1, 0}));
+  EXPECT_THROW(together.wait(tickets[0]), std::logic_error) << "a ticket is waited for once";
 }
 
 }  // namespace

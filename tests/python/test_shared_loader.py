@@ -64,6 +64,18 @@ def _consumer(data, batches, pause, device="cpu"):
                             env=dict(os.environ))
 
 
+def test_normalising_is_pixels_over_255_less_mean_over_std_and_leaves_the_pixels():
+    mean, std = [0.4, 0.5, 0.6], [0.2, 0.25, 0.3]
+    normalise = colo.data._Normaliser(mean, std, "cpu", False)
+    pixels = torch.randint(0, 256, (2, 3, 5, 5), dtype=torch.uint8)
+    kept = pixels.clone()
+    inputs, labels = normalise(pixels, torch.arange(2))
+    want = (pixels.double() / 255 - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
+    assert inputs.dtype == torch.float32
+    assert torch.allclose(inputs.double(), want, atol=1e-5)
+    assert torch.equal(pixels, kept) and labels.tolist() == [0, 1]
+
+
 def test_batches_are_normalised_images_with_labels(loader):
     data, _, _ = loader
     shared = colo.data.SharedLoader(str(data), 20)

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "colo/core/error.h"
 #include "colo/data/jpeg_codec.h"
@@ -31,6 +33,10 @@ uint64_t mix(uint64_t a, uint64_t b) {
 }
 
 }  // namespace
+
+uint64_t image_sample_seed(uint64_t seed, uint64_t draw, int64_t index) {
+  return mix(mix(seed, draw), static_cast<uint64_t>(index));
+}
 
 ImagePipelineSpec parse_image_pipeline(const SpecTable& table) {
   ImagePipelineSpec spec;
@@ -108,20 +114,39 @@ void resample(const uint8_t* hwc, int64_t width, int64_t height, const CropBox& 
     right[at] = std::min(x + 1, width - 1) * 3;
     weight[at] = fx - static_cast<float>(x);
   }
+  // The horizontal pass of a source row, channels apart: each source row is
+  // interpolated once, however many output rows blend it, and kept while
+  // the next output row may need it.
+  std::vector<float> buffers(static_cast<size_t>(2 * 3 * n));
+  float* rows[2] = {buffers.data(), buffers.data() + 3 * n};
+  int64_t held[2] = {-1, -1};
+  auto source_row = [&](int64_t y, int64_t keep) -> const float* {
+    for (int i = 0; i < 2; ++i) {
+      if (held[i] == y) return rows[i];
+    }
+    const int i = held[0] == keep ? 1 : 0;
+    const uint8_t* src = hwc + y * width * 3;
+    float* out = rows[i];
+    for (int64_t o = 0; o < n; ++o) {
+      const uint8_t* l = src + left[o];
+      const uint8_t* r = src + right[o];
+      const float dx = weight[o];
+      for (int c = 0; c < 3; ++c) out[c * n + o] = l[c] + (r[c] - l[c]) * dx;
+    }
+    held[i] = y;
+    return out;
+  };
   for (int64_t oy = 0; oy < n; ++oy) {
     float fy = std::clamp(static_cast<float>(box.y0) + (oy + 0.5f) * sy - 0.5f, 0.0f, static_cast<float>(height - 1));
-    int64_t y = static_cast<int64_t>(fy);
+    const int64_t y = static_cast<int64_t>(fy), y1 = std::min(y + 1, height - 1);
     const float dy = fy - static_cast<float>(y);
-    const uint8_t* row0 = hwc + y * width * 3;
-    const uint8_t* row1 = hwc + std::min(y + 1, height - 1) * width * 3;
+    const float* top = source_row(y, y1);
+    const float* bottom = source_row(y1, y);
     for (int c = 0; c < 3; ++c) {
+      const float* t = top + c * n;
+      const float* b = bottom + c * n;
       uint8_t* out = chw + c * plane + oy * n;
-      for (int64_t o = 0; o < n; ++o) {
-        const float dx = weight[o];
-        const float top = row0[left[o] + c] + (row0[right[o] + c] - row0[left[o] + c]) * dx;
-        const float bottom = row1[left[o] + c] + (row1[right[o] + c] - row1[left[o] + c]) * dx;
-        out[o] = static_cast<uint8_t>(top + (bottom - top) * dy + 0.5f);
-      }
+      for (int64_t o = 0; o < n; ++o) out[o] = static_cast<uint8_t>(t[o] + (b[o] - t[o]) * dy + 0.5f);
     }
   }
 }
@@ -150,66 +175,97 @@ int64_t ImageDecoder::corrupt_images() const {
   return static_cast<int64_t>(corrupt_.size());
 }
 
-void ImageDecoder::fill(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels) {
-  if (n <= 0) return;
-  Job job;
-  job.indices = indices;
-  job.n = n;
-  job.draw = draw;
-  job.pixels = pixels;
-  job.labels = labels;
-  std::unique_lock<std::mutex> lock(mutex_);
-  job_ = &job;
-  ++generation_;
+int64_t ImageDecoder::submit(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels) {
+  auto call = std::make_unique<Call>();
+  call->indices.assign(indices, indices + std::max<int64_t>(n, 0));
+  call->draw = draw;
+  call->pixels = pixels;
+  call->labels = labels;
+  std::lock_guard<std::mutex> lock(mutex_);
+  call->ticket = next_ticket_++;
+  const int64_t ticket = call->ticket;
+  calls_.push_back(std::move(call));
   wake_.notify_all();
-  // The job lives on this stack: wait until no worker holds it any more, not
-  // only until its images are done (a late worker may still read it).
-  finished_.wait(lock, [&] { return job.done == job.n && job.holders == 0; });
-  job_ = nullptr;
-  if (!job.failure.empty()) throw InputError(job.failure, "", "a readable JPEG image (on_error = \"stop\")");
+  return ticket;
 }
 
+void ImageDecoder::wait(int64_t ticket) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto find = [&] {
+    for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+      if ((*it)->ticket == ticket) return it;
+    }
+    throw std::logic_error("ImageDecoder::wait: no call " + std::to_string(ticket) + " in flight");
+  };
+  Call* call = find()->get();
+  finished_.wait(lock, [&] { return call->done == static_cast<int64_t>(call->indices.size()); });
+  const std::string failure = call->failure;
+  calls_.erase(find());
+  if (!failure.empty()) throw InputError(failure, "", "a readable JPEG image (on_error = \"stop\")");
+}
+
+void ImageDecoder::fill(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels) {
+  wait(submit(indices, n, draw, pixels, labels));
+}
+
+// Threads take images one at a time from the oldest call that has some left.
+// A call stays in calls_ until wait() has seen every image done, so the
+// pointer a thread holds stays valid while it decodes.
 void ImageDecoder::work() {
-  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    Job* job = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || (job_ && generation_ != seen); });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      ++job->holders;
-    }
-    int64_t finished = 0;
-    for (int64_t k; (k = job->next.fetch_add(1)) < job->n; ++finished) {
-      try {
-        load_one(job->indices[k], job->draw, job->pixels + k * sample_bytes(spec_), job->labels + k);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (job->failure.empty()) job->failure = e.what();
+    Call* call = nullptr;
+    wake_.wait(lock, [&] {
+      if (stop_) return true;
+      for (auto& c : calls_) {
+        if (c->next < static_cast<int64_t>(c->indices.size())) {
+          call = c.get();
+          return true;
+        }
       }
+      return false;
+    });
+    if (stop_) return;
+    const int64_t k = call->next++;
+    lock.unlock();
+    std::string failure;
+    try {
+      load_one(call->indices[static_cast<size_t>(k)], call->draw, call->pixels + k * sample_bytes(spec_),
+               call->labels + k);
+    } catch (const std::exception& e) {
+      failure = e.what();
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    job->done += finished;
-    --job->holders;
-    if (job->done == job->n && job->holders == 0) finished_.notify_all();
+    lock.lock();
+    if (!failure.empty() && call->failure.empty()) call->failure = failure;
+    if (++call->done == static_cast<int64_t>(call->indices.size())) finished_.notify_all();
   }
 }
 
 // The crop is drawn on the full-size image, and the JPEG is decoded only as
-// large as that crop needs (DCT scaling); the crop box is then scaled to it.
+// large as that crop needs (DCT scaling) and only around it (the rows and
+// columns bilinear sampling reads); the crop box is then moved into the
+// decoded pixels.
 bool ImageDecoder::load_cropped(const std::vector<uint8_t>& bytes, uint64_t sample_seed, RgbImage* image,
                                 std::string* error, uint8_t* out) const {
   int64_t width = 0, height = 0;
   if (!read_jpeg_size(bytes.data(), bytes.size(), &width, &height, error)) return false;
   CropBox box = choose_crop(width, height, spec_, sample_seed);
-  if (!decode_jpeg(bytes.data(), bytes.size(), image, error, decode_scale_for(box, spec_.size))) return false;
-  const double kx = static_cast<double>(image->width) / width, ky = static_cast<double>(image->height) / height;
+  const int scale = decode_scale_for(box, spec_.size);
+  // libjpeg's scaled size: ceil(side / scale).
+  const double kx = static_cast<double>((width + scale - 1) / scale) / width;
+  const double ky = static_cast<double>((height + scale - 1) / scale) / height;
   box.x0 *= kx;
   box.width *= kx;
   box.y0 *= ky;
   box.height *= ky;
+  // One pixel of margin each way: sampling reaches half a pixel past the box.
+  const auto x0 = static_cast<int64_t>(std::floor(box.x0)) - 1, y0 = static_cast<int64_t>(std::floor(box.y0)) - 1;
+  const PixelRegion wanted{x0, y0, static_cast<int64_t>(std::ceil(box.x0 + box.width)) + 2 - x0,
+                           static_cast<int64_t>(std::ceil(box.y0 + box.height)) + 2 - y0};
+  PixelRegion decoded;
+  if (!decode_jpeg_region(bytes.data(), bytes.size(), scale, wanted, image, &decoded, error)) return false;
+  box.x0 -= static_cast<double>(decoded.x0);
+  box.y0 -= static_cast<double>(decoded.y0);
   resample(image->pixels.data(), image->width, image->height, box, spec_.size, out);
   return true;
 }
@@ -227,7 +283,7 @@ void ImageDecoder::load_one(int64_t index, uint64_t draw, uint8_t* out, int64_t*
     const std::string& path = folder_.paths[static_cast<size_t>(i)];
     if (!read_whole_file(path, &bytes)) {
       error = "cannot read the file";
-    } else if (load_cropped(bytes, mix(mix(spec_.seed, draw), i), &image, &error, out)) {
+    } else if (load_cropped(bytes, image_sample_seed(spec_.seed, draw, i), &image, &error, out)) {
       *label = folder_.labels[static_cast<size_t>(i)];
       return;
     }

@@ -4,10 +4,11 @@
 // random horizontal flip, to uint8 CHW. Normalisation is left to the
 // consumer, on its own device, so the shared buffers stay uint8.
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -40,9 +41,11 @@ ImagePipelineSpec parse_image_pipeline(const SpecTable& table);
 // Bytes of one output sample.
 inline int64_t sample_bytes(const ImagePipelineSpec& spec) { return 3 * spec.size * spec.size; }
 
-// Loads samples through a pool of decode threads. fill() is deterministic:
-// sample k of a call gets the same pixels for the same (seed, index,
-// draw) whichever thread decodes it.
+// Loads samples through a pool of decode threads. Several calls may be in
+// flight at once (submit, then wait), so the threads go on to the next
+// call's images while the caller hands on a finished one. The pixels are
+// deterministic: sample k of a call gets the same pixels for the same
+// (seed, index, draw) whichever thread decodes it.
 class ImageDecoder {
  public:
   ImageDecoder(ImageFolder folder, ImagePipelineSpec spec);
@@ -50,11 +53,17 @@ class ImageDecoder {
   ImageDecoder(const ImageDecoder&) = delete;
   ImageDecoder& operator=(const ImageDecoder&) = delete;
 
-  // Decodes images `indices[0..n)` into `pixels` (n samples, uint8 CHW) and
-  // their labels into `labels`; `draw` picks the augmentation (e.g. the
-  // epoch). A corrupt image prints one line naming the file (once per file)
-  // and is replaced by the next readable image, or, with stop_on_error,
-  // throws InputError naming it. Blocks until all n are done.
+  // Starts decoding images `indices[0..n)` into `pixels` (n samples, uint8
+  // CHW) and their labels into `labels`; `draw` picks the augmentation
+  // (e.g. the epoch). Returns at once with a ticket for wait(); calls are
+  // decoded in the order submitted. `pixels` and `labels` must stay valid
+  // until wait(ticket) returns; `indices` is copied.
+  int64_t submit(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels);
+  // Blocks until call `ticket` is decoded. A corrupt image prints one line
+  // naming the file (once per file) and is replaced by the next readable
+  // image, or, with stop_on_error, this throws InputError naming it.
+  void wait(int64_t ticket);
+  // submit then wait.
   void fill(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels);
 
   const ImageFolder& folder() const { return folder_; }
@@ -63,15 +72,14 @@ class ImageDecoder {
   int64_t corrupt_images() const;
 
  private:
-  struct Job {
-    const int64_t* indices = nullptr;
-    int64_t n = 0;
+  struct Call {
+    int64_t ticket = 0;
+    std::vector<int64_t> indices;
     uint64_t draw = 0;
     uint8_t* pixels = nullptr;
     int64_t* labels = nullptr;
-    std::atomic<int64_t> next{0};
-    int64_t done = 0;
-    int holders = 0;  // workers that took this job and may still touch it
+    int64_t next = 0;  // the next image a thread takes
+    int64_t done = 0;  // images finished
     std::string failure;
   };
   void work();
@@ -84,11 +92,15 @@ class ImageDecoder {
   std::vector<std::thread> threads_;
   mutable std::mutex mutex_;
   std::condition_variable wake_, finished_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
+  std::deque<std::unique_ptr<Call>> calls_;  // submitted, not yet waited for; oldest first
+  int64_t next_ticket_ = 0;
   bool stop_ = false;
   std::set<int64_t> corrupt_;
 };
+
+// The seed of image `index`'s augmentation in draw `draw` of a pipeline
+// seeded `seed` (what choose_crop gets).
+uint64_t image_sample_seed(uint64_t seed, uint64_t draw, int64_t index);
 
 // One sample's crop of a width x height image, in its pixels, and whether
 // it is flipped.

@@ -1,5 +1,6 @@
 #include "colo/data/jpeg_codec.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <stdexcept>
@@ -59,7 +60,15 @@ bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* 
   return true;
 }
 
-bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error, int scale_denominator) {
+namespace {
+
+// Pixels decoded past each side of a wanted region (2 is enough for 2x
+// chroma upsampling; more costs little).
+constexpr int64_t kUpsamplingMargin = 4;
+
+// Decodes the rows and columns of `wanted` (null: all of them).
+bool decode(const uint8_t* bytes, size_t size, int scale_denominator, const PixelRegion* wanted, RgbImage* image,
+            PixelRegion* decoded, std::string* error) {
   if (scale_denominator != 1 && scale_denominator != 2 && scale_denominator != 4 && scale_denominator != 8) {
     throw std::invalid_argument("decode_jpeg: scale denominator must be 1, 2, 4 or 8");
   }
@@ -76,21 +85,59 @@ bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string
   info.scale_num = 1;
   info.scale_denom = static_cast<unsigned int>(scale_denominator);
   jpeg_start_decompress(&info);
-  image->width = info.output_width;
-  image->height = info.output_height;
+  const int64_t full_width = info.output_width, full_height = info.output_height;
+  PixelRegion region{0, 0, full_width, full_height};
+  if (wanted) {
+    // Chroma upsampling blends neighbouring pixels: decode a margin around
+    // `wanted`, so its own pixels are those of a full decode.
+    const int64_t x0 = std::clamp<int64_t>(wanted->x0 - kUpsamplingMargin, 0, full_width - 1);
+    const int64_t y0 = std::clamp<int64_t>(wanted->y0 - kUpsamplingMargin, 0, full_height - 1);
+    const int64_t x1 = std::clamp<int64_t>(wanted->x0 + wanted->width + kUpsamplingMargin, x0 + 1, full_width);
+    const int64_t y1 = std::clamp<int64_t>(wanted->y0 + wanted->height + kUpsamplingMargin, y0 + 1, full_height);
+    region = {x0, y0, x1 - x0, y1 - y0};
+    if (region.width < full_width) {
+      auto x = static_cast<JDIMENSION>(region.x0), width = static_cast<JDIMENSION>(region.width);
+      jpeg_crop_scanline(&info, &x, &width);
+      region.x0 = x;
+      region.width = width;
+    }
+    if (region.y0 > 0) {
+      region.y0 = jpeg_skip_scanlines(&info, static_cast<JDIMENSION>(region.y0));
+      region.height = std::min(region.height, full_height - region.y0);
+    }
+  }
+  image->width = region.width;
+  image->height = region.height;
   image->pixels.resize(static_cast<size_t>(image->width * image->height * 3));
-  while (info.output_scanline < info.output_height) {
-    JSAMPROW row = image->pixels.data() + static_cast<size_t>(info.output_scanline) * image->width * 3;
+  for (int64_t y = 0; y < region.height; ++y) {
+    JSAMPROW row = image->pixels.data() + static_cast<size_t>(y * image->width * 3);
     jpeg_read_scanlines(&info, &row, 1);
   }
-  jpeg_finish_decompress(&info);
+  const bool whole = region.y0 + region.height == full_height;
+  if (whole) {
+    jpeg_finish_decompress(&info);
+  } else {
+    jpeg_abort_decompress(&info);
+  }
   bool truncated = info.err->num_warnings > 0;
   jpeg_destroy_decompress(&info);
   if (truncated) {
     *error = "corrupt or truncated JPEG data";
     return false;
   }
+  if (decoded) *decoded = region;
   return true;
+}
+
+}  // namespace
+
+bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error, int scale_denominator) {
+  return decode(bytes, size, scale_denominator, nullptr, image, nullptr, error);
+}
+
+bool decode_jpeg_region(const uint8_t* bytes, size_t size, int scale_denominator, const PixelRegion& wanted,
+                        RgbImage* image, PixelRegion* decoded, std::string* error) {
+  return decode(bytes, size, scale_denominator, &wanted, image, decoded, error);
 }
 
 std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {

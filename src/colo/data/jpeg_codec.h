@@ -21,6 +21,21 @@ struct RgbImage {
 // full decode: the image is then ceil(width / d) x ceil(height / d).
 bool decode_jpeg(const uint8_t* bytes, size_t size, RgbImage* image, std::string* error, int scale_denominator = 1);
 
+// A rectangle of an image's pixels: columns [x0, x0 + width), rows
+// [y0, y0 + height).
+struct PixelRegion {
+  int64_t x0 = 0, y0 = 0, width = 0, height = 0;
+};
+
+// decode_jpeg of only `wanted`, given in the pixels of the image decoded at
+// 1/scale_denominator and clipped to it. Rows above and below it are skipped
+// and columns beside it are not transformed, which costs less than a full
+// decode. `*decoded` is the region `image` holds: `wanted` and a margin,
+// widened to the JPEG's block boundaries. Within `wanted` its pixels are
+// those a full decode gives. Damage below the region may go unnoticed.
+bool decode_jpeg_region(const uint8_t* bytes, size_t size, int scale_denominator, const PixelRegion& wanted,
+                        RgbImage* image, PixelRegion* decoded, std::string* error);
+
 // Reads only the JPEG's header: its full width and height. Returns false and
 // sets `*error` as decode_jpeg does.
 bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* height, std::string* error);

@@ -1,6 +1,7 @@
 #include "colo/data/loader_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -46,6 +47,8 @@ struct Consumer {
 
 // Departed consumers whose last report `stats` still lists.
 constexpr size_t kDepartedKept = 16;
+// At most this many chunks are decoded at once (fewer with a ring of few slots).
+constexpr int64_t kChunksInFlight = 3;
 
 struct Published {
   int64_t slot = 0;
@@ -182,72 +185,118 @@ void LoaderServer::serve(double report_s) {
     std::vector<int64_t> order(static_cast<size_t>(images));
     int64_t epoch = -1, offset = images;
     std::vector<int64_t> indices;
+    const int64_t pixels_at = loader_slot_pixels_offset(chunk);
+    // Chunks being decoded at once: the decode threads go on to the next
+    // chunk while this thread publishes (and copies to the device) the last.
+    const int64_t depth = std::clamp<int64_t>(slots - 1, 1, kChunksInFlight);
+    struct InFlight {
+      int64_t seq, ticket, count, epoch;
+    };
+    std::deque<InFlight> in_flight;
+    int64_t next_chunk = 0;
+
+    // Chunk k may take its slot once every consumer is done with the chunk
+    // it held (or was left behind). Called with s.mutex held.
+    auto slot_free = [&](int64_t k) {
+      if (k < slots) return true;
+      if (s.consumers.empty()) return false;
+      for (const auto& [id, c] : s.consumers) {
+        if (c.keep <= k - slots && !c.behind) return false;
+      }
+      return true;
+    };
+    // Waits for chunk k's slot, leaving behind consumers that stall past
+    // stall_s; false when the server stops.
+    auto take_slot = [&](int64_t k) {
+      std::unique_lock<std::mutex> lock(s.mutex);
+      Stopwatch waiting;
+      for (;;) {
+        if (s.stopping) return false;
+        if (slot_free(k)) break;
+        const int64_t reused = k - slots;  // the chunk whose slot k takes
+        if (!s.consumers.empty() && waiting.elapsed_s() > spec_.stall_s) {
+          for (auto& [id, c] : s.consumers) {
+            // Pending, it holds nothing older than it asked for, unless
+            // it reads in place and has not released what it read.
+            if (c.keep <= reused && (!c.pending || c.keep < c.requested)) {
+              if (!c.behind) {
+                std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
+                             static_cast<long long>(id), spec_.stall_s);
+                ++s.left_behind;
+              }
+              c.behind = true;
+              c.cursor = std::max(c.cursor, reused + 1);
+              c.keep = reused + 1;
+            }
+          }
+          continue;
+        }
+        s.changed.wait_for(lock, std::chrono::milliseconds(50));
+      }
+      if (k >= slots) {
+        s.chunks.erase(k - slots);
+        s.oldest = k - slots + 1;
+      }
+      return true;
+    };
+    auto submit = [&](int64_t k) {
+      if (offset >= images) {
+        ++epoch;
+        offset = 0;
+        std::iota(order.begin(), order.end(), 0);
+        std::mt19937_64 rng(spec_.pipeline.seed * 1000003 + static_cast<uint64_t>(epoch));
+        std::shuffle(order.begin(), order.end(), rng);
+      }
+      const int64_t n = std::min(chunk, images - offset);
+      indices.assign(order.begin() + offset, order.begin() + offset + n);
+      offset += n;
+      uint8_t* slot = s.ring.slot(k % slots);
+      *reinterpret_cast<volatile int64_t*>(slot) = -1;
+      std::atomic_thread_fence(std::memory_order_release);
+      auto* labels = reinterpret_cast<int64_t*>(slot + sizeof(int64_t));
+      const int64_t ticket = s.decoder.submit(indices.data(), n, static_cast<uint64_t>(epoch), slot + pixels_at, labels);
+      in_flight.push_back(InFlight{k, ticket, n, epoch});
+    };
+    auto publish_oldest = [&] {
+      const InFlight f = in_flight.front();
+      in_flight.pop_front();
+      s.decoder.wait(f.ticket);
+      uint8_t* slot = s.ring.slot(f.seq % slots);
+      std::atomic_thread_fence(std::memory_order_release);
+      *reinterpret_cast<volatile int64_t*>(slot) = f.seq;
+      if (s.mirror) s.mirror->copy_slot(f.seq % slots, slot, pixels_at + f.count * sample_bytes(spec_.pipeline));
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.chunks[f.seq] = Published{f.seq % slots, f.count, f.epoch};
+      s.next_seq = f.seq + 1;
+      s.samples += f.count;
+    };
     try {
       for (;;) {
-        int64_t k;
+        bool free_now;
         {
-          std::unique_lock<std::mutex> lock(s.mutex);
-          k = s.next_seq;
-          Stopwatch waiting;
-          for (;;) {
-            if (s.stopping) return;
-            if (k < slots) break;
-            const int64_t reused = k - slots;  // the chunk whose slot k takes
-            bool free = !s.consumers.empty();
-            for (const auto& [id, c] : s.consumers) free = free && (c.keep > reused || c.behind);
-            if (free) break;
-            if (!s.consumers.empty() && waiting.elapsed_s() > spec_.stall_s) {
-              for (auto& [id, c] : s.consumers) {
-                // Pending, it holds nothing older than it asked for, unless
-                // it reads in place and has not released what it read.
-                if (c.keep <= reused && (!c.pending || c.keep < c.requested)) {
-                  if (!c.behind) {
-                    std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
-                                 static_cast<long long>(id), spec_.stall_s);
-                    ++s.left_behind;
-                  }
-                  c.behind = true;
-                  c.cursor = std::max(c.cursor, reused + 1);
-                  c.keep = reused + 1;
-                }
-              }
-              continue;
-            }
-            s.changed.wait_for(lock, std::chrono::milliseconds(50));
-          }
-          if (k >= slots) {
-            s.chunks.erase(k - slots);
-            s.oldest = k - slots + 1;
-          }
+          std::lock_guard<std::mutex> lock(s.mutex);
+          if (s.stopping) break;
+          free_now = slot_free(next_chunk);
         }
-        if (offset >= images) {
-          ++epoch;
-          offset = 0;
-          std::iota(order.begin(), order.end(), 0);
-          std::mt19937_64 rng(spec_.pipeline.seed * 1000003 + static_cast<uint64_t>(epoch));
-          std::shuffle(order.begin(), order.end(), rng);
+        // Publish what is decoded rather than wait for a slot (or for room
+        // in flight) with decoded chunks held back from the consumers.
+        if (!in_flight.empty() && (!free_now || static_cast<int64_t>(in_flight.size()) >= depth)) {
+          publish_oldest();
+          continue;
         }
-        const int64_t n = std::min(chunk, images - offset);
-        indices.assign(order.begin() + offset, order.begin() + offset + n);
-        offset += n;
-        uint8_t* slot = s.ring.slot(k % slots);
-        auto* header = reinterpret_cast<volatile int64_t*>(slot);
-        *header = -1;
-        std::atomic_thread_fence(std::memory_order_release);
-        auto* labels = reinterpret_cast<int64_t*>(slot + sizeof(int64_t));
-        const int64_t pixels_at = loader_slot_pixels_offset(chunk);
-        s.decoder.fill(indices.data(), n, static_cast<uint64_t>(epoch), slot + pixels_at, labels);
-        std::atomic_thread_fence(std::memory_order_release);
-        *header = k;
-        if (s.mirror) s.mirror->copy_slot(k % slots, slot, pixels_at + n * sample_bytes(spec_.pipeline));
-        std::lock_guard<std::mutex> lock(s.mutex);
-        s.chunks[k] = Published{k % slots, n, epoch};
-        s.next_seq = k + 1;
-        s.samples += n;
+        if (!take_slot(next_chunk)) break;
+        submit(next_chunk++);
       }
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.failure = e.what();
+    }
+    // The decode threads write into ring slots: let them finish first.
+    for (const InFlight& f : in_flight) {
+      try {
+        s.decoder.wait(f.ticket);
+      } catch (const std::exception&) {
+      }
     }
   });
 
