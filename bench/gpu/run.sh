@@ -233,6 +233,7 @@ if want shared; then
   "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size 256 --out /tmp/colo-images/train \
     >"$OUT/shared/images.json" 2>/dev/null
   nproc >"$OUT/shared/nproc.txt"
+  lscpu -e >"$OUT/shared/lscpu.txt" 2>&1 || true
   # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS ..." 4 jobs on cores 0-3 each.
   for run in ${SHARED_RUNS:-resnet18:224:128:120}; do
     IFS=: read -r model size batch steps <<<"$run"
