@@ -116,13 +116,18 @@ def job(args):
     import colo.data
     torch.set_num_threads(max(1, args.torch_threads))
     device = args.device
+    # Every mode alike: CUDA waits sleep (colo's loaders would ask for it
+    # anyway), unless --cuda-spin keeps CUDA's default spinning.
+    sleeps = not args.cuda_spin and colo.data.sleep_while_waiting(device)
     if args.source == "shared":
-        loader = colo.data.SharedLoader(args.data, args.batch, device=device, timeout=60)
+        loader = colo.data.SharedLoader(args.data, args.batch, device=device, timeout=60,
+                                        sleep_while_waiting=not args.cuda_spin)
         classes = loader.classes
         if args.expect_device_ring and not loader.reads_device_ring:
             raise SystemExit("the shared loader's device ring could not be read")
     elif args.source == "own_colo":
-        loader = colo.data.LocalImageLoader(args.data, args.batch, device=device, threads=args.threads)
+        loader = colo.data.LocalImageLoader(args.data, args.batch, device=device, threads=args.threads,
+                                            sleep_while_waiting=not args.cuda_spin)
         classes = loader.classes
     else:
         spec = colo.data._core().loader_spec(args.data)
@@ -162,7 +167,8 @@ def job(args):
     end = time.time()
     cpu = tree_cpu_s(os.getpid()) - cpu_start
     print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
-                      "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False))}),
+                      "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False)),
+                      "cuda_waits_sleep": sleeps}),
           flush=True)
 
 
@@ -184,6 +190,7 @@ def run_mode(args, mode, data):
                                         "--model", args.model, "--device", args.device, "--steps", str(args.steps),
                                         "--batch", str(args.batch), "--threads", str(args.threads),
                                         "--torch-threads", str(args.torch_threads)]
+                             + (["--cuda-spin"] if args.cuda_spin else [])
                              + (["--expect-device-ring"] if device_ring else []),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(args.jobs)]
     results = []
@@ -237,6 +244,7 @@ def run(args):
     best_own = max(own, key=lambda m: m["samples_per_s"])
     shared = by["shared"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
+               "cuda_waits": "spin" if args.cuda_spin else "sleep",
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
                "best_own": best_own["mode"],
                "speedup": shared["samples_per_s"] / best_own["samples_per_s"],
@@ -307,6 +315,8 @@ def main():
     j.add_argument("--torch-threads", type=int, default=1)
     j.add_argument("--expect-device-ring", action="store_true", help="fail unless SharedLoader reads the GPU ring")
     for p in (r, j):
+        p.add_argument("--cuda-spin", action="store_true",
+                       help="keep CUDA's default of spinning while waiting for the GPU (all modes)")
         p.add_argument("--model", default="tiny")
         p.add_argument("--device", default="cpu")
         p.add_argument("--steps", type=int, default=50)

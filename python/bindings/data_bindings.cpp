@@ -6,6 +6,7 @@
 #include "colo/data/image_pipeline.h"
 #include "colo/data/loader_server.h"
 #include "colo/data/shared_loader.h"
+#include "colo/gpu/torch_device.h"
 #include "data_bindings.h"
 
 namespace py = pybind11;
@@ -29,6 +30,9 @@ void bind_data(py::module& m) {
   using colo::data::SharedLoaderClient;
   py::register_exception<colo::data::ProducerLost>(m, "ProducerLost", PyExc_RuntimeError);
 
+  m.def("sleep_while_waiting", [](const std::string& device) {
+    return colo::gpu::sleep_while_waiting(c10::Device(device));
+  });
   m.def("loader_spec", [](const std::string& path) {
     colo::data::LoaderServeSpec spec = colo::data::parse_loader_serve_spec(path);
     py::dict d;

@@ -47,6 +47,18 @@ def data_wait_s():
     return _closed_wait_s[0] + sum(loader.stats()["wait_s"] for loader in live)
 
 
+def sleep_while_waiting(device):
+    """Makes this process's threads sleep, not spin on a core, while they wait
+    for the CUDA `device` (cudaDeviceScheduleBlockingSync). CUDA spins by
+    default, and on a CPU-poor host a trainer spinning on the GPU takes the
+    cores its loader (or a shared producer) decodes on. Best called before
+    anything uses the device; SharedLoader and LocalImageLoader call it unless
+    given `sleep_while_waiting=False`. Returns whether the device now sleeps
+    while waiting (False on the CPU)."""
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    return device.type == "cuda" and bool(_core().sleep_while_waiting(str(device)))
+
+
 def __getattr__(name):
     if name == "ProducerLost":  # from the C++ module, loaded on first use
         return _core().ProducerLost
@@ -56,8 +68,9 @@ def __getattr__(name):
 class _Normaliser:
     """uint8 [B, 3, H, W] on the host -> float32 normalised on `device`."""
 
-    def __init__(self, mean, std, device, pin_memory):
+    def __init__(self, mean, std, device, pin_memory, sleep):
         self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.sleeps_while_waiting = sleep and sleep_while_waiting(self.device)
         mean = torch.tensor(mean, dtype=torch.float64).view(1, -1, 1, 1)
         std = torch.tensor(std, dtype=torch.float64).view(1, -1, 1, 1)
         # (x / 255 - mean) / std as one multiply and one add, in place: the
@@ -88,9 +101,13 @@ class SharedLoader:
     (`device = "cuda"` in DATA.toml), batches are copied device to device
     from it (CUDA IPC): no host-to-device copy per consumer. `device_ring`
     = False, or a ring that cannot be mapped here, copies through host
-    memory instead (`self.reads_device_ring` says which)."""
+    memory instead (`self.reads_device_ring` says which). On CUDA the
+    process's threads sleep while they wait for the GPU rather than spin
+    (see sleep_while_waiting; `self.normalise.sleeps_while_waiting` says
+    whether that took)."""
 
-    def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0, device_ring=True):
+    def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0, device_ring=True,
+                 sleep_while_waiting=True):
         if source is None:
             source = os.environ.get("COLO_LOADER")
             if not source:
@@ -100,7 +117,7 @@ class SharedLoader:
         self.address = address
         self.client = _core().SharedLoaderClient(address, int(batch_size), float(timeout))
         self.batch_size = int(batch_size)
-        self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory)
+        self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.client.classes
         self.reader = None
         if device_ring and self.normalise.device.type == "cuda" and self.client.device_ring is not None:
@@ -148,10 +165,11 @@ class LocalImageLoader:
     ahead on a background thread, as a DataLoader's workers would. Same
     interface as SharedLoader; shuffles with `seed` + epoch."""
 
-    def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2):
+    def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2,
+                 sleep_while_waiting=True):
         self.decoder = _core().ImageDecoder(str(data_file), int(threads))
         self.batch_size = int(batch_size)
-        self.normalise = _Normaliser(self.decoder.mean, self.decoder.std, device, pin_memory)
+        self.normalise = _Normaliser(self.decoder.mean, self.decoder.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.decoder.classes
         self.seed, self.epoch, self.prefetch = seed, 0, max(1, prefetch)
         self.wait_s = 0.0

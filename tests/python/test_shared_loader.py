@@ -66,7 +66,7 @@ def _consumer(data, batches, pause, device="cpu"):
 
 def test_normalising_is_pixels_over_255_less_mean_over_std_and_leaves_the_pixels():
     mean, std = [0.4, 0.5, 0.6], [0.2, 0.25, 0.3]
-    normalise = colo.data._Normaliser(mean, std, "cpu", False)
+    normalise = colo.data._Normaliser(mean, std, "cpu", False, True)
     pixels = torch.randint(0, 256, (2, 3, 5, 5), dtype=torch.uint8)
     kept = pixels.clone()
     inputs, labels = normalise(pixels, torch.arange(2))
@@ -74,6 +74,19 @@ def test_normalising_is_pixels_over_255_less_mean_over_std_and_leaves_the_pixels
     assert inputs.dtype == torch.float32
     assert torch.allclose(inputs.double(), want, atol=1e-5)
     assert torch.equal(pixels, kept) and labels.tolist() == [0, 1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_waits_sleep_once_asked_before_and_after_the_device_is_in_use():
+    code = textwrap.dedent("""\
+        import torch, colo.data
+        before = colo.data.sleep_while_waiting("cuda")
+        torch.ones(1, device="cuda").sum().item()
+        print(before, colo.data.sleep_while_waiting("cuda:0"), colo.data.sleep_while_waiting("cpu"))
+        """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True", "False"]
 
 
 def test_batches_are_normalised_images_with_labels(loader):

@@ -83,21 +83,8 @@ DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device
                                         at::kByte);
 }
 
-DeviceRingReader::~DeviceRingReader() {
-  for (const Queued& q : queued_) q.point.wait();
-}
-
 std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
   const int64_t batch = client_.batch_size(), sample = client_.sample_bytes();
-  // Hand back every chunk the device has copied before asking for more:
-  // all before the oldest batch whose copies are still queued. Wait for
-  // copies when holding their chunks could starve this batch of a slot.
-  while (!queued_.empty() && (queued_.front().point.passed() ||
-                              client_.holding_blocks_next_batch(queued_.front().first_seq))) {
-    queued_.front().point.wait();
-    queued_.pop_front();
-  }
-  client_.release_before(queued_.empty() ? client_.current_chunk() : queued_.front().first_seq);
   std::vector<RingPiece> pieces = client_.next_batch_pieces(nullptr);
   std::vector<int64_t> dims{batch};
   for (int64_t d : client_.sample_shape()) dims.push_back(d);
@@ -120,7 +107,11 @@ std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
     }
     return std::vector<at::Tensor>{pixels, labels};
   });
-  queued_.push_back(Queued{pieces.front().seq, std::move(copied)});
+  // Hand the chunks back as soon as they are copied, not at the next call:
+  // a consumer's whole training step would otherwise hold ring slots the
+  // producer needs, and the slowest consumer would stall every other.
+  copied.wait();
+  client_.release_before(client_.current_chunk());
   return {pixels, labels};
 }
 

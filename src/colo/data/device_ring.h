@@ -6,7 +6,6 @@
 // constructors throw std::runtime_error saying so.
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <utility>
 
@@ -42,29 +41,22 @@ class DeviceRingReader {
   // when the producer keeps none, or it cannot be mapped here (a CPU build,
   // another host). `client` must outlive the reader.
   DeviceRingReader(SharedLoaderClient& client, const c10::Device& device);
-  // Waits for the copies still reading the ring before unmapping it.
-  ~DeviceRingReader();
   DeviceRingReader(const DeviceRingReader&) = delete;
   DeviceRingReader& operator=(const DeviceRingReader&) = delete;
 
   // The next batch, pixels (uint8 [B, C, H, W]) and labels (int64 [B]) on
   // the reader's device: copied on a stream of the reader's own, so the
-  // copies need not wait for the training work already queued, and ready
-  // for any work queued after this call on the device's current stream.
-  // Hands the producer back every chunk whose copies the device has made.
-  // Throws as SharedLoaderClient::next_batch does.
+  // copies need not wait for the training work already queued. Returns once
+  // they are made (the thread sleeps if CUDA waits block) and hands their
+  // chunks back to the producer. Throws as SharedLoaderClient::next_batch
+  // does.
   std::pair<at::Tensor, at::Tensor> next();
 
  private:
-  struct Queued {
-    int64_t first_seq;
-    gpu::StreamPoint point;  // after the batch's copies
-  };
   SharedLoaderClient& client_;
   c10::Device device_;
   at::Tensor ring_;  // uint8, the whole device ring
   int64_t slot_bytes_;
-  std::deque<Queued> queued_;
   gpu::CopyStream copies_;
 };
 

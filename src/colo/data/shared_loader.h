@@ -71,14 +71,8 @@ class SharedLoaderClient {
   // The oldest chunk the next batch reads (the current one, while it has
   // samples left).
   int64_t current_chunk() const { return used_ < have_ ? chunk_seq_ : chunk_seq_ + 1; }
-  // Whether still holding every chunk from `seq` on could leave the producer
-  // no slot for a chunk the next batch needs (a batch spans up to
-  // batch_size / chunk + 2 chunks: an unaligned start and a pass's short
-  // last chunk). A consumer reading in place then waits for its copies and
-  // releases them before it asks for more.
-  bool holding_blocks_next_batch(int64_t seq) const {
-    return current_chunk() - seq + chunks_per_batch() > slots_;
-  }
+  // Chunks a batch may span: an unaligned start and a pass's short last
+  // chunk add two.
   int64_t chunks_per_batch() const { return (batch_size_ + chunk_ - 1) / chunk_ + 2; }
   int64_t slots() const { return slots_; }
   // The producer's device ring (handle, device, bytes), or null when it

@@ -158,4 +158,29 @@ std::string describe_device(const c10::Device& device) {
   return device.str();
 }
 
+bool sleep_while_waiting(const c10::Device& device) {
+#if COLO_HAS_CUDA
+  if (!device.is_cuda()) return false;
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const int index = device.has_index() ? device.index() : current;
+  if (index != current && cudaSetDevice(index) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  unsigned int flags = 0;
+  const bool set = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) == cudaSuccess &&
+                   cudaGetDeviceFlags(&flags) == cudaSuccess;
+  if (!set) cudaGetLastError();
+  if (index != current) cudaSetDevice(current);
+  return set && (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 }  // namespace colo::gpu

@@ -53,6 +53,14 @@ std::optional<int64_t> reserved_bytes(const c10::Device& device);
 // the driver, so the next peak window starts from what is really live.
 void release_cached_memory(const c10::Device& device);
 
+// Asks CUDA to put this process's threads to sleep while they wait for
+// `device` (cudaDeviceScheduleBlockingSync) rather than spin on a core, as
+// CUDA does by default when a machine has more cores than contexts: on a
+// CPU-poor host a spinning trainer takes the cores its data loader needs.
+// Best called before the process first uses the device. Returns whether
+// the device now has that setting (false on the CPU and on CPU builds).
+bool sleep_while_waiting(const c10::Device& device);
+
 // Short description of the device for tables ("cpu", "cuda:0 NVIDIA H100").
 std::string describe_device(const c10::Device& device);
 
