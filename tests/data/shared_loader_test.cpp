@@ -171,6 +171,40 @@ TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {
   EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
 }
 
+TEST(SharedLoader, SlowConsumersThatKeepNoOneWaitingAreWaitedForNotLeftBehind) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  SharedLoaderClient a(producer.spec.address, 8), b(producer.spec.address, 8);
+  EXPECT_EQ(labels_of(a, 1), labels_of(b, 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // both "in a long first step"
+  nlohmann::json stats = producer.server->stats();
+  EXPECT_EQ(stats["consumers_left_behind"].get<int64_t>(), 0);
+  EXPECT_EQ(stats["chunks"].get<int64_t>(), 5) << "four slots past chunk 0, which both copied out";
+  for (int batch = 0; batch < 6; ++batch) EXPECT_EQ(labels_of(a, 1), labels_of(b, 1)) << "batch " << batch;
+  EXPECT_EQ(a.stats()["chunks_skipped"].get<int64_t>(), 0);
+  EXPECT_EQ(b.stats()["chunks_skipped"].get<int64_t>(), 0);
+}
+
+TEST(SharedLoader, WithEveryConsumerLeftBehindTheProducerStopsUntilOneReadsAgain) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  SharedLoaderClient stalled(producer.spec.address, 8);
+  labels_of(stalled, 1);
+  {
+    SharedLoaderClient busy(producer.spec.address, 8);
+    labels_of(busy, 12);  // leaves `stalled` behind, then says bye
+  }
+  ASSERT_GE(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 1);
+  auto chunks_after_a_while = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    return producer.server->stats()["chunks"].get<int64_t>();
+  };
+  const int64_t made = chunks_after_a_while();
+  EXPECT_EQ(chunks_after_a_while(), made) << "chunks decoded with no one reading";
+  labels_of(stalled, 6);
+  EXPECT_GT(producer.server->stats()["chunks"].get<int64_t>(), made);
+}
+
 // One batch read in place from the host ring: its labels, and each sample's
 // first pixel (image i is a flat grey of value i, so a pixel names its image).
 struct InPlaceBatch {

@@ -196,17 +196,30 @@ void LoaderServer::serve(double report_s) {
     int64_t next_chunk = 0;
 
     // Chunk k may take its slot once every consumer is done with the chunk
-    // it held (or was left behind). Called with s.mutex held.
+    // it held (or was left behind), and someone still reads: with every
+    // consumer left behind (or none yet) the producer would only decode
+    // chunks no one sees. Called with s.mutex held.
     auto slot_free = [&](int64_t k) {
       if (k < slots) return true;
-      if (s.consumers.empty()) return false;
+      bool reading = false;
       for (const auto& [id, c] : s.consumers) {
-        if (c.keep <= k - slots && !c.behind) return false;
+        if (c.behind) continue;
+        if (c.keep <= k - slots) return false;
+        reading = true;
       }
-      return true;
+      return reading;
     };
-    // Waits for chunk k's slot, leaving behind consumers that stall past
-    // stall_s; false when the server stops.
+    // A consumer that asked for a chunk not made yet: only such a one is
+    // held up by a consumer that stalls. Called with s.mutex held.
+    auto someone_waits = [&] {
+      for (const auto& [id, c] : s.consumers) {
+        if (!c.behind && c.pending && c.cursor >= s.next_seq) return true;
+      }
+      return false;
+    };
+    // Waits for chunk k's slot, leaving behind consumers that hold it up
+    // while another has waited stall_s for new data; false when the server
+    // stops.
     auto take_slot = [&](int64_t k) {
       std::unique_lock<std::mutex> lock(s.mutex);
       Stopwatch waiting;
@@ -214,13 +227,14 @@ void LoaderServer::serve(double report_s) {
         if (s.stopping) return false;
         if (slot_free(k)) break;
         const int64_t reused = k - slots;  // the chunk whose slot k takes
-        if (!s.consumers.empty() && waiting.elapsed_s() > spec_.stall_s) {
+        if (!someone_waits()) waiting.restart();
+        if (waiting.elapsed_s() > spec_.stall_s) {
           for (auto& [id, c] : s.consumers) {
             // Pending, it holds nothing older than it asked for, unless
             // it reads in place and has not released what it read.
             if (c.keep <= reused && (!c.pending || c.keep < c.requested)) {
               if (!c.behind) {
-                std::fprintf(stderr, "colo loader: consumer %lld has not asked for %.1f s; leaving it behind\n",
+                std::fprintf(stderr, "colo loader: consumer %lld has held up the others for %.1f s; leaving it behind\n",
                              static_cast<long long>(id), spec_.stall_s);
                 ++s.left_behind;
               }
