@@ -15,6 +15,10 @@ per trained sample, and each job's time waiting for data. CPU counts only
 the training window, not start-up (importing torch, CUDA set-up): each job
 reads its own process tree's CPU (DataLoader workers included) at its first
 and last step; the producer's is sampled from /proc over the jobs' span.
+Every job's loop is the same in all modes: SGD with momentum, reading its
+loss every --log-every steps (1 by default, as a loop that logs it does;
+the host then waits for the GPU there instead of spinning in a full launch
+queue), under bf16 autocast with --amp.
 
   python3 bench/data/shared_loading.py run --images DIR --jobs 2 --cores 0-1 --device cpu --model tiny \
       --steps 60 --colo build/colo --out bench/results/data/shared/cpu_2jobs.json
@@ -151,10 +155,13 @@ def job(args):
             wait += time.perf_counter() - clock
         if device.startswith("cuda"):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=args.amp):
+            loss = F.cross_entropy(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if args.log_every and (steps + 1) % args.log_every == 0:
+            loss.item()  # a loop that logs its loss waits for the step here
         if start is None:
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
@@ -189,8 +196,10 @@ def run_mode(args, mode, data):
     jobs = [subprocess.Popen(taskset + [sys.executable, HERE, "job", "--source", source, "--data", data,
                                         "--model", args.model, "--device", args.device, "--steps", str(args.steps),
                                         "--batch", str(args.batch), "--threads", str(args.threads),
-                                        "--torch-threads", str(args.torch_threads)]
+                                        "--torch-threads", str(args.torch_threads),
+                                        "--log-every", str(args.log_every)]
                              + (["--cuda-spin"] if args.cuda_spin else [])
+                             + (["--amp"] if args.amp else [])
                              + (["--expect-device-ring"] if device_ring else []),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(args.jobs)]
     results = []
@@ -244,7 +253,7 @@ def run(args):
     best_own = max(own, key=lambda m: m["samples_per_s"])
     shared = by["shared"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
-               "cuda_waits": "spin" if args.cuda_spin else "sleep",
+               "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
                "best_own": best_own["mode"],
                "speedup": shared["samples_per_s"] / best_own["samples_per_s"],
@@ -279,7 +288,8 @@ def summarize(args):
                "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
                "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
                "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
-               "setups": {name: {k: run[k] for k in ("jobs", "cores", "device", "model", "steps", "batch", "size")}
+               "setups": {name: {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size",
+                                                   "amp", "log_every", "cuda_waits")}
                           for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
                "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
                             "summary": " ".join([sys.executable] + sys.argv)}}
@@ -317,6 +327,9 @@ def main():
     for p in (r, j):
         p.add_argument("--cuda-spin", action="store_true",
                        help="keep CUDA's default of spinning while waiting for the GPU (all modes)")
+        p.add_argument("--amp", action="store_true", help="train under bf16 autocast (all modes)")
+        p.add_argument("--log-every", type=int, default=1,
+                       help="read the loss every N steps, as a loop that logs it does (0: never)")
         p.add_argument("--model", default="tiny")
         p.add_argument("--device", default="cpu")
         p.add_argument("--steps", type=int, default=50)

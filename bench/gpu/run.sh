@@ -23,7 +23,8 @@
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
-#                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS ...", SHARED_ARGS)
+#                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS ...", SHARED_ARGS;
+#                               #   SHARED_PROBE=1: first bench/data/consumer_cpu.py, fp32 and bf16)
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME;
 #                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
@@ -234,6 +235,12 @@ if want shared; then
     >"$OUT/shared/images.json" 2>/dev/null
   nproc >"$OUT/shared/nproc.txt"
   lscpu -e >"$OUT/shared/lscpu.txt" 2>&1 || true
+  if [ "${SHARED_PROBE:-0}" = 1 ]; then  # a consumer's own CPU while the GPU is the limit
+    for amp in "" --amp; do
+      PYTHONPATH="$BUILD/python" python3 bench/data/consumer_cpu.py --jobs 4 --cores 0-3 $amp \
+        --out "$OUT/shared/consumer_cpu${amp:+_amp}.json" 2>&1 | tail -4 | tee -a "$summary"
+    done
+  fi
   # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS ..." 4 jobs on cores 0-3 each.
   for run in ${SHARED_RUNS:-resnet18:224:128:120}; do
     IFS=: read -r model size batch steps <<<"$run"
