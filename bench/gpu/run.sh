@@ -23,7 +23,7 @@
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
-#                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS ...", SHARED_ARGS;
+#                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS[:amp] ...", SHARED_ARGS;
 #                               #   SHARED_PROBE=1: first bench/data/consumer_cpu.py, fp32 and bf16)
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME;
@@ -241,15 +241,15 @@ if want shared; then
         --out "$OUT/shared/consumer_cpu${amp:+_amp}.json" 2>&1 | tail -4 | tee -a "$summary"
     done
   fi
-  # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS ..." 4 jobs on cores 0-3 each.
+  # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS[:amp] ..." 4 jobs on cores 0-3 each (":amp": bf16 autocast).
   for run in ${SHARED_RUNS:-resnet18:224:128:120}; do
-    IFS=: read -r model size batch steps <<<"$run"
-    note "shared loading, 4 jobs on 4 cores: $model at $size px, batch $batch, $steps steps"
+    IFS=: read -r model size batch steps amp <<<"$run"
+    note "shared loading, 4 jobs on 4 cores: $model at $size px, batch $batch, $steps steps${amp:+, bf16 autocast}"
     # shellcheck disable=SC2086
     PYTHONPATH="$BUILD/python" python3 bench/data/shared_loading.py run --images /tmp/colo-images/train \
       --jobs 4 --cores 0-3 --device cuda --model "$model" --steps "$steps" --batch "$batch" --size "$size" \
-      --colo "$BUILD/colo" --threads 2 --producer-threads 4 --out "$OUT/shared/gpu_4jobs_${model}_${size}.json" \
-      ${SHARED_ARGS:-} 2>&1 | tail -4 | tee -a "$summary"
+      --colo "$BUILD/colo" --threads 2 --producer-threads 4 ${amp:+--amp} \
+      --out "$OUT/shared/gpu_4jobs_${model}_${size}${amp:+_amp}.json" ${SHARED_ARGS:-} 2>&1 | tail -4 | tee -a "$summary"
   done
 fi
 

@@ -319,17 +319,21 @@ def test_gpu_consumers_copy_from_the_producers_device_ring_what_host_copies_woul
     producer = _serve(colo_executable, data, 'device = "cuda"\n')
     try:
         assert producer.poll() is None, producer.stderr.read()
-        on_device = colo.data.SharedLoader(str(data), 24, device="cuda")
-        through_host = colo.data.SharedLoader(str(data), 24, device="cuda", device_ring=False)
-        assert on_device.reads_device_ring and not through_host.reads_device_ring
-        for _ in range(20):  # 480 samples: more than the 8-slot ring holds, so slots are reused
-            a_inputs, a_labels = on_device.next_batch()
-            b_inputs, b_labels = through_host.next_batch()
-            assert a_inputs.is_cuda and a_labels.is_cuda
-            assert torch.equal(a_labels, b_labels)
-            assert torch.allclose(a_inputs, b_inputs)
-        on_device.close()
-        through_host.close()
+        # Batches of 8 span at most 3 chunks of 16: the 8-slot ring holds two
+        # batches' chunks, so the reader hands chunks back a call late, once
+        # copied. Batches of 24 span 4: it waits for each batch's copies.
+        for batch in (8, 24):
+            on_device = colo.data.SharedLoader(str(data), batch, device="cuda")
+            through_host = colo.data.SharedLoader(str(data), batch, device="cuda", device_ring=False)
+            assert on_device.reads_device_ring and not through_host.reads_device_ring
+            for step in range(480 // batch):  # more than the 8-slot ring holds, so slots are reused
+                a_inputs, a_labels = on_device.next_batch()
+                b_inputs, b_labels = through_host.next_batch()
+                assert a_inputs.is_cuda and a_labels.is_cuda
+                assert torch.equal(a_labels, b_labels), (batch, step)
+                assert torch.allclose(a_inputs, b_inputs), (batch, step)
+            on_device.close()
+            through_host.close()
     finally:
         producer.send_signal(signal.SIGINT)
         producer.wait(10)

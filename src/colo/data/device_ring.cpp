@@ -8,6 +8,7 @@
 
 #include "colo/data/image_pipeline.h"
 #include "colo/data/loader_protocol.h"
+#include "colo/gpu/torch_device.h"
 
 namespace colo::data {
 namespace {
@@ -47,7 +48,11 @@ std::string from_hex(const std::string& hex) {
 }  // namespace
 
 DeviceRingMirror::DeviceRingMirror(int64_t slots, int64_t slot_bytes, const std::string& device)
-    : device_(with_index(c10::Device(device))), slot_bytes_(slot_bytes), buffer_(slots * slot_bytes, device_, at::kByte) {}
+    : device_(with_index(c10::Device(device))), slot_bytes_(slot_bytes), buffer_(slots * slot_bytes, device_, at::kByte) {
+  // The producer waits for each chunk's copy: asleep, not on a core its
+  // decoders need.
+  gpu::sleep_while_waiting(device_);
+}
 
 void DeviceRingMirror::copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) {
   at::Tensor host = at::from_blob(const_cast<uint8_t*>(data), {bytes}, at::TensorOptions().dtype(at::kByte));
@@ -67,7 +72,11 @@ std::unique_ptr<RingMirror> make_ring_mirror(const LoaderServeSpec& spec) {
 }
 
 DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device& device)
-    : client_(client), device_(with_index(device)), slot_bytes_(client.slot_bytes()), copies_(device_) {
+    : client_(client),
+      device_(with_index(device)),
+      slot_bytes_(client.slot_bytes()),
+      copies_(device_),
+      hand_back_late_(2 * client.chunks_per_batch() < client.slots()) {
   const nlohmann::json& ring = client.device_ring();
   if (!ring.is_object()) throw std::runtime_error("shared loader: the producer keeps no device ring (set `device`)");
   if (ring.value("slot_bytes", int64_t{0}) != slot_bytes_) {
@@ -83,7 +92,27 @@ DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device
                                         at::kByte);
 }
 
+DeviceRingReader::~DeviceRingReader() {
+  for (const auto& [point, chunk] : copying_) {
+    try {
+      point.wait();
+    } catch (const std::exception&) {  // a device gone: nothing left to wait for
+    }
+  }
+}
+
+void DeviceRingReader::hand_back_copied(size_t in_flight) {
+  while (!copying_.empty() && (copying_.size() > in_flight || copying_.front().first.passed())) {
+    copying_.front().first.wait();
+    client_.release_before(copying_.front().second);
+    copying_.pop_front();
+  }
+}
+
 std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
+  // The last batch's copies ran while it trained: its chunks go back before
+  // this batch asks for more, so the producer never waits on them.
+  hand_back_copied(hand_back_late_ ? 1 : 0);
   const int64_t batch = client_.batch_size(), sample = client_.sample_bytes();
   std::vector<RingPiece> pieces = client_.next_batch_pieces(nullptr);
   std::vector<int64_t> dims{batch};
@@ -107,11 +136,10 @@ std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
     }
     return std::vector<at::Tensor>{pixels, labels};
   });
-  // Hand the chunks back as soon as they are copied, not at the next call:
-  // a consumer's whole training step would otherwise hold ring slots the
-  // producer needs, and the slowest consumer would stall every other.
-  copied.wait();
-  client_.release_before(client_.current_chunk());
+  // Waiting for the copies here would stall the host for a time slice of
+  // the GPU each step; the chunks stay held until the next call instead.
+  copying_.emplace_back(std::move(copied), client_.current_chunk());
+  hand_back_copied(hand_back_late_ ? 1 : 0);
   return {pixels, labels};
 }
 

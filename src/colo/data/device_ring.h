@@ -6,6 +6,7 @@
 // constructors throw std::runtime_error saying so.
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <utility>
 
@@ -44,20 +45,33 @@ class DeviceRingReader {
   DeviceRingReader(const DeviceRingReader&) = delete;
   DeviceRingReader& operator=(const DeviceRingReader&) = delete;
 
+  // Waits for the copies still running from the ring before unmapping it.
+  ~DeviceRingReader();
+
   // The next batch, pixels (uint8 [B, C, H, W]) and labels (int64 [B]) on
   // the reader's device: copied on a stream of the reader's own, so the
-  // copies need not wait for the training work already queued. Returns once
-  // they are made (the thread sleeps if CUDA waits block) and hands their
-  // chunks back to the producer. Throws as SharedLoaderClient::next_batch
-  // does.
+  // copies need not wait for the training work already queued; work queued
+  // later on the current stream waits for them. Returns without waiting for
+  // the copies: their chunks go back to the producer at the next call once
+  // the copies are done (at once, waiting for them asleep, when the ring is
+  // too small to hold two batches' chunks and one more). Throws as
+  // SharedLoaderClient::next_batch does.
   std::pair<at::Tensor, at::Tensor> next();
 
  private:
+  // Hands back the chunks of every batch whose copies are done; waits for
+  // the oldest while more than `in_flight` batches are still copying.
+  void hand_back_copied(size_t in_flight);
+
   SharedLoaderClient& client_;
   c10::Device device_;
   at::Tensor ring_;  // uint8, the whole device ring
   int64_t slot_bytes_;
   gpu::CopyStream copies_;
+  bool hand_back_late_;  // the ring holds two batches' chunks and one more
+  // Batches still copying: the point after their copies, and the chunk
+  // before which all may go back once it is passed.
+  std::deque<std::pair<gpu::StreamPoint, int64_t>> copying_;
 };
 
 }  // namespace colo::data

@@ -68,7 +68,9 @@ StreamPoint::StreamPoint(const c10::Device& device) {
   if (!device.is_cuda()) return;
   c10::cuda::CUDAGuard guard(device);
   cudaEvent_t event = nullptr;
-  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  // A blocking event: wait() sleeps instead of spinning on a core the
+  // other processes (a shared loader's decoders) could use.
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync), "cudaEventCreate");
   check(cudaEventRecord(event, c10::cuda::getCurrentCUDAStream(device.index()).stream()), "cudaEventRecord");
   event_ = event;
 }

@@ -68,7 +68,7 @@ class StreamPoint {
 
   // Whether the device has done all work queued before this point.
   bool passed() const;
-  // Blocks until it has.
+  // Blocks until it has, asleep rather than spinning.
   void wait() const;
   // Work queued later on `device`'s current stream waits for this point.
   void order_current_stream_after(const c10::Device& device) const;
