@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -20,7 +22,7 @@ namespace {
 class Producer {
  public:
   Producer(const testing::TempDir& dir, int64_t images, int64_t chunk, int64_t buffer, double stall_s = 5,
-           double heartbeat_timeout_s = 10) {
+           double heartbeat_timeout_s = 10, std::unique_ptr<RingMirror> mirror = nullptr) {
     std::vector<int64_t> labels;
     for (int64_t i = 0; i < images; ++i) labels.push_back(i);
     std::string root = dir.file("images");
@@ -35,7 +37,7 @@ class Producer {
     spec.buffer = buffer;
     spec.stall_s = stall_s;
     spec.heartbeat_timeout_s = heartbeat_timeout_s;
-    server = std::make_unique<LoaderServer>(spec);
+    server = std::make_unique<LoaderServer>(spec, std::move(mirror));
     thread = std::thread([this] { server->serve(0); });
   }
   ~Producer() { stop(); }
@@ -203,6 +205,61 @@ TEST(SharedLoader, WithEveryConsumerLeftBehindTheProducerStopsUntilOneReadsAgain
   EXPECT_EQ(chunks_after_a_while(), made) << "chunks decoded with no one reading";
   labels_of(stalled, 6);
   EXPECT_GT(producer.server->stats()["chunks"].get<int64_t>(), made);
+}
+
+// A mirror whose copies land only when waited for, 30 ms later, and which
+// records what each slot held when its copy landed.
+class SlowMirror : public RingMirror {
+ public:
+  void attach_host_ring(uint8_t* base, int64_t) override { attached = base; }
+  void start_copy(int64_t slot, const uint8_t* data, int64_t) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    started.push_back({slot, data, *reinterpret_cast<const int64_t*>(data)});
+  }
+  void wait_copies() override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Copy& c : started) {
+      const int64_t now = *reinterpret_cast<const volatile int64_t*>(c.data);
+      if (now != c.seq) ++overwritten_while_copying;
+      landed[c.slot] = now;
+    }
+    started.clear();
+  }
+  nlohmann::json describe() const override { return nlohmann::json::object(); }
+  int64_t landed_in(int64_t slot) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = landed.find(slot);
+    return found == landed.end() ? -1 : found->second;
+  }
+
+  struct Copy {
+    int64_t slot;
+    const uint8_t* data;
+    int64_t seq;
+  };
+  std::mutex mutex;
+  std::vector<Copy> started;
+  std::map<int64_t, int64_t> landed;  // slot -> the chunk its copy carried
+  int64_t overwritten_while_copying = 0;
+  const uint8_t* attached = nullptr;
+};
+
+TEST(SharedLoader, WithAMirrorAChunkIsPublishedOnlyOnceCopiedAndItsSlotKeptUntilThen) {
+  testing::TempDir dir;
+  auto owned = std::make_unique<SlowMirror>();
+  SlowMirror* mirror = owned.get();
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/5, /*heartbeat_timeout_s=*/10, std::move(owned));
+  EXPECT_NE(mirror->attached, nullptr);
+  SharedLoaderClient reader(producer.spec.address, 8);
+  std::vector<int64_t> labels(8);
+  for (int b = 0; b < 12; ++b) {  // 12 chunks through a ring of 4
+    std::vector<RingPiece> pieces = reader.next_batch_pieces(labels.data());
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(mirror->landed_in(pieces[0].slot), pieces[0].seq) << "batch " << b << " published before its copy";
+    reader.release_before(pieces[0].seq + 1);
+  }
+  EXPECT_EQ(mirror->overwritten_while_copying, 0);
 }
 
 // One batch read in place from the host ring: its labels, and each sample's

@@ -48,16 +48,34 @@ std::string from_hex(const std::string& hex) {
 }  // namespace
 
 DeviceRingMirror::DeviceRingMirror(int64_t slots, int64_t slot_bytes, const std::string& device)
-    : device_(with_index(c10::Device(device))), slot_bytes_(slot_bytes), buffer_(slots * slot_bytes, device_, at::kByte) {
+    : device_(with_index(c10::Device(device))),
+      slot_bytes_(slot_bytes),
+      buffer_(slots * slot_bytes, device_, at::kByte),
+      copies_(device_) {
   // The producer waits for each chunk's copy: asleep, not on a core its
   // decoders need.
   gpu::sleep_while_waiting(device_);
 }
 
-void DeviceRingMirror::copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) {
-  at::Tensor host = at::from_blob(const_cast<uint8_t*>(data), {bytes}, at::TensorOptions().dtype(at::kByte));
-  buffer_.tensor().narrow(0, slot * slot_bytes_, bytes).copy_(host);
-  gpu::finish_writes_for_other_processes(device_);
+void DeviceRingMirror::attach_host_ring(uint8_t* base, int64_t bytes) {
+  pinned_ = std::make_unique<gpu::PinnedHostMemory>(base, bytes);
+  if (!pinned_->pinned()) {
+    std::fprintf(stderr, "colo loader: the host ring cannot be pinned (%s); copies to %s are staged by the CPU\n",
+                 pinned_->why().c_str(), device_.str().c_str());
+  }
+}
+
+void DeviceRingMirror::start_copy(int64_t slot, const uint8_t* data, int64_t bytes) {
+  started_.push_back(copies_.run([&] {
+    at::Tensor host = at::from_blob(const_cast<uint8_t*>(data), {bytes}, at::TensorOptions().dtype(at::kByte));
+    buffer_.tensor().narrow(0, slot * slot_bytes_, bytes).copy_(host, /*non_blocking=*/true);
+    return std::vector<at::Tensor>{};
+  }));
+}
+
+void DeviceRingMirror::wait_copies() {
+  for (const gpu::StreamPoint& point : started_) point.wait();
+  started_.clear();
 }
 
 nlohmann::json DeviceRingMirror::describe() const {

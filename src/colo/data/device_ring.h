@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
@@ -23,13 +24,20 @@ class DeviceRingMirror : public RingMirror {
  public:
   // `slots` slots of `slot_bytes` on `device` ("cuda" or "cuda:N").
   DeviceRingMirror(int64_t slots, int64_t slot_bytes, const std::string& device);
-  void copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) override;
+  void attach_host_ring(uint8_t* base, int64_t bytes) override;
+  // Queued on a stream of the mirror's own: the copies of several chunks
+  // run together in the producer's next time slice on the GPU.
+  void start_copy(int64_t slot, const uint8_t* data, int64_t bytes) override;
+  void wait_copies() override;
   nlohmann::json describe() const override;
 
  private:
   c10::Device device_;
   int64_t slot_bytes_;
   gpu::SharedDeviceBuffer buffer_;
+  gpu::CopyStream copies_;
+  std::unique_ptr<gpu::PinnedHostMemory> pinned_;
+  std::vector<gpu::StreamPoint> started_;
 };
 
 // The mirror `colo loader serve` keeps for `spec` (spec.device), or null

@@ -14,7 +14,9 @@
 #include <random>
 #include <thread>
 
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <zmq.hpp>
 
 #include "colo/core/error.h"
@@ -54,6 +56,11 @@ struct Published {
   int64_t slot = 0;
   int64_t count = 0;
   int64_t epoch = 0;
+};
+
+// A chunk handed to the decoder: its number, the decoder's ticket, samples, pass.
+struct Decoding {
+  int64_t seq, ticket, count, epoch;
 };
 
 // One consumer in `stats`: its figures from the heartbeat or bye that
@@ -122,15 +129,41 @@ struct LoaderServer::State {
   int64_t left_behind = 0;
   int64_t samples = 0;
   bool stopping = false;
-  std::string failure;  // the assembler's error, ends serve()
+  std::string failure;  // the assembler's (or mirror's) error, ends serve()
   Stopwatch started;
   Stopwatch idle_since;
   std::thread assembler;
+  // With a mirror: decoded chunks waiting for their device copy, and the
+  // thread that copies and then publishes them.
+  std::deque<Decoding> to_mirror;
+  std::condition_variable mirror_wake;
+  std::thread mirror_thread;
+  // Written when a chunk is published: wakes serve()'s poll to answer the
+  // consumers waiting for it at once.
+  int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+  ~State() {
+    if (wake_fd >= 0) close(wake_fd);
+  }
+
+  // Makes decoded (and mirrored) chunk f available to consumers; chunks
+  // come in order. Called with `mutex` held.
+  void publish(const Decoding& f, int64_t slots) {
+    chunks[f.seq] = Published{f.seq % slots, f.count, f.epoch};
+    next_seq = f.seq + 1;
+    samples += f.count;
+    const uint64_t one = 1;
+    if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
+      // Already signalled (the counter is full): serve() wakes anyway.
+    }
+    changed.notify_all();
+  }
 };
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
   state_ = std::make_unique<State>(spec_);
   state_->mirror = std::move(mirror);
+  if (state_->mirror) state_->mirror->attach_host_ring(state_->ring.slot(0), spec_.buffer * state_->ring.slot_bytes());
   state_->router.set(zmq::sockopt::linger, 0);
   try {
     state_->router.bind(spec_.address);
@@ -146,7 +179,9 @@ LoaderServer::~LoaderServer() {
     state_->stopping = true;
   }
   state_->changed.notify_all();
+  state_->mirror_wake.notify_all();
   if (state_->assembler.joinable()) state_->assembler.join();
+  if (state_->mirror_thread.joinable()) state_->mirror_thread.join();
 }
 
 nlohmann::json LoaderServer::stats() const {
@@ -181,6 +216,36 @@ void LoaderServer::serve(double report_s) {
   const int64_t slots = spec_.buffer, chunk = spec_.chunk;
   const int64_t images = s.decoder.folder().size();
 
+  if (s.mirror) {
+    // Copies every chunk decoded since its last round to the device in one
+    // go, then publishes them: the decoders never wait for the GPU, and
+    // the copies of several chunks share one of the producer's time slices.
+    s.mirror_thread = std::thread([&, slots, chunk] {
+      const int64_t pixels_at = loader_slot_pixels_offset(chunk), per_sample = sample_bytes(spec_.pipeline);
+      try {
+        for (;;) {
+          std::vector<Decoding> round;
+          {
+            std::unique_lock<std::mutex> lock(s.mutex);
+            s.mirror_wake.wait(lock, [&] { return s.stopping || !s.to_mirror.empty(); });
+            if (s.stopping) return;
+            round.assign(s.to_mirror.begin(), s.to_mirror.end());
+            s.to_mirror.clear();
+          }
+          for (const Decoding& f : round) {
+            s.mirror->start_copy(f.seq % slots, s.ring.slot(f.seq % slots), pixels_at + f.count * per_sample);
+          }
+          s.mirror->wait_copies();
+          std::lock_guard<std::mutex> lock(s.mutex);
+          for (const Decoding& f : round) s.publish(f, slots);
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.failure = std::string("copying to the device: ") + e.what();
+      }
+    });
+  }
+
   s.assembler = std::thread([&, slots, chunk, images] {
     std::vector<int64_t> order(static_cast<size_t>(images));
     int64_t epoch = -1, offset = images;
@@ -189,10 +254,7 @@ void LoaderServer::serve(double report_s) {
     // Chunks being decoded at once: the decode threads go on to the next
     // chunk while this thread publishes (and copies to the device) the last.
     const int64_t depth = std::clamp<int64_t>(slots - 1, 1, kChunksInFlight);
-    struct InFlight {
-      int64_t seq, ticket, count, epoch;
-    };
-    std::deque<InFlight> in_flight;
+    std::deque<Decoding> in_flight;
     int64_t next_chunk = 0;
 
     // Chunk k may take its slot once every consumer is done with the chunk
@@ -201,6 +263,7 @@ void LoaderServer::serve(double report_s) {
     // chunks no one sees. Called with s.mutex held.
     auto slot_free = [&](int64_t k) {
       if (k < slots) return true;
+      if (k - slots >= s.next_seq) return false;  // the chunk there is still being copied to the device
       bool reading = false;
       for (const auto& [id, c] : s.consumers) {
         if (c.behind) continue;
@@ -269,20 +332,24 @@ void LoaderServer::serve(double report_s) {
       std::atomic_thread_fence(std::memory_order_release);
       auto* labels = reinterpret_cast<int64_t*>(slot + sizeof(int64_t));
       const int64_t ticket = s.decoder.submit(indices.data(), n, static_cast<uint64_t>(epoch), slot + pixels_at, labels);
-      in_flight.push_back(InFlight{k, ticket, n, epoch});
+      in_flight.push_back(Decoding{k, ticket, n, epoch});
     };
+    // The oldest chunk decoding, once decoded: published, or with a
+    // mirror handed to the mirror thread, which publishes it once copied.
     auto publish_oldest = [&] {
-      const InFlight f = in_flight.front();
+      const Decoding f = in_flight.front();
       in_flight.pop_front();
       s.decoder.wait(f.ticket);
       uint8_t* slot = s.ring.slot(f.seq % slots);
       std::atomic_thread_fence(std::memory_order_release);
       *reinterpret_cast<volatile int64_t*>(slot) = f.seq;
-      if (s.mirror) s.mirror->copy_slot(f.seq % slots, slot, pixels_at + f.count * sample_bytes(spec_.pipeline));
       std::lock_guard<std::mutex> lock(s.mutex);
-      s.chunks[f.seq] = Published{f.seq % slots, f.count, f.epoch};
-      s.next_seq = f.seq + 1;
-      s.samples += f.count;
+      if (s.mirror) {
+        s.to_mirror.push_back(f);
+        s.mirror_wake.notify_one();
+      } else {
+        s.publish(f, slots);
+      }
     };
     try {
       for (;;) {
@@ -306,7 +373,7 @@ void LoaderServer::serve(double report_s) {
       s.failure = e.what();
     }
     // The decode threads write into ring slots: let them finish first.
-    for (const InFlight& f : in_flight) {
+    for (const Decoding& f : in_flight) {
       try {
         s.decoder.wait(f.ticket);
       } catch (const std::exception&) {
@@ -326,12 +393,18 @@ void LoaderServer::serve(double report_s) {
   Stopwatch last_report;
   int64_t reported_samples = 0;
   while (!stopping_) {
-    zmq::pollitem_t item{s.router.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, s.wake_fd, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(&item, 1, std::chrono::milliseconds(5));
+      zmq::poll(items, s.wake_fd >= 0 ? 2 : 1, std::chrono::milliseconds(s.wake_fd >= 0 ? 20 : 2));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
       continue;  // a signal: stop() may have been asked
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      uint64_t published = 0;
+      if (read(s.wake_fd, &published, sizeof(published)) < 0) {
+        // Nothing to read after all: the loop answers what is there anyway.
+      }
     }
     while (true) {
       zmq::message_t route, body;
@@ -468,7 +541,9 @@ void LoaderServer::serve(double report_s) {
     s.stopping = true;
   }
   s.changed.notify_all();
+  s.mirror_wake.notify_all();
   s.assembler.join();
+  if (s.mirror_thread.joinable()) s.mirror_thread.join();
 }
 
 }  // namespace colo::data

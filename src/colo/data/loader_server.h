@@ -43,8 +43,15 @@ struct LoaderServeSpec {
 class RingMirror {
  public:
   virtual ~RingMirror() = default;
-  // Copies `bytes` of host slot `slot` to the device slot; done on return.
-  virtual void copy_slot(int64_t slot, const uint8_t* data, int64_t bytes) = 0;
+  // The whole host ring, given once before any copy: the mirror may pin it
+  // so that its copies need no CPU staging.
+  virtual void attach_host_ring(uint8_t* base, int64_t bytes) = 0;
+  // Starts copying `bytes` of host slot `slot` (at `data`) to the device
+  // slot; the host slot must stay as it is until wait_copies returns.
+  virtual void start_copy(int64_t slot, const uint8_t* data, int64_t bytes) = 0;
+  // Returns once every copy started is done and visible to other processes
+  // (the thread sleeps meanwhile).
+  virtual void wait_copies() = 0;
   // What consumers need to map it: the welcome's "device_ring".
   virtual nlohmann::json describe() const = 0;
 };

@@ -64,6 +64,20 @@ void finish_writes_for_other_processes(const c10::Device& device) {
   c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
 }
 
+PinnedHostMemory::PinnedHostMemory(void* base, int64_t bytes) {
+  const cudaError_t status = cudaHostRegister(base, static_cast<size_t>(bytes), cudaHostRegisterDefault);
+  if (status == cudaSuccess) {
+    base_ = base;
+  } else {
+    why_ = std::string("cudaHostRegister failed: ") + cudaGetErrorString(status);
+    cudaGetLastError();
+  }
+}
+
+PinnedHostMemory::~PinnedHostMemory() {
+  if (base_ != nullptr) cudaHostUnregister(base_);
+}
+
 StreamPoint::StreamPoint(const c10::Device& device) {
   if (!device.is_cuda()) return;
   c10::cuda::CUDAGuard guard(device);
@@ -136,6 +150,9 @@ at::Tensor map_shared_device_buffer(const std::string&, int64_t, c10::Device, at
 }
 
 void finish_writes_for_other_processes(const c10::Device&) {}
+
+PinnedHostMemory::PinnedHostMemory(void*, int64_t) : why_("a CPU build of colo") {}
+PinnedHostMemory::~PinnedHostMemory() = default;
 
 StreamPoint::StreamPoint(const c10::Device&) {}
 StreamPoint::~StreamPoint() = default;

@@ -55,6 +55,26 @@ at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c1
 // another process may read what it wrote; no effect on the CPU.
 void finish_writes_for_other_processes(const c10::Device& device);
 
+// Host memory made page-locked where it lies (cudaHostRegister), so that
+// copies from it to a device run asynchronously instead of being staged by
+// the CPU. Unregistered when destroyed. pinned() is false, with why(), when
+// it could not be (a CPU build, a mapping CUDA refuses): copies still work,
+// synchronously.
+class PinnedHostMemory {
+ public:
+  PinnedHostMemory(void* base, int64_t bytes);
+  ~PinnedHostMemory();
+  PinnedHostMemory(const PinnedHostMemory&) = delete;
+  PinnedHostMemory& operator=(const PinnedHostMemory&) = delete;
+
+  bool pinned() const { return base_ != nullptr; }
+  const std::string& why() const { return why_; }
+
+ private:
+  void* base_ = nullptr;
+  std::string why_;
+};
+
 // A point in the work queued so far on a device's current stream, for a
 // process that lends memory the queued work still reads. On the CPU (or a
 // CPU build) every point is already passed.
