@@ -127,6 +127,11 @@ struct LoaderServer::State {
   int64_t consumers_seen = 0;
   int64_t dropped = 0;
   int64_t left_behind = 0;
+  // Where the producer's time goes: the assembler waiting for the slowest
+  // consumer to free a slot, or for the decoders; the mirror's rounds of
+  // copies and its time waiting for them.
+  double waited_for_slots_s = 0, waited_for_decoding_s = 0, waited_for_copies_s = 0;
+  int64_t mirror_rounds = 0;
   int64_t samples = 0;
   bool stopping = false;
   std::string failure;  // the assembler's (or mirror's) error, ends serve()
@@ -205,6 +210,10 @@ nlohmann::json LoaderServer::stats() const {
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
+          {"waited_for_slots_s", s.waited_for_slots_s},
+          {"waited_for_decoding_s", s.waited_for_decoding_s},
+          {"mirror_rounds", s.mirror_rounds},
+          {"waited_for_copies_s", s.waited_for_copies_s},
           {"consumer_stats", consumers},
           {"device_ring", s.mirror ? s.mirror->describe() : nlohmann::json(nullptr)},
           {"corrupt_images", s.decoder.corrupt_images()},
@@ -235,8 +244,11 @@ void LoaderServer::serve(double report_s) {
           for (const Decoding& f : round) {
             s.mirror->start_copy(f.seq % slots, s.ring.slot(f.seq % slots), pixels_at + f.count * per_sample);
           }
+          Stopwatch copying;
           s.mirror->wait_copies();
           std::lock_guard<std::mutex> lock(s.mutex);
+          s.waited_for_copies_s += copying.elapsed_s();
+          ++s.mirror_rounds;
           for (const Decoding& f : round) s.publish(f, slots);
         }
       } catch (const std::exception& e) {
@@ -285,10 +297,13 @@ void LoaderServer::serve(double report_s) {
     // stops.
     auto take_slot = [&](int64_t k) {
       std::unique_lock<std::mutex> lock(s.mutex);
-      Stopwatch waiting;
+      Stopwatch waiting, blocked;
       for (;;) {
         if (s.stopping) return false;
-        if (slot_free(k)) break;
+        if (slot_free(k)) {
+          s.waited_for_slots_s += blocked.elapsed_s();
+          break;
+        }
         const int64_t reused = k - slots;  // the chunk whose slot k takes
         if (!someone_waits()) waiting.restart();
         if (waiting.elapsed_s() > spec_.stall_s) {
@@ -339,11 +354,13 @@ void LoaderServer::serve(double report_s) {
     auto publish_oldest = [&] {
       const Decoding f = in_flight.front();
       in_flight.pop_front();
+      Stopwatch decoding;
       s.decoder.wait(f.ticket);
       uint8_t* slot = s.ring.slot(f.seq % slots);
       std::atomic_thread_fence(std::memory_order_release);
       *reinterpret_cast<volatile int64_t*>(slot) = f.seq;
       std::lock_guard<std::mutex> lock(s.mutex);
+      s.waited_for_decoding_s += decoding.elapsed_s();
       if (s.mirror) {
         s.to_mirror.push_back(f);
         s.mirror_wake.notify_one();
