@@ -226,6 +226,19 @@ def run_mode(args, mode, data):
             "jobs": results, "producer": producer_stats}
 
 
+def report_mode(m):
+    """Prints one round of one mode as it ends (a run cut short still says something)."""
+    p = m["producer"] or {}
+    where = ""
+    if p:
+        where = (f"; producer waited {p.get('waited_for_slots_s', 0):.1f} s for slots, "
+                 f"{p.get('waited_for_decoding_s', 0):.1f} s for decoding, {p.get('waited_for_copies_s', 0):.1f} s "
+                 f"for {p.get('mirror_rounds', 0)} rounds of device copies, in {p.get('uptime_s', 0):.1f} s")
+    print(f"  round: {m['mode']} {m['samples_per_s']:.0f} samples/s, {m['cpu_core_s_per_sample'] * 1000:.3f} "
+          f"core-ms/sample, wait {max(m['wait_pct']):.1f}%{where}", file=sys.stderr, flush=True)
+    return m
+
+
 def run(args):
     with tempfile.TemporaryDirectory() as tmp:
         data = {}
@@ -240,7 +253,7 @@ def run(args):
                         f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
-        rounds = [[run_mode(args, m, data) for m in args.modes.split(",")] for _ in range(args.repeat)]
+        rounds = [[report_mode(run_mode(args, m, data)) for m in args.modes.split(",")] for _ in range(args.repeat)]
     modes = []
     for column in zip(*rounds):
         ranked = sorted(column, key=lambda m: m["samples_per_s"])
@@ -250,22 +263,23 @@ def run(args):
         modes.append(median)
     by = {m["mode"]: m for m in modes}
     own = [m for m in modes if not m["mode"].startswith("shared")]
-    best_own = max(own, key=lambda m: m["samples_per_s"])
-    shared = by["shared"]
+    best_own = max(own, key=lambda m: m["samples_per_s"]) if own else None
+    shared = by.get("shared") or by["shared_host"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
-               "best_own": best_own["mode"],
-               "speedup": shared["samples_per_s"] / best_own["samples_per_s"],
-               "cpu_per_sample_ratio": shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
+               "best_own": best_own and best_own["mode"],
+               "speedup": best_own and shared["samples_per_s"] / best_own["samples_per_s"],
+               "cpu_per_sample_ratio": best_own and shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
                "shared_wait_pct_max": max(shared["wait_pct"]),
                "command": " ".join([sys.executable] + sys.argv), "modes": modes}
     for m in modes:
         print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s (rounds "
               f"{' '.join(f'{v:.0f}' for v in m['rounds_samples_per_s'])})  {m['cpu_core_s_per_sample'] * 1000:7.3f} "
               f"core-ms/sample  wait {max(m['wait_pct']):5.1f}%", file=sys.stderr)
-    print(f"shared over {best_own['mode']}: {summary['speedup']:.2f}x samples/s, "
-          f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample", file=sys.stderr)
+    if best_own:
+        print(f"shared over {best_own['mode']}: {summary['speedup']:.2f}x samples/s, "
+              f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample", file=sys.stderr)
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
