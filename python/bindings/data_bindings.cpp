@@ -67,6 +67,7 @@ void bind_data(py::module& m) {
       .def_property_readonly("device_ring", [](const SharedLoaderClient& c) -> py::object {
              return c.device_ring().is_object() ? py::object(py::str(c.device_ring().dump())) : py::object(py::none());
            }, "The producer's device ring as JSON (handle, device, bytes), or None.")
+      .def("start_reading", &SharedLoaderClient::start_reading)
       .def("stats", [](const SharedLoaderClient& c) { return c.stats().dump(); });
 
   py::class_<colo::data::DeviceRingReader>(m, "DeviceRingReader")

@@ -146,6 +146,13 @@ class SharedLoader:
         for _ in range(len(self)):
             yield self.next_batch()
 
+    def start_reading(self):
+        """Holds the producer's ring from now on, as the first batch does.
+        A consumer holds nothing while its job starts, and begins at the
+        oldest chunk still held when it first reads; loaders that call this
+        before any of them reads all see the same stream."""
+        self.client.start_reading()
+
     def stats(self):
         """This consumer's counters: batches, samples, wait_s, elapsed_s,
         samples_per_s, chunks_skipped."""

@@ -123,6 +123,8 @@ TEST(SharedLoader, ConsumersWithDifferentBatchSizesSeeTheSameSamplesInTheSameOrd
   testing::TempDir dir;
   Producer producer(dir, 50, 16, 8);
   SharedLoaderClient a(producer.spec.address, 10), b(producer.spec.address, 25);
+  a.start_reading();  // both hold the ring before either reads
+  b.start_reading();
   std::vector<int64_t> la, lb;  // 150 samples each (three passes), read side by side
   for (int round = 0; round < 3; ++round) {
     for (int64_t label : labels_of(a, 5)) la.push_back(label);
@@ -158,6 +160,20 @@ TEST(SharedLoader, ALateJoinerCatchesUpFromTheBuffer) {
   EXPECT_EQ((at - first.begin()) % 8, 0);
 }
 
+TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, /*stall_s=*/100);
+  SharedLoaderClient starting(producer.spec.address, 8);  // connected, building its model
+  SharedLoaderClient reading(producer.spec.address, 8);
+  auto start = std::chrono::steady_clock::now();
+  labels_of(reading, 12);  // three times the ring
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+  std::vector<int64_t> first = labels_of(starting, 1);  // starts at the oldest chunk still held
+  // The other read chunks 0-11 through 4 slots: the oldest left is 8 or later.
+  EXPECT_GE(starting.stats()["chunks_skipped"].get<int64_t>(), 8);
+}
+
 TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
@@ -177,6 +193,8 @@ TEST(SharedLoader, SlowConsumersThatKeepNoOneWaitingAreWaitedForNotLeftBehind) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
   SharedLoaderClient a(producer.spec.address, 8), b(producer.spec.address, 8);
+  a.start_reading();
+  b.start_reading();
   EXPECT_EQ(labels_of(a, 1), labels_of(b, 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(900));  // both "in a long first step"
   nlohmann::json stats = producer.server->stats();
@@ -286,6 +304,8 @@ TEST(SharedLoader, ConsumersReadingInPlaceSeeTheSameSamplesAsThoseThatCopy) {
   testing::TempDir dir;
   Producer producer(dir, 50, 16, 8);
   SharedLoaderClient copying(producer.spec.address, 10), in_place(producer.spec.address, 10);
+  copying.start_reading();
+  in_place.start_reading();
   EXPECT_TRUE(in_place.device_ring().is_null()) << "a producer without `device` keeps no device ring";
   for (int b = 0; b < 12; ++b) {
     std::vector<int64_t> copied = labels_of(copying, 1);
@@ -366,7 +386,10 @@ TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   silent.connect(producer.spec.address);
   silent.send(zmq::buffer(std::string(R"({"op":"hello"})")), zmq::send_flags::none);
   zmq::message_t welcome;
-  ASSERT_TRUE(silent.recv(welcome));  // registered, then never heard from again
+  ASSERT_TRUE(silent.recv(welcome));
+  const int64_t id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
+  // It asks for chunk 0, so holds the ring, and is never heard from again.
+  silent.send(zmq::buffer(nlohmann::json{{"op", "next"}, {"consumer", id}, {"seq", 0}}.dump()), zmq::send_flags::none);
   SharedLoaderClient busy(producer.spec.address, 8);
   labels_of(busy, 20);
   EXPECT_EQ(producer.server->stats()["consumers_dropped"].get<int64_t>(), 1);

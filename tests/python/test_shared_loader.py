@@ -102,6 +102,17 @@ def test_batches_are_normalised_images_with_labels(loader):
     assert local_inputs.shape == inputs.shape and abs(local_inputs.mean() - inputs.mean()) < 0.5
 
 
+def test_loaders_that_start_reading_together_see_the_same_stream(loader):
+    data, _, _ = loader
+    a, b = colo.data.SharedLoader(str(data), 20), colo.data.SharedLoader(str(data), 20)
+    a.start_reading()
+    b.start_reading()
+    for step in range(6):  # 120 samples: the 4-slot ring of 16 is reused many times over
+        assert torch.equal(a.next_batch()[1], b.next_batch()[1]), step
+    a.close()
+    b.close()
+
+
 def test_killing_a_consumer_leaves_the_others_going(loader):
     data, _, status = loader
     victim, survivor = _consumer(data, 1000, 0.01), _consumer(data, 150, 0.005)
@@ -326,6 +337,8 @@ def test_gpu_consumers_copy_from_the_producers_device_ring_what_host_copies_woul
             on_device = colo.data.SharedLoader(str(data), batch, device="cuda")
             through_host = colo.data.SharedLoader(str(data), batch, device="cuda", device_ring=False)
             assert on_device.reads_device_ring and not through_host.reads_device_ring
+            on_device.start_reading()  # both from the same chunk on
+            through_host.start_reading()
             for step in range(480 // batch):  # more than the 8-slot ring holds, so slots are reused
                 a_inputs, a_labels = on_device.next_batch()
                 b_inputs, b_labels = through_host.next_batch()

@@ -41,7 +41,7 @@ struct Consumer {
   int64_t keep = 0;           // oldest chunk it still uses; done with all before
   bool pending = false;       // a "next" is waiting for data
   int64_t skipped = 0;        // chunks it lost by falling behind
-  bool behind = false;        // left behind since it last asked (no longer holds the ring back)
+  bool behind = false;        // not asked yet, or left behind since it last asked: does not hold the ring back
   int64_t requested = 0;      // the chunk its pending "next" asked for
   Stopwatch last_seen;        // since it last sent anything
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
@@ -441,6 +441,7 @@ void LoaderServer::serve(double report_s) {
         c.route = who;
         c.cursor = s.oldest;
         c.keep = s.oldest;
+        c.behind = true;  // holds no chunk until it first asks for one
         s.consumers[id] = c;
         ++s.consumers_seen;
         lock.unlock();
@@ -481,7 +482,11 @@ void LoaderServer::serve(double report_s) {
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
         c.route = who;  // beats come from another socket: replies go where "next" came from
-        c.behind = false;
+        if (c.behind) {  // new, or left behind: it starts again at the oldest chunk held
+          c.cursor = std::max(c.cursor, s.oldest);
+          c.keep = std::max(c.keep, s.oldest);
+          c.behind = false;
+        }
         c.requested = request.value("seq", int64_t{0});
         c.cursor = std::max(c.cursor, c.requested);
         c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include <zmq.hpp>
 
@@ -101,7 +102,8 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
       welcome["ring"].get<std::string>(), welcome["slots"].get<int64_t>(), welcome["slot_bytes"].get<int64_t>()));
   pixels_.resize(static_cast<size_t>(chunk_ * sample_bytes_));
   labels_.resize(static_cast<size_t>(chunk_));
-  request(0);
+  // No request yet: a consumer holds the producer's ring from its first
+  // batch on, not while its job is still starting (building its model).
   beats_ = std::thread([this, beat_every_s] {
     zmq::socket_t beat = dealer(connection_->context, connection_->address);
     while (!stop_beats_) {
@@ -142,9 +144,27 @@ SharedLoaderClient::~SharedLoaderClient() {
 
 void SharedLoaderClient::request(int64_t seq) {
   seq_ = seq;
+  asked_ = true;
   nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
   if (in_place_) next["keep"] = keep_;
   send_json(connection_->socket, next);
+}
+
+void SharedLoaderClient::start_reading() {
+  if (asked_) return;
+  request(0);
+  first_reply_ = receive_reply();  // the producer holds our place once it has answered
+}
+
+nlohmann::json SharedLoaderClient::receive_reply() {
+  Stopwatch waiting;
+  nlohmann::json reply;
+  while (reply.is_null()) {
+    if (producer_lost_) throw ProducerLost("shared loader: " + lost_reason_);
+    reply = receive_json(connection_->socket, 0.2, [] { return false; });
+  }
+  wait_s_ += waiting.elapsed_s();
+  return reply;
 }
 
 void SharedLoaderClient::release_before(int64_t seq) {
@@ -165,16 +185,9 @@ int64_t SharedLoaderClient::chunk_in_slot(int64_t slot) const {
 }
 
 void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
+  start_reading();
   for (;;) {
-    Stopwatch waiting;
-    nlohmann::json reply;
-    while (reply.is_null()) {
-      if (producer_lost_) {
-        throw ProducerLost("shared loader: " + lost_reason_);
-      }
-      reply = receive_json(connection_->socket, 0.2, [] { return false; });
-    }
-    wait_s_ += waiting.elapsed_s();
+    nlohmann::json reply = first_reply_.is_null() ? receive_reply() : std::exchange(first_reply_, nullptr);
     if (!reply.is_object() || reply.value("op", "") != "chunk") {
       throw ProducerLost("shared loader: the producer at " + connection_->address + " refused: " +
                          (reply.is_object() ? reply.value("message", reply.dump()) : std::string("bad reply")));

@@ -68,6 +68,11 @@ class SharedLoaderClient {
   std::vector<RingPiece> next_batch_pieces(int64_t* labels);
   // Done with every chunk before `seq`: the producer may reuse their slots.
   void release_before(int64_t seq);
+  // Asks for the first batch now rather than at the first next_batch, and
+  // returns once the producer has answered: from here on this consumer
+  // holds the producer's ring (consumers that all call this before any of
+  // them reads see the same stream). Does nothing once asked.
+  void start_reading();
   // The oldest chunk the next batch reads (the current one, while it has
   // samples left).
   int64_t current_chunk() const { return used_ < have_ ? chunk_seq_ : chunk_seq_ + 1; }
@@ -103,6 +108,8 @@ class SharedLoaderClient {
  private:
   struct Connection;
   void fetch_chunk(bool copy_pixels);
+  // The producer's next reply (time spent counts as waiting for data).
+  nlohmann::json receive_reply();
   void count_batch();  // a batch served: the counters the heartbeat reports
   // The header of a host slot: the chunk it holds once complete (-1 while filled).
   int64_t chunk_in_slot(int64_t slot) const;
@@ -119,6 +126,8 @@ class SharedLoaderClient {
   std::vector<int64_t> labels_;
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
   int64_t seq_ = 0;               // the chunk requested next
+  bool asked_ = false;            // a request was sent (the first batch was asked for)
+  nlohmann::json first_reply_;    // start_reading's answer, for the first fetch_chunk
   int64_t chunk_seq_ = -1, chunk_slot_ = 0;  // the current chunk and its slot
   int64_t keep_ = 0;              // the oldest chunk still in use (pieces read in place)
   bool in_place_ = false;         // next_batch_pieces was used
