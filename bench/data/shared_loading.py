@@ -307,6 +307,16 @@ def summarize(args):
                           for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
                "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
                             "summary": " ".join([sys.executable] + sys.argv)}}
+    # Further GPU runs (another model or precision), each with the same figures.
+    summary["other_gpu_runs"] = {}
+    for path in args.gpu_other or []:
+        run = json.load(open(path))
+        summary["other_gpu_runs"][os.path.splitext(os.path.basename(path))[0]] = {
+            "speedup": run["speedup"], "cpu_per_sample_ratio": run["cpu_per_sample_ratio"],
+            "consumer_wait_pct": run["shared_wait_pct_max"], "best_own": run["best_own"],
+            "setup": {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp",
+                                              "log_every", "cuda_waits")},
+            "command": run["command"]}
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("commands", "setups")}, indent=1))
@@ -331,6 +341,7 @@ def main():
     s = sub.add_parser("summarize")
     s.add_argument("--gpu", required=True)
     s.add_argument("--cpu", required=True)
+    s.add_argument("--gpu-other", nargs="*", help="more GPU runs, listed under other_gpu_runs")
     s.add_argument("--out", required=True)
     j = sub.add_parser("job")
     j.add_argument("--source", required=True)
