@@ -241,6 +241,13 @@ TEST(ColoServe, SubmitShowLogsAndCancelAgainstARunningScheduler) {
   testing::TempDir dir;
   ChildProcess server({COLO_EXECUTABLE, "run", "--store", dir.file("s.db"), "--serve", "--poll", "0.1"},
                       {{"COLO_SIMULATED_GPUS", "1"}}, dir.file("server.log"));
+  // A failed check or a throw below must not leave the scheduler running.
+  struct StopsServer {
+    ChildProcess& server;
+    ~StopsServer() {
+      if (!server.poll()) server.terminate(2);
+    }
+  } stops_server{server};
   auto slow = testing::run_colo(dir, "submit --store " + dir.file("s.db") + " --mem 1GiB --name slow -- sh -c 'echo $$ > " +
                                          dir.file("slow.pid") + "; sleep 60'");
   ASSERT_EQ(slow.status, 0) << slow.err;
@@ -249,7 +256,7 @@ TEST(ColoServe, SubmitShowLogsAndCancelAgainstARunningScheduler) {
   EXPECT_EQ(quick.out, "2\n");
   EXPECT_TRUE(wait_for_state(dir, 2, "COMPLETED", 30)) << read_file(dir.file("server.log"));
   EXPECT_EQ(testing::run_colo(dir, "logs --store " + dir.file("s.db") + " 2").out, "quick-output\n");
-  EXPECT_TRUE(wait_for_state(dir, 1, "RUNNING", 10));
+  ASSERT_TRUE(wait_for_state(dir, 1, "RUNNING", 30)) << read_file(dir.file("server.log"));
   auto cancel = testing::run_colo(dir, "cancel --store " + dir.file("s.db") + " 1");
   EXPECT_EQ(cancel.out, "1: RUNNING -> CANCELLED\n");
   int pid = std::stoi(read_file(dir.file("slow.pid")));
