@@ -63,6 +63,13 @@ std::vector<int64_t> labels_of(SharedLoaderClient& client, int64_t batches) {
   return all;
 }
 
+// Seconds `client` takes to read `batches` batches.
+double seconds_to_read(SharedLoaderClient& client, int64_t batches) {
+  auto start = std::chrono::steady_clock::now();
+  labels_of(client, batches);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 TEST(SharedLoader, TheProducerReportsEachConsumersThroughputAndDataWaitToASampler) {
   testing::TempDir dir;
   Producer producer(dir, 40, 4, 8, /*stall_s=*/5, /*heartbeat_timeout_s=*/2);  // beats every 0.5 s
@@ -165,11 +172,9 @@ TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
   Producer producer(dir, 40, 8, 4, /*stall_s=*/100);
   SharedLoaderClient starting(producer.spec.address, 8);  // connected, building its model
   SharedLoaderClient reading(producer.spec.address, 8);
-  auto start = std::chrono::steady_clock::now();
-  labels_of(reading, 12);  // three times the ring
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  EXPECT_LT(seconds_to_read(reading, 12), 5.0);  // three times the ring
   EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
-  std::vector<int64_t> first = labels_of(starting, 1);  // starts at the oldest chunk still held
+  labels_of(starting, 1);  // starts at the oldest chunk still held
   // The other read chunks 0-11 through 4 slots: the oldest left is 8 or later.
   EXPECT_GE(starting.stats()["chunks_skipped"].get<int64_t>(), 8);
 }
@@ -180,9 +185,7 @@ TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {
   SharedLoaderClient stalled(producer.spec.address, 8);
   labels_of(stalled, 1);
   SharedLoaderClient busy(producer.spec.address, 8);
-  auto start = std::chrono::steady_clock::now();
-  labels_of(busy, 30);  // far more than the ring holds
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_LT(seconds_to_read(busy, 30), 10.0);  // far more than the ring holds
   nlohmann::json stats = producer.server->stats();
   EXPECT_GE(stats["consumers_left_behind"].get<int64_t>(), 1);
   labels_of(stalled, 2);  // it comes back: skips ahead instead of reading overwritten data
@@ -339,9 +342,7 @@ TEST(SharedLoader, AnInPlaceConsumerLeftBehindSkipsItsOverwrittenChunkInsteadOfR
   SharedLoaderClient stalled(producer.spec.address, 4);
   read_in_place(stalled);  // half of chunk 0 read; chunk 0 held
   SharedLoaderClient busy(producer.spec.address, 8);
-  auto start = std::chrono::steady_clock::now();
-  labels_of(busy, 30);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_LT(seconds_to_read(busy, 30), 10.0);
   EXPECT_GE(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 1);
   for (int b = 0; b < 3; ++b) {
     InPlaceBatch read = read_in_place(stalled);
