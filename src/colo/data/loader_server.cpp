@@ -10,11 +10,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <numeric>
-#include <random>
 #include <thread>
 
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zmq.hpp>
@@ -23,6 +20,7 @@
 #include "colo/core/spec_table.h"
 #include "colo/core/stopwatch.h"
 #include "colo/data/loader_protocol.h"
+#include "colo/data/loader_state.h"
 #include "colo/data/shared_ring.h"
 
 namespace colo::data {
@@ -35,33 +33,12 @@ double cpu_core_seconds() {
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
-struct Consumer {
-  std::string route;          // ZeroMQ routing id
-  int64_t cursor = 0;         // next chunk it wants
-  int64_t keep = 0;           // oldest chunk it still uses; done with all before
-  bool pending = false;       // a "next" is waiting for data
-  int64_t skipped = 0;        // chunks it lost by falling behind
-  bool behind = false;        // not asked yet, or left behind since it last asked: does not hold the ring back
-  int64_t requested = 0;      // the chunk its pending "next" asked for
-  Stopwatch last_seen;        // since it last sent anything
-  nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
-};
 
 // Departed consumers whose last report `stats` still lists.
 constexpr size_t kDepartedKept = 16;
-// At most this many chunks are decoded at once (fewer with a ring of few slots).
 constexpr int64_t kChunksInFlight = 3;
 
-struct Published {
-  int64_t slot = 0;
-  int64_t count = 0;
-  int64_t epoch = 0;
-};
 
-// A chunk handed to the decoder: its number, the decoder's ticket, samples, pass.
-struct Decoding {
-  int64_t seq, ticket, count, epoch;
-};
 
 // One consumer in `stats`: its figures from the heartbeat or bye that
 // carried them (`reported`; none when it has not reported yet).
@@ -104,69 +81,9 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
   return spec;
 }
 
-struct LoaderServer::State {
-  State(const LoaderServeSpec& spec)
-      : decoder(scan_image_folder(spec.pipeline.root), spec.pipeline),
-        ring(SharedRing::create(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)))),
-        router(context, zmq::socket_type::router) {}
-
-  ImageDecoder decoder;
-  SharedRing ring;
-  std::unique_ptr<RingMirror> mirror;
-  zmq::context_t context;
-  zmq::socket_t router;
-
-  mutable std::mutex mutex;
-  std::condition_variable changed;
-  std::map<int64_t, Published> chunks;  // seq -> where it is; oldest first
-  int64_t next_seq = 0;                 // the chunk the assembler makes next
-  int64_t oldest = 0;                   // oldest chunk still in the ring
-  std::map<int64_t, Consumer> consumers;
-  std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, kDepartedKept)
-  int64_t next_consumer = 1;
-  int64_t consumers_seen = 0;
-  int64_t dropped = 0;
-  int64_t left_behind = 0;
-  // Where the producer's time goes: the assembler waiting for the slowest
-  // consumer to free a slot, or for the decoders; the mirror's rounds of
-  // copies and its time waiting for them.
-  double waited_for_slots_s = 0, waited_for_decoding_s = 0, waited_for_copies_s = 0;
-  int64_t mirror_rounds = 0;
-  int64_t samples = 0;
-  bool stopping = false;
-  std::string failure;  // the assembler's (or mirror's) error, ends serve()
-  Stopwatch started;
-  Stopwatch idle_since;
-  std::thread assembler;
-  // With a mirror: decoded chunks waiting for their device copy, and the
-  // thread that copies and then publishes them.
-  std::deque<Decoding> to_mirror;
-  std::condition_variable mirror_wake;
-  std::thread mirror_thread;
-  // Written when a chunk is published: wakes serve()'s poll to answer the
-  // consumers waiting for it at once.
-  int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-
-  ~State() {
-    if (wake_fd >= 0) close(wake_fd);
-  }
-
-  // Makes decoded (and mirrored) chunk f available to consumers; chunks
-  // come in order. Called with `mutex` held.
-  void publish(const Decoding& f, int64_t slots) {
-    chunks[f.seq] = Published{f.seq % slots, f.count, f.epoch};
-    next_seq = f.seq + 1;
-    samples += f.count;
-    const uint64_t one = 1;
-    if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
-      // Already signalled (the counter is full): serve() wakes anyway.
-    }
-    changed.notify_all();
-  }
-};
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
-  state_ = std::make_unique<State>(spec_);
+  state_ = std::make_unique<LoaderState>(spec_);
   state_->mirror = std::move(mirror);
   if (state_->mirror) state_->mirror->attach_host_ring(state_->ring.slot(0), spec_.buffer * state_->ring.slot_bytes());
   state_->router.set(zmq::sockopt::linger, 0);
@@ -190,7 +107,7 @@ LoaderServer::~LoaderServer() {
 }
 
 nlohmann::json LoaderServer::stats() const {
-  State& s = *state_;
+  LoaderState& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   int64_t slowest = s.next_seq;
   for (const auto& [id, c] : s.consumers) slowest = std::min(slowest, c.keep);
@@ -221,182 +138,12 @@ nlohmann::json LoaderServer::stats() const {
 }
 
 void LoaderServer::serve(double report_s) {
-  State& s = *state_;
+  LoaderState& s = *state_;
   const int64_t slots = spec_.buffer, chunk = spec_.chunk;
   const int64_t images = s.decoder.folder().size();
 
-  if (s.mirror) {
-    // Copies every chunk decoded since its last round to the device in one
-    // go, then publishes them: the decoders never wait for the GPU, and
-    // the copies of several chunks share one of the producer's time slices.
-    s.mirror_thread = std::thread([&, slots, chunk] {
-      const int64_t pixels_at = loader_slot_pixels_offset(chunk), per_sample = sample_bytes(spec_.pipeline);
-      try {
-        for (;;) {
-          std::vector<Decoding> round;
-          {
-            std::unique_lock<std::mutex> lock(s.mutex);
-            s.mirror_wake.wait(lock, [&] { return s.stopping || !s.to_mirror.empty(); });
-            if (s.stopping) return;
-            round.assign(s.to_mirror.begin(), s.to_mirror.end());
-            s.to_mirror.clear();
-          }
-          for (const Decoding& f : round) {
-            s.mirror->start_copy(f.seq % slots, s.ring.slot(f.seq % slots), pixels_at + f.count * per_sample);
-          }
-          Stopwatch copying;
-          s.mirror->wait_copies();
-          std::lock_guard<std::mutex> lock(s.mutex);
-          s.waited_for_copies_s += copying.elapsed_s();
-          ++s.mirror_rounds;
-          for (const Decoding& f : round) s.publish(f, slots);
-        }
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        s.failure = std::string("copying to the device: ") + e.what();
-      }
-    });
-  }
-
-  s.assembler = std::thread([&, slots, chunk, images] {
-    std::vector<int64_t> order(static_cast<size_t>(images));
-    int64_t epoch = -1, offset = images;
-    std::vector<int64_t> indices;
-    const int64_t pixels_at = loader_slot_pixels_offset(chunk);
-    // Chunks being decoded at once: the decode threads go on to the next
-    // chunk while this thread publishes (and copies to the device) the last.
-    const int64_t depth = std::clamp<int64_t>(slots - 1, 1, kChunksInFlight);
-    std::deque<Decoding> in_flight;
-    int64_t next_chunk = 0;
-
-    // Chunk k may take its slot once every consumer is done with the chunk
-    // it held (or was left behind), and someone still reads: with every
-    // consumer left behind (or none yet) the producer would only decode
-    // chunks no one sees. Called with s.mutex held.
-    auto slot_free = [&](int64_t k) {
-      if (k < slots) return true;
-      if (k - slots >= s.next_seq) return false;  // the chunk there is still being copied to the device
-      bool reading = false;
-      for (const auto& [id, c] : s.consumers) {
-        if (c.behind) continue;
-        if (c.keep <= k - slots) return false;
-        reading = true;
-      }
-      return reading;
-    };
-    // A consumer that asked for a chunk not made yet: only such a one is
-    // held up by a consumer that stalls. Called with s.mutex held.
-    auto someone_waits = [&] {
-      for (const auto& [id, c] : s.consumers) {
-        if (!c.behind && c.pending && c.cursor >= s.next_seq) return true;
-      }
-      return false;
-    };
-    // Waits for chunk k's slot, leaving behind consumers that hold it up
-    // while another has waited stall_s for new data; false when the server
-    // stops.
-    auto take_slot = [&](int64_t k) {
-      std::unique_lock<std::mutex> lock(s.mutex);
-      Stopwatch waiting, blocked;
-      for (;;) {
-        if (s.stopping) return false;
-        if (slot_free(k)) {
-          s.waited_for_slots_s += blocked.elapsed_s();
-          break;
-        }
-        const int64_t reused = k - slots;  // the chunk whose slot k takes
-        if (!someone_waits()) waiting.restart();
-        if (waiting.elapsed_s() > spec_.stall_s) {
-          for (auto& [id, c] : s.consumers) {
-            // Pending, it holds nothing older than it asked for, unless
-            // it reads in place and has not released what it read.
-            if (c.keep <= reused && (!c.pending || c.keep < c.requested)) {
-              if (!c.behind) {
-                std::fprintf(stderr, "colo loader: consumer %lld has held up the others for %.1f s; leaving it behind\n",
-                             static_cast<long long>(id), spec_.stall_s);
-                ++s.left_behind;
-              }
-              c.behind = true;
-              c.cursor = std::max(c.cursor, reused + 1);
-              c.keep = reused + 1;
-            }
-          }
-          continue;
-        }
-        s.changed.wait_for(lock, std::chrono::milliseconds(50));
-      }
-      if (k >= slots) {
-        s.chunks.erase(k - slots);
-        s.oldest = k - slots + 1;
-      }
-      return true;
-    };
-    auto submit = [&](int64_t k) {
-      if (offset >= images) {
-        ++epoch;
-        offset = 0;
-        std::iota(order.begin(), order.end(), 0);
-        std::mt19937_64 rng(spec_.pipeline.seed * 1000003 + static_cast<uint64_t>(epoch));
-        std::shuffle(order.begin(), order.end(), rng);
-      }
-      const int64_t n = std::min(chunk, images - offset);
-      indices.assign(order.begin() + offset, order.begin() + offset + n);
-      offset += n;
-      uint8_t* slot = s.ring.slot(k % slots);
-      *reinterpret_cast<volatile int64_t*>(slot) = -1;
-      std::atomic_thread_fence(std::memory_order_release);
-      auto* labels = reinterpret_cast<int64_t*>(slot + sizeof(int64_t));
-      const int64_t ticket = s.decoder.submit(indices.data(), n, static_cast<uint64_t>(epoch), slot + pixels_at, labels);
-      in_flight.push_back(Decoding{k, ticket, n, epoch});
-    };
-    // The oldest chunk decoding, once decoded: published, or with a
-    // mirror handed to the mirror thread, which publishes it once copied.
-    auto publish_oldest = [&] {
-      const Decoding f = in_flight.front();
-      in_flight.pop_front();
-      Stopwatch decoding;
-      s.decoder.wait(f.ticket);
-      uint8_t* slot = s.ring.slot(f.seq % slots);
-      std::atomic_thread_fence(std::memory_order_release);
-      *reinterpret_cast<volatile int64_t*>(slot) = f.seq;
-      std::lock_guard<std::mutex> lock(s.mutex);
-      s.waited_for_decoding_s += decoding.elapsed_s();
-      if (s.mirror) {
-        s.to_mirror.push_back(f);
-        s.mirror_wake.notify_one();
-      } else {
-        s.publish(f, slots);
-      }
-    };
-    try {
-      for (;;) {
-        bool free_now;
-        {
-          std::lock_guard<std::mutex> lock(s.mutex);
-          if (s.stopping) break;
-          free_now = slot_free(next_chunk);
-        }
-        // Publish what is decoded rather than wait for a slot (or for room
-        // in flight) with decoded chunks held back from the consumers.
-        if (!in_flight.empty() && (!free_now || static_cast<int64_t>(in_flight.size()) >= depth)) {
-          publish_oldest();
-          continue;
-        }
-        if (!take_slot(next_chunk)) break;
-        submit(next_chunk++);
-      }
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      s.failure = e.what();
-    }
-    // The decode threads write into ring slots: let them finish first.
-    for (const Decoding& f : in_flight) {
-      try {
-        s.decoder.wait(f.ticket);
-      } catch (const std::exception&) {
-      }
-    }
-  });
+  if (s.mirror) s.mirror_thread = std::thread([&] { mirror_chunks(s, spec_); });
+  s.assembler = std::thread([&] { assemble_chunks(s, spec_); });
 
   auto send = [&](const std::string& route, const nlohmann::json& body) {
     s.router.send(zmq::buffer(route), zmq::send_flags::sndmore);

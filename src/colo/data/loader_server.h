@@ -62,6 +62,8 @@ class RingMirror {
 // field. The default address is derived from the file's absolute path.
 LoaderServeSpec parse_loader_serve_spec(const std::string& path);
 
+struct LoaderState;  // loader_state.h
+
 class LoaderServer {
  public:
   // Scans the folder and binds the address; throws InputError or
@@ -83,9 +85,8 @@ class LoaderServer {
   nlohmann::json stats() const;
 
  private:
-  struct State;
   LoaderServeSpec spec_;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<LoaderState> state_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -1,0 +1,128 @@
+#pragma once
+// What a shared loader's producer (LoaderServer) shares between its threads:
+// the control loop (loader_server.cpp), the assembler that has chunks
+// decoded and the mirror that copies them to a GPU (loader_assembler.cpp).
+// Internal to the producer.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "colo/core/stopwatch.h"
+#include "colo/data/image_pipeline.h"
+#include "colo/data/loader_protocol.h"
+#include "colo/data/loader_server.h"
+#include "colo/data/shared_ring.h"
+
+namespace colo::data {
+
+struct Consumer {
+  std::string route;          // ZeroMQ routing id
+  int64_t cursor = 0;         // next chunk it wants
+  int64_t keep = 0;           // oldest chunk it still uses; done with all before
+  bool pending = false;       // a "next" is waiting for data
+  int64_t skipped = 0;        // chunks it lost by falling behind
+  bool behind = false;        // not asked yet, or left behind since it last asked: does not hold the ring back
+  int64_t requested = 0;      // the chunk its pending "next" asked for
+  Stopwatch last_seen;        // since it last sent anything
+  nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
+};
+
+struct Published {
+  int64_t slot = 0;
+  int64_t count = 0;
+  int64_t epoch = 0;
+};
+
+// A chunk handed to the decoder: its number, the decoder's ticket, samples, pass.
+struct Decoding {
+  int64_t seq, ticket, count, epoch;
+};
+
+struct LoaderState {
+  explicit LoaderState(const LoaderServeSpec& spec)
+      : decoder(scan_image_folder(spec.pipeline.root), spec.pipeline),
+        ring(SharedRing::create(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)))),
+        router(context, zmq::socket_type::router) {}
+
+  ImageDecoder decoder;
+  SharedRing ring;
+  std::unique_ptr<RingMirror> mirror;
+  zmq::context_t context;
+  zmq::socket_t router;
+
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  std::map<int64_t, Published> chunks;  // seq -> where it is; oldest first
+  int64_t next_seq = 0;                 // the chunk the assembler makes next
+  int64_t oldest = 0;                   // oldest chunk still in the ring
+  std::map<int64_t, Consumer> consumers;
+  std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, kDepartedKept)
+  int64_t next_consumer = 1;
+  int64_t consumers_seen = 0;
+  int64_t dropped = 0;
+  int64_t left_behind = 0;
+  // Where the producer's time goes: the assembler waiting for the slowest
+  // consumer to free a slot, or for the decoders; the mirror's rounds of
+  // copies and its time waiting for them.
+  double waited_for_slots_s = 0, waited_for_decoding_s = 0, waited_for_copies_s = 0;
+  int64_t mirror_rounds = 0;
+  int64_t samples = 0;
+  bool stopping = false;
+  std::string failure;  // the assembler's (or mirror's) error, ends serve()
+  Stopwatch started;
+  Stopwatch idle_since;
+  std::thread assembler;
+  // With a mirror: decoded chunks waiting for their device copy, and the
+  // thread that copies and then publishes them.
+  std::deque<Decoding> to_mirror;
+  std::condition_variable mirror_wake;
+  std::thread mirror_thread;
+  // Written when a chunk is published: wakes serve()'s poll to answer the
+  // consumers waiting for it at once.
+  int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+  ~LoaderState() {
+    if (wake_fd >= 0) close(wake_fd);
+  }
+
+  // Makes decoded (and mirrored) chunk f available to consumers; chunks
+  // come in order. Called with `mutex` held.
+  void publish(const Decoding& f, int64_t slots) {
+    chunks[f.seq] = Published{f.seq % slots, f.count, f.epoch};
+    next_seq = f.seq + 1;
+    samples += f.count;
+    const uint64_t one = 1;
+    if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
+      // Already signalled (the counter is full): serve() wakes anyway.
+    }
+    changed.notify_all();
+  }
+};
+
+// The assembler thread's work: has the decoder fill ring slots chunk after
+// chunk (a shuffled pass over the folder at a time, several chunks at
+// once), each once its slot is free, and publishes them (through the
+// mirror, when there is one). Returns when s.stopping is set, or records
+// its error in s.failure.
+void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec);
+
+// The mirror thread's work (s.mirror set): copies every chunk decoded since
+// its last round to the device in one go, then publishes them, so the
+// decoders never wait for the GPU and the copies of several chunks share
+// one of the producer's time slices. Returns when s.stopping is set, or
+// records its error in s.failure.
+void mirror_chunks(LoaderState& s, const LoaderServeSpec& spec);
+
+}  // namespace colo::data
