@@ -5,6 +5,7 @@
 #include "colo/data/device_ring.h"
 #include "colo/data/image_pipeline.h"
 #include "colo/data/loader_server.h"
+#include "colo/data/pixel_normalise.h"
 #include "colo/data/shared_loader.h"
 #include "colo/gpu/torch_device.h"
 #include "data_bindings.h"
@@ -13,14 +14,31 @@ namespace py = pybind11;
 
 namespace {
 
+void check_labels(const at::Tensor& labels, int64_t batch) {
+  if (!labels.is_contiguous() || labels.device().type() != c10::DeviceType::CPU ||
+      labels.scalar_type() != at::kLong || labels.numel() != batch) {
+    throw std::invalid_argument("labels must be a contiguous CPU int64 tensor of the batch's size");
+  }
+}
+
 void check_batch(const at::Tensor& pixels, const at::Tensor& labels, int64_t batch, int64_t sample_bytes) {
   if (!pixels.is_contiguous() || pixels.device().type() != c10::DeviceType::CPU ||
       pixels.scalar_type() != at::kByte || pixels.numel() != batch * sample_bytes) {
     throw std::invalid_argument("pixels must be a contiguous CPU uint8 tensor of the batch's size");
   }
-  if (!labels.is_contiguous() || labels.device().type() != c10::DeviceType::CPU ||
-      labels.scalar_type() != at::kLong || labels.numel() != batch) {
-    throw std::invalid_argument("labels must be a contiguous CPU int64 tensor of the batch's size");
+  check_labels(labels, batch);
+}
+
+// A float32 CPU tensor of `numel` elements and per-channel `scale` and
+// `shift` of `channels` values, or std::invalid_argument.
+void check_normalised(const at::Tensor& out, int64_t numel, const std::vector<float>& scale,
+                      const std::vector<float>& shift, int64_t channels) {
+  if (!out.is_contiguous() || out.device().type() != c10::DeviceType::CPU || out.scalar_type() != at::kFloat ||
+      out.numel() != numel) {
+    throw std::invalid_argument("out must be a contiguous CPU float32 tensor of the batch's size");
+  }
+  if (static_cast<int64_t>(scale.size()) != channels || static_cast<int64_t>(shift.size()) != channels) {
+    throw std::invalid_argument("scale and shift need one value per channel");
   }
 }
 
@@ -68,6 +86,15 @@ void bind_data(py::module& m) {
              return c.device_ring().is_object() ? py::object(py::str(c.device_ring().dump())) : py::object(py::none());
            }, "The producer's device ring as JSON (handle, device, bytes), or None.")
       .def("start_reading", &SharedLoaderClient::start_reading)
+      .def("next_batch_normalised", [](SharedLoaderClient& c, at::Tensor out, at::Tensor labels,
+                                       const std::vector<float>& scale, const std::vector<float>& shift) {
+             std::vector<int64_t> shape = c.sample_shape();
+             const int64_t sample = shape[0] * shape[1] * shape[2];
+             check_normalised(out, c.batch_size() * sample, scale, shift, shape[0]);
+             check_labels(labels, c.batch_size());
+             py::gil_scoped_release release;
+             c.next_batch_normalised(out.data_ptr<float>(), labels.data_ptr<int64_t>(), scale.data(), shift.data());
+           }, "The next batch read in place from the ring, as pixel * scale[c] + shift[c] into float32 `out`.")
       .def("stats", [](const SharedLoaderClient& c) { return c.stats().dump(); });
 
   py::class_<colo::data::DeviceRingReader>(m, "DeviceRingReader")
@@ -81,6 +108,19 @@ void bind_data(py::module& m) {
              return r.next();
            }, "The next batch (uint8 pixels, int64 labels) on the reader's device, copied from the ring on a "
               "stream of its own and ready for work queued after it on the current stream.");
+
+  m.def("normalise_pixels", [](at::Tensor pixels, at::Tensor out, const std::vector<float>& scale,
+                               const std::vector<float>& shift) {
+          if (!pixels.is_contiguous() || pixels.device().type() != c10::DeviceType::CPU ||
+              pixels.scalar_type() != at::kByte || pixels.dim() != 4) {
+            throw std::invalid_argument("pixels must be a contiguous CPU uint8 tensor [N, C, H, W]");
+          }
+          check_normalised(out, pixels.numel(), scale, shift, pixels.size(1));
+          py::gil_scoped_release release;
+          colo::data::normalise_pixels(pixels.data_ptr<uint8_t>(), pixels.size(0), pixels.size(1),
+                                       pixels.size(2) * pixels.size(3), scale.data(), shift.data(),
+                                       out.data_ptr<float>());
+        }, "out = pixels * scale[c] + shift[c], uint8 [N, C, H, W] to float32, in one pass.");
 
   py::class_<colo::data::ImageDecoder>(m, "ImageDecoder")
       .def(py::init([](const std::string& data_file, int64_t threads) {

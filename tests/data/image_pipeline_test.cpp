@@ -10,6 +10,7 @@
 #include "colo/core/error.h"
 #include "colo/data/image_folder.h"
 #include "colo/data/jpeg_codec.h"
+#include "colo/data/pixel_normalise.h"
 #include "support/temp_dir.h"
 
 namespace colo::data {
@@ -412,6 +413,22 @@ TEST(ImageDecoder, CallsInFlightTogetherGiveWhatOneAtATimeGives) {
   EXPECT_EQ(la, lb);
   EXPECT_EQ(la, (std::vector<int64_t>{8, 7, 6, 5, 4, 3, 2, 1, 0}));
   EXPECT_THROW(together.wait(tickets[0]), std::logic_error) << "a ticket is waited for once";
+}
+
+}  // namespace
+}  // namespace colo::data
+
+namespace colo::data {
+namespace {
+
+TEST(PixelNormalise, EachChannelIsScaledAndShiftedByItsOwnValues) {
+  // Two samples of 3 channels of 2 pixels.
+  const std::vector<uint8_t> in = {0, 255, 10, 20, 30, 40, 1, 2, 3, 4, 5, 6};
+  const float scale[] = {1.0f, 0.5f, 2.0f}, shift[] = {0.0f, -1.0f, 10.0f};
+  std::vector<float> out(in.size());
+  normalise_pixels(in.data(), 2, 3, 2, scale, shift, out.data());
+  const std::vector<float> want = {0, 255, 4, 9, 70, 90, 1, 2, 0.5f, 1, 20, 22};
+  EXPECT_EQ(out, want);
 }
 
 }  // namespace

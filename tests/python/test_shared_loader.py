@@ -76,6 +76,22 @@ def test_normalising_is_pixels_over_255_less_mean_over_std_and_leaves_the_pixels
     assert torch.equal(pixels, kept) and labels.tolist() == [0, 1]
 
 
+def test_cpu_batches_normalised_from_the_ring_are_the_copied_pixels_normalised(loader):
+    data, _, _ = loader
+    straight = colo.data.SharedLoader(str(data), 20)  # on the CPU: normalised in place from the ring
+    copied = colo.data._core().SharedLoaderClient(straight.address, 20)
+    straight.start_reading()
+    copied.start_reading()
+    for step in range(8):
+        inputs, labels = straight.next_batch()
+        pixels, want_labels = torch.empty(20, 3, 24, 24, dtype=torch.uint8), torch.empty(20, dtype=torch.int64)
+        copied.next_batch(pixels, want_labels)
+        assert torch.equal(labels, want_labels), step
+        want = pixels.float() * straight.normalise.scale + straight.normalise.shift
+        assert torch.allclose(inputs, want, atol=1e-6), step
+    straight.close()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_waits_sleep_once_asked_before_and_after_the_device_is_in_use():
     code = textwrap.dedent("""\

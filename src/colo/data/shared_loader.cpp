@@ -10,6 +10,7 @@
 
 #include "colo/core/stopwatch.h"
 #include "colo/data/loader_protocol.h"
+#include "colo/data/pixel_normalise.h"
 #include "colo/data/shared_ring.h"
 
 namespace colo::data {
@@ -242,6 +243,28 @@ std::vector<RingPiece> SharedLoaderClient::next_batch_pieces(int64_t* labels) {
   }
   count_batch();
   return pieces;
+}
+
+void SharedLoaderClient::next_batch_normalised(float* pixels, int64_t* labels, const float* scale,
+                                               const float* shift) {
+  const int64_t channels = shape_[0], plane = shape_[1] * shape_[2];
+  for (;;) {
+    std::vector<RingPiece> pieces = next_batch_pieces(labels);
+    int64_t filled = 0;
+    bool intact = true;
+    for (const RingPiece& p : pieces) {
+      normalise_pixels(host_slot(p.slot) + pixels_offset() + p.first * sample_bytes_, p.count, channels, plane, scale,
+                       shift, pixels + filled * sample_bytes_);
+      filled += p.count;
+      // Left behind while reading (held past stall_s): the slot was reused.
+      intact = intact && chunk_in_slot(p.slot) == p.seq;
+    }
+    release_before(current_chunk());
+    if (intact) return;
+    ++skipped_;  // read another batch in its place; this one does not count
+    --batches_;
+    samples_ -= batch_size_;
+  }
 }
 
 void SharedLoaderClient::next_batch(uint8_t* pixels, int64_t* labels) {

@@ -66,6 +66,12 @@ class SharedLoaderClient {
   // for it (or leaves it behind after its stall_s). Use either this or
   // next_batch on one client, not both.
   std::vector<RingPiece> next_batch_pieces(int64_t* labels);
+  // The next batch normalised straight from the ring into float32
+  // `pixels` ([batch, C, H, W]: pixel * scale[c] + shift[c], see
+  // normalise_pixels) and int64 `labels`, with no copy in between; its
+  // chunks go back to the producer on return. Uses in-place reads (not
+  // together with next_batch). Throws as next_batch does.
+  void next_batch_normalised(float* pixels, int64_t* labels, const float* scale, const float* shift);
   // Done with every chunk before `seq`: the producer may reuse their slots.
   void release_before(int64_t seq);
   // Asks for the first batch now rather than at the first next_batch, and
