@@ -17,13 +17,12 @@ producer cannot use for decoding.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
-from shared_loading import build_model, tree_cpu_s  # noqa: E402
+from shared_loading import build_model, run_jobs, tree_cpu_s  # noqa: E402
 
 VARIANTS = ("spin", "sleep", "sleep_log", "sleep_pace")
 
@@ -65,14 +64,7 @@ def job(args):
 def run_variant(args, variant):
     command = ["taskset", "-c", args.cores, sys.executable, HERE, "job", "--variant", variant, "--model", args.model,
                "--batch", str(args.batch), "--size", str(args.size), "--steps", str(args.steps)]
-    jobs = [subprocess.Popen(command + (["--amp"] if args.amp else []), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for _ in range(args.jobs)]
-    results = []
-    for p in jobs:
-        out, err = p.communicate()
-        if p.returncode != 0:
-            raise SystemExit(f"{variant} job failed:\n{err[-3000:]}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = run_jobs(command + (["--amp"] if args.amp else []), args.jobs, variant)
     span = max(r["end"] for r in results) - min(r["start"] for r in results)
     steps = args.jobs * args.steps
     cpu = sum(r["cpu_core_s"] for r in results)

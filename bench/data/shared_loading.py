@@ -91,6 +91,20 @@ class CpuSampler:
         return c0 if t1 <= t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
 
 
+def run_jobs(command, count, what):
+    """Starts `count` copies of `command` at once and returns the JSON object
+    each prints last; SystemExit with the stderr of the first that fails."""
+    jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(count)]
+    results = []
+    for p in jobs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(f"{what} job failed:\n{err[-3000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
 def build_model(name, classes):
     import torch.nn as nn
     if name in ("resnet18", "resnet50", "mobilenet_v3_large"):
@@ -193,21 +207,14 @@ def run_mode(args, mode, data):
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sampler = CpuSampler(producer.pid)
         time.sleep(1.0)
-    jobs = [subprocess.Popen(taskset + [sys.executable, HERE, "job", "--source", source, "--data", data,
-                                        "--model", args.model, "--device", args.device, "--steps", str(args.steps),
-                                        "--batch", str(args.batch), "--threads", str(args.threads),
-                                        "--torch-threads", str(args.torch_threads),
-                                        "--log-every", str(args.log_every)]
-                             + (["--cuda-spin"] if args.cuda_spin else [])
-                             + (["--amp"] if args.amp else [])
-                             + (["--expect-device-ring"] if device_ring else []),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(args.jobs)]
-    results = []
-    for p in jobs:
-        out, err = p.communicate()
-        if p.returncode != 0:
-            raise SystemExit(f"{mode} job failed:\n{err[-3000:]}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    command = (taskset + [sys.executable, HERE, "job", "--source", source, "--data", data, "--model", args.model,
+                          "--device", args.device, "--steps", str(args.steps), "--batch", str(args.batch),
+                          "--threads", str(args.threads), "--torch-threads", str(args.torch_threads),
+                          "--log-every", str(args.log_every)]
+               + (["--cuda-spin"] if args.cuda_spin else [])
+               + (["--amp"] if args.amp else [])
+               + (["--expect-device-ring"] if device_ring else []))
+    results = run_jobs(command, args.jobs, mode)
     first, last = min(r["start"] for r in results), max(r["end"] for r in results)
     cpu = sum(r["cpu_core_s"] for r in results)
     producer_stats = producer_cpu = None

@@ -73,11 +73,11 @@ class _Normaliser:
         self.sleeps_while_waiting = sleep and sleep_while_waiting(self.device)
         mean = torch.tensor(mean, dtype=torch.float64).view(1, -1, 1, 1)
         std = torch.tensor(std, dtype=torch.float64).view(1, -1, 1, 1)
-        # (x / 255 - mean) / std as one multiply and one add, in place: the
-        # subtract-then-divide form costs five times as much on a CPU.
+        # (x / 255 - mean) / std as one multiply and one add: in place on a
+        # GPU, in one pass from uint8 on the CPU (colo._core.normalise_pixels,
+        # which takes them as lists of floats).
         self.scale = (1 / (255 * std)).to(self.device, torch.float32)
         self.shift = (-mean / std).to(self.device, torch.float32)
-        # On the CPU, colo._core does it in one pass (as lists of floats).
         self.scale_list = self.scale.flatten().tolist()
         self.shift_list = self.shift.flatten().tolist()
         self.pin = pin_memory and self.device.type == "cuda"

@@ -33,12 +33,8 @@ double cpu_core_seconds() {
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
-
 // Departed consumers whose last report `stats` still lists.
 constexpr size_t kDepartedKept = 16;
-constexpr int64_t kChunksInFlight = 3;
-
-
 
 // One consumer in `stats`: its figures from the heartbeat or bye that
 // carried them (`reported`; none when it has not reported yet).

@@ -9,12 +9,13 @@
 // cuts its own batch size from it. The ring is a rubber band: the producer
 // runs up to `buffer` chunks ahead of the slowest consumer, and a consumer
 // that joins late starts at the oldest chunk still held when it first asks
-// for data (until then, while its job starts, it holds nothing back). A consumer that
-// holds the slot the producer needs next while another consumer has waited
-// `stall_s` for new data is left behind (it skips to the oldest chunk held
-// when it comes back); one that sends nothing for `heartbeat_timeout_s` is
-// dropped. Slow consumers with no one waiting on them are waited for, and
-// with every consumer left behind the producer stops.
+// for data (until then, while its job starts, it holds nothing back). A
+// consumer that holds the slot the producer needs next while another
+// consumer has waited `stall_s` for new data is left behind (it skips to the
+// oldest chunk held when it comes back); one that sends nothing for
+// `heartbeat_timeout_s` is dropped. Slow consumers with no one waiting on
+// them are waited for, and with every consumer left behind the producer
+// stops.
 
 #include <atomic>
 #include <cstdint>

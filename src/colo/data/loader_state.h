@@ -27,18 +27,20 @@
 
 namespace colo::data {
 
+// A consumer as the producer sees it.
 struct Consumer {
   std::string route;          // ZeroMQ routing id
   int64_t cursor = 0;         // next chunk it wants
   int64_t keep = 0;           // oldest chunk it still uses; done with all before
   bool pending = false;       // a "next" is waiting for data
   int64_t skipped = 0;        // chunks it lost by falling behind
-  bool behind = false;        // not asked yet, or left behind since it last asked: does not hold the ring back
+  bool behind = false;        // not asked yet, or left behind since it last asked: holds nothing back
   int64_t requested = 0;      // the chunk its pending "next" asked for
   Stopwatch last_seen;        // since it last sent anything
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
 };
 
+// A chunk consumers may read: its ring slot, samples and pass over the folder.
 struct Published {
   int64_t slot = 0;
   int64_t count = 0;
@@ -50,6 +52,7 @@ struct Decoding {
   int64_t seq, ticket, count, epoch;
 };
 
+// Everything the producer's threads share; `mutex` guards what they change.
 struct LoaderState {
   explicit LoaderState(const LoaderServeSpec& spec)
       : decoder(scan_image_folder(spec.pipeline.root), spec.pipeline),
@@ -65,7 +68,7 @@ struct LoaderState {
   mutable std::mutex mutex;
   std::condition_variable changed;
   std::map<int64_t, Published> chunks;  // seq -> where it is; oldest first
-  int64_t next_seq = 0;                 // the chunk the assembler makes next
+  int64_t next_seq = 0;                 // the chunk published next (later ones may be decoding or copying)
   int64_t oldest = 0;                   // oldest chunk still in the ring
   std::map<int64_t, Consumer> consumers;
   std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, kDepartedKept)
