@@ -38,14 +38,33 @@ HERE = os.path.abspath(__file__)
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu_s(pid):
-    """User + system CPU seconds of one live process (all its threads); 0 once it is gone."""
+def process_cpu_s(pid, stat="stat"):
+    """User + system CPU seconds of one live process (all its threads), or of
+    one thread with stat="task/TID/stat"; 0 once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/{stat}") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def thread_cpu_s(pid):
+    """CPU seconds of a live process's threads, summed by thread name
+    (colo's producer names its decode, assemble and mirror threads)."""
+    by_name = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return by_name
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        by_name[name] = by_name.get(name, 0.0) + process_cpu_s(pid, f"task/{tid}/stat")
+    return by_name
 
 
 def tree_cpu_s(root):
@@ -68,17 +87,28 @@ def tree_cpu_s(root):
 
 
 class CpuSampler:
-    """Samples one process's CPU seconds every 50 ms; at(t) interpolates."""
+    """Samples one process's CPU seconds every 50 ms; at(t) interpolates,
+    threads_between(t0, t1) gives its threads' by name."""
 
     def __init__(self, pid):
-        self.pid, self.samples, self.stop = pid, [], threading.Event()
+        self.pid, self.samples, self.threads, self.stop = pid, [], [], threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def run(self):
         while not self.stop.is_set():
-            self.samples.append((time.time(), process_cpu_s(self.pid)))
+            now = time.time()
+            self.samples.append((now, process_cpu_s(self.pid)))
+            self.threads.append((now, thread_cpu_s(self.pid)))
             self.stop.wait(0.05)
+
+    def threads_between(self, t0, t1):
+        """CPU seconds per thread name from the last sample at or before t0
+        to the first at or after t1 (a span at most 50 ms wider)."""
+        before = [s for s in self.threads if s[0] <= t0] or self.threads[:1]
+        after = [s for s in self.threads if s[0] >= t1] or self.threads[-1:]
+        start, end = before[-1][1], after[0][1]
+        return {name: end[name] - start.get(name, 0.0) for name in sorted(end)}
 
     def finish(self):
         self.stop.set()
@@ -224,6 +254,7 @@ def run_mode(args, mode, data):
         sampler.finish()
         producer_stats = json.loads(out.strip().splitlines()[-1])
         producer_cpu = sampler.at(last) - sampler.at(first)
+        producer_stats["threads_cpu_core_s"] = sampler.threads_between(first, last)
         cpu += producer_cpu
     samples = sum(r["samples"] for r in results)
     span = last - first
@@ -239,6 +270,7 @@ def report_mode(m):
     where = ""
     if p:
         where = (f"; producer waited {p.get('waited_for_slots_s', 0):.1f} s for slots, "
+                 f"{p.get('waited_for_demand_s', 0):.1f} s for demand, "
                  f"{p.get('waited_for_decoding_s', 0):.1f} s for decoding, {p.get('waited_for_copies_s', 0):.1f} s "
                  f"for {p.get('mirror_rounds', 0)} rounds of device copies, in {p.get('uptime_s', 0):.1f} s")
     print(f"  round: {m['mode']} {m['samples_per_s']:.0f} samples/s, {m['cpu_core_s_per_sample'] * 1000:.3f} "
@@ -256,7 +288,8 @@ def run(args):
             data[mode] = os.path.join(tmp, f"{mode}.toml")
             with open(data[mode], "w") as f:
                 f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\n'
-                        f'threads = {args.producer_threads}\nchunk = 32\nbuffer = {args.buffer}\n'
+                        f'threads = {args.producer_threads}\nchunk = {args.chunk}\nbuffer = {args.buffer}\n'
+                        f'ahead = {args.ahead or args.buffer}\n'
                         f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
@@ -275,6 +308,7 @@ def run(args):
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
+               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead or args.buffer,
                "best_own": best_own and best_own["mode"],
                "speedup": best_own and shared["samples_per_s"] / best_own["samples_per_s"],
                "cpu_per_sample_ratio": best_own and shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
@@ -339,7 +373,10 @@ def main():
     r.add_argument("--threads", type=int, default=2, help="decode threads (or DataLoader workers) per own job")
     r.add_argument("--producer-threads", type=int, default=2)
     r.add_argument("--repeat", type=int, default=1, help="rounds of all modes; the median round counts")
-    r.add_argument("--buffer", type=int, default=8, help="the producer's ring, in chunks of 32 samples")
+    r.add_argument("--buffer", type=int, default=8, help="the producer's ring, in chunks")
+    r.add_argument("--chunk", type=int, default=32, help="samples per chunk")
+    r.add_argument("--ahead", type=int, default=0,
+                   help="chunks the producer decodes past the newest asked for (0: as far as the ring allows)")
     r.add_argument("--torch-threads", type=int, default=1)
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")

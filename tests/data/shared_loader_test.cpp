@@ -22,7 +22,7 @@ namespace {
 class Producer {
  public:
   Producer(const testing::TempDir& dir, int64_t images, int64_t chunk, int64_t buffer, double stall_s = 5,
-           double heartbeat_timeout_s = 10, std::unique_ptr<RingMirror> mirror = nullptr) {
+           double heartbeat_timeout_s = 10, std::unique_ptr<RingMirror> mirror = nullptr, int64_t ahead = 8) {
     std::vector<int64_t> labels;
     for (int64_t i = 0; i < images; ++i) labels.push_back(i);
     std::string root = dir.file("images");
@@ -35,6 +35,7 @@ class Producer {
     spec.address = "ipc://" + dir.file("loader.sock");
     spec.chunk = chunk;
     spec.buffer = buffer;
+    spec.ahead = ahead;
     spec.stall_s = stall_s;
     spec.heartbeat_timeout_s = heartbeat_timeout_s;
     server = std::make_unique<LoaderServer>(spec, std::move(mirror));
@@ -165,6 +166,29 @@ TEST(SharedLoader, ALateJoinerCatchesUpFromTheBuffer) {
   EXPECT_GT(chunk, 0);
   EXPECT_LE(chunk, 10);
   EXPECT_EQ((at - first.begin()) % 8, 0);
+}
+
+// The chunks the producer has published once it stops publishing more.
+int64_t settled_chunks(LoaderServer& server) {
+  int64_t last = -1;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const int64_t now = server.stats()["chunks"].get<int64_t>();
+    if (now == last) return now;
+    last = now;
+  }
+}
+
+TEST(SharedLoader, TheProducerDecodesNoMoreThanAheadChunksPastTheNewestAskedFor) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 4, 16, 5, 10, nullptr, /*ahead=*/2);
+  EXPECT_EQ(settled_chunks(*producer.server), 3);  // chunks 0-2, though the ring has 16 slots
+  SharedLoaderClient client(producer.spec.address, 4);  // a chunk a batch
+  labels_of(client, 5);  // read chunks 0-4, and asked for 5 (the next comes while it trains)
+  EXPECT_EQ(settled_chunks(*producer.server), 8);  // 5 + 2 ahead
+  EXPECT_GT(producer.server->stats()["waited_for_demand_s"].get<double>(), 0.1);
+  labels_of(client, 10);
+  EXPECT_EQ(settled_chunks(*producer.server), 18);  // past the ring's 16: slots are reused as before
 }
 
 TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {

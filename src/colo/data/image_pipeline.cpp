@@ -8,6 +8,7 @@
 #include <string>
 
 #include "colo/core/error.h"
+#include "colo/core/thread_name.h"
 #include "colo/data/jpeg_codec.h"
 
 namespace colo::data {
@@ -158,7 +159,10 @@ void crop_resize_flip(const uint8_t* hwc, int64_t width, int64_t height, const I
 
 ImageDecoder::ImageDecoder(ImageFolder folder, ImagePipelineSpec spec)
     : folder_(std::move(folder)), spec_(std::move(spec)) {
-  for (int64_t t = 0; t < spec_.threads; ++t) threads_.emplace_back([this] { work(); });
+  for (int64_t t = 0; t < spec_.threads; ++t) threads_.emplace_back([this] {
+      name_this_thread("colo-decode");
+      work();
+    });
 }
 
 ImageDecoder::~ImageDecoder() {

@@ -46,6 +46,7 @@ void mirror_chunks(LoaderState& s, const LoaderServeSpec& spec) {
 
 void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   const int64_t slots = spec.buffer, chunk = spec.chunk;
+  const int64_t ahead = std::clamp<int64_t>(spec.ahead, 1, slots);
   const int64_t images = s.decoder.folder().size();
   std::vector<int64_t> order(static_cast<size_t>(images));
   int64_t epoch = -1, offset = images;
@@ -80,21 +81,20 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
     }
     return false;
   };
-  // Waits for chunk k's slot, leaving behind consumers that hold it up
-  // while another has waited stall_s for new data; false when the server
-  // stops.
+  // Waits until chunk k is wanted (at most `ahead` past the newest chunk
+  // asked for) and its slot is free, leaving behind consumers that hold
+  // the slot up while another has waited stall_s for new data; false when
+  // the server stops.
   auto take_slot = [&](int64_t k) {
     std::unique_lock<std::mutex> lock(s.mutex);
-    Stopwatch waiting, blocked;
+    Stopwatch waiting;
     for (;;) {
       if (s.stopping) return false;
-      if (slot_free(k)) {
-        s.waited_for_slots_s += blocked.elapsed_s();
-        break;
-      }
+      const bool wanted = k <= s.newest_asked + ahead;
+      if (wanted && slot_free(k)) break;
       const int64_t reused = k - slots;  // the chunk whose slot k takes
       if (!someone_waits()) waiting.restart();
-      if (waiting.elapsed_s() > spec.stall_s) {
+      if (wanted && waiting.elapsed_s() > spec.stall_s) {
         for (auto& [id, c] : s.consumers) {
           // Pending, it holds nothing older than it asked for, unless
           // it reads in place and has not released what it read.
@@ -111,7 +111,9 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
         }
         continue;
       }
+      Stopwatch blocked;
       s.changed.wait_for(lock, std::chrono::milliseconds(50));
+      (wanted ? s.waited_for_slots_s : s.waited_for_demand_s) += blocked.elapsed_s();
     }
     if (k >= slots) {
       s.chunks.erase(k - slots);
@@ -162,10 +164,11 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
       {
         std::lock_guard<std::mutex> lock(s.mutex);
         if (s.stopping) break;
-        free_now = slot_free(next_chunk);
+        free_now = next_chunk <= s.newest_asked + ahead && slot_free(next_chunk);
       }
-      // Publish what is decoded rather than wait for a slot (or for room
-      // in flight) with decoded chunks held back from the consumers.
+      // Publish what is decoded rather than wait for a slot, for demand
+      // or for room in flight with decoded chunks held back from the
+      // consumers.
       if (!in_flight.empty() && (!free_now || static_cast<int64_t>(in_flight.size()) >= depth)) {
         publish_oldest();
         continue;

@@ -19,6 +19,7 @@
 #include "colo/core/error.h"
 #include "colo/core/spec_table.h"
 #include "colo/core/stopwatch.h"
+#include "colo/core/thread_name.h"
 #include "colo/data/loader_protocol.h"
 #include "colo/data/loader_state.h"
 #include "colo/data/shared_ring.h"
@@ -60,6 +61,7 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
                                                 std::to_string(std::hash<std::string>{}(absolute) % 1000000007) + ".sock");
   spec.chunk = table.integer_or("chunk", spec.chunk, 1, 65536);
   spec.buffer = table.integer_or("buffer", spec.buffer, 2, 4096);
+  spec.ahead = std::min(table.integer_or("ahead", spec.ahead, 1, 4096), spec.buffer);
   spec.stall_s = table.number_or("stall_s", spec.stall_s, 0.1, 1e6);
   spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
   spec.idle_exit_s = table.number_or("idle_exit_s", spec.idle_exit_s, 0, 1e9);
@@ -124,6 +126,7 @@ nlohmann::json LoaderServer::stats() const {
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
           {"waited_for_slots_s", s.waited_for_slots_s},
+          {"waited_for_demand_s", s.waited_for_demand_s},
           {"waited_for_decoding_s", s.waited_for_decoding_s},
           {"mirror_rounds", s.mirror_rounds},
           {"waited_for_copies_s", s.waited_for_copies_s},
@@ -138,8 +141,16 @@ void LoaderServer::serve(double report_s) {
   const int64_t slots = spec_.buffer, chunk = spec_.chunk;
   const int64_t images = s.decoder.folder().size();
 
-  if (s.mirror) s.mirror_thread = std::thread([&] { mirror_chunks(s, spec_); });
-  s.assembler = std::thread([&] { assemble_chunks(s, spec_); });
+  if (s.mirror) {
+    s.mirror_thread = std::thread([&] {
+      name_this_thread("colo-mirror");
+      mirror_chunks(s, spec_);
+    });
+  }
+  s.assembler = std::thread([&] {
+    name_this_thread("colo-assemble");
+    assemble_chunks(s, spec_);
+  });
 
   auto send = [&](const std::string& route, const nlohmann::json& body) {
     s.router.send(zmq::buffer(route), zmq::send_flags::sndmore);
@@ -234,6 +245,7 @@ void LoaderServer::serve(double report_s) {
         c.cursor = std::max(c.cursor, c.requested);
         c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));
         c.pending = true;
+        s.newest_asked = std::max(s.newest_asked, c.cursor);
         lock.unlock();
         s.changed.notify_all();
       } else if (op == "release") {

@@ -7,7 +7,9 @@
 // Samples come in chunks of `chunk` from a shuffled pass over the folder
 // (a new order per pass); every consumer sees the same chunk stream and
 // cuts its own batch size from it. The ring is a rubber band: the producer
-// runs up to `buffer` chunks ahead of the slowest consumer, and a consumer
+// runs up to `buffer` chunks ahead of the slowest consumer, but decodes no
+// more than `ahead` chunks past the newest chunk any consumer has asked for
+// (chunks no one reads at the end are decoding wasted), and a consumer
 // that joins late starts at the oldest chunk still held when it first asks
 // for data (until then, while its job starts, it holds nothing back). A
 // consumer that holds the slot the producer needs next while another
@@ -33,6 +35,7 @@ struct LoaderServeSpec {
   std::string address;              // ZeroMQ endpoint, e.g. ipc:///tmp/colo-loader.sock
   int64_t chunk = 128;              // samples per published chunk
   int64_t buffer = 16;              // chunks held (ring slots)
+  int64_t ahead = 8;                // chunks decoded past the newest one asked for (at most `buffer`)
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
   double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
@@ -58,7 +61,7 @@ class RingMirror {
   virtual nlohmann::json describe() const = 0;
 };
 
-// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, stall_s,
+// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, stall_s,
 // heartbeat_timeout_s, idle_exit_s, device. Throws InputError naming the file and
 // field. The default address is derived from the file's absolute path.
 LoaderServeSpec parse_loader_serve_spec(const std::string& path);

@@ -70,6 +70,7 @@ struct LoaderState {
   std::map<int64_t, Published> chunks;  // seq -> where it is; oldest first
   int64_t next_seq = 0;                 // the chunk published next (later ones may be decoding or copying)
   int64_t oldest = 0;                   // oldest chunk still in the ring
+  int64_t newest_asked = 0;             // the newest chunk any consumer has asked for
   std::map<int64_t, Consumer> consumers;
   std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, kDepartedKept)
   int64_t next_consumer = 1;
@@ -77,9 +78,10 @@ struct LoaderState {
   int64_t dropped = 0;
   int64_t left_behind = 0;
   // Where the producer's time goes: the assembler waiting for the slowest
-  // consumer to free a slot, or for the decoders; the mirror's rounds of
-  // copies and its time waiting for them.
-  double waited_for_slots_s = 0, waited_for_decoding_s = 0, waited_for_copies_s = 0;
+  // consumer to free a slot, for a consumer to ask for more (`ahead`
+  // chunks decoded past the newest asked for), or for the decoders; the
+  // mirror's rounds of copies and its time waiting for them.
+  double waited_for_slots_s = 0, waited_for_demand_s = 0, waited_for_decoding_s = 0, waited_for_copies_s = 0;
   int64_t mirror_rounds = 0;
   int64_t samples = 0;
   bool stopping = false;
