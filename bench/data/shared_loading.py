@@ -186,6 +186,7 @@ def job(args):
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     wait = steps = 0
     start = None
+    timeline = []  # (time a step was queued or, reading the loss, done; data wait so far)
 
     def batches():
         while True:
@@ -213,13 +214,14 @@ def job(args):
             cpu_start = tree_cpu_s(os.getpid())
             continue
         steps += 1
+        timeline.append((time.time(), wait))
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     end = time.time()
     cpu = tree_cpu_s(os.getpid()) - cpu_start
     print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
                       "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False)),
-                      "cuda_waits_sleep": sleeps}),
+                      "cuda_waits_sleep": sleeps, "timeline": timeline}),
           flush=True)
 
 
@@ -253,15 +255,39 @@ def run_mode(args, mode, data):
         out, _ = producer.communicate(timeout=30)
         sampler.finish()
         producer_stats = json.loads(out.strip().splitlines()[-1])
-        producer_cpu = sampler.at(last) - sampler.at(first)
-        producer_stats["threads_cpu_core_s"] = sampler.threads_between(first, last)
+        # Decoding counts from the producer's start (what it decodes before
+        # the jobs' first steps, they read); its other threads (control,
+        # CUDA set-up) over the jobs' span, as the jobs' own CPU is.
+        threads = sampler.threads_between(first, last)
+        decoding = sampler.threads_between(0, last).get("colo-decode", 0.0)
+        producer_cpu = decoding + sum(v for name, v in threads.items() if name != "colo-decode")
+        producer_stats["threads_cpu_core_s"] = threads
+        producer_stats["decode_cpu_core_s_before_span"] = decoding - threads.get("colo-decode", 0.0)
         cpu += producer_cpu
     samples = sum(r["samples"] for r in results)
     span = last - first
     return {"mode": mode, "samples": samples, "span_s": span, "samples_per_s": samples / span,
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
+            "all_running": all_running(results, args.batch),
             "jobs": results, "producer": producer_stats}
+
+
+def all_running(results, batch):
+    """Samples/s and each job's data wait over the window in which every job
+    trains (the last start to the first end), without the start-up stagger:
+    a job alone on the GPU is data-bound in any mode."""
+    w0, w1 = max(r["start"] for r in results), min(r["end"] for r in results)
+    if w1 - w0 <= 0:
+        return None
+
+    def wait_at(timeline, t):
+        before = [w for when, w in timeline if when <= t]
+        return before[-1] if before else 0.0
+
+    samples = sum(batch * sum(1 for when, _ in r["timeline"] if w0 < when <= w1) for r in results)
+    waits = [100 * (wait_at(r["timeline"], w1) - wait_at(r["timeline"], w0)) / (w1 - w0) for r in results]
+    return {"window_s": w1 - w0, "samples_per_s": samples / (w1 - w0), "wait_pct": waits}
 
 
 def report_mode(m):
@@ -273,8 +299,11 @@ def report_mode(m):
                  f"{p.get('waited_for_demand_s', 0):.1f} s for demand, "
                  f"{p.get('waited_for_decoding_s', 0):.1f} s for decoding, {p.get('waited_for_copies_s', 0):.1f} s "
                  f"for {p.get('mirror_rounds', 0)} rounds of device copies, in {p.get('uptime_s', 0):.1f} s")
+    a = m["all_running"] or {}
+    together = a and (f"; all {len(m['jobs'])} running ({a['window_s']:.1f} s): {a['samples_per_s']:.0f} samples/s, "
+                      f"wait {max(a['wait_pct']):.1f}%")
     print(f"  round: {m['mode']} {m['samples_per_s']:.0f} samples/s, {m['cpu_core_s_per_sample'] * 1000:.3f} "
-          f"core-ms/sample, wait {max(m['wait_pct']):.1f}%{where}", file=sys.stderr, flush=True)
+          f"core-ms/sample, wait {max(m['wait_pct']):.1f}%{together}{where}", file=sys.stderr, flush=True)
     return m
 
 
@@ -289,7 +318,7 @@ def run(args):
             with open(data[mode], "w") as f:
                 f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\n'
                         f'threads = {args.producer_threads}\nchunk = {args.chunk}\nbuffer = {args.buffer}\n'
-                        f'ahead = {args.ahead or args.buffer}\n'
+                        f'ahead = {args.ahead}\n'
                         f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
@@ -300,6 +329,8 @@ def run(args):
         median = dict(ranked[len(ranked) // 2])
         median["rounds_samples_per_s"] = [m["samples_per_s"] for m in column]
         median["rounds_cpu_core_s_per_sample"] = [m["cpu_core_s_per_sample"] for m in column]
+        median["rounds"] = [{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running")}
+                            for m in column]
         modes.append(median)
     by = {m["mode"]: m for m in modes}
     own = [m for m in modes if not m["mode"].startswith("shared")]
@@ -308,23 +339,49 @@ def run(args):
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
-               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead or args.buffer,
+               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead,
                "best_own": best_own and best_own["mode"],
                "speedup": best_own and shared["samples_per_s"] / best_own["samples_per_s"],
                "cpu_per_sample_ratio": best_own and shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
                "shared_wait_pct_max": max(shared["wait_pct"]),
+               "all_running": all_running_summary(shared, best_own),
                "command": " ".join([sys.executable] + sys.argv), "modes": modes}
     for m in modes:
         print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s (rounds "
               f"{' '.join(f'{v:.0f}' for v in m['rounds_samples_per_s'])})  {m['cpu_core_s_per_sample'] * 1000:7.3f} "
               f"core-ms/sample  wait {max(m['wait_pct']):5.1f}%", file=sys.stderr)
     if best_own:
+        together = summary["all_running"]
         print(f"shared over {best_own['mode']}: {summary['speedup']:.2f}x samples/s, "
-              f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample", file=sys.stderr)
+              f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample; with all jobs running "
+              f"{together.get('speedup') or 0:.2f}x, shared wait {together['shared']['wait_pct_max'] or 0:.1f}%",
+              file=sys.stderr)
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(summary, f, indent=1)
+
+
+def all_running_summary(shared, own):
+    """The figures of the window in which every job trains (medians over the
+    rounds, each mode's rounds apart), shared against own."""
+    def median(values):
+        values = sorted(v for v in values if v is not None)
+        return values[len(values) // 2] if values else None
+
+    def of(mode):
+        windows = [r["all_running"] for r in mode["rounds"] if r["all_running"]]
+        return {"samples_per_s": median(w["samples_per_s"] for w in windows),
+                "wait_pct_max": median(max(w["wait_pct"]) for w in windows),
+                "rounds_samples_per_s": [w["samples_per_s"] for w in windows],
+                "rounds_wait_pct_max": [max(w["wait_pct"]) for w in windows]}
+
+    result = {"shared": of(shared)}
+    if own:
+        result[own["mode"]] = of(own)
+        if result["shared"]["samples_per_s"] and result[own["mode"]]["samples_per_s"]:
+            result["speedup"] = result["shared"]["samples_per_s"] / result[own["mode"]]["samples_per_s"]
+    return result
 
 
 def summarize(args):
@@ -375,8 +432,8 @@ def main():
     r.add_argument("--repeat", type=int, default=1, help="rounds of all modes; the median round counts")
     r.add_argument("--buffer", type=int, default=8, help="the producer's ring, in chunks")
     r.add_argument("--chunk", type=int, default=32, help="samples per chunk")
-    r.add_argument("--ahead", type=int, default=0,
-                   help="chunks the producer decodes past the newest asked for (0: as far as the ring allows)")
+    r.add_argument("--ahead", type=int, default=8,
+                   help="chunks the producer decodes past the newest asked for, once its ring was full")
     r.add_argument("--torch-threads", type=int, default=1)
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")

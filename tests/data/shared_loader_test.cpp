@@ -179,16 +179,16 @@ int64_t settled_chunks(LoaderServer& server) {
   }
 }
 
-TEST(SharedLoader, TheProducerDecodesNoMoreThanAheadChunksPastTheNewestAskedFor) {
+TEST(SharedLoader, AfterItsFirstRingFullTheProducerDecodesNoMoreThanAheadChunksPastTheNewestAskedFor) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 4, 16, 5, 10, nullptr, /*ahead=*/2);
-  EXPECT_EQ(settled_chunks(*producer.server), 3);  // chunks 0-2, though the ring has 16 slots
+  Producer producer(dir, 40, 4, 6, 5, 10, nullptr, /*ahead=*/2);
+  EXPECT_EQ(settled_chunks(*producer.server), 6);  // the ring, filled before anyone reads
   SharedLoaderClient client(producer.spec.address, 4);  // a chunk a batch
   labels_of(client, 5);  // read chunks 0-4, and asked for 5 (the next comes while it trains)
-  EXPECT_EQ(settled_chunks(*producer.server), 8);  // 5 + 2 ahead
+  EXPECT_EQ(settled_chunks(*producer.server), 8);  // 5 + 2 ahead, though slots for 11 are free
   EXPECT_GT(producer.server->stats()["waited_for_demand_s"].get<double>(), 0.1);
   labels_of(client, 10);
-  EXPECT_EQ(settled_chunks(*producer.server), 18);  // past the ring's 16: slots are reused as before
+  EXPECT_EQ(settled_chunks(*producer.server), 18);  // asked for 15
 }
 
 TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {

@@ -81,8 +81,12 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
     }
     return false;
   };
-  // Waits until chunk k is wanted (at most `ahead` past the newest chunk
-  // asked for) and its slot is free, leaving behind consumers that hold
+  // Chunk k is decoded once it is wanted: the first ring-full at once
+  // (ready for the first consumers while their jobs start), later ones at
+  // most `ahead` past the newest chunk asked for, so that a long ring
+  // costs no decoding of chunks no one will read. Called with s.mutex held.
+  auto wanted = [&](int64_t k) { return k < slots || k <= s.newest_asked + ahead; };
+  // Waits until chunk k is wanted and its slot is free, leaving behind consumers that hold
   // the slot up while another has waited stall_s for new data; false when
   // the server stops.
   auto take_slot = [&](int64_t k) {
@@ -90,11 +94,11 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
     Stopwatch waiting;
     for (;;) {
       if (s.stopping) return false;
-      const bool wanted = k <= s.newest_asked + ahead;
-      if (wanted && slot_free(k)) break;
+      const bool asked = wanted(k);
+      if (asked && slot_free(k)) break;
       const int64_t reused = k - slots;  // the chunk whose slot k takes
       if (!someone_waits()) waiting.restart();
-      if (wanted && waiting.elapsed_s() > spec.stall_s) {
+      if (asked && waiting.elapsed_s() > spec.stall_s) {
         for (auto& [id, c] : s.consumers) {
           // Pending, it holds nothing older than it asked for, unless
           // it reads in place and has not released what it read.
@@ -113,7 +117,7 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
       }
       Stopwatch blocked;
       s.changed.wait_for(lock, std::chrono::milliseconds(50));
-      (wanted ? s.waited_for_slots_s : s.waited_for_demand_s) += blocked.elapsed_s();
+      (asked ? s.waited_for_slots_s : s.waited_for_demand_s) += blocked.elapsed_s();
     }
     if (k >= slots) {
       s.chunks.erase(k - slots);
@@ -164,7 +168,7 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
       {
         std::lock_guard<std::mutex> lock(s.mutex);
         if (s.stopping) break;
-        free_now = next_chunk <= s.newest_asked + ahead && slot_free(next_chunk);
+        free_now = wanted(next_chunk) && slot_free(next_chunk);
       }
       // Publish what is decoded rather than wait for a slot, for demand
       // or for room in flight with decoded chunks held back from the

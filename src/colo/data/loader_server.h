@@ -7,9 +7,10 @@
 // Samples come in chunks of `chunk` from a shuffled pass over the folder
 // (a new order per pass); every consumer sees the same chunk stream and
 // cuts its own batch size from it. The ring is a rubber band: the producer
-// runs up to `buffer` chunks ahead of the slowest consumer, but decodes no
-// more than `ahead` chunks past the newest chunk any consumer has asked for
-// (chunks no one reads at the end are decoding wasted), and a consumer
+// runs up to `buffer` chunks ahead of the slowest consumer; once it has
+// filled the ring the first time, it decodes no more than `ahead` chunks
+// past the newest chunk any consumer has asked for (chunks no one reads at
+// the end are decoding wasted). A consumer
 // that joins late starts at the oldest chunk still held when it first asks
 // for data (until then, while its job starts, it holds nothing back). A
 // consumer that holds the slot the producer needs next while another
@@ -35,7 +36,7 @@ struct LoaderServeSpec {
   std::string address;              // ZeroMQ endpoint, e.g. ipc:///tmp/colo-loader.sock
   int64_t chunk = 128;              // samples per published chunk
   int64_t buffer = 16;              // chunks held (ring slots)
-  int64_t ahead = 8;                // chunks decoded past the newest one asked for (at most `buffer`)
+  int64_t ahead = 8;                // after the first ring-full: chunks decoded past the newest asked for
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
   double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
