@@ -191,6 +191,18 @@ TEST(SharedLoader, AfterItsFirstRingFullTheProducerDecodesNoMoreThanAheadChunksP
   EXPECT_EQ(settled_chunks(*producer.server), 18);  // asked for 15
 }
 
+TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanHalfTheRingSoTheRestAbsorbsHiccups) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 4, 8, 5, 10, nullptr, /*ahead=*/2);
+  SharedLoaderClient early(producer.spec.address, 4);  // a chunk a batch
+  std::vector<int64_t> first = labels_of(early, 7);     // chunks 0-6, and asked for 7
+  EXPECT_EQ(settled_chunks(*producer.server), 10);      // 7 + 2 ahead: chunks 0 and 1 are gone
+  SharedLoaderClient late(producer.spec.address, 4);
+  std::vector<int64_t> caught = labels_of(late, 1);
+  // The oldest chunk held is 2; half the ring (4) behind the newest asked for is 3.
+  EXPECT_EQ(caught, std::vector<int64_t>(first.begin() + 12, first.begin() + 16));
+}
+
 TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, /*stall_s=*/100);

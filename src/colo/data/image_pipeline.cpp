@@ -8,11 +8,16 @@
 #include <string>
 
 #include "colo/core/error.h"
-#include "colo/core/thread_name.h"
+#include "colo/core/this_thread.h"
 #include "colo/data/jpeg_codec.h"
 
 namespace colo::data {
 namespace {
+
+// Decode threads run this much nicer than the threads that wait on
+// latency: the training loop that feeds its GPU, and a shared producer's
+// control loop that answers consumers. They still take every idle core.
+constexpr int kDecodeNice = 5;
 
 bool read_whole_file(const std::string& path, std::vector<uint8_t>* bytes) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
@@ -161,6 +166,7 @@ ImageDecoder::ImageDecoder(ImageFolder folder, ImagePipelineSpec spec)
     : folder_(std::move(folder)), spec_(std::move(spec)) {
   for (int64_t t = 0; t < spec_.threads; ++t) threads_.emplace_back([this] {
       name_this_thread("colo-decode");
+      lower_this_threads_priority(kDecodeNice);
       work();
     });
 }

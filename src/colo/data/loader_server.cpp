@@ -19,7 +19,7 @@
 #include "colo/core/error.h"
 #include "colo/core/spec_table.h"
 #include "colo/core/stopwatch.h"
-#include "colo/core/thread_name.h"
+#include "colo/core/this_thread.h"
 #include "colo/data/loader_protocol.h"
 #include "colo/data/loader_state.h"
 #include "colo/data/shared_ring.h"
@@ -236,9 +236,10 @@ void LoaderServer::serve(double report_s) {
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
         c.route = who;  // beats come from another socket: replies go where "next" came from
-        if (c.behind) {  // new, or left behind: it starts again at the oldest chunk held
-          c.cursor = std::max(c.cursor, s.oldest);
-          c.keep = std::max(c.keep, s.oldest);
+        if (c.behind) {  // new, or left behind: it starts at the oldest chunk held, up to half the ring back
+          const int64_t start = std::max(s.oldest, s.newest_asked - slots / 2);
+          c.cursor = std::max(c.cursor, start);
+          c.keep = std::max(c.keep, start);
           c.behind = false;
         }
         c.requested = request.value("seq", int64_t{0});
