@@ -11,10 +11,16 @@ all pinned to the same CPU cores (a CPU-poor instance), in three modes:
              its own batches to the GPU)
 Measured per mode: aggregate trained samples/s (all samples over the span
 from the first job's first step to the last job's last), CPU core-seconds
-per trained sample, and each job's time waiting for data. CPU counts only
-the training window, not start-up (importing torch, CUDA set-up): each job
-reads its own process tree's CPU (DataLoader workers included) at its first
-and last step; the producer's is sampled from /proc over the jobs' span.
+per trained sample, and each job's time waiting for data; the same over the
+window in which all jobs train (`all_running`: without the start-up
+stagger, in which a job alone on the GPU is data-bound in any mode). CPU
+counts the training window, not start-up (importing torch, CUDA set-up):
+each job reads its own process tree's CPU (DataLoader workers included) at
+its first and last step, and the producer's is sampled from /proc over the
+jobs' span. Decoding counts whenever it happened: the producer's decode
+threads from its start (it fills its ring while the jobs start), and a
+job's own colo decode threads from theirs (own_torch's DataLoader workers
+only over the span, which favours own_torch).
 Every job's loop is the same in all modes: SGD with momentum, reading its
 loss every --log-every steps (1 by default, as a loop that logs it does;
 the host then waits for the GPU there instead of spinning in a full launch
@@ -212,13 +218,16 @@ def job(args):
                 torch.cuda.synchronize()
             start = time.time()
             cpu_start = tree_cpu_s(os.getpid())
+            # What its own decode threads did before (its first batches),
+            # counted like the shared producer's decoding before the span.
+            decoded_before = thread_cpu_s(os.getpid()).get("colo-decode", 0.0)
             continue
         steps += 1
         timeline.append((time.time(), wait))
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     end = time.time()
-    cpu = tree_cpu_s(os.getpid()) - cpu_start
+    cpu = tree_cpu_s(os.getpid()) - cpu_start + decoded_before
     print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
                       "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False)),
                       "cuda_waits_sleep": sleeps, "timeline": timeline}),
