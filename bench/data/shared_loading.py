@@ -408,9 +408,11 @@ def summarize(args):
                "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
                "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
                "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
+               # Over the window in which every job trains (medians of rounds).
+               "all_running": {"gpu_4jobs": gpu.get("all_running"), "cpu_2jobs": cpu.get("all_running")},
                "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
                "setups": {name: {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size",
-                                                   "amp", "log_every", "cuda_waits")}
+                                                   "amp", "log_every", "cuda_waits", "chunk", "buffer", "ahead")}
                           for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
                "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
                             "summary": " ".join([sys.executable] + sys.argv)}}
@@ -421,8 +423,9 @@ def summarize(args):
         summary["other_gpu_runs"][os.path.splitext(os.path.basename(path))[0]] = {
             "speedup": run["speedup"], "cpu_per_sample_ratio": run["cpu_per_sample_ratio"],
             "consumer_wait_pct": run["shared_wait_pct_max"], "best_own": run["best_own"],
+            "all_running": run.get("all_running"),
             "setup": {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp",
-                                              "log_every", "cuda_waits")},
+                                              "log_every", "cuda_waits", "chunk", "buffer", "ahead")},
             "command": run["command"]}
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
