@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
+#include "colo/core/error.h"
 #include "colo/data/image_folder.h"
 #include "colo/data/loader_sampler.h"
 #include "colo/data/loader_server.h"
@@ -189,6 +190,19 @@ TEST(SharedLoader, AfterItsFirstRingFullTheProducerDecodesNoMoreThanAheadChunksP
   EXPECT_GT(producer.server->stats()["waited_for_demand_s"].get<double>(), 0.1);
   labels_of(client, 10);
   EXPECT_EQ(settled_chunks(*producer.server), 18);  // asked for 15
+}
+
+TEST(SharedLoader, TheDataFilesAheadIsReadAndKeptWithinTheRing) {
+  testing::TempDir dir;
+  EXPECT_EQ(parse_loader_serve_spec(dir.write("a.toml", "root = \"x\"\nsize = 8\nbuffer = 6\nahead = 3\n")).ahead, 3);
+  EXPECT_EQ(parse_loader_serve_spec(dir.write("b.toml", "root = \"x\"\nsize = 8\nbuffer = 6\nahead = 50\n")).ahead, 6);
+  EXPECT_EQ(parse_loader_serve_spec(dir.write("c.toml", "root = \"x\"\nsize = 8\n")).ahead, 8);
+  try {
+    parse_loader_serve_spec(dir.write("d.toml", "root = \"x\"\nsize = 8\nahead = 0\n"));
+    ADD_FAILURE() << "ahead = 0 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ahead"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanHalfTheRingSoTheRestAbsorbsHiccups) {

@@ -121,6 +121,7 @@ nlohmann::json LoaderServer::stats() const {
           {"cpu_core_s_per_sample", s.samples > 0 ? cpu / static_cast<double>(s.samples) : 0.0},
           {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
           {"buffer_slots", spec_.buffer},
+          {"ahead", std::clamp<int64_t>(spec_.ahead, 1, spec_.buffer)},
           {"consumers", s.consumers.size()},
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},

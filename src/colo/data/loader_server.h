@@ -10,12 +10,13 @@
 // runs up to `buffer` chunks ahead of the slowest consumer; once it has
 // filled the ring the first time, it decodes no more than `ahead` chunks
 // past the newest chunk any consumer has asked for (chunks no one reads at
-// the end are decoding wasted). A consumer
-// that joins late starts at the oldest chunk still held when it first asks
-// for data (until then, while its job starts, it holds nothing back). A
+// the end are decoding wasted). A consumer that joins late starts, when it
+// first asks for data (until then, while its job starts, it holds nothing
+// back), at the oldest chunk still held but no further back than half the
+// ring behind the newest chunk asked for, so the other half stays slack. A
 // consumer that holds the slot the producer needs next while another
-// consumer has waited `stall_s` for new data is left behind (it skips to the
-// oldest chunk held when it comes back); one that sends nothing for
+// consumer has waited `stall_s` for new data is left behind (it starts
+// again, as a late joiner, when it comes back); one that sends nothing for
 // `heartbeat_timeout_s` is dropped. Slow consumers with no one waiting on
 // them are waited for, and with every consumer left behind the producer
 // stops.
