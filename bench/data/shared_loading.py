@@ -93,19 +93,17 @@ def tree_cpu_s(root):
 
 
 class CpuSampler:
-    """Samples one process's CPU seconds every 50 ms; at(t) interpolates,
-    threads_between(t0, t1) gives its threads' by name."""
+    """Samples a process's CPU seconds per thread name every 50 ms, from
+    its start; threads_between(t0, t1) gives what each name used between."""
 
     def __init__(self, pid):
-        self.pid, self.samples, self.threads, self.stop = pid, [], [], threading.Event()
+        self.pid, self.threads, self.stop = pid, [], threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def run(self):
         while not self.stop.is_set():
-            now = time.time()
-            self.samples.append((now, process_cpu_s(self.pid)))
-            self.threads.append((now, thread_cpu_s(self.pid)))
+            self.threads.append((time.time(), thread_cpu_s(self.pid)))
             self.stop.wait(0.05)
 
     def threads_between(self, t0, t1):
@@ -119,12 +117,6 @@ class CpuSampler:
     def finish(self):
         self.stop.set()
         self.thread.join()
-
-    def at(self, t):
-        before = [s for s in self.samples if s[0] <= t] or self.samples[:1]
-        after = [s for s in self.samples if s[0] >= t] or self.samples[-1:]
-        (t0, c0), (t1, c1) = before[-1], after[0]
-        return c0 if t1 <= t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
 
 
 def run_jobs(command, count, what):

@@ -46,7 +46,7 @@ void mirror_chunks(LoaderState& s, const LoaderServeSpec& spec) {
 
 void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   const int64_t slots = spec.buffer, chunk = spec.chunk;
-  const int64_t ahead = std::clamp<int64_t>(spec.ahead, 1, slots);
+  const int64_t ahead = spec.ahead;  // within the ring (LoaderServer's constructor)
   const int64_t images = s.decoder.folder().size();
   std::vector<int64_t> order(static_cast<size_t>(images));
   int64_t epoch = -1, offset = images;
@@ -86,9 +86,9 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   // most `ahead` past the newest chunk asked for, so that a long ring
   // costs no decoding of chunks no one will read. Called with s.mutex held.
   auto wanted = [&](int64_t k) { return k < slots || k <= s.newest_asked + ahead; };
-  // Waits until chunk k is wanted and its slot is free, leaving behind consumers that hold
-  // the slot up while another has waited stall_s for new data; false when
-  // the server stops.
+  // Waits until chunk k is wanted and its slot is free, leaving behind
+  // consumers that hold the slot up while another has waited stall_s for
+  // new data; false when the server stops.
   auto take_slot = [&](int64_t k) {
     std::unique_lock<std::mutex> lock(s.mutex);
     Stopwatch waiting;

@@ -81,6 +81,7 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
 
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
+  spec_.ahead = std::clamp<int64_t>(spec_.ahead, 1, spec_.buffer);
   state_ = std::make_unique<LoaderState>(spec_);
   state_->mirror = std::move(mirror);
   if (state_->mirror) state_->mirror->attach_host_ring(state_->ring.slot(0), spec_.buffer * state_->ring.slot_bytes());
@@ -121,7 +122,7 @@ nlohmann::json LoaderServer::stats() const {
           {"cpu_core_s_per_sample", s.samples > 0 ? cpu / static_cast<double>(s.samples) : 0.0},
           {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
           {"buffer_slots", spec_.buffer},
-          {"ahead", std::clamp<int64_t>(spec_.ahead, 1, spec_.buffer)},
+          {"ahead", spec_.ahead},
           {"consumers", s.consumers.size()},
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},

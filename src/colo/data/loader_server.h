@@ -37,7 +37,7 @@ struct LoaderServeSpec {
   std::string address;              // ZeroMQ endpoint, e.g. ipc:///tmp/colo-loader.sock
   int64_t chunk = 128;              // samples per published chunk
   int64_t buffer = 16;              // chunks held (ring slots)
-  int64_t ahead = 8;                // after the first ring-full: chunks decoded past the newest asked for
+  int64_t ahead = 8;                // after the first ring-full: chunks decoded past the newest asked for (1..buffer)
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
   double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
