@@ -1,10 +1,12 @@
 #include "colo/data/shared_loader.h"
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>
@@ -18,12 +20,20 @@
 namespace colo::data {
 namespace {
 
+// What a test's producer does differently from the defaults.
+struct ProducerOptions {
+  double stall_s = 5;
+  double heartbeat_timeout_s = 10;
+  int64_t ahead = 8;
+  LoaderPace pace = LoaderPace::fastest;
+};
+
 // A producer on a thread, over a folder of `images` one-class-each images
 // (so a label names its image).
 class Producer {
  public:
-  Producer(const testing::TempDir& dir, int64_t images, int64_t chunk, int64_t buffer, double stall_s = 5,
-           double heartbeat_timeout_s = 10, std::unique_ptr<RingMirror> mirror = nullptr, int64_t ahead = 8) {
+  Producer(const testing::TempDir& dir, int64_t images, int64_t chunk, int64_t buffer, ProducerOptions options = {},
+           std::unique_ptr<RingMirror> mirror = nullptr) {
     std::vector<int64_t> labels;
     for (int64_t i = 0; i < images; ++i) labels.push_back(i);
     std::string root = dir.file("images");
@@ -36,9 +46,10 @@ class Producer {
     spec.address = "ipc://" + dir.file("loader.sock");
     spec.chunk = chunk;
     spec.buffer = buffer;
-    spec.ahead = ahead;
-    spec.stall_s = stall_s;
-    spec.heartbeat_timeout_s = heartbeat_timeout_s;
+    spec.ahead = options.ahead;
+    spec.pace = options.pace;
+    spec.stall_s = options.stall_s;
+    spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
     server = std::make_unique<LoaderServer>(spec, std::move(mirror));
     thread = std::thread([this] { server->serve(0); });
   }
@@ -74,7 +85,7 @@ double seconds_to_read(SharedLoaderClient& client, int64_t batches) {
 
 TEST(SharedLoader, TheProducerReportsEachConsumersThroughputAndDataWaitToASampler) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 4, 8, /*stall_s=*/5, /*heartbeat_timeout_s=*/2);  // beats every 0.5 s
+  Producer producer(dir, 40, 4, 8, {.heartbeat_timeout_s = 2});  // beats every 0.5 s
   std::string nobody = "ipc://" + dir.file("nobody.sock");
   LoaderSampler sampler({producer.spec.address, nobody}, 0.1, dir.file("loaders.jsonl"));
   sampler.start();
@@ -182,7 +193,7 @@ int64_t settled_chunks(LoaderServer& server) {
 
 TEST(SharedLoader, AfterItsFirstRingFullTheProducerDecodesNoMoreThanAheadChunksPastTheNewestAskedFor) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 4, 6, 5, 10, nullptr, /*ahead=*/2);
+  Producer producer(dir, 40, 4, 6, {.ahead = 2});
   EXPECT_EQ(settled_chunks(*producer.server), 6);  // the ring, filled before anyone reads
   SharedLoaderClient client(producer.spec.address, 4);  // a chunk a batch
   labels_of(client, 5);  // read chunks 0-4, and asked for 5 (the next comes while it trains)
@@ -192,34 +203,48 @@ TEST(SharedLoader, AfterItsFirstRingFullTheProducerDecodesNoMoreThanAheadChunksP
   EXPECT_EQ(settled_chunks(*producer.server), 18);  // asked for 15
 }
 
-TEST(SharedLoader, TheDataFilesAheadIsReadAndKeptWithinTheRing) {
+TEST(SharedLoader, TheDataFilesAheadAndPaceAreReadAndAheadKeptWithinWhatThePaceLeaves) {
   testing::TempDir dir;
-  EXPECT_EQ(parse_loader_serve_spec(dir.write("a.toml", "root = \"x\"\nsize = 8\nbuffer = 6\nahead = 3\n")).ahead, 3);
-  EXPECT_EQ(parse_loader_serve_spec(dir.write("b.toml", "root = \"x\"\nsize = 8\nbuffer = 6\nahead = 50\n")).ahead, 6);
-  EXPECT_EQ(parse_loader_serve_spec(dir.write("c.toml", "root = \"x\"\nsize = 8\n")).ahead, 8);
-  try {
-    parse_loader_serve_spec(dir.write("d.toml", "root = \"x\"\nsize = 8\nahead = 0\n"));
-    ADD_FAILURE() << "ahead = 0 must be refused";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("ahead"), std::string::npos) << e.what();
+  auto spec = [&](const std::string& name, const std::string& text) {
+    return parse_loader_serve_spec(dir.write(name, "root = \"x\"\nsize = 8\n" + text));
+  };
+  EXPECT_EQ(spec("a.toml", "buffer = 6\nahead = 3\n").ahead, 3);
+  EXPECT_EQ(spec("b.toml", "buffer = 6\nahead = 50\n").ahead, 3) << "pace fastest: at most half the ring";
+  EXPECT_EQ(spec("c.toml", "buffer = 6\nahead = 50\npace = \"slowest\"\n").ahead, 6) << "at most the ring";
+  EXPECT_EQ(spec("d.toml", "").ahead, 8);
+  EXPECT_EQ(spec("e.toml", "").pace, LoaderPace::fastest);
+  EXPECT_EQ(spec("f.toml", "pace = \"slowest\"\n").pace, LoaderPace::slowest);
+  for (const auto& [name, text, field] : {std::tuple{"g.toml", "ahead = 0\n", "ahead"},
+                                          std::tuple{"h.toml", "pace = \"sideways\"\n", "pace"}}) {
+    try {
+      spec(name, text);
+      ADD_FAILURE() << text << " must be refused";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
   }
 }
 
-TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanHalfTheRingSoTheRestAbsorbsHiccups) {
-  testing::TempDir dir;
-  Producer producer(dir, 40, 4, 8, 5, 10, nullptr, /*ahead=*/2);
-  SharedLoaderClient early(producer.spec.address, 4);  // a chunk a batch
-  std::vector<int64_t> first = labels_of(early, 7);     // chunks 0-6, and asked for 7
-  EXPECT_EQ(settled_chunks(*producer.server), 10);      // 7 + 2 ahead: chunks 0 and 1 are gone
-  SharedLoaderClient late(producer.spec.address, 4);
-  std::vector<int64_t> caught = labels_of(late, 1);
-  // The oldest chunk held is 2; half the ring (4) behind the newest asked for is 3.
-  EXPECT_EQ(caught, std::vector<int64_t>(first.begin() + 12, first.begin() + 16));
+TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanItsPaceAllowsSoTheRestAbsorbsHiccups) {
+  // The oldest chunk held is 2 once the first consumer asked for 7 (7 + 2
+  // ahead): half the ring (4) behind 7 is 3 with pace slowest; with pace
+  // fastest, half of what `ahead` leaves ((8 - 2) / 2 = 3) behind 7 is 4.
+  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 3}, std::pair{LoaderPace::fastest, 4}}) {
+    testing::TempDir dir;
+    Producer producer(dir, 40, 4, 8, {.ahead = 2, .pace = pace});
+    SharedLoaderClient early(producer.spec.address, 4);  // a chunk a batch
+    std::vector<int64_t> first = labels_of(early, 7);     // chunks 0-6, and asked for 7
+    EXPECT_EQ(settled_chunks(*producer.server), 10);      // 7 + 2 ahead: chunks 0 and 1 are gone
+    SharedLoaderClient late(producer.spec.address, 4);
+    std::vector<int64_t> caught = labels_of(late, 1);
+    EXPECT_EQ(caught, std::vector<int64_t>(first.begin() + 4 * start, first.begin() + 4 * start + 4))
+        << (pace == LoaderPace::slowest ? "slowest" : "fastest");
+  }
 }
 
 TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/100);
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100});
   SharedLoaderClient starting(producer.spec.address, 8);  // connected, building its model
   SharedLoaderClient reading(producer.spec.address, 8);
   EXPECT_LT(seconds_to_read(reading, 12), 5.0);  // three times the ring
@@ -230,21 +255,25 @@ TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
 }
 
 TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {
-  testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
-  SharedLoaderClient stalled(producer.spec.address, 8);
-  labels_of(stalled, 1);
-  SharedLoaderClient busy(producer.spec.address, 8);
-  EXPECT_LT(seconds_to_read(busy, 30), 10.0);  // far more than the ring holds
-  nlohmann::json stats = producer.server->stats();
-  EXPECT_GE(stats["consumers_left_behind"].get<int64_t>(), 1);
-  labels_of(stalled, 2);  // it comes back: skips ahead instead of reading overwritten data
-  EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
+  // With pace slowest the others wait stall_s for it, then leave it behind;
+  // with pace fastest they never wait for it.
+  for (LoaderPace pace : {LoaderPace::slowest, LoaderPace::fastest}) {
+    testing::TempDir dir;
+    Producer producer(dir, 40, 8, 4, {.stall_s = 0.3, .pace = pace});
+    SharedLoaderClient stalled(producer.spec.address, 8);
+    labels_of(stalled, 1);
+    SharedLoaderClient busy(producer.spec.address, 8);
+    EXPECT_LT(seconds_to_read(busy, 30), 10.0);  // far more than the ring holds
+    nlohmann::json stats = producer.server->stats();
+    EXPECT_EQ(stats["consumers_left_behind"].get<int64_t>() >= 1, pace == LoaderPace::slowest);
+    labels_of(stalled, 2);  // it comes back: skips ahead instead of reading overwritten data
+    EXPECT_GT(stalled.stats()["chunks_skipped"].get<int64_t>(), 0);
+  }
 }
 
 TEST(SharedLoader, SlowConsumersThatKeepNoOneWaitingAreWaitedForNotLeftBehind) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  Producer producer(dir, 40, 8, 4, {.stall_s = 0.3, .pace = LoaderPace::slowest});
   SharedLoaderClient a(producer.spec.address, 8), b(producer.spec.address, 8);
   a.start_reading();
   b.start_reading();
@@ -260,7 +289,7 @@ TEST(SharedLoader, SlowConsumersThatKeepNoOneWaitingAreWaitedForNotLeftBehind) {
 
 TEST(SharedLoader, WithEveryConsumerLeftBehindTheProducerStopsUntilOneReadsAgain) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  Producer producer(dir, 40, 8, 4, {.stall_s = 0.3, .pace = LoaderPace::slowest});
   SharedLoaderClient stalled(producer.spec.address, 8);
   labels_of(stalled, 1);
   {
@@ -320,7 +349,7 @@ TEST(SharedLoader, WithAMirrorAChunkIsPublishedOnlyOnceCopiedAndItsSlotKeptUntil
   testing::TempDir dir;
   auto owned = std::make_unique<SlowMirror>();
   SlowMirror* mirror = owned.get();
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/5, /*heartbeat_timeout_s=*/10, std::move(owned));
+  Producer producer(dir, 40, 8, 4, {}, std::move(owned));
   EXPECT_NE(mirror->attached, nullptr);
   SharedLoaderClient reader(producer.spec.address, 8);
   std::vector<int64_t> labels(8);
@@ -373,7 +402,7 @@ TEST(SharedLoader, ConsumersReadingInPlaceSeeTheSameSamplesAsThoseThatCopy) {
 
 TEST(SharedLoader, AnInPlaceConsumerHoldsItsChunksUntilItReleasesThem) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/100);
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100, .pace = LoaderPace::slowest});
   SharedLoaderClient in_place(producer.spec.address, 8);
   read_in_place(in_place);
   read_in_place(in_place);  // chunks 0 and 1 read, not released
@@ -383,12 +412,73 @@ TEST(SharedLoader, AnInPlaceConsumerHoldsItsChunksUntilItReleasesThem) {
   };
   EXPECT_EQ(chunks_after_a_while(), 4) << "four slots, the oldest two held";
   in_place.release_before(2);
-  EXPECT_EQ(chunks_after_a_while(), 6) << "chunks 0 and 1 handed back; chunk 2 still held";
+  EXPECT_EQ(chunks_after_a_while(), 6) << "chunks 0 and 1 handed back; 2 and 3 not read yet";
+}
+
+TEST(SharedLoader, WithPaceFastestAnInPlaceConsumerHoldsBackOnlyTheChunksItReadAndHasNotReleased) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100});
+  SharedLoaderClient in_place(producer.spec.address, 8), fast(producer.spec.address, 8);
+  in_place.start_reading();
+  read_in_place(in_place);
+  read_in_place(in_place);  // chunks 0 and 1 read, not released
+  std::atomic<int> read{0};
+  std::thread fast_reader([&] {
+    for (int b = 0; b < 12; ++b) {
+      labels_of(fast, 1);
+      ++read;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(read.load(), 4) << "chunk 4 takes the slot of chunk 0, still held";
+  // From another thread, as DeviceRingReader's once its copies are made:
+  // the heartbeat thread tells the producer. Neither it nor a reply it has
+  // not read holds chunks 2 and 3.
+  std::thread([&] { in_place.release_soon(2); }).join();
+  fast_reader.join();
+  EXPECT_EQ(read.load(), 12);
+  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+  InPlaceBatch next = read_in_place(in_place);  // chunk 2 is long gone: it starts again further on
+  EXPECT_GT(next.pieces.front().seq, 2);
+  EXPECT_GT(in_place.stats()["chunks_skipped"].get<int64_t>(), 0);
+}
+
+TEST(SharedLoader, TheFastestConsumerWaitsForTheSlowestOnlyWithPaceSlowest) {
+  for (LoaderPace pace : {LoaderPace::slowest, LoaderPace::fastest}) {
+    testing::TempDir dir;
+    Producer producer(dir, 40, 8, 4, {.stall_s = 100, .pace = pace});
+    SharedLoaderClient slow(producer.spec.address, 8), fast(producer.spec.address, 8);
+    slow.start_reading();
+    fast.start_reading();
+    std::atomic<int> slow_read{0};
+    int slow_read_when_fast_done = -1;
+    std::vector<int64_t> fast_labels;
+    std::thread fast_reader([&] {
+      fast_labels = labels_of(fast, 16);
+      slow_read_when_fast_done = slow_read.load();
+    });
+    std::vector<int64_t> slow_labels;
+    for (int b = 0; b < 16; ++b) {  // a consumer that trains 30 ms a step
+      for (int64_t label : labels_of(slow, 1)) slow_labels.push_back(label);
+      ++slow_read;
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    fast_reader.join();
+    const char* name = pace == LoaderPace::slowest ? "slowest" : "fastest";
+    EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0) << name;
+    if (pace == LoaderPace::slowest) {  // a ring (4) and the chunk it waits for ahead at most
+      EXPECT_EQ(fast_labels, slow_labels);
+      EXPECT_GE(slow_read_when_fast_done, 16 - 5);
+    } else {  // it never waited for the slow one, which skipped what it could not keep up with
+      EXPECT_LE(slow_read_when_fast_done, 8);
+      EXPECT_GT(slow.stats()["chunks_skipped"].get<int64_t>(), 0);
+    }
+  }
 }
 
 TEST(SharedLoader, AnInPlaceConsumerLeftBehindSkipsItsOverwrittenChunkInsteadOfReadingIt) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/0.3);
+  Producer producer(dir, 40, 8, 4, {.stall_s = 0.3});
   SharedLoaderClient stalled(producer.spec.address, 4);
   read_in_place(stalled);  // half of chunk 0 read; chunk 0 held
   SharedLoaderClient busy(producer.spec.address, 8);
@@ -405,7 +495,7 @@ TEST(SharedLoader, InPlaceConsumersWhoseBatchesSpanManyChunksReleaseBeforeAsking
   testing::TempDir dir;
   // 300 images: each pass ends in a short chunk, so batches of 128 start
   // unaligned and span up to 6 chunks of 32; the ring holds 8.
-  Producer producer(dir, 300, 32, 8, /*stall_s=*/5);
+  Producer producer(dir, 300, 32, 8);
   std::vector<std::thread> consumers;
   std::atomic<int> finished{0};
   auto start = std::chrono::steady_clock::now();
@@ -430,7 +520,7 @@ TEST(SharedLoader, InPlaceConsumersWhoseBatchesSpanManyChunksReleaseBeforeAsking
 
 TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   testing::TempDir dir;
-  Producer producer(dir, 40, 8, 4, /*stall_s=*/100, /*heartbeat_timeout_s=*/0.5);
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100, .heartbeat_timeout_s = 0.5});
   zmq::context_t context;
   zmq::socket_t silent(context, zmq::socket_type::dealer);
   silent.set(zmq::sockopt::linger, 0);
@@ -439,8 +529,9 @@ TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   zmq::message_t welcome;
   ASSERT_TRUE(silent.recv(welcome));
   const int64_t id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
-  // It asks for chunk 0, so holds the ring, and is never heard from again.
-  silent.send(zmq::buffer(nlohmann::json{{"op", "next"}, {"consumer", id}, {"seq", 0}}.dump()), zmq::send_flags::none);
+  // It asks for chunk 0 to read in place, so holds the ring, and is never heard from again.
+  silent.send(zmq::buffer(nlohmann::json{{"op", "next"}, {"consumer", id}, {"seq", 0}, {"keep", 0}}.dump()),
+              zmq::send_flags::none);
   SharedLoaderClient busy(producer.spec.address, 8);
   labels_of(busy, 20);
   EXPECT_EQ(producer.server->stats()["consumers_dropped"].get<int64_t>(), 1);

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "colo/core/this_thread.h"
 #include "colo/data/image_pipeline.h"
 #include "colo/data/loader_protocol.h"
 #include "colo/gpu/torch_device.h"
@@ -108,29 +109,46 @@ DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device
   }
   ring_ = gpu::map_shared_device_buffer(from_hex(ring.value("handle", "")), ring.value("bytes", int64_t{0}), device_,
                                         at::kByte);
+  releaser_ = std::thread([this] { release_copied(); });
 }
 
 DeviceRingReader::~DeviceRingReader() {
-  for (const auto& [point, chunk] : copying_) {
-    try {
-      point.wait();
-    } catch (const std::exception&) {  // a device gone: nothing left to wait for
-    }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
   }
+  changed_.notify_all();
+  releaser_.join();  // after the copies still running
 }
 
-void DeviceRingReader::hand_back_copied(size_t in_flight) {
-  while (!copying_.empty() && (copying_.size() > in_flight || copying_.front().first.passed())) {
-    copying_.front().first.wait();
-    client_.release_before(copying_.front().second);
+void DeviceRingReader::release_copied() {
+  name_this_thread("colo-release");
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !copying_.empty(); });
+    if (copying_.empty()) return;  // stopping, nothing left to wait for
+    // Only this thread removes: the front stays put while the main thread adds.
+    const auto& [point, chunk] = copying_.front();
+    lock.unlock();
+    try {
+      point.wait();
+      client_.release_soon(chunk);
+    } catch (const std::exception& e) {  // a device gone: the main thread's next call says so
+      std::fprintf(stderr, "colo: waiting for copies from the shared loader's device ring: %s\n", e.what());
+    }
+    lock.lock();
     copying_.pop_front();
+    changed_.notify_all();
   }
 }
 
 std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
-  // The last batch's copies ran while it trained: its chunks go back before
-  // this batch asks for more, so the producer never waits on them.
-  hand_back_copied(hand_back_late_ ? 1 : 0);
+  {
+    // Never more than one batch still copying (none with a small ring: its
+    // chunks must be back before this batch asks for more).
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return copying_.size() <= (hand_back_late_ ? 1u : 0u); });
+  }
   const int64_t batch = client_.batch_size(), sample = client_.sample_bytes();
   std::vector<RingPiece> pieces = client_.next_batch_pieces(nullptr);
   std::vector<int64_t> dims{batch};
@@ -154,10 +172,11 @@ std::pair<at::Tensor, at::Tensor> DeviceRingReader::next() {
     }
     return std::vector<at::Tensor>{pixels, labels};
   });
-  // Waiting for the copies here would stall the host for a time slice of
-  // the GPU each step; the chunks stay held until the next call instead.
-  copying_.emplace_back(std::move(copied), client_.current_chunk());
-  hand_back_copied(hand_back_late_ ? 1 : 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    copying_.emplace_back(std::move(copied), client_.current_chunk());
+  }
+  changed_.notify_all();
   return {pixels, labels};
 }
 

@@ -5,9 +5,12 @@
 // no host-to-device copy of its own. Needs a CUDA build; on others both
 // constructors throw std::runtime_error saying so.
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -60,16 +63,18 @@ class DeviceRingReader {
   // the reader's device: copied on a stream of the reader's own, so the
   // copies need not wait for the training work already queued; work queued
   // later on the current stream waits for them. Returns without waiting for
-  // the copies: their chunks go back to the producer at the next call once
-  // the copies are done (at once, waiting for them asleep, when the ring is
-  // too small to hold two batches' chunks and one more). Throws as
-  // SharedLoaderClient::next_batch does.
+  // the copies: a thread of the reader's own waits for them (asleep) and
+  // hands their chunks back to the producer as soon as they are done, so a
+  // slow consumer holds the producer's slots no longer than its copies
+  // take. When the ring is too small to hold two batches' chunks and one
+  // more, the next call first waits until the last batch's are back.
+  // Throws as SharedLoaderClient::next_batch does.
   std::pair<at::Tensor, at::Tensor> next();
 
  private:
-  // Hands back the chunks of every batch whose copies are done; waits for
-  // the oldest while more than `in_flight` batches are still copying.
-  void hand_back_copied(size_t in_flight);
+  // The releasing thread's loop: waits for each batch's copies in turn,
+  // then releases its chunks (SharedLoaderClient::release_soon).
+  void release_copied();
 
   SharedLoaderClient& client_;
   c10::Device device_;
@@ -78,8 +83,13 @@ class DeviceRingReader {
   gpu::CopyStream copies_;
   bool hand_back_late_;  // the ring holds two batches' chunks and one more
   // Batches still copying: the point after their copies, and the chunk
-  // before which all may go back once it is passed.
+  // before which all may go back once it is passed. The main thread adds,
+  // the releasing thread removes.
   std::deque<std::pair<gpu::StreamPoint, int64_t>> copying_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::thread releaser_;
 };
 
 }  // namespace colo::data

@@ -45,6 +45,16 @@ void mirror_chunks(LoaderState& s, const LoaderServeSpec& spec) {
 }
 
 void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
+  // Whether consumer c keeps chunk `reused` from being overwritten. With
+  // pace slowest, until it is done with it. With pace fastest, only while
+  // it reads it in place (copies out are checked, and asked for again when
+  // overwritten); a chunk it has not been given yet is lost to it. (With
+  // `ahead` at most half the ring, the newest consumer has moved past any
+  // chunk whose slot is wanted.) Called with s.mutex held.
+  auto holds_back = [&](const Consumer& c, int64_t reused) {
+    if (c.keep > reused) return false;
+    return spec.pace == LoaderPace::slowest || (c.in_place && reused < c.served);
+  };
   const int64_t slots = spec.buffer, chunk = spec.chunk;
   const int64_t ahead = spec.ahead;  // within the ring (LoaderServer's constructor)
   const int64_t images = s.decoder.folder().size();
@@ -58,17 +68,18 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   std::deque<Decoding> in_flight;
   int64_t next_chunk = 0;
 
-  // Chunk k may take its slot once every consumer is done with the chunk
-  // it held (or was left behind), and someone still reads: with every
-  // consumer left behind (or none yet) the producer would only decode
-  // chunks no one sees. Called with s.mutex held.
+  // Chunk k may take its slot once no consumer needs the chunk there (see
+  // holds_back), and someone still reads: with every consumer left behind
+  // (or none yet) the producer would only decode chunks no one sees.
+  // Called with s.mutex held.
   auto slot_free = [&](int64_t k) {
     if (k < slots) return true;
-    if (k - slots >= s.next_seq) return false;  // the chunk there is still being copied to the device
+    const int64_t reused = k - slots;
+    if (reused >= s.next_seq) return false;  // the chunk there is still being copied to the device
     bool reading = false;
     for (const auto& [id, c] : s.consumers) {
       if (c.behind) continue;
-      if (c.keep <= k - slots) return false;
+      if (holds_back(c, reused)) return false;
       reading = true;
     }
     return reading;
@@ -102,7 +113,7 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
         for (auto& [id, c] : s.consumers) {
           // Pending, it holds nothing older than it asked for, unless
           // it reads in place and has not released what it read.
-          if (c.keep <= reused && (!c.pending || c.keep < c.requested)) {
+          if (holds_back(c, reused) && (!c.pending || c.keep < c.requested)) {
             if (!c.behind) {
               std::fprintf(stderr, "colo loader: consumer %lld has held up the others for %.1f s; leaving it behind\n",
                            static_cast<long long>(id), spec.stall_s);

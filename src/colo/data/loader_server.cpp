@@ -50,6 +50,14 @@ nlohmann::json consumer_report(int64_t id, int64_t skipped, const nlohmann::json
   return one;
 }
 
+// `ahead` kept within the ring: at most all of it, and with pace fastest
+// at most half (the other half is the slack of consumers behind the
+// fastest).
+int64_t ahead_within_ring(const LoaderServeSpec& spec, int64_t ahead) {
+  const int64_t most = spec.pace == LoaderPace::fastest ? std::max<int64_t>(1, spec.buffer / 2) : spec.buffer;
+  return std::clamp<int64_t>(ahead, 1, most);
+}
+
 }  // namespace
 
 LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
@@ -61,7 +69,9 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
                                                 std::to_string(std::hash<std::string>{}(absolute) % 1000000007) + ".sock");
   spec.chunk = table.integer_or("chunk", spec.chunk, 1, 65536);
   spec.buffer = table.integer_or("buffer", spec.buffer, 2, 4096);
-  spec.ahead = std::min(table.integer_or("ahead", spec.ahead, 1, 4096), spec.buffer);
+  spec.pace = table.choice_or("pace", "fastest", {"fastest", "slowest"}) == "slowest" ? LoaderPace::slowest
+                                                                                      : LoaderPace::fastest;
+  spec.ahead = ahead_within_ring(spec, table.integer_or("ahead", spec.ahead, 1, 4096));
   spec.stall_s = table.number_or("stall_s", spec.stall_s, 0.1, 1e6);
   spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
   spec.idle_exit_s = table.number_or("idle_exit_s", spec.idle_exit_s, 0, 1e9);
@@ -81,7 +91,7 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
 
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
-  spec_.ahead = std::clamp<int64_t>(spec_.ahead, 1, spec_.buffer);
+  spec_.ahead = ahead_within_ring(spec_, spec_.ahead);
   state_ = std::make_unique<LoaderState>(spec_);
   state_->mirror = std::move(mirror);
   if (state_->mirror) state_->mirror->attach_host_ring(state_->ring.slot(0), spec_.buffer * state_->ring.slot_bytes());
@@ -123,6 +133,7 @@ nlohmann::json LoaderServer::stats() const {
           {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
           {"buffer_slots", spec_.buffer},
           {"ahead", spec_.ahead},
+          {"pace", spec_.pace == LoaderPace::slowest ? "slowest" : "fastest"},
           {"consumers", s.consumers.size()},
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},
@@ -238,21 +249,22 @@ void LoaderServer::serve(double report_s) {
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
         c.route = who;  // beats come from another socket: replies go where "next" came from
-        if (c.behind) {  // new, or left behind: it starts at the oldest chunk held, up to half the ring back
-          const int64_t start = std::max(s.oldest, s.newest_asked - slots / 2);
+        if (c.behind) {  // new, or left behind: it starts at the oldest chunk held, up to the lag allowed
+          const int64_t start = rejoin_at(s, spec_);
           c.cursor = std::max(c.cursor, start);
           c.keep = std::max(c.keep, start);
           c.behind = false;
         }
         c.requested = request.value("seq", int64_t{0});
+        c.in_place = request.contains("keep");
         c.cursor = std::max(c.cursor, c.requested);
         c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));
         c.pending = true;
         s.newest_asked = std::max(s.newest_asked, c.cursor);
         lock.unlock();
         s.changed.notify_all();
-      } else if (op == "release") {
-        c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.keep)));
+      } else if (op == "release") {  // done with every chunk it was given, at most
+        c.keep = std::max(c.keep, std::min(std::max(c.cursor, c.served), request.value("keep", c.keep)));
         lock.unlock();
         s.changed.notify_all();
       } else if (op == "bye") {
@@ -288,12 +300,13 @@ void LoaderServer::serve(double report_s) {
           continue;
         }
         if (c.pending) {
-          if (c.cursor < s.oldest) c.cursor = s.oldest;
+          if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_);  // fell a ring behind (pace fastest)
           auto chunk_at = s.chunks.find(c.cursor);
           if (chunk_at != s.chunks.end()) {
             int64_t skipped = std::max<int64_t>(0, c.cursor - c.requested);
             c.skipped += skipped;
             replies.emplace_back(c.route, chunk_reply(c.cursor, chunk_at->second, skipped));
+            c.served = c.cursor + 1;
             c.pending = false;
           }
         }

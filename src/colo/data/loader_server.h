@@ -5,21 +5,19 @@
 // SharedRing. The wire protocol is in loader_protocol.h.
 //
 // Samples come in chunks of `chunk` from a shuffled pass over the folder
-// (a new order per pass); every consumer sees the same chunk stream and
-// cuts its own batch size from it. The ring is a rubber band: the producer
-// runs up to `buffer` chunks ahead of the slowest consumer; once it has
-// filled the ring the first time, it decodes no more than `ahead` chunks
-// past the newest chunk any consumer has asked for (chunks no one reads at
-// the end are decoding wasted). A consumer that joins late starts, when it
-// first asks for data (until then, while its job starts, it holds nothing
-// back), at the oldest chunk still held but no further back than half the
-// ring behind the newest chunk asked for, so the other half stays slack. A
-// consumer that holds the slot the producer needs next while another
-// consumer has waited `stall_s` for new data is left behind (it starts
-// again, as a late joiner, when it comes back); one that sends nothing for
-// `heartbeat_timeout_s` is dropped. Slow consumers with no one waiting on
-// them are waited for, and with every consumer left behind the producer
-// stops.
+// (a new order per pass); every consumer reads the same chunk stream and
+// cuts its own batch size from it. Once it has filled its ring the first
+// time, the producer decodes no more than `ahead` chunks past the newest
+// chunk any consumer has asked for (chunks no one reads at the end are
+// decoding wasted). Whose pace it keeps is `pace` (LoaderPace). A consumer
+// that joins late starts, when it first asks for data (until then, while
+// its job starts, it holds nothing back), at the oldest chunk still held but
+// no further back than the lag its pace allows (half the ring; with pace
+// fastest half of what `ahead` leaves), so the rest stays slack; one that
+// fell behind starts again the same way. A consumer that holds the slot the
+// producer needs next while another consumer has waited `stall_s` for new
+// data is left behind; one that sends nothing for `heartbeat_timeout_s` is
+// dropped. With every consumer left behind the producer stops.
 
 #include <atomic>
 #include <cstdint>
@@ -32,12 +30,24 @@
 
 namespace colo::data {
 
+// Whose pace a shared producer keeps (DATA.toml `pace`).
+//  fastest: no consumer waits for a slower one. A consumer that falls a
+//    ring behind the producer loses the chunks the others have moved past
+//    and starts again as a late joiner does; only chunks a consumer reads
+//    in place (from the device ring) and has not released hold the
+//    producer back. Decoding follows the fastest consumer.
+//  slowest: TensorSocket's rubber band. Every consumer reads every chunk
+//    from where it joined; the fastest waits for the slowest once it is a
+//    ring ahead (until `stall_s` leaves the slowest behind).
+enum class LoaderPace { fastest, slowest };
+
 struct LoaderServeSpec {
   ImagePipelineSpec pipeline;
   std::string address;              // ZeroMQ endpoint, e.g. ipc:///tmp/colo-loader.sock
   int64_t chunk = 128;              // samples per published chunk
   int64_t buffer = 16;              // chunks held (ring slots)
   int64_t ahead = 8;                // after the first ring-full: chunks decoded past the newest asked for (1..buffer)
+  LoaderPace pace = LoaderPace::fastest;
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
   double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
@@ -63,7 +73,7 @@ class RingMirror {
   virtual nlohmann::json describe() const = 0;
 };
 
-// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, stall_s,
+// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, pace, stall_s,
 // heartbeat_timeout_s, idle_exit_s, device. Throws InputError naming the file and
 // field. The default address is derived from the file's absolute path.
 LoaderServeSpec parse_loader_serve_spec(const std::string& path);

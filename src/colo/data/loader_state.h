@@ -4,6 +4,7 @@
 // decoded and the mirror that copies them to a GPU (loader_assembler.cpp).
 // Internal to the producer.
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,6 +37,8 @@ struct Consumer {
   int64_t skipped = 0;        // chunks it lost by falling behind
   bool behind = false;        // not asked yet, or left behind since it last asked: holds nothing back
   int64_t requested = 0;      // the chunk its pending "next" asked for
+  int64_t served = 0;         // every chunk it was given is before this one
+  bool in_place = false;      // it reads the ring in place (its requests say which chunks it keeps)
   Stopwatch last_seen;        // since it last sent anything
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
 };
@@ -115,6 +118,16 @@ struct LoaderState {
     changed.notify_all();
   }
 };
+
+// Where a consumer that joins late, or fell behind, starts: the oldest
+// chunk held, but no further back behind the newest chunk asked for than
+// its pace allows: half the ring, or with pace fastest half of what the
+// chunks decoded `ahead` leave (so it is not overrun again at once).
+// Called with s.mutex held.
+inline int64_t rejoin_at(const LoaderState& s, const LoaderServeSpec& spec) {
+  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2 : (spec.buffer - spec.ahead) / 2;
+  return std::max(s.oldest, s.newest_asked - lag);
+}
 
 // The assembler thread's work: has the decoder fill ring slots chunk after
 // chunk (a shuffled pass over the folder at a time, several chunks at

@@ -121,9 +121,18 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
         producer_lost_ = true;
         break;
       }
+      // Until the next beat: releases from release_soon go out as they come.
       Stopwatch slept;
+      int64_t released = 0;
       while (!stop_beats_ && slept.elapsed_s() < beat_every_s) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const int64_t keep = released_soon_.load();
+        if (keep > released) {
+          send_json(beat, {{"op", "release"}, {"consumer", id_}, {"keep", keep}});
+          released = keep;
+        }
+        std::unique_lock<std::mutex> lock(beat_mutex_);
+        beat_wake_.wait_for(lock, std::chrono::milliseconds(50),
+                            [&] { return stop_beats_.load() || released_soon_.load() > released; });
       }
     }
     beat.close();
@@ -131,7 +140,11 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
 }
 
 SharedLoaderClient::~SharedLoaderClient() {
-  stop_beats_ = true;
+  {
+    std::lock_guard<std::mutex> lock(beat_mutex_);
+    stop_beats_ = true;
+  }
+  beat_wake_.notify_all();
   if (beats_.joinable()) beats_.join();
   if (connection_) {
     try {
@@ -146,8 +159,9 @@ SharedLoaderClient::~SharedLoaderClient() {
 void SharedLoaderClient::request(int64_t seq) {
   seq_ = seq;
   asked_ = true;
+  outstanding_ = true;
   nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
-  if (in_place_) next["keep"] = keep_;
+  if (in_place_) next["keep"] = std::max(keep_, released_soon_.load());
   send_json(connection_->socket, next);
 }
 
@@ -174,6 +188,16 @@ void SharedLoaderClient::release_before(int64_t seq) {
   send_json(connection_->socket, {{"op", "release"}, {"consumer", id_}, {"keep", keep_}});
 }
 
+void SharedLoaderClient::release_soon(int64_t seq) {
+  int64_t was = released_soon_.load();
+  while (was < seq && !released_soon_.compare_exchange_weak(was, seq)) {
+  }
+  {
+    std::lock_guard<std::mutex> lock(beat_mutex_);  // the heartbeat thread cannot miss the wake
+  }
+  beat_wake_.notify_all();
+}
+
 int64_t SharedLoaderClient::slot_bytes() const { return connection_->ring->slot_bytes(); }
 
 int64_t SharedLoaderClient::pixels_offset() const { return loader_slot_pixels_offset(chunk_); }
@@ -187,8 +211,10 @@ int64_t SharedLoaderClient::chunk_in_slot(int64_t slot) const {
 
 void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
   start_reading();
+  if (!outstanding_) request(seq_);
   for (;;) {
     nlohmann::json reply = first_reply_.is_null() ? receive_reply() : std::exchange(first_reply_, nullptr);
+    outstanding_ = false;
     if (!reply.is_object() || reply.value("op", "") != "chunk") {
       throw ProducerLost("shared loader: the producer at " + connection_->address + " refused: " +
                          (reply.is_object() ? reply.value("message", reply.dump()) : std::string("bad reply")));
@@ -214,10 +240,15 @@ void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
     used_ = 0;
     chunk_seq_ = seq;
     chunk_slot_ = slot_index;
-    // Copied out: done with this one. Read in place: still ours until
-    // release_before. Either way the next comes while we train.
-    if (!in_place_) keep_ = seq + 1;
-    request(seq + 1);
+    // Copied out: done with this one, and the next comes while we train.
+    // Read in place: still ours until released, and the next is asked for
+    // when a batch needs it (a reply not yet read would hold its slot).
+    if (in_place_) {
+      seq_ = seq + 1;
+    } else {
+      keep_ = seq + 1;
+      request(seq + 1);
+    }
     return;
   }
 }

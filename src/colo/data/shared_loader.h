@@ -4,9 +4,11 @@
 // Used by `colo.data.SharedLoader` and by benchmarks.
 
 #include <atomic>
+#include <condition_variable>
 #include <stdexcept>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -60,11 +62,12 @@ class SharedLoaderClient {
 
   // For consumers that copy the samples themselves (from the producer's
   // device ring, device_ring()): the next batch's labels into `labels`
-  // (unless null) and
-  // where its samples lie, with no copy of them. The chunks of the pieces
-  // stay the consumer's until it calls release_before; the producer waits
-  // for it (or leaves it behind after its stall_s). Use either this or
-  // next_batch on one client, not both.
+  // (unless null) and where its samples lie, with no copy of them. The
+  // chunks of the pieces stay the consumer's until it calls release_before
+  // (or release_soon); the producer waits for it (or leaves it behind
+  // after its stall_s). Chunks are asked for only when a batch needs them,
+  // so a consumer between batches holds none it has not read. Use either
+  // this or next_batch on one client, not both.
   std::vector<RingPiece> next_batch_pieces(int64_t* labels);
   // The next batch normalised straight from the ring into float32
   // `pixels` ([batch, C, H, W]: pixel * scale[c] + shift[c], see
@@ -74,6 +77,10 @@ class SharedLoaderClient {
   void next_batch_normalised(float* pixels, int64_t* labels, const float* scale, const float* shift);
   // Done with every chunk before `seq`: the producer may reuse their slots.
   void release_before(int64_t seq);
+  // The same from any thread (one whose copies from the ring finished):
+  // the heartbeat thread tells the producer at once, and the next request
+  // carries it too.
+  void release_soon(int64_t seq);
   // Asks for the first batch now rather than at the first next_batch, and
   // returns once the producer has answered: from here on this consumer
   // holds the producer's ring (consumers that all call this before any of
@@ -133,6 +140,7 @@ class SharedLoaderClient {
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
   int64_t seq_ = 0;               // the chunk requested next
   bool asked_ = false;            // a request was sent (the first batch was asked for)
+  bool outstanding_ = false;      // a request's reply is still to be read
   nlohmann::json first_reply_;    // start_reading's answer, for the first fetch_chunk
   int64_t chunk_seq_ = -1, chunk_slot_ = 0;  // the current chunk and its slot
   int64_t keep_ = 0;              // the oldest chunk still in use (pieces read in place)
@@ -147,6 +155,9 @@ class SharedLoaderClient {
   std::atomic<bool> producer_lost_{false};
   std::string lost_reason_;  // set by the heartbeat thread before producer_lost_
   std::atomic<bool> stop_beats_{false};
+  std::atomic<int64_t> released_soon_{0};  // release_soon's newest
+  std::mutex beat_mutex_;                  // with beat_wake_: wakes the heartbeat thread early
+  std::condition_variable beat_wake_;
   std::thread beats_;
 };
 
