@@ -9,6 +9,11 @@ all pinned to the same CPU cores (a CPU-poor instance), in three modes:
              copy per batch for all jobs, CUDA IPC; the jobs check they read it)
   shared_host  the same with the ring in host memory only (each job copies
              its own batches to the GPU)
+  shared_slowest  shared with pace = "slowest" (TensorSocket's rubber band:
+             the fastest job waits for the slowest) instead of the default
+             pace "fastest" (no job waits for another; a slower one skips)
+--model and --batch take comma lists, job by job (cycled), for jobs that
+train at different speeds.
 Measured per mode: aggregate trained samples/s (all samples over the span
 from the first job's first step to the last job's last), CPU core-seconds
 per trained sample, and each job's time waiting for data; the same over the
@@ -119,11 +124,11 @@ class CpuSampler:
         self.thread.join()
 
 
-def run_jobs(command, count, what):
-    """Starts `count` copies of `command` at once and returns the JSON object
-    each prints last; SystemExit with the stderr of the first that fails."""
+def run_jobs(commands, what):
+    """Starts `commands` at once and returns the JSON object each prints
+    last; SystemExit with the stderr of the first that fails."""
     jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(count)]
+            for command in commands]
     results = []
     for p in jobs:
         out, err = p.communicate()
@@ -220,7 +225,8 @@ def job(args):
         torch.cuda.synchronize()
     end = time.time()
     cpu = tree_cpu_s(os.getpid()) - cpu_start + decoded_before
-    print(json.dumps({"start": start, "end": end, "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
+    print(json.dumps({"model": args.model, "batch": args.batch, "start": start, "end": end,
+                      "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
                       "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False)),
                       "cuda_waits_sleep": sleeps, "timeline": timeline}),
           flush=True)
@@ -233,21 +239,23 @@ def run_mode(args, mode, data):
     taskset = ["taskset", "-c", args.cores]
     producer = sampler = None
     source = "shared" if mode.startswith("shared") else mode
-    device_ring = mode == "shared" and args.device.startswith("cuda")
+    device_ring = mode in ("shared", "shared_slowest") and args.device.startswith("cuda")
     data = data[mode] if mode in data else data["shared_host"]
     if source == "shared":
         producer = subprocess.Popen(taskset + [args.colo, "loader", "serve", data, "--report", "0"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sampler = CpuSampler(producer.pid)
         time.sleep(1.0)
-    command = (taskset + [sys.executable, HERE, "job", "--source", source, "--data", data, "--model", args.model,
-                          "--device", args.device, "--steps", str(args.steps), "--batch", str(args.batch),
-                          "--threads", str(args.threads), "--torch-threads", str(args.torch_threads),
-                          "--log-every", str(args.log_every)]
-               + (["--cuda-spin"] if args.cuda_spin else [])
-               + (["--amp"] if args.amp else [])
-               + (["--expect-device-ring"] if device_ring else []))
-    results = run_jobs(command, args.jobs, mode)
+    models, batches = args.model.split(","), args.batch.split(",")
+    commands = [taskset + [sys.executable, HERE, "job", "--source", source, "--data", data,
+                           "--model", models[i % len(models)], "--device", args.device, "--steps", str(args.steps),
+                           "--batch", batches[i % len(batches)], "--threads", str(args.threads),
+                           "--torch-threads", str(args.torch_threads), "--log-every", str(args.log_every)]
+                + (["--cuda-spin"] if args.cuda_spin else [])
+                + (["--amp"] if args.amp else [])
+                + (["--expect-device-ring"] if device_ring else [])
+                for i in range(args.jobs)]
+    results = run_jobs(commands, mode)
     first, last = min(r["start"] for r in results), max(r["end"] for r in results)
     cpu = sum(r["cpu_core_s"] for r in results)
     producer_stats = producer_cpu = None
@@ -270,11 +278,11 @@ def run_mode(args, mode, data):
     return {"mode": mode, "samples": samples, "span_s": span, "samples_per_s": samples / span,
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
-            "all_running": all_running(results, args.batch),
+            "all_running": all_running(results),
             "jobs": results, "producer": producer_stats}
 
 
-def all_running(results, batch):
+def all_running(results):
     """Samples/s and each job's data wait over the window in which every job
     trains (the last start to the first end), without the start-up stagger:
     a job alone on the GPU is data-bound in any mode."""
@@ -286,7 +294,7 @@ def all_running(results, batch):
         before = [w for when, w in timeline if when <= t]
         return before[-1] if before else 0.0
 
-    samples = sum(batch * sum(1 for when, _ in r["timeline"] if w0 < when <= w1) for r in results)
+    samples = sum(r["batch"] * sum(1 for when, _ in r["timeline"] if w0 < when <= w1) for r in results)
     waits = [100 * (wait_at(r["timeline"], w1) - wait_at(r["timeline"], w0)) / (w1 - w0) for r in results]
     return {"window_s": w1 - w0, "samples_per_s": samples / (w1 - w0), "wait_pct": waits}
 
@@ -305,14 +313,19 @@ def report_mode(m):
                       f"wait {max(a['wait_pct']):.1f}%")
     print(f"  round: {m['mode']} {m['samples_per_s']:.0f} samples/s, {m['cpu_core_s_per_sample'] * 1000:.3f} "
           f"core-ms/sample, wait {max(m['wait_pct']):.1f}%{together}{where}", file=sys.stderr, flush=True)
+    jobs = "; ".join(f"{j['model']}/{j['batch']} {j['samples'] / (j['end'] - j['start']):.0f} samples/s wait "
+                     f"{100 * j['wait_s'] / (j['end'] - j['start']):.1f}%" for j in m["jobs"])
+    print(f"    jobs: {jobs}", file=sys.stderr, flush=True)
     return m
 
 
 def run(args):
     with tempfile.TemporaryDirectory() as tmp:
         data = {}
-        for mode, extra in (("shared_host", ""), ("shared", f'device = "{args.device}"\n')):
-            if mode == "shared" and not args.device.startswith("cuda"):
+        on_device = f'device = "{args.device}"\n' if args.device.startswith("cuda") else ""
+        for mode, extra in (("shared_host", ""), ("shared", on_device),
+                            ("shared_slowest", on_device + 'pace = "slowest"\n')):
+            if mode == "shared" and not on_device:
                 data[mode] = data["shared_host"]
                 continue
             data[mode] = os.path.join(tmp, f"{mode}.toml")
@@ -336,7 +349,7 @@ def run(args):
     by = {m["mode"]: m for m in modes}
     own = [m for m in modes if not m["mode"].startswith("shared")]
     best_own = max(own, key=lambda m: m["samples_per_s"]) if own else None
-    shared = by.get("shared") or by["shared_host"]
+    shared = by.get("shared") or by.get("shared_host") or by["shared_slowest"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
@@ -346,6 +359,13 @@ def run(args):
                "cpu_per_sample_ratio": best_own and shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
                "shared_wait_pct_max": max(shared["wait_pct"]),
                "all_running": all_running_summary(shared, best_own),
+               # Every shared mode against the best own one (pace slowest among them, if run).
+               "shared_modes": {m["mode"]: {"speedup": best_own and m["samples_per_s"] / best_own["samples_per_s"],
+                                            "cpu_per_sample_ratio": best_own and m["cpu_core_s_per_sample"]
+                                            / best_own["cpu_core_s_per_sample"],
+                                            "wait_pct_max": max(m["wait_pct"]),
+                                            "all_running": all_running_summary(m, best_own)}
+                                for m in modes if m["mode"].startswith("shared")},
                "command": " ".join([sys.executable] + sys.argv), "modes": modes}
     for m in modes:
         print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s (rounds "
@@ -448,7 +468,11 @@ def main():
     s.add_argument("--cpu", required=True)
     s.add_argument("--gpu-other", nargs="*", help="more GPU runs, listed under other_gpu_runs")
     s.add_argument("--out", required=True)
+    r.add_argument("--model", default="tiny", help="the jobs' model, or a comma list job by job (cycled)")
+    r.add_argument("--batch", default="64", help="the jobs' batch size, or a comma list job by job (cycled)")
     j = sub.add_parser("job")
+    j.add_argument("--model", default="tiny")
+    j.add_argument("--batch", type=int, default=64)
     j.add_argument("--source", required=True)
     j.add_argument("--data", required=True)
     j.add_argument("--threads", type=int, default=2)
@@ -460,10 +484,8 @@ def main():
         p.add_argument("--amp", action="store_true", help="train under bf16 autocast (all modes)")
         p.add_argument("--log-every", type=int, default=1,
                        help="read the loss every N steps, as a loop that logs it does (0: never)")
-        p.add_argument("--model", default="tiny")
         p.add_argument("--device", default="cpu")
         p.add_argument("--steps", type=int, default=50)
-        p.add_argument("--batch", type=int, default=64)
         p.add_argument("--size", type=int, default=112)
     args = parser.parse_args()
     {"run": run, "job": job, "summarize": summarize}[args.what](args)

@@ -244,7 +244,8 @@ if want shared; then
     done
   fi
   # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS[:amp[:TAG[:ARGS]]] ..." 4 jobs on cores 0-3 each (amp: bf16
-  # autocast; TAG names the file; ARGS, commas for spaces, come after SHARED_ARGS).
+  # autocast; TAG names the file; ARGS, commas for spaces, come after SHARED_ARGS). MODEL and BATCH
+  # may be comma lists, job by job (resnet18,resnet50: jobs that train at different speeds).
   for run in ${SHARED_RUNS:-resnet18:224:128:120}; do
     IFS=: read -r model size batch steps amp tag args <<<"$run"
     note "shared loading, 4 jobs on 4 cores: $model at $size px, batch $batch, $steps steps${amp:+, bf16 autocast} ${args//,/ }"
@@ -252,8 +253,8 @@ if want shared; then
     PYTHONPATH="$BUILD/python" python3 bench/data/shared_loading.py run --images /tmp/colo-images/train \
       --jobs 4 --cores 0-3 --device cuda --model "$model" --steps "$steps" --batch "$batch" --size "$size" \
       --colo "$BUILD/colo" --threads 2 --producer-threads 4 ${amp:+--amp} \
-      --out "$OUT/shared/gpu_4jobs_${model}_${size}${amp:+_amp}${tag:+_$tag}.json" ${SHARED_ARGS:-} ${args//,/ } 2>&1 \
-      | tee -a "$OUT/shared/bench.log" | grep -E "round:|samples/s|shared over|Error" | tee -a "$summary"
+      --out "$OUT/shared/gpu_4jobs_${model//,/-}_${size}${amp:+_amp}${tag:+_$tag}.json" ${SHARED_ARGS:-} ${args//,/ } 2>&1 \
+      | tee -a "$OUT/shared/bench.log" | grep -E "round:|jobs:|samples/s|shared over|Error" | tee -a "$summary"
   done
 fi
 
