@@ -226,15 +226,17 @@ TEST(SharedLoader, TheDataFilesAheadAndPaceAreReadAndAheadKeptWithinWhatThePaceL
 }
 
 TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanItsPaceAllowsSoTheRestAbsorbsHiccups) {
-  // The oldest chunk held is 2 once the first consumer asked for 7 (7 + 2
-  // ahead): half the ring (4) behind 7 is 3 with pace slowest; with pace
-  // fastest, half of what `ahead` leaves ((8 - 2) / 2 = 3) behind 7 is 4.
-  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 3}, std::pair{LoaderPace::fastest, 4}}) {
+  // Once the first consumer asked for chunk 15, the producer runs 2 ahead
+  // (to 17) and the oldest chunk held is 2. With pace slowest a late joiner
+  // starts half the ring (8) behind 15, at 7; with pace fastest an eighth
+  // of the slack (16 - 2 = 14) after the oldest the ring keeps, 12 behind
+  // 15, at 3.
+  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 7}, std::pair{LoaderPace::fastest, 3}}) {
     testing::TempDir dir;
-    Producer producer(dir, 40, 4, 8, {.ahead = 2, .pace = pace});
+    Producer producer(dir, 80, 4, 16, {.ahead = 2, .pace = pace});
     SharedLoaderClient early(producer.spec.address, 4);  // a chunk a batch
-    std::vector<int64_t> first = labels_of(early, 7);     // chunks 0-6, and asked for 7
-    EXPECT_EQ(settled_chunks(*producer.server), 10);      // 7 + 2 ahead: chunks 0 and 1 are gone
+    std::vector<int64_t> first = labels_of(early, 15);    // chunks 0-14, and asked for 15
+    EXPECT_EQ(settled_chunks(*producer.server), 18);      // 15 + 2 ahead: chunks 0 and 1 are gone
     SharedLoaderClient late(producer.spec.address, 4);
     std::vector<int64_t> caught = labels_of(late, 1);
     EXPECT_EQ(caught, std::vector<int64_t>(first.begin() + 4 * start, first.begin() + 4 * start + 4))

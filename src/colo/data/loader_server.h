@@ -12,9 +12,9 @@
 // decoding wasted). Whose pace it keeps is `pace` (LoaderPace). A consumer
 // that joins late starts, when it first asks for data (until then, while
 // its job starts, it holds nothing back), at the oldest chunk still held but
-// no further back than the lag its pace allows (half the ring; with pace
-// fastest half of what `ahead` leaves), so the rest stays slack; one that
-// fell behind starts again the same way. A consumer that holds the slot the
+// no further back than the lag its pace allows (rejoin_at in
+// loader_state.h), so the rest stays slack; one that fell behind starts
+// again the same way. A consumer that holds the slot the
 // producer needs next while another consumer has waited `stall_s` for new
 // data is left behind; one that sends nothing for `heartbeat_timeout_s` is
 // dropped. With every consumer left behind the producer stops.

@@ -121,11 +121,16 @@ struct LoaderState {
 
 // Where a consumer that joins late, or fell behind, starts: the oldest
 // chunk held, but no further back behind the newest chunk asked for than
-// its pace allows: half the ring, or with pace fastest half of what the
-// chunks decoded `ahead` leave (so it is not overrun again at once).
+// its pace allows. With pace slowest, half the ring: it holds the others
+// back, so the other half stays slack for hiccups. With pace fastest it
+// holds no one back, and every chunk it skips is one more decoded for it
+// at the end: it starts an eighth of the ring's slack (what `ahead`
+// leaves) after the oldest chunk the producer keeps once it runs `ahead`
+// of the newest asked for, so that a hiccup does not overrun it at once.
 // Called with s.mutex held.
 inline int64_t rejoin_at(const LoaderState& s, const LoaderServeSpec& spec) {
-  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2 : (spec.buffer - spec.ahead) / 2;
+  const int64_t slack = spec.buffer - spec.ahead;
+  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2 : std::max<int64_t>(0, slack - 1 - slack / 8);
   return std::max(s.oldest, s.newest_asked - lag);
 }
 
