@@ -73,6 +73,7 @@ FIGURES = [
     ("bench/results/data/shared/summary.json", "gpu_4jobs_cpu_per_sample_ratio", ratio),
     ("bench/results/data/shared/summary.json", "cpu_2jobs_speedup", ratio),
     ("bench/results/data/shared/summary.json", "consumer_wait_pct.gpu_4jobs", stated_percent),
+    ("bench/results/data/shared/summary.json", "consumer_wait_pct_worst_round.gpu_4jobs", stated_percent),
     ("bench/results/data/shared/summary.json", "all_running.gpu_4jobs.shared.wait_pct_max", stated_percent),
     ("bench/results/data/shared/summary.json", "other_gpu_runs.gpu_4jobs_resnet18-resnet50_224_amp_mixed.speedup", ratio),
     ("bench/results/data/shared/summary.json", "other_gpu_runs.gpu_4jobs_resnet18_224_amp_c128.speedup", ratio),

@@ -409,6 +409,11 @@ def summarize(args):
     """summary.json of issue 19's targets from one GPU run and one CPU run."""
     gpu, cpu = (json.load(open(path)) for path in (args.gpu, args.cpu))
 
+    def worst_wait(run):
+        by = {m["mode"]: m for m in run["modes"]}
+        shared = by.get("shared") or by.get("shared_host") or by["shared_slowest"]
+        return max(max(r["wait_pct"]) for r in shared["rounds"])
+
     def against_torch(run):
         by = {m["mode"]: m for m in run["modes"]}
         if "own_torch" not in by:
@@ -420,6 +425,8 @@ def summarize(args):
                "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
                "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
                "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
+               # The same in the round in which a job waited most.
+               "consumer_wait_pct_worst_round": {"gpu_4jobs": worst_wait(gpu), "cpu_2jobs": worst_wait(cpu)},
                # Over the window in which every job trains (medians of rounds).
                "all_running": {"gpu_4jobs": gpu.get("all_running"), "cpu_2jobs": cpu.get("all_running")},
                "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
