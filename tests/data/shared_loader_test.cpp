@@ -8,6 +8,8 @@
 #include <thread>
 #include <tuple>
 
+#include <sched.h>
+
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
@@ -223,6 +225,26 @@ TEST(SharedLoader, TheDataFilesAheadAndPaceAreReadAndAheadKeptWithinWhatThePaceL
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(SharedLoader, ADataFileWithoutThreadsDecodesOnEveryCoreItMayRunOn) {
+  testing::TempDir dir;
+  EXPECT_EQ(parse_loader_serve_spec(dir.write("a.toml", "root = \"x\"\nsize = 8\nthreads = 3\n")).pipeline.threads, 3);
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(parse_loader_serve_spec(dir.write("b.toml", "root = \"x\"\nsize = 8\n")).pipeline.threads,
+            std::min(CPU_COUNT(&all), 256));
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // as under `taskset -c 0`
+  const int64_t pinned = parse_loader_serve_spec(dir.write("c.toml", "root = \"x\"\nsize = 8\n")).pipeline.threads;
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(pinned, 1);
 }
 
 TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanItsPaceAllowsSoTheRestAbsorbsHiccups) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "colo/core/cpu_share.h"
 #include "colo/core/error.h"
 #include "colo/core/this_thread.h"
 #include "colo/data/jpeg_codec.h"
@@ -62,7 +63,9 @@ ImagePipelineSpec parse_image_pipeline(const SpecTable& table) {
   for (double s : spec.std) {
     if (!(s > 0)) table.fail("std", "positive values");
   }
-  spec.threads = table.integer_or("threads", spec.threads, 1, 256);
+  // Decode threads: by default one per core this process may run on (they
+  // run nicer than the training loops, so they take only idle cores).
+  spec.threads = table.integer_or("threads", static_cast<int64_t>(std::min<size_t>(available_cores(), 256)), 1, 256);
   spec.seed = static_cast<uint64_t>(table.integer_or("seed", 0, 0, INT64_MAX));
   spec.stop_on_error = table.choice_or("on_error", "skip", {"skip", "stop"}) == "stop";
   return spec;

@@ -30,7 +30,7 @@ struct ImagePipelineSpec {
   bool flip = true;             // random horizontal flip, p = 0.5
   std::vector<double> mean{0.5, 0.5, 0.5};  // for the consumer's normalisation
   std::vector<double> std{0.25, 0.25, 0.25};
-  int64_t threads = 2;          // decode threads
+  int64_t threads = 2;          // decode threads (a data file without `threads`: one per available core)
   uint64_t seed = 0;            // shuffling and augmentation
   bool stop_on_error = false;   // corrupt image: false = one line, then skip it
 };
