@@ -1,5 +1,10 @@
 #include "colo/sched/store.h"
 
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "colo/core/subprocess.h"
@@ -31,6 +36,34 @@ TEST(JobStore, SubmittedJobsArePendingAndSurviveReopening) {
   ASSERT_EQ(jobs.size(), 4u);
   EXPECT_EQ(jobs[2].spec.name, "a[2]");
   EXPECT_EQ(jobs[3].state, JobState::kPending);
+}
+
+TEST(JobStore, ProcessesThatOpenANewStoreAtOnceAllGetIt) {
+  // A daemon starting while a job is submitted: each opening switches the
+  // file to WAL and makes the schema; none may fail with "locked".
+  for (int round = 0; round < 20; ++round) {
+    testing::TempDir dir;
+    const std::string path = dir.file("jobs.db");
+    std::vector<std::thread> openers;
+    std::atomic<int> opened{0};
+    std::mutex failures_mutex;
+    std::string failures;
+    for (int i = 0; i < 6; ++i) {
+      openers.emplace_back([&] {
+        try {
+          JobStore store(path);
+          store.submit({spec("a")});
+          ++opened;
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(failures_mutex);
+          failures += std::string(e.what()) + "\n";
+        }
+      });
+    }
+    for (auto& t : openers) t.join();
+    ASSERT_EQ(opened.load(), 6) << "round " << round << ": " << failures;
+    EXPECT_EQ(JobStore(path).list().size(), 6u);
+  }
 }
 
 TEST(JobStore, TransitionsFollowTheStateMachine) {

@@ -21,8 +21,11 @@
 //
 // A consumer still uses chunk `keep` and every later one it was given, and
 // is done with every chunk before; without `keep`, asking for chunk k says
-// it is done with every chunk before k. (Consumers that read the device
-// ring keep chunks whose copies their GPU has not yet made.) A slot holds an
+// it is done with every chunk before k, and that it copies chunks out
+// (checking the slot's header before and after) rather than reading them in
+// place. (Consumers that read the device ring keep chunks whose copies
+// their GPU has not yet made, and send "release" from their heartbeat
+// socket once it has: any of a consumer's sockets may send it.) A slot holds an
 // int64 header (the chunk's seq once it is complete), the chunk's int64
 // labels, then its uint8 samples (C x H x W each); the device ring's slots
 // are laid out the same.

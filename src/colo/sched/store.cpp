@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
@@ -180,13 +181,24 @@ JobStore::JobStore(const std::string& path) : path_(path) {
   }
   sqlite3_busy_timeout(db_, 10000);
   try {
-    exec("PRAGMA journal_mode=WAL;");
+    // Processes that open a new store at once (the daemon starting, a
+    // submit) take turns: SQLite answers "locked" without waiting while
+    // another switches the file to WAL, and the schema and its added
+    // columns are checked and made in one transaction.
+    exec_when_free("PRAGMA journal_mode=WAL;");
     exec("PRAGMA synchronous=NORMAL;");
-    exec(kSchema);
-    for (const auto& [name, declaration] : kAddedColumns) {
-      Statement columns(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = ?");
-      columns.bind(1, std::string(name));
-      if (!columns.step()) exec(std::string("ALTER TABLE jobs ADD COLUMN ") + name + " " + declaration + ";");
+    exec_when_free("BEGIN IMMEDIATE;");
+    try {
+      exec(kSchema);
+      for (const auto& [name, declaration] : kAddedColumns) {
+        Statement columns(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = ?");
+        columns.bind(1, std::string(name));
+        if (!columns.step()) exec(std::string("ALTER TABLE jobs ADD COLUMN ") + name + " " + declaration + ";");
+      }
+      exec("COMMIT;");
+    } catch (const std::runtime_error&) {
+      sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+      throw;
     }
   } catch (const std::runtime_error& e) {
     sqlite3_close(db_);
@@ -197,6 +209,22 @@ JobStore::JobStore(const std::string& path) : path_(path) {
 
 JobStore::~JobStore() {
   if (db_) sqlite3_close(db_);
+}
+
+void JobStore::exec_when_free(const std::string& sql) const {
+  Stopwatch waited;
+  for (;;) {
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+    if (rc == SQLITE_OK) return;
+    std::string message = error ? error : sqlite3_errstr(rc);
+    sqlite3_free(error);
+    const int primary = rc & 0xff;
+    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || waited.elapsed_s() > 10) {
+      throw std::runtime_error("job store: " + message);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 void JobStore::exec(const std::string& sql) const {

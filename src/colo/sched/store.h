@@ -99,6 +99,9 @@ class JobStore {
 
  private:
   void exec(const std::string& sql) const;
+  // exec, retried for up to 10 s while another process holds the file
+  // (for statements SQLite answers "locked" without its busy handler).
+  void exec_when_free(const std::string& sql) const;
   std::string path_;
   sqlite3* db_ = nullptr;
 };
