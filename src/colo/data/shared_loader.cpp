@@ -160,6 +160,7 @@ void SharedLoaderClient::request(int64_t seq) {
   seq_ = seq;
   asked_ = true;
   outstanding_ = true;
+  asked_in_place_ = in_place_;
   nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
   if (in_place_) next["keep"] = std::max(keep_, released_soon_.load());
   send_json(connection_->socket, next);
@@ -221,6 +222,10 @@ void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
     }
     const int64_t seq = reply["seq"].get<int64_t>(), count = reply["count"].get<int64_t>();
     skipped_ += reply.value("skipped", int64_t{0});
+    if (in_place_ && !asked_in_place_) {  // start_reading asked as a copier: the producer would not hold it for us
+      request(seq);
+      continue;
+    }
     const int64_t slot_index = reply["slot"].get<int64_t>();
     const uint8_t* slot = connection_->ring->slot(slot_index);
     auto header = [&] { return chunk_in_slot(slot_index); };

@@ -141,6 +141,7 @@ class SharedLoaderClient {
   int64_t seq_ = 0;               // the chunk requested next
   bool asked_ = false;            // a request was sent (the first batch was asked for)
   bool outstanding_ = false;      // a request's reply is still to be read
+  bool asked_in_place_ = false;   // the last request said which chunks we keep (so the producer holds them)
   nlohmann::json first_reply_;    // start_reading's answer, for the first fetch_chunk
   int64_t chunk_seq_ = -1, chunk_slot_ = 0;  // the current chunk and its slot
   int64_t keep_ = 0;              // the oldest chunk still in use (pieces read in place)
