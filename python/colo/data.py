@@ -9,8 +9,11 @@ drop-in for a `torch.utils.data.DataLoader`:
         for inputs, labels in loader:      # float32, normalised, on `device`
             ...
 
-Jobs may use different batch sizes. A job that joins late starts from the
-oldest batches the producer still holds. If the producer dies, the next
+Jobs may use different batch sizes and train at different speeds: with the
+producer's default pace ("fastest") no job waits for a slower one, which
+skips what it cannot keep up with; `pace = "slowest"` in DATA.toml makes
+every job read every batch (the fastest waits). A job that joins late
+starts from the batches the producer still holds. If the producer dies, the next
 batch raises `colo.data.ProducerLost` (no silent fallback): save your
 checkpoint and stop. `LocalImageLoader` runs the same pipeline inside the
 job, for a job that has no producer to share (and as the baseline).
