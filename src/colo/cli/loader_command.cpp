@@ -39,10 +39,11 @@ int serve(const std::string& path, double report_s, double idle_exit_s) {
   g_server = &server;
   std::signal(SIGINT, stop_server);
   std::signal(SIGTERM, stop_server);
-  std::fprintf(stderr, "colo loader: serving %s (%lld px, chunks of %lld, %lld slots, %lld threads%s) at %s\n",
+  std::fprintf(stderr, "colo loader: serving %s (%lld px, chunks of %lld, %lld slots, %lld threads, pace %s%s) at %s\n",
                spec.pipeline.root.c_str(), static_cast<long long>(spec.pipeline.size),
                static_cast<long long>(spec.chunk), static_cast<long long>(spec.buffer),
                static_cast<long long>(spec.pipeline.threads),
+               spec.pace == data::LoaderPace::slowest ? "slowest" : "fastest",
                spec.device.empty() ? "" : (", ring also on " + spec.device).c_str(), spec.address.c_str());
   server.serve(report_s);
   g_server = nullptr;
