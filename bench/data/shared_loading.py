@@ -276,6 +276,9 @@ def run_mode(args, mode, data):
     samples = sum(r["samples"] for r in results)
     span = last - first
     return {"mode": mode, "samples": samples, "span_s": span, "samples_per_s": samples / span,
+            # For jobs of different speeds, whose span the slowest sets: the
+            # mean time from the first job's first step to each job's last.
+            "mean_completion_s": sum(r["end"] - first for r in results) / len(results),
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "all_running": all_running(results),
@@ -343,7 +346,11 @@ def run(args):
         median = dict(ranked[len(ranked) // 2])
         median["rounds_samples_per_s"] = [m["samples_per_s"] for m in column]
         median["rounds_cpu_core_s_per_sample"] = [m["cpu_core_s_per_sample"] for m in column]
-        median["rounds"] = [{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running")}
+        # Every round's figures and its jobs' (timelines only in the median round's `jobs`).
+        median["rounds"] = [{**{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running",
+                                                  "mean_completion_s")},
+                             "jobs": [{k: j[k] for k in ("model", "batch", "start", "end", "samples", "wait_s",
+                                                         "cpu_core_s")} for j in m["jobs"]]}
                             for m in column]
         modes.append(median)
     by = {m["mode"]: m for m in modes}
