@@ -43,7 +43,7 @@ int serve(const std::string& path, double report_s, double idle_exit_s) {
                spec.pipeline.root.c_str(), static_cast<long long>(spec.pipeline.size),
                static_cast<long long>(spec.chunk), static_cast<long long>(spec.buffer),
                static_cast<long long>(spec.pipeline.threads),
-               spec.pace == data::LoaderPace::slowest ? "slowest" : "fastest",
+               data::pace_name(spec.pace),
                spec.device.empty() ? "" : (", ring also on " + spec.device).c_str(), spec.address.c_str());
   server.serve(report_s);
   g_server = nullptr;

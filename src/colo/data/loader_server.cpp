@@ -69,8 +69,9 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
                                                 std::to_string(std::hash<std::string>{}(absolute) % 1000000007) + ".sock");
   spec.chunk = table.integer_or("chunk", spec.chunk, 1, 65536);
   spec.buffer = table.integer_or("buffer", spec.buffer, 2, 4096);
-  spec.pace = table.choice_or("pace", "fastest", {"fastest", "slowest"}) == "slowest" ? LoaderPace::slowest
-                                                                                      : LoaderPace::fastest;
+  const std::string pace = table.choice_or("pace", pace_name(LoaderPace::fastest),
+                                           {pace_name(LoaderPace::fastest), pace_name(LoaderPace::slowest)});
+  spec.pace = pace == pace_name(LoaderPace::slowest) ? LoaderPace::slowest : LoaderPace::fastest;
   spec.ahead = ahead_within_ring(spec, table.integer_or("ahead", spec.ahead, 1, 4096));
   spec.stall_s = table.number_or("stall_s", spec.stall_s, 0.1, 1e6);
   spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
@@ -133,7 +134,7 @@ nlohmann::json LoaderServer::stats() const {
           {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
           {"buffer_slots", spec_.buffer},
           {"ahead", spec_.ahead},
-          {"pace", spec_.pace == LoaderPace::slowest ? "slowest" : "fastest"},
+          {"pace", pace_name(spec_.pace)},
           {"consumers", s.consumers.size()},
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},

@@ -41,6 +41,9 @@ namespace colo::data {
 //    ring ahead (until `stall_s` leaves the slowest behind).
 enum class LoaderPace { fastest, slowest };
 
+// "fastest" or "slowest", as DATA.toml writes it.
+inline const char* pace_name(LoaderPace pace) { return pace == LoaderPace::slowest ? "slowest" : "fastest"; }
+
 struct LoaderServeSpec {
   ImagePipelineSpec pipeline;
   std::string address;              // ZeroMQ endpoint, e.g. ipc:///tmp/colo-loader.sock

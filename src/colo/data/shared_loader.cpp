@@ -107,6 +107,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   // batch on, not while its job is still starting (building its model).
   beats_ = std::thread([this, beat_every_s] {
     zmq::socket_t beat = dealer(connection_->context, connection_->address);
+    int64_t released = 0;  // the newest release_soon sent
     while (!stop_beats_) {
       send_json(beat, {{"op", "beat"}, {"consumer", id_}, {"samples", reported_samples_.load()},
                        {"wait_s", reported_wait_s_.load()}, {"elapsed_s", started_.elapsed_s()}});
@@ -123,7 +124,6 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
       }
       // Until the next beat: releases from release_soon go out as they come.
       Stopwatch slept;
-      int64_t released = 0;
       while (!stop_beats_ && slept.elapsed_s() < beat_every_s) {
         const int64_t keep = released_soon_.load();
         if (keep > released) {

@@ -211,7 +211,9 @@ JobStore::~JobStore() {
   if (db_) sqlite3_close(db_);
 }
 
-void JobStore::exec_when_free(const std::string& sql) const {
+void JobStore::exec_when_free(const std::string& sql) const { exec(sql, 10); }
+
+void JobStore::exec(const std::string& sql, double retry_locked_s) const {
   Stopwatch waited;
   for (;;) {
     char* error = nullptr;
@@ -220,19 +222,10 @@ void JobStore::exec_when_free(const std::string& sql) const {
     std::string message = error ? error : sqlite3_errstr(rc);
     sqlite3_free(error);
     const int primary = rc & 0xff;
-    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || waited.elapsed_s() > 10) {
+    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || waited.elapsed_s() >= retry_locked_s) {
       throw std::runtime_error("job store: " + message);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
-void JobStore::exec(const std::string& sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw std::runtime_error("job store: " + message);
   }
 }
 

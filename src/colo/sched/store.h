@@ -98,9 +98,11 @@ class JobStore {
   const std::string& path() const { return path_; }
 
  private:
-  void exec(const std::string& sql) const;
-  // exec, retried for up to 10 s while another process holds the file
-  // (for statements SQLite answers "locked" without its busy handler).
+  // Runs `sql`; while another process holds the file, tries again for up
+  // to `retry_locked_s` (for statements SQLite answers "locked" at once,
+  // without its busy handler). Throws std::runtime_error otherwise.
+  void exec(const std::string& sql, double retry_locked_s = 0) const;
+  // exec, retried for up to 10 s while another process holds the file.
   void exec_when_free(const std::string& sql) const;
   std::string path_;
   sqlite3* db_ = nullptr;
