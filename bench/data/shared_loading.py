@@ -293,13 +293,30 @@ def all_running(results):
     if w1 - w0 <= 0:
         return None
 
-    def wait_at(timeline, t):
-        before = [w for when, w in timeline if when <= t]
-        return before[-1] if before else 0.0
-
     samples = sum(r["batch"] * sum(1 for when, _ in r["timeline"] if w0 < when <= w1) for r in results)
     waits = [100 * (wait_at(r["timeline"], w1) - wait_at(r["timeline"], w0)) / (w1 - w0) for r in results]
     return {"window_s": w1 - w0, "samples_per_s": samples / (w1 - w0), "wait_pct": waits}
+
+
+def wait_at(timeline, t):
+    """A job's data wait so far at time t, from its (time, wait so far) timeline."""
+    before = [w for when, w in timeline if when <= t]
+    return before[-1] if before else 0.0
+
+
+def wait_split(results):
+    """Each job's data wait before the window in which every job trains, in
+    it, and after it (seconds, with the time it spent in each): where a
+    round's high wait came from, the start-up stagger or the run's tail."""
+    w0, w1 = max(r["start"] for r in results), min(r["end"] for r in results)
+    split = []
+    for r in results:
+        t0 = min(max(w0, r["start"]), r["end"])
+        t1 = min(max(w1, t0), r["end"])  # t0 when no two jobs ran at once
+        a, b = wait_at(r["timeline"], t0), wait_at(r["timeline"], t1)
+        split.append({"before_s": t0 - r["start"], "wait_before_s": a, "together_s": t1 - t0,
+                      "wait_together_s": b - a, "after_s": r["end"] - t1, "wait_after_s": r["wait_s"] - b})
+    return split
 
 
 def report_mode(m):
@@ -317,7 +334,10 @@ def report_mode(m):
     print(f"  round: {m['mode']} {m['samples_per_s']:.0f} samples/s, {m['cpu_core_s_per_sample'] * 1000:.3f} "
           f"core-ms/sample, wait {max(m['wait_pct']):.1f}%{together}{where}", file=sys.stderr, flush=True)
     jobs = "; ".join(f"{j['model']}/{j['batch']} {j['samples'] / (j['end'] - j['start']):.0f} samples/s wait "
-                     f"{100 * j['wait_s'] / (j['end'] - j['start']):.1f}%" for j in m["jobs"])
+                     f"{100 * j['wait_s'] / (j['end'] - j['start']):.1f}% ({w['wait_before_s']:.2f} s in its "
+                     f"{w['before_s']:.1f} s before all ran, {w['wait_together_s']:.2f} s together, "
+                     f"{w['wait_after_s']:.2f} s in {w['after_s']:.1f} s after)"
+                     for j, w in zip(m["jobs"], wait_split(m["jobs"])))
     print(f"    jobs: {jobs}", file=sys.stderr, flush=True)
     return m
 
@@ -349,8 +369,9 @@ def run(args):
         # Every round's figures and its jobs' (timelines only in the median round's `jobs`).
         median["rounds"] = [{**{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running",
                                                   "mean_completion_s")},
-                             "jobs": [{k: j[k] for k in ("model", "batch", "start", "end", "samples", "wait_s",
-                                                         "cpu_core_s")} for j in m["jobs"]]}
+                             "jobs": [{**{k: j[k] for k in ("model", "batch", "start", "end", "samples", "wait_s",
+                                                            "cpu_core_s")}, **split}
+                                      for j, split in zip(m["jobs"], wait_split(m["jobs"]))]}
                             for m in column]
         modes.append(median)
     by = {m["mode"]: m for m in modes}
