@@ -359,7 +359,20 @@ def run(args):
                         f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
-        rounds = [[report_mode(run_mode(args, m, data)) for m in args.modes.split(",")] for _ in range(args.repeat)]
+        # The file is written after every round: a run cut short keeps what it measured.
+        rounds = []
+        for _ in range(args.repeat):
+            rounds.append([report_mode(run_mode(args, m, data)) for m in args.modes.split(",")])
+            summary = summarise_rounds(args, rounds)
+            if args.out:
+                os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+                with open(args.out, "w") as f:
+                    json.dump(summary, f, indent=1)
+    print_summary(summary)
+
+
+def summarise_rounds(args, rounds):
+    """The run's figures from the rounds done so far (each mode's median round)."""
     modes = []
     for column in zip(*rounds):
         ranked = sorted(column, key=lambda m: m["samples_per_s"])
@@ -395,20 +408,21 @@ def run(args):
                                             "all_running": all_running_summary(m, best_own)}
                                 for m in modes if m["mode"].startswith("shared")},
                "command": " ".join([sys.executable] + sys.argv), "modes": modes}
-    for m in modes:
+    return summary
+
+
+def print_summary(summary):
+    """Prints each mode's median round and shared against the best own mode."""
+    for m in summary["modes"]:
         print(f"{m['mode']:>10}  {m['samples_per_s']:8.0f} samples/s (rounds "
               f"{' '.join(f'{v:.0f}' for v in m['rounds_samples_per_s'])})  {m['cpu_core_s_per_sample'] * 1000:7.3f} "
               f"core-ms/sample  wait {max(m['wait_pct']):5.1f}%", file=sys.stderr)
-    if best_own:
+    if summary["best_own"]:
         together = summary["all_running"]
-        print(f"shared over {best_own['mode']}: {summary['speedup']:.2f}x samples/s, "
+        print(f"shared over {summary['best_own']}: {summary['speedup']:.2f}x samples/s, "
               f"{summary['cpu_per_sample_ratio']:.2f}x CPU per sample; with all jobs running "
               f"{together.get('speedup') or 0:.2f}x, shared wait {together['shared']['wait_pct_max'] or 0:.1f}%",
               file=sys.stderr)
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(summary, f, indent=1)
 
 
 def all_running_summary(shared, own):
