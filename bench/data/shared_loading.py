@@ -29,7 +29,9 @@ only over the span, which favours own_torch).
 Every job's loop is the same in all modes: SGD with momentum, reading its
 loss every --log-every steps (1 by default, as a loop that logs it does;
 the host then waits for the GPU there instead of spinning in a full launch
-queue), under bf16 autocast with --amp.
+queue), under bf16 autocast with --amp. --mps runs each round's processes
+as clients of a private MPS daemon (bench/data/private_mps.py), as colo's
+scheduler runs collocated jobs.
 
   python3 bench/data/shared_loading.py run --images DIR --jobs 2 --cores 0-1 --device cpu --model tiny \
       --steps 60 --colo build/colo --out bench/results/data/shared/cpu_2jobs.json
@@ -42,6 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from private_mps import PrivateMps
 
 HERE = os.path.abspath(__file__)
 
@@ -232,10 +236,19 @@ def job(args):
           flush=True)
 
 
-def run_mode(args, mode, data):
+def run_round(args, mode, data):
+    """One round of one mode, under a private MPS daemon of its own with --mps."""
+    if not args.mps:
+        return run_mode(args, mode, data)
+    with PrivateMps(args.cores) as mps:
+        return run_mode(args, mode, data, mps)
+
+
+def run_mode(args, mode, data, mps=None):
     """`data` maps a mode's source to its DATA.toml: shared (the producer also
     keeps its ring on the GPU when the jobs train on one), shared_host (the
-    ring in host memory only), or own_colo / own_torch."""
+    ring in host memory only), or own_colo / own_torch. With `mps` (a
+    PrivateMps) up, the producer and jobs are its clients."""
     taskset = ["taskset", "-c", args.cores]
     producer = sampler = None
     source = "shared" if mode.startswith("shared") else mode
@@ -258,6 +271,11 @@ def run_mode(args, mode, data):
     results = run_jobs(commands, mode)
     first, last = min(r["start"] for r in results), max(r["end"] for r in results)
     cpu = sum(r["cpu_core_s"] for r in results)
+    # The MPS server's CPU over the whole round (start-up included), apart:
+    # `cpu` stays comparable with rounds without MPS.
+    mps_cpu = mps and {"pids": mps.server_pids()}
+    if mps_cpu:
+        mps_cpu["cpu_core_s"] = sum(process_cpu_s(pid) for pid in mps_cpu["pids"])
     producer_stats = producer_cpu = None
     if producer:
         producer.send_signal(2)
@@ -282,7 +300,7 @@ def run_mode(args, mode, data):
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "all_running": all_running(results),
-            "jobs": results, "producer": producer_stats}
+            "jobs": results, "producer": producer_stats, "mps_server": mps_cpu}
 
 
 def all_running(results):
@@ -362,7 +380,7 @@ def run(args):
         # The file is written after every round: a run cut short keeps what it measured.
         rounds = []
         for _ in range(args.repeat):
-            rounds.append([report_mode(run_mode(args, m, data)) for m in args.modes.split(",")])
+            rounds.append([report_mode(run_round(args, m, data)) for m in args.modes.split(",")])
             summary = summarise_rounds(args, rounds)
             if args.out:
                 os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
@@ -393,6 +411,7 @@ def summarise_rounds(args, rounds):
     shared = by.get("shared") or by.get("shared_host") or by["shared_slowest"]
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
+               "mps": args.mps,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
                "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead,
                "best_own": best_own and best_own["mode"],
@@ -488,9 +507,44 @@ def summarize(args):
             "setup": {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp",
                                               "log_every", "cuda_waits", "chunk", "buffer", "ahead")},
             "command": run["command"]}
+    if args.gpu_pool:
+        summary["gpu_4jobs_pooled"] = pooled_rounds([args.gpu] + args.gpu_pool)
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("commands", "setups")}, indent=1))
+
+
+def pooled_rounds(paths):
+    """Every round of runs of one setup (buffer aside), pooled: how far a
+    run's figures move from round to round and host to host. Speedup and
+    CPU ratio are the shared rounds' median over the own rounds' median."""
+    from statistics import median
+    own, shared, rounds = [], [], []
+    for path in paths:
+        run = json.load(open(path))
+        for m in run["modes"]:
+            if m["mode"] not in ("own_colo", "shared"):
+                continue
+            for r in m["rounds"]:
+                row = {"file": os.path.basename(path), "buffer": run["buffer"], "mode": m["mode"],
+                       "samples_per_s": r["samples_per_s"], "cpu_core_s_per_sample": r["cpu_core_s_per_sample"],
+                       "wait_pct_max": max(r["wait_pct"]),
+                       "all_running_wait_pct_max": max(r["all_running"]["wait_pct"]) if r["all_running"] else None,
+                       # Between the first job's first step and the last's (runs before the rounds kept jobs: None).
+                       "start_spread_s": (max(j["start"] for j in r["jobs"]) - min(j["start"] for j in r["jobs"])
+                                          if "jobs" in r else None)}
+                rounds.append(row)
+                (shared if m["mode"] == "shared" else own).append(row)
+    own_cpu = median(r["cpu_core_s_per_sample"] for r in own)
+    shared_cpu = [r["cpu_core_s_per_sample"] for r in shared]
+    return {"own_rounds": len(own), "shared_rounds": len(shared),
+            "speedup": median(r["samples_per_s"] for r in shared) / median(r["samples_per_s"] for r in own),
+            "cpu_per_sample_ratio": median(shared_cpu) / own_cpu,
+            "cpu_per_sample_ratio_range": [min(shared_cpu) / own_cpu, max(shared_cpu) / own_cpu],
+            "wait_pct_max_median": median(r["wait_pct_max"] for r in shared),
+            "wait_pct_max_worst": max(r["wait_pct_max"] for r in shared),
+            "all_running_wait_pct_max_worst": max(r["all_running_wait_pct_max"] for r in shared),
+            "rounds": rounds}
 
 
 def main():
@@ -511,11 +565,15 @@ def main():
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")
     r.add_argument("--colo", default="build/colo")
+    r.add_argument("--mps", action="store_true",
+                   help="every round under a private CUDA MPS daemon pinned to --cores (producer and jobs its clients)")
     r.add_argument("--out")
     s = sub.add_parser("summarize")
     s.add_argument("--gpu", required=True)
     s.add_argument("--cpu", required=True)
     s.add_argument("--gpu-other", nargs="*", help="more GPU runs, listed under other_gpu_runs")
+    s.add_argument("--gpu-pool", nargs="*", help="runs of --gpu's setup (buffer aside) whose rounds are pooled "
+                                                 "with its own under gpu_4jobs_pooled")
     s.add_argument("--out", required=True)
     r.add_argument("--model", default="tiny", help="the jobs' model, or a comma list job by job (cycled)")
     r.add_argument("--batch", default="64", help="the jobs' batch size, or a comma list job by job (cycled)")
