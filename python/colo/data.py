@@ -18,6 +18,7 @@ batch raises `colo.data.ProducerLost` (no silent fallback): save your
 checkpoint and stop. `LocalImageLoader` runs the same pipeline inside the
 job, for a job that has no producer to share (and as the baseline).
 """
+import atexit
 import json
 import os
 import queue
@@ -218,6 +219,7 @@ class LocalImageLoader:
         out, stop = queue.Queue(self.prefetch), threading.Event()
         worker = threading.Thread(target=self._produce, args=(self.epoch, out, stop), daemon=True)
         worker.start()
+        _decoding_workers.add((worker, out, stop))
         try:
             for _ in range(len(self)):
                 clock = time.perf_counter()
@@ -227,10 +229,29 @@ class LocalImageLoader:
                     raise item
                 yield self.normalise(*item)
         finally:
-            stop.set()
-            while worker.is_alive():
-                try:
-                    out.get_nowait()
-                except queue.Empty:
-                    worker.join(0.01)
+            _stop_decoding(worker, out, stop)
+            _decoding_workers.discard((worker, out, stop))
         self.epoch += 1
+
+
+def _stop_decoding(worker, out, stop):
+    """Stops an epoch's decode thread: it may be waiting to put a batch."""
+    stop.set()
+    while worker.is_alive():
+        try:
+            out.get_nowait()
+        except queue.Empty:
+            worker.join(0.01)
+
+
+# Epochs still decoding. Left to run into the interpreter's end, a decode
+# thread inside colo's C++ code is killed there when it takes the GIL
+# back, and that aborts the process (std::terminate): a script that ends
+# with an iterator still open would exit with SIGABRT instead of 0.
+_decoding_workers = set()
+
+
+@atexit.register
+def _stop_every_decoding():
+    for entry in list(_decoding_workers):
+        _stop_decoding(*entry)

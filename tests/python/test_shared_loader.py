@@ -118,6 +118,20 @@ def test_batches_are_normalised_images_with_labels(loader):
     assert local_inputs.shape == inputs.shape and abs(local_inputs.mean() - inputs.mean()) < 0.5
 
 
+def test_a_script_that_ends_with_a_local_loaders_epoch_open_exits_cleanly(loader):
+    # Its decode thread, left to the interpreter's end, aborted the process (SIGABRT).
+    data, _, _ = loader
+    code = textwrap.dedent(f"""\
+        import colo.data
+        batches = iter(colo.data.LocalImageLoader({str(data)!r}, 20, prefetch=1))
+        next(batches)
+        print("read", flush=True)
+        """)
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert (run.returncode, run.stdout.strip()) == (0, "read"), run.stderr[-2000:]
+
+
 def test_loaders_that_start_reading_together_see_the_same_stream(loader):
     data, _, _ = loader
     a, b = colo.data.SharedLoader(str(data), 20), colo.data.SharedLoader(str(data), 20)
