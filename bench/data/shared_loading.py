@@ -23,7 +23,10 @@ counts the training window, not start-up (importing torch, CUDA set-up):
 each job reads its own process tree's CPU (DataLoader workers included) at
 its first and last step, and the producer's is sampled from /proc over the
 jobs' span. Decoding counts whenever it happened: the producer's decode
-threads from its start (it fills its ring while the jobs start), and a
+threads from its start (it fills its ring while the jobs start), as does
+its main thread (it makes and populates the ring, and on a GPU registers
+it with CUDA and sets up its context; the jobs' CUDA set-up does not
+count, which favours own loading), and a
 job's own colo decode threads from theirs (own_torch's DataLoader workers
 only over the span, which favours own_torch).
 Every job's loop is the same in all modes: SGD with momentum, reading its
@@ -282,14 +285,19 @@ def run_mode(args, mode, data, mps=None):
         out, _ = producer.communicate(timeout=30)
         sampler.finish()
         producer_stats = json.loads(out.strip().splitlines()[-1])
-        # Decoding counts from the producer's start (what it decodes before
-        # the jobs' first steps, they read); its other threads (control,
-        # CUDA set-up) over the jobs' span, as the jobs' own CPU is.
+        # Decoding and the main thread count from the producer's start (what
+        # it decodes before the jobs' first steps, they read; the main thread
+        # makes the ring, populating its pages, and registers it with CUDA);
+        # its other threads over the jobs' span, as the jobs' own CPU is.
         threads = sampler.threads_between(first, last)
-        decoding = sampler.threads_between(0, last).get("colo-decode", 0.0)
-        producer_cpu = decoding + sum(v for name, v in threads.items() if name != "colo-decode")
+        from_start = sampler.threads_between(0, last)
+        early = ("colo-decode", "colo")
+        producer_cpu = sum(from_start.get(name, 0.0) for name in early) + sum(
+            v for name, v in threads.items() if name not in early)
         producer_stats["threads_cpu_core_s"] = threads
-        producer_stats["decode_cpu_core_s_before_span"] = decoding - threads.get("colo-decode", 0.0)
+        producer_stats["decode_cpu_core_s_before_span"] = from_start.get("colo-decode", 0.0) - threads.get(
+            "colo-decode", 0.0)
+        producer_stats["main_cpu_core_s_before_span"] = from_start.get("colo", 0.0) - threads.get("colo", 0.0)
         cpu += producer_cpu
     samples = sum(r["samples"] for r in results)
     span = last - first

@@ -26,7 +26,12 @@ SharedRing SharedRing::create(int64_t slots, int64_t slot_bytes) {
   if (ftruncate(ring.fd_, static_cast<off_t>(bytes)) != 0) {
     throw std::runtime_error("shared loader: cannot size the ring to " + std::to_string(bytes) + " bytes: " + reason());
   }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ring.fd_, 0);
+  // Populated now, before the decoders start: otherwise they take a page
+  // fault for every 4 KiB they first write, and the ring's first pass,
+  // which the first consumers wait for, decodes slower (a 1.2 GB ring on a
+  // 2-core VM: 0.45-0.51 core-ms a sample instead of 0.35-0.39; about the
+  // same CPU in all, now spent at start).
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring.fd_, 0);
   if (base == MAP_FAILED) throw std::runtime_error("shared loader: cannot map the ring: " + reason());
   ring.base_ = static_cast<uint8_t*>(base);
   ring.path_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(ring.fd_);

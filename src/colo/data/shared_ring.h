@@ -12,7 +12,8 @@ namespace colo::data {
 
 class SharedRing {
  public:
-  // Producer side: a fresh zeroed ring. Throws std::runtime_error when the
+  // Producer side: a fresh zeroed ring, its pages already in memory (not
+  // faulted in by the first writes). Throws std::runtime_error when the
   // memory cannot be had.
   static SharedRing create(int64_t slots, int64_t slot_bytes);
   // Consumer side: maps the ring the producer named `path` (read-only).
