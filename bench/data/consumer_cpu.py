@@ -22,7 +22,8 @@ import time
 
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
-from shared_loading import build_model, run_jobs, tree_cpu_s  # noqa: E402
+from process_cpu import tree_cpu_s  # noqa: E402
+from shared_loading import build_model, run_jobs  # noqa: E402
 
 VARIANTS = ("spin", "sleep", "sleep_log", "sleep_pace")
 

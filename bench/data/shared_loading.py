@@ -42,93 +42,16 @@ scheduler runs collocated jobs.
 import argparse
 import json
 import os
-import threading
 import subprocess
 import sys
 import tempfile
 import time
 
 from private_mps import PrivateMps
+from process_cpu import CpuSampler, process_cpu_s, thread_cpu_s, tree_cpu_s
+from shared_summary import shared_mode, summarize
 
 HERE = os.path.abspath(__file__)
-
-
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid, stat="stat"):
-    """User + system CPU seconds of one live process (all its threads), or of
-    one thread with stat="task/TID/stat"; 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/{stat}") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def thread_cpu_s(pid):
-    """CPU seconds of a live process's threads, summed by thread name
-    (colo's producer names its decode, assemble and mirror threads)."""
-    by_name = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return by_name
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                name = f.read().strip()
-        except OSError:
-            continue
-        by_name[name] = by_name.get(name, 0.0) + process_cpu_s(pid, f"task/{tid}/stat")
-    return by_name
-
-
-def tree_cpu_s(root):
-    """CPU seconds of process `root` and its live descendants."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += process_cpu_s(pid)
-        todo.extend(children.get(pid, []))
-    return total
-
-
-class CpuSampler:
-    """Samples a process's CPU seconds per thread name every 50 ms, from
-    its start; threads_between(t0, t1) gives what each name used between."""
-
-    def __init__(self, pid):
-        self.pid, self.threads, self.stop = pid, [], threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.stop.is_set():
-            self.threads.append((time.time(), thread_cpu_s(self.pid)))
-            self.stop.wait(0.05)
-
-    def threads_between(self, t0, t1):
-        """CPU seconds per thread name from the last sample at or before t0
-        to the first at or after t1 (a span at most 50 ms wider)."""
-        before = [s for s in self.threads if s[0] <= t0] or self.threads[:1]
-        after = [s for s in self.threads if s[0] >= t1] or self.threads[-1:]
-        start, end = before[-1][1], after[0][1]
-        return {name: end[name] - start.get(name, 0.0) for name in sorted(end)}
-
-    def finish(self):
-        self.stop.set()
-        self.thread.join()
 
 
 def run_jobs(commands, what):
@@ -413,10 +336,9 @@ def summarise_rounds(args, rounds):
                                       for j, split in zip(m["jobs"], wait_split(m["jobs"]))]}
                             for m in column]
         modes.append(median)
-    by = {m["mode"]: m for m in modes}
     own = [m for m in modes if not m["mode"].startswith("shared")]
     best_own = max(own, key=lambda m: m["samples_per_s"]) if own else None
-    shared = by.get("shared") or by.get("shared_host") or by["shared_slowest"]
+    shared = shared_mode(modes)
     summary = {"jobs": args.jobs, "cores": args.cores, "device": args.device, "model": args.model,
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "mps": args.mps,
@@ -472,87 +394,6 @@ def all_running_summary(shared, own):
         if result["shared"]["samples_per_s"] and result[own["mode"]]["samples_per_s"]:
             result["speedup"] = result["shared"]["samples_per_s"] / result[own["mode"]]["samples_per_s"]
     return result
-
-
-def summarize(args):
-    """summary.json of issue 19's targets from one GPU run and one CPU run."""
-    gpu, cpu = (json.load(open(path)) for path in (args.gpu, args.cpu))
-
-    def worst_wait(run):
-        by = {m["mode"]: m for m in run["modes"]}
-        shared = by.get("shared") or by.get("shared_host") or by["shared_slowest"]
-        return max(max(r["wait_pct"]) for r in shared["rounds"])
-
-    def against_torch(run):
-        by = {m["mode"]: m for m in run["modes"]}
-        if "own_torch" not in by:
-            return None
-        return by["shared"]["samples_per_s"] / by["own_torch"]["samples_per_s"]
-
-    summary = {"gpu_4jobs_speedup": gpu["speedup"], "gpu_4jobs_cpu_per_sample_ratio": gpu["cpu_per_sample_ratio"],
-               "gpu_4jobs_best_own": gpu["best_own"], "gpu_4jobs_speedup_over_own_torch": against_torch(gpu),
-               "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
-               "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
-               "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
-               # The same in the round in which a job waited most.
-               "consumer_wait_pct_worst_round": {"gpu_4jobs": worst_wait(gpu), "cpu_2jobs": worst_wait(cpu)},
-               # Over the window in which every job trains (medians of rounds).
-               "all_running": {"gpu_4jobs": gpu.get("all_running"), "cpu_2jobs": cpu.get("all_running")},
-               "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
-               "setups": {name: {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size",
-                                                   "amp", "log_every", "cuda_waits", "chunk", "buffer", "ahead")}
-                          for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
-               "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
-                            "summary": " ".join([sys.executable] + sys.argv)}}
-    # Further GPU runs (another model or precision), each with the same figures.
-    summary["other_gpu_runs"] = {}
-    for path in args.gpu_other or []:
-        run = json.load(open(path))
-        summary["other_gpu_runs"][os.path.splitext(os.path.basename(path))[0]] = {
-            "speedup": run["speedup"], "cpu_per_sample_ratio": run["cpu_per_sample_ratio"],
-            "consumer_wait_pct": run["shared_wait_pct_max"], "best_own": run["best_own"],
-            "all_running": run.get("all_running"),
-            "setup": {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp",
-                                              "log_every", "cuda_waits", "chunk", "buffer", "ahead")},
-            "command": run["command"]}
-    if args.gpu_pool:
-        summary["gpu_4jobs_pooled"] = pooled_rounds([args.gpu] + args.gpu_pool)
-    with open(args.out, "w") as f:
-        json.dump(summary, f, indent=1)
-    print(json.dumps({k: v for k, v in summary.items() if k not in ("commands", "setups")}, indent=1))
-
-
-def pooled_rounds(paths):
-    """Every round of runs of one setup (buffer aside), pooled: how far a
-    run's figures move from round to round and host to host. Speedup and
-    CPU ratio are the shared rounds' median over the own rounds' median."""
-    from statistics import median
-    own, shared, rounds = [], [], []
-    for path in paths:
-        run = json.load(open(path))
-        for m in run["modes"]:
-            if m["mode"] not in ("own_colo", "shared"):
-                continue
-            for r in m["rounds"]:
-                row = {"file": os.path.basename(path), "buffer": run["buffer"], "mode": m["mode"],
-                       "samples_per_s": r["samples_per_s"], "cpu_core_s_per_sample": r["cpu_core_s_per_sample"],
-                       "wait_pct_max": max(r["wait_pct"]),
-                       "all_running_wait_pct_max": max(r["all_running"]["wait_pct"]) if r["all_running"] else None,
-                       # Between the first job's first step and the last's (runs before the rounds kept jobs: None).
-                       "start_spread_s": (max(j["start"] for j in r["jobs"]) - min(j["start"] for j in r["jobs"])
-                                          if "jobs" in r else None)}
-                rounds.append(row)
-                (shared if m["mode"] == "shared" else own).append(row)
-    own_cpu = median(r["cpu_core_s_per_sample"] for r in own)
-    shared_cpu = [r["cpu_core_s_per_sample"] for r in shared]
-    return {"own_rounds": len(own), "shared_rounds": len(shared),
-            "speedup": median(r["samples_per_s"] for r in shared) / median(r["samples_per_s"] for r in own),
-            "cpu_per_sample_ratio": median(shared_cpu) / own_cpu,
-            "cpu_per_sample_ratio_range": [min(shared_cpu) / own_cpu, max(shared_cpu) / own_cpu],
-            "wait_pct_max_median": median(r["wait_pct_max"] for r in shared),
-            "wait_pct_max_worst": max(r["wait_pct_max"] for r in shared),
-            "all_running_wait_pct_max_worst": max(r["all_running_wait_pct_max"] for r in shared),
-            "rounds": rounds}
 
 
 def main():

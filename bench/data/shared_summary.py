@@ -1,0 +1,95 @@
+"""Issue 19's summary.json from shared-loading runs (shared_loading.py run):
+the targets' figures from one GPU and one CPU run, further GPU runs beside
+them, and every round of one setup pooled.
+
+    python3 bench/data/shared_loading.py summarize --gpu RUN.json --cpu RUN.json --out summary.json
+"""
+import json
+import os
+import sys
+from statistics import median
+
+
+def shared_mode(modes):
+    """The shared mode a run's figures are about: the device ring's, else
+    the host ring's, else pace slowest's."""
+    by = {m["mode"]: m for m in modes}
+    return by.get("shared") or by.get("shared_host") or by["shared_slowest"]
+
+
+def summarize(args):
+    """summary.json of issue 19's targets from one GPU run and one CPU run."""
+    gpu, cpu = (json.load(open(path)) for path in (args.gpu, args.cpu))
+
+    def worst_wait(run):
+        return max(max(r["wait_pct"]) for r in shared_mode(run["modes"])["rounds"])
+
+    def against_torch(run):
+        by = {m["mode"]: m for m in run["modes"]}
+        if "own_torch" not in by:
+            return None
+        return by["shared"]["samples_per_s"] / by["own_torch"]["samples_per_s"]
+
+    summary = {"gpu_4jobs_speedup": gpu["speedup"], "gpu_4jobs_cpu_per_sample_ratio": gpu["cpu_per_sample_ratio"],
+               "gpu_4jobs_best_own": gpu["best_own"], "gpu_4jobs_speedup_over_own_torch": against_torch(gpu),
+               "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
+               "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
+               "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
+               # The same in the round in which a job waited most.
+               "consumer_wait_pct_worst_round": {"gpu_4jobs": worst_wait(gpu), "cpu_2jobs": worst_wait(cpu)},
+               # Over the window in which every job trains (medians of rounds).
+               "all_running": {"gpu_4jobs": gpu.get("all_running"), "cpu_2jobs": cpu.get("all_running")},
+               "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
+               "setups": {name: {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size",
+                                                   "amp", "log_every", "cuda_waits", "chunk", "buffer", "ahead")}
+                          for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
+               "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
+                            "summary": " ".join([sys.executable] + sys.argv)}}
+    # Further GPU runs (another model or precision), each with the same figures.
+    summary["other_gpu_runs"] = {}
+    for path in args.gpu_other or []:
+        run = json.load(open(path))
+        summary["other_gpu_runs"][os.path.splitext(os.path.basename(path))[0]] = {
+            "speedup": run["speedup"], "cpu_per_sample_ratio": run["cpu_per_sample_ratio"],
+            "consumer_wait_pct": run["shared_wait_pct_max"], "best_own": run["best_own"],
+            "all_running": run.get("all_running"),
+            "setup": {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp",
+                                              "log_every", "cuda_waits", "chunk", "buffer", "ahead")},
+            "command": run["command"]}
+    if args.gpu_pool:
+        summary["gpu_4jobs_pooled"] = pooled_rounds([args.gpu] + args.gpu_pool)
+    with open(args.out, "w") as f:
+        json.dump(summary, f, indent=1)
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("commands", "setups")}, indent=1))
+
+
+def pooled_rounds(paths):
+    """Every round of runs of one setup (buffer aside), pooled: how far a
+    run's figures move from round to round and host to host. Speedup and
+    CPU ratio are the shared rounds' median over the own rounds' median."""
+    own, shared, rounds = [], [], []
+    for path in paths:
+        run = json.load(open(path))
+        for m in run["modes"]:
+            if m["mode"] not in ("own_colo", "shared"):
+                continue
+            for r in m["rounds"]:
+                row = {"file": os.path.basename(path), "buffer": run["buffer"], "mode": m["mode"],
+                       "samples_per_s": r["samples_per_s"], "cpu_core_s_per_sample": r["cpu_core_s_per_sample"],
+                       "wait_pct_max": max(r["wait_pct"]),
+                       "all_running_wait_pct_max": max(r["all_running"]["wait_pct"]) if r["all_running"] else None,
+                       # Between the first job's first step and the last's (runs before the rounds kept jobs: None).
+                       "start_spread_s": (max(j["start"] for j in r["jobs"]) - min(j["start"] for j in r["jobs"])
+                                          if "jobs" in r else None)}
+                rounds.append(row)
+                (shared if m["mode"] == "shared" else own).append(row)
+    own_cpu = median(r["cpu_core_s_per_sample"] for r in own)
+    shared_cpu = [r["cpu_core_s_per_sample"] for r in shared]
+    return {"own_rounds": len(own), "shared_rounds": len(shared),
+            "speedup": median(r["samples_per_s"] for r in shared) / median(r["samples_per_s"] for r in own),
+            "cpu_per_sample_ratio": median(shared_cpu) / own_cpu,
+            "cpu_per_sample_ratio_range": [min(shared_cpu) / own_cpu, max(shared_cpu) / own_cpu],
+            "wait_pct_max_median": median(r["wait_pct_max"] for r in shared),
+            "wait_pct_max_worst": max(r["wait_pct_max"] for r in shared),
+            "all_running_wait_pct_max_worst": max(r["all_running_wait_pct_max"] for r in shared),
+            "rounds": rounds}
