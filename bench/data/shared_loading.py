@@ -95,6 +95,8 @@ def job(args):
     import torch
     import torch.nn.functional as F
     import colo.data
+    # When each set-up step ended (where the jobs' first steps drift apart).
+    phases = {"imported": time.time()}
     torch.set_num_threads(max(1, args.torch_threads))
     device = args.device
     # Every mode alike: CUDA waits sleep (colo's loaders would ask for it
@@ -113,10 +115,12 @@ def job(args):
     else:
         spec = colo.data._core().loader_spec(args.data)
         loader, classes = torch_loader(spec["root"], spec["size"], args.batch, args.threads, device)
+    phases["loader"] = time.time()
     model = build_model(args.model, classes).to(device)
     if device.startswith("cuda"):
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    phases["model"] = time.time()
     wait = steps = 0
     start = None
     timeline = []  # (time a step was queued or, reading the loss, done; data wait so far)
@@ -131,6 +135,8 @@ def job(args):
         x, y = next(it)
         if start is not None:  # the first batch (loader start-up) is not timed
             wait += time.perf_counter() - clock
+        else:
+            phases["first_batch"] = time.time()
         if device.startswith("cuda"):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=args.amp):
@@ -158,7 +164,7 @@ def job(args):
     print(json.dumps({"model": args.model, "batch": args.batch, "start": start, "end": end,
                       "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
                       "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False)),
-                      "cuda_waits_sleep": sleeps, "timeline": timeline}),
+                      "cuda_waits_sleep": sleeps, "phases": phases, "timeline": timeline}),
           flush=True)
 
 
@@ -194,7 +200,10 @@ def run_mode(args, mode, data, mps=None):
                 + (["--amp"] if args.amp else [])
                 + (["--expect-device-ring"] if device_ring else [])
                 for i in range(args.jobs)]
+    launched = time.time()
     results = run_jobs(commands, mode)
+    for r in results:
+        r["phases"] = {"launched": launched, **r["phases"]}
     first, last = min(r["start"] for r in results), max(r["end"] for r in results)
     cpu = sum(r["cpu_core_s"] for r in results)
     # The MPS server's CPU over the whole round (start-up included), apart:
@@ -288,6 +297,10 @@ def report_mode(m):
                      f"{w['wait_after_s']:.2f} s in {w['after_s']:.1f} s after)"
                      for j, w in zip(m["jobs"], wait_split(m["jobs"])))
     print(f"    jobs: {jobs}", file=sys.stderr, flush=True)
+    print("    set-up, s from launch (imported, loader, model, first batch, first step): " + "; ".join(
+        " ".join(f"{t - j['phases']['launched']:.1f}" for t in (
+            j["phases"]["imported"], j["phases"]["loader"], j["phases"]["model"], j["phases"]["first_batch"], j["start"]))
+        for j in m["jobs"]), file=sys.stderr, flush=True)
     return m
 
 
@@ -332,7 +345,7 @@ def summarise_rounds(args, rounds):
         median["rounds"] = [{**{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running",
                                                   "mean_completion_s")},
                              "jobs": [{**{k: j[k] for k in ("model", "batch", "start", "end", "samples", "wait_s",
-                                                            "cpu_core_s")}, **split}
+                                                            "cpu_core_s", "phases")}, **split}
                                       for j, split in zip(m["jobs"], wait_split(m["jobs"]))]}
                             for m in column]
         modes.append(median)
