@@ -18,7 +18,11 @@ Measured per mode: aggregate trained samples/s (all samples over the span
 from the first job's first step to the last job's last), CPU core-seconds
 per trained sample, and each job's time waiting for data; the same over the
 window in which all jobs train (`all_running`: without the start-up
-stagger, in which a job alone on the GPU is data-bound in any mode). CPU
+stagger, in which a job alone on the GPU is data-bound in any mode), and
+the time from launching the jobs to the last one's end (set-up included:
+what a user waits for; `launch_to_last_end_s`). Every round's jobs keep
+their set-up phases from launch and their wait before, while and after all
+jobs trained. CPU
 counts the training window, not start-up (importing torch, CUDA set-up):
 each job reads its own process tree's CPU (DataLoader workers included) at
 its first and last step, and the producer's is sampled from /proc over the
@@ -237,6 +241,8 @@ def run_mode(args, mode, data, mps=None):
             # For jobs of different speeds, whose span the slowest sets: the
             # mean time from the first job's first step to each job's last.
             "mean_completion_s": sum(r["end"] - first for r in results) / len(results),
+            # What a user waits for: from launching the jobs (set-up included) to the last one's end.
+            "launch_to_last_end_s": last - launched,
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "all_running": all_running(results),
@@ -290,7 +296,8 @@ def report_mode(m):
     together = a and (f"; all {len(m['jobs'])} running ({a['window_s']:.1f} s): {a['samples_per_s']:.0f} samples/s, "
                       f"wait {max(a['wait_pct']):.1f}%")
     print(f"  round: {m['mode']} {m['samples_per_s']:.0f} samples/s, {m['cpu_core_s_per_sample'] * 1000:.3f} "
-          f"core-ms/sample, wait {max(m['wait_pct']):.1f}%{together}{where}", file=sys.stderr, flush=True)
+          f"core-ms/sample, wait {max(m['wait_pct']):.1f}%, launch to last end {m['launch_to_last_end_s']:.1f} s"
+          f"{together}{where}", file=sys.stderr, flush=True)
     jobs = "; ".join(f"{j['model']}/{j['batch']} {j['samples'] / (j['end'] - j['start']):.0f} samples/s wait "
                      f"{100 * j['wait_s'] / (j['end'] - j['start']):.1f}% ({w['wait_before_s']:.2f} s in its "
                      f"{w['before_s']:.1f} s before all ran, {w['wait_together_s']:.2f} s together, "
@@ -343,7 +350,7 @@ def summarise_rounds(args, rounds):
         median["rounds_cpu_core_s_per_sample"] = [m["cpu_core_s_per_sample"] for m in column]
         # Every round's figures and its jobs' (timelines only in the median round's `jobs`).
         median["rounds"] = [{**{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running",
-                                                  "mean_completion_s")},
+                                                  "mean_completion_s", "launch_to_last_end_s")},
                              "jobs": [{**{k: j[k] for k in ("model", "batch", "start", "end", "samples", "wait_s",
                                                             "cpu_core_s", "phases")}, **split}
                                       for j, split in zip(m["jobs"], wait_split(m["jobs"]))]}
