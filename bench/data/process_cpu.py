@@ -1,5 +1,6 @@
 """CPU seconds of processes and threads, read from /proc (Linux): what the
-shared-loading benchmarks charge each job and the producer."""
+shared-loading benchmarks charge each job, the producer and an MPS
+server."""
 import os
 import threading
 import time
@@ -80,3 +81,24 @@ class CpuSampler:
     def finish(self):
         self.stop.set()
         self.thread.join()
+
+
+def mps_server_pids(pipe_dir):
+    """The pids of the MPS servers whose daemon listens on `pipe_dir` (their
+    CUDA_MPS_PIPE_DIRECTORY): none before its first client."""
+    wanted = f"CUDA_MPS_PIPE_DIRECTORY={pipe_dir}".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if not f.read().split(b"\0")[0].endswith(b"nvidia-cuda-mps-server"):
+                    continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if wanted not in f.read().split(b"\0"):
+                    continue
+        except OSError:
+            continue
+        pids.append(int(entry))
+    return pids

@@ -36,9 +36,10 @@ only over the span, which favours own_torch).
 Every job's loop is the same in all modes: SGD with momentum, reading its
 loss every --log-every steps (1 by default, as a loop that logs it does;
 the host then waits for the GPU there instead of spinning in a full launch
-queue), under bf16 autocast with --amp. --mps runs each round's processes
-as clients of a private MPS daemon (bench/data/private_mps.py), as colo's
-scheduler runs collocated jobs.
+queue), under bf16 autocast with --amp. --mps runs each round in a process
+of its own under `colo mps run` (a private MPS daemon, pinned to --cores
+and quit after the round), so that the producer and the jobs are the
+daemon's clients, as jobs that colo collocates with MPS are.
 
   python3 bench/data/shared_loading.py run --images DIR --jobs 2 --cores 0-1 --device cpu --model tiny \
       --steps 60 --colo build/colo --out bench/results/data/shared/cpu_2jobs.json
@@ -51,8 +52,7 @@ import sys
 import tempfile
 import time
 
-from private_mps import PrivateMps
-from process_cpu import CpuSampler, process_cpu_s, thread_cpu_s, tree_cpu_s
+from process_cpu import CpuSampler, mps_server_pids, process_cpu_s, thread_cpu_s, tree_cpu_s
 from shared_summary import shared_mode, summarize
 
 HERE = os.path.abspath(__file__)
@@ -173,18 +173,28 @@ def job(args):
 
 
 def run_round(args, mode, data):
-    """One round of one mode, under a private MPS daemon of its own with --mps."""
+    """One round of one mode; with --mps, this same script run for just that
+    round under `colo mps run`, whose private daemon its processes are the
+    clients of."""
     if not args.mps:
         return run_mode(args, mode, data)
-    with PrivateMps(args.cores) as mps:
-        return run_mode(args, mode, data, mps)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "round.json")
+        round_args = [a for a in sys.argv[1:] if a != "--mps"] + [
+            "--round-mode", mode, "--round-data", json.dumps(data), "--round-out", out]
+        command = ["taskset", "-c", args.cores, args.colo, "mps", "run", "--count", "1", "--control", args.mps_control,
+                   "--dir", os.path.join(tmp, "mps"), "--", sys.executable, HERE] + round_args
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not os.path.exists(out):
+            raise SystemExit(f"{mode} round under MPS failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        with open(out) as f:
+            return json.load(f)
 
 
-def run_mode(args, mode, data, mps=None):
+def run_mode(args, mode, data):
     """`data` maps a mode's source to its DATA.toml: shared (the producer also
     keeps its ring on the GPU when the jobs train on one), shared_host (the
-    ring in host memory only), or own_colo / own_torch. With `mps` (a
-    PrivateMps) up, the producer and jobs are its clients."""
+    ring in host memory only), or own_colo / own_torch."""
     taskset = ["taskset", "-c", args.cores]
     producer = sampler = None
     source = "shared" if mode.startswith("shared") else mode
@@ -212,7 +222,8 @@ def run_mode(args, mode, data, mps=None):
     cpu = sum(r["cpu_core_s"] for r in results)
     # The MPS server's CPU over the whole round (start-up included), apart:
     # `cpu` stays comparable with rounds without MPS.
-    mps_cpu = mps and {"pids": mps.server_pids()}
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    mps_cpu = pipe and {"pids": mps_server_pids(pipe)}
     if mps_cpu:
         mps_cpu["cpu_core_s"] = sum(process_cpu_s(pid) for pid in mps_cpu["pids"])
     producer_stats = producer_cpu = None
@@ -312,6 +323,11 @@ def report_mode(m):
 
 
 def run(args):
+    if args.round_mode:  # one round for run_round under `colo mps run`
+        result = run_mode(args, args.round_mode, json.loads(args.round_data))
+        with open(args.round_out, "w") as f:
+            json.dump(result, f)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         data = {}
         on_device = f'device = "{args.device}"\n' if args.device.startswith("cuda") else ""
@@ -435,7 +451,11 @@ def main():
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")
     r.add_argument("--colo", default="build/colo")
     r.add_argument("--mps", action="store_true",
-                   help="every round under a private CUDA MPS daemon pinned to --cores (producer and jobs its clients)")
+                   help="every round under `colo mps run`: a private CUDA MPS daemon pinned to --cores, the "
+                        "producer and jobs its clients")
+    r.add_argument("--mps-control", default="nvidia-cuda-mps-control", help="the MPS control program (--mps)")
+    for name in ("--round-mode", "--round-data", "--round-out"):  # run_round's one round under `colo mps run`
+        r.add_argument(name, help=argparse.SUPPRESS)
     r.add_argument("--out")
     s = sub.add_parser("summarize")
     s.add_argument("--gpu", required=True)
