@@ -47,6 +47,7 @@ daemon's clients, as jobs that colo collocates with MPS are.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -414,8 +415,8 @@ def all_running_summary(shared, own):
     """The figures of the window in which every job trains (medians over the
     rounds, each mode's rounds apart), shared against own."""
     def median(values):
-        values = sorted(v for v in values if v is not None)
-        return values[len(values) // 2] if values else None
+        values = [v for v in values if v is not None]
+        return statistics.median_high(values) if values else None
 
     def of(mode):
         windows = [r["all_running"] for r in mode["rounds"] if r["all_running"]]
