@@ -65,11 +65,12 @@ def _read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def launch(cluster_spec, out=None, quiet=True):
+def launch(cluster_spec, out=None, quiet=True, resume=False):
     """Runs `colo dist` on this host for `cluster_spec` (a cluster file's path
     or a dict of its tables) with its output in `out` (default: a new
     temporary directory) and returns {"result", "steps", "evaluations",
-    "output"}. "steps" holds every rank's per-step records in rank then step
+    "output"}. `resume` continues from the checkpoint in `out` (cluster
+    `checkpoint_steps`), also to train further with a larger `max_steps`. "steps" holds every rank's per-step records in rank then step
     order. Raises FileNotFoundError for a missing file, RunError when the run
     fails (the message holds colo's last line), TypeError for a dict colo
     cannot write."""
@@ -87,7 +88,8 @@ def launch(cluster_spec, out=None, quiet=True):
             raise FileNotFoundError(f"colo.dist: no cluster file {path}")
     else:
         raise TypeError("colo.dist.launch: cluster_spec must be a cluster file's path or a dict of its tables")
-    run = subprocess.run([colo_executable(), "dist", path, "--output", out], capture_output=quiet, text=True)
+    command = [colo_executable(), "dist", path, "--output", out] + (["--resume"] if resume else [])
+    run = subprocess.run(command, capture_output=quiet, text=True)
     if run.returncode != 0:
         lines = (run.stderr or "").strip().splitlines() if quiet else []
         raise RunError(f"colo dist exited with {run.returncode}" + (f": {lines[-1]}" if lines else ""))

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -213,6 +214,127 @@ TEST(DistRun, KilledWorkerFailsParameterServerRunClearly) {
 TEST(DistRun, KilledServerFailsParameterServerRunClearly) {
   SKIP_WITHOUT_GLOO();
   expect_killed_rank_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n", 2, "server 0");
+}
+
+// A switch run that checkpoints every 25 steps and switches at step 60
+// (sync-switch, a tenth of 600 planned steps): its last checkpoint is step 50.
+std::string checkpointed_switch_file(const TempDir& dir, const std::string& name, int64_t workers = 2) {
+  std::string text = "seed = 4\ndevice = \"cpu\"\noutput = \"" + dir.file(name) + "\"\nepochs = 100\n"
+                     "max_steps = 600\nbatch_size = 32\n"
+                     "[model]\nname = \"mlp\"\nwidths = [64, 32]\n"
+                     "[data]\nname = \"fashion-mnist\"\nprefetch = 0\ntrain_limit = 2048\n"
+                     "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
+                     "[cluster]\nworkers = " + std::to_string(workers) + "\nstrategy = \"switch\"\nservers = 1\n"
+                     "checkpoint_steps = 25\neval_every = 40\n"
+                     "[switch]\nrule = \"sync-switch\"\nfraction = 0.1\n";
+  return dir.write(name + ".toml", text);
+}
+
+// The "step" of every record, in file order.
+std::vector<int64_t> steps_of(const std::string& path) {
+  std::vector<int64_t> steps;
+  for (const auto& r : read_json_lines(path)) steps.push_back(r["step"].get<int64_t>());
+  return steps;
+}
+
+std::vector<int64_t> one_to(int64_t n) {
+  std::vector<int64_t> all;
+  for (int64_t i = 1; i <= n; ++i) all.push_back(i);
+  return all;
+}
+
+TEST(DistRun, ASwitchRunResumedFromItsLastCheckpointBeforeTheSwitchContinuesExactlyAndSwitchesAgain) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  std::string file = checkpointed_switch_file(dir, "run");
+  auto first = run_dist(dir, file);
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto latest = nlohmann::json::parse(read_file(dir.file("run/checkpoint/latest.json")));
+  EXPECT_EQ(latest["step"], 50);  // 75, 100, ... came after the switch, when the servers hold the state
+  EXPECT_EQ(list_directory(dir.file("run/checkpoint")),
+            (std::vector<std::string>{"latest.json", "rank0-step50.ckpt", "rank1-step50.ckpt"}));
+  auto before = read_json_lines(dir.file("run/steps-rank1.jsonl"));
+  ASSERT_EQ(before.size(), 600u);
+  ASSERT_EQ(before[59]["strategy"], "allreduce");
+  ASSERT_EQ(before[60]["strategy"], "ps-async");
+
+  auto resumed = run_dist(dir, file + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming at step 50"), std::string::npos) << resumed.err;
+  auto after = read_json_lines(dir.file("run/steps-rank1.jsonl"));
+  ASSERT_EQ(steps_of(dir.file("run/steps-rank1.jsonl")), one_to(600));
+  // The records up to the checkpoint are kept as they were.
+  EXPECT_EQ(after[49]["wall_s"], before[49]["wall_s"]);
+  // Steps 51-60 all-reduce again, on the parameters, momentum and data
+  // position of step 50: the same losses as the first run's, bit for bit
+  // (one thread, two workers). A lost momentum would change step 52 on.
+  for (size_t i = 50; i < 60; ++i) {
+    EXPECT_EQ(after[i]["strategy"], "allreduce") << i;
+    EXPECT_DOUBLE_EQ(after[i]["loss"].get<double>(), before[i]["loss"].get<double>()) << "step " << i + 1;
+  }
+  EXPECT_EQ(after[60]["strategy"], "ps-async");
+  auto result = nlohmann::json::parse(read_file(dir.file("run/result.json")));
+  EXPECT_EQ(result["steps"], 600);
+  EXPECT_EQ(result["switched_at_step"], 60);
+  EXPECT_EQ(result["resumed"], true);
+  EXPECT_GT(result["test_accuracy"].get<double>(), 0.6);
+  // Evaluations every 40 steps: none repeated, none missing.
+  std::vector<int64_t> evals = steps_of(dir.file("run/eval.jsonl"));
+  std::vector<int64_t> expected;
+  for (int64_t s = 40; s <= 600; s += 40) expected.push_back(s);
+  for (int64_t s = 32; s <= 600; s += 32) {  // each epoch's end (32 global batches)
+    if (s % 40 != 0) expected.push_back(s);
+  }
+  if (600 % 40 != 0 && 600 % 32 != 0) expected.push_back(600);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(evals, expected);
+}
+
+TEST(DistRun, ARunKilledAfterItsSwitchResumesFromTheCheckpointBeforeIt) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  std::string file = checkpointed_switch_file(dir, "run");
+  {
+    ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    auto switched = [&] {
+      std::string steps = dir.file("run/steps-rank0.jsonl");
+      return path_exists(steps) && read_file(steps).find("ps-async") != std::string::npos;
+    };
+    while (!switched() && !colo.poll() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(switched()) << read_file(dir.file("colo.log"));
+    // The whole host goes down: the launcher and every rank, at once.
+    auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
+    colo.terminate(0.0);
+    for (const auto& p : processes) ::kill(p["pid"].get<pid_t>(), SIGKILL);
+  }
+  ASSERT_FALSE(path_exists(dir.file("run/result.json")));
+  auto resumed = run_dist(dir, file + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming at step 50"), std::string::npos) << resumed.err;
+  EXPECT_EQ(steps_of(dir.file("run/steps-rank0.jsonl")), one_to(600));
+  EXPECT_EQ(steps_of(dir.file("run/steps-rank1.jsonl")), one_to(600));
+  auto result = nlohmann::json::parse(read_file(dir.file("run/result.json")));
+  EXPECT_EQ(result["steps"], 600);
+  EXPECT_EQ(result["switched_at_step"], 60);
+  EXPECT_GT(result["test_accuracy"].get<double>(), 0.6);
+}
+
+TEST(DistRun, ResumeWithoutACheckpointOrFromAnotherRunsIsRefusedClearly) {
+  TempDir dir;
+  auto none = run_dist(dir, checkpointed_switch_file(dir, "fresh") + " --resume");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("fresh/checkpoint/latest.json"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("none was committed"), std::string::npos) << none.err;
+  SKIP_WITHOUT_GLOO();
+  ASSERT_EQ(run_dist(dir, checkpointed_switch_file(dir, "run")).status, 0);
+  std::string three = checkpointed_switch_file(dir, "run", 3);  // the same output, three workers
+  auto other = run_dist(dir, three + " --resume");
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("run.workers"), std::string::npos) << other.err;
+  EXPECT_TRUE(path_exists(dir.file("run/result.json")));  // the finished run's results stay
 }
 
 TEST(DistRun, BadClusterFileExitsWithStatus2) {

@@ -36,6 +36,21 @@ def test_launch_runs_the_parameter_server_from_a_dict(tmp_path, colo_executable)
     assert all(s["bytes_sent"] > 0 for s in run["steps"])
 
 
+def test_launch_resumes_from_the_last_checkpoint_and_trains_on(tmp_path, colo_executable):
+    spec = small_cluster(tmp_path, checkpoint_steps=2)
+    spec["max_steps"] = 4
+    first = colo.dist.launch(spec, out=tmp_path / "run")
+    assert first["result"]["steps"] == 4 and first["result"]["resumed"] is False
+    spec["max_steps"] = 6
+    more = colo.dist.launch(spec, out=tmp_path / "run", resume=True)
+    assert more["result"]["steps"] == 6 and more["result"]["resumed"] is True
+    assert [(s["rank"], s["step"]) for s in more["steps"]] == [(r, s) for r in (0, 1) for s in range(1, 7)]
+    # The first four steps' records are the first run's, kept as they were.
+    assert more["steps"][:4] == first["steps"][:4]
+    with pytest.raises(colo.RunError, match="no checkpoint|none was committed"):
+        colo.dist.launch(small_cluster(tmp_path), out=tmp_path / "fresh", resume=True)
+
+
 def test_launch_reports_bad_input_clearly(tmp_path, colo_executable):
     with pytest.raises(FileNotFoundError, match="no cluster file"):
         colo.dist.launch(str(tmp_path / "missing.toml"))

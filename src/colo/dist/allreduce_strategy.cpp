@@ -4,6 +4,9 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "colo/core/stopwatch.h"
 
 namespace colo::dist {
@@ -86,6 +89,44 @@ ExchangeCost AllreduceStrategy::finish_step(int64_t, double lr) {
   optimizer_.step(lr);
   cost.communication_s = clock.elapsed_s();
   return cost;
+}
+
+// Each bucket's carried tensors in bucket order; `carried` counts them per
+// bucket, so buckets that carry nothing yet (or never) take no slot.
+StrategyState AllreduceStrategy::state() const {
+  StrategyState state;
+  std::vector<int64_t> counts;
+  for (const auto& bucket : buckets_) {
+    auto carried = bucket.codec->carried();
+    counts.push_back(static_cast<int64_t>(carried.size()));
+    for (auto& t : carried) state.tensors.push_back(t);
+  }
+  state.values["carried"] = counts;
+  return state;
+}
+
+void AllreduceStrategy::restore(const StrategyState& state) {
+  auto counts = state.values.value("carried", std::vector<int64_t>{});
+  if (counts.size() != buckets_.size()) {
+    throw std::invalid_argument("the checkpoint's all-reduce has " + std::to_string(counts.size()) +
+                                " buckets, this one " + std::to_string(buckets_.size()) +
+                                " (was [allreduce] bucket_mib changed?)");
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    std::vector<at::Tensor> carried;
+    for (int64_t k = 0; k < counts[i]; ++k) {
+      if (next >= state.tensors.size()) throw std::invalid_argument("the checkpoint lacks an all-reduce tensor");
+      at::Tensor t = state.tensors[next++];
+      if (t.numel() != buckets_[i].numel) {
+        throw std::invalid_argument("the checkpoint's bucket " + std::to_string(i) + " carries " +
+                                    std::to_string(t.numel()) + " values, this one " +
+                                    std::to_string(buckets_[i].numel));
+      }
+      carried.push_back(t.to(model_.gradients().device()));
+    }
+    buckets_[i].codec->restore(carried);
+  }
 }
 
 }  // namespace colo::dist

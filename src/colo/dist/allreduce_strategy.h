@@ -32,6 +32,9 @@ class AllreduceStrategy : public Strategy {
   void begin_step() override;
   ExchangeCost finish_step(int64_t step, double lr) override;
   bool synchronous() const override { return true; }
+  bool holds_training_state() const override { return true; }
+  StrategyState state() const override;
+  void restore(const StrategyState& state) override;
 
   // While disabled, backward launches no reductions (a switch has moved on).
   void set_enabled(bool enabled) { enabled_ = enabled; }

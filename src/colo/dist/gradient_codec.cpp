@@ -98,6 +98,13 @@ class TopKCodec : public GradientCodec {
   int64_t bytes_sent(int64_t numel, int64_t world) const override {
     return (world - 1) * keep(numel) * (4 + 8);
   }
+  std::vector<at::Tensor> carried() const override {
+    if (!residual_.defined()) return {};
+    return {residual_};
+  }
+  void restore(const std::vector<at::Tensor>& carried) override {
+    residual_ = carried.empty() ? at::Tensor() : carried.front();
+  }
 
  private:
   int64_t keep(int64_t numel) const {

@@ -23,6 +23,11 @@ class GradientCodec {
   // Bytes this worker sends for a bucket of `numel` entries in a ring of
   // `world` (ring all-reduce: 2 (W-1)/W of the payload; all-gather: (W-1)x).
   virtual int64_t bytes_sent(int64_t numel, int64_t world) const = 0;
+  // What the codec carries from one step to the next (top-k's residual),
+  // for a checkpoint: empty for the stateless codecs and before the first
+  // step; restore() takes back what carried() gave.
+  virtual std::vector<at::Tensor> carried() const { return {}; }
+  virtual void restore(const std::vector<at::Tensor>& carried) { (void)carried; }
 };
 
 // `compression`: none | bf16 | fp16; `topk` > 0 selects top-k (a fraction of

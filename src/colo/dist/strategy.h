@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <ATen/Tensor.h>
+#include <nlohmann/json.hpp>
 
 namespace colo::dist {
 
@@ -12,6 +16,14 @@ struct ExchangeCost {
   double communication_s = 0;  // sending, receiving and reducing, as this worker saw it
   double waiting_s = 0;        // held back by slower peers (a server's hold, or the collective's straggler)
   int64_t bytes_sent = 0;      // payload this worker put on the wire
+};
+
+// What a strategy carries from step to step besides the parameters and the
+// optimiser's state (top-k residuals, a switch rule's history), for a
+// checkpoint.
+struct StrategyState {
+  std::vector<at::Tensor> tensors;
+  nlohmann::json values = nlohmann::json::object();
 };
 
 class Strategy {
@@ -29,6 +41,16 @@ class Strategy {
   virtual bool synchronous() const = 0;
   // After the last step: releases servers and peers.
   virtual void finish() {}
+  // Whether this worker's parameters and optimiser state are, right now,
+  // the whole run's (so a checkpoint of them, with state(), is the run's):
+  // all-reduce yes; a parameter server's live on its servers.
+  virtual bool holds_training_state() const { return false; }
+  // The strategy's own state, for a checkpoint taken while
+  // holds_training_state(); restore() makes a fresh strategy of the same
+  // spec continue from it. Throws std::invalid_argument for a state that
+  // does not fit this strategy.
+  virtual StrategyState state() const { return {}; }
+  virtual void restore(const StrategyState& state) { (void)state; }
 };
 
 }  // namespace colo::dist

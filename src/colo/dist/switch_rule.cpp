@@ -11,6 +11,8 @@ class PlateauRule : public SwitchDecider {
  public:
   explicit PlateauRule(const SwitchRule& rule) : rule_(rule), detector_(rule) {}
   bool observe(const StepObservation& step) override { return detector_.observe(step.mean_loss); }
+  nlohmann::json state() const override { return detector_.state(); }
+  void restore(const nlohmann::json& state) override { detector_.restore(state); }
   std::string reason() const override {
     if (!detector_.fired()) return "";
     char text[160];
@@ -72,6 +74,30 @@ bool PlateauDetector::observe(double loss) {
   improvement_ = before != 0 ? (before - ema_) / std::fabs(before) : 0;
   if (steps_ >= rule_.min_steps && improvement_ < rule_.min_improvement) fired_ = true;
   return fired_;
+}
+
+nlohmann::json PlateauDetector::state() const {
+  return {{"smoothed", std::vector<double>(smoothed_.begin(), smoothed_.end())},
+          {"ema", ema_},
+          {"steps", steps_},
+          {"improvement", improvement_},
+          {"fired", fired_}};
+}
+
+void PlateauDetector::restore(const nlohmann::json& state) {
+  auto smoothed = state.at("smoothed").get<std::vector<double>>();
+  smoothed_.assign(smoothed.begin(), smoothed.end());
+  ema_ = state.at("ema").get<double>();
+  steps_ = state.at("steps").get<int64_t>();
+  improvement_ = state.at("improvement").get<double>();
+  fired_ = state.at("fired").get<bool>();
+}
+
+nlohmann::json SyncSwitchRule::state() const { return {{"lagging_steps", lagging_steps_}, {"reason", reason_}}; }
+
+void SyncSwitchRule::restore(const nlohmann::json& state) {
+  lagging_steps_ = state.at("lagging_steps").get<int64_t>();
+  reason_ = state.at("reason").get<std::string>();
 }
 
 bool SyncSwitchRule::observe(const StepObservation& step) {

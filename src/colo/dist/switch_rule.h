@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "colo/dist/cluster_spec.h"
 
 namespace colo::dist {
@@ -48,6 +50,11 @@ class SwitchDecider {
   virtual bool observe(const StepObservation& step) = 0;
   // Why it fired, for the log; empty before.
   virtual std::string reason() const = 0;
+  // What the rule remembers of the steps it has seen, for a checkpoint;
+  // restore() makes a fresh rule of the same spec continue as this one.
+  virtual nlohmann::json state() const = 0;
+  // Throws nlohmann::json::exception when `state` lacks a field.
+  virtual void restore(const nlohmann::json& state) = 0;
 };
 
 // The rule `rule.name` names; std::invalid_argument for an unknown name.
@@ -65,6 +72,9 @@ class PlateauDetector {
   int64_t steps() const { return steps_; }
   // The relative improvement over the window at the last step (0 before a full window).
   double last_improvement() const { return improvement_; }
+  // What observe() remembers, and its inverse (SwitchDecider::state).
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state);
 
  private:
   SwitchRule rule_;
@@ -81,6 +91,8 @@ class SyncSwitchRule : public SwitchDecider {
   explicit SyncSwitchRule(const SwitchRule& rule) : rule_(rule) {}
   bool observe(const StepObservation& step) override;
   std::string reason() const override { return reason_; }
+  nlohmann::json state() const override;
+  void restore(const nlohmann::json& state) override;
 
  private:
   SwitchRule rule_;

@@ -1,5 +1,7 @@
 #include "colo/dist/switch_strategy.h"
 
+#include <stdexcept>
+
 namespace colo::dist {
 
 SwitchStrategy::SwitchStrategy(FlatModel& model, FlatOptimizer& optimizer, Communicator& group,
@@ -25,6 +27,19 @@ bool SwitchStrategy::observe(const StepObservation& step) {
   server_ = std::make_unique<ParamServerStrategy>(model_, optimizer_, rendezvous_, spec_, worker_);
   switched_at_ = step.step;
   return true;
+}
+
+StrategyState SwitchStrategy::state() const {
+  StrategyState state = allreduce_.state();
+  state.values["rule"] = rule_->state();
+  return state;
+}
+
+void SwitchStrategy::restore(const StrategyState& state) {
+  if (server_) throw std::invalid_argument("a switch run restores only a checkpoint taken before it switched");
+  if (!state.values.contains("rule")) throw std::invalid_argument("the checkpoint holds no switch rule state");
+  allreduce_.restore(state);
+  rule_->restore(state.values.at("rule"));
 }
 
 void SwitchStrategy::finish() {

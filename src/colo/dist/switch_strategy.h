@@ -21,6 +21,10 @@ class SwitchStrategy : public Strategy {
   ExchangeCost finish_step(int64_t step, double lr) override;
   bool synchronous() const override { return !server_; }
   void finish() override;
+  // Until it switches: the all-reduce's state and the rule's history.
+  bool holds_training_state() const override { return !server_; }
+  StrategyState state() const override;
+  void restore(const StrategyState& state) override;
 
   // Feeds what every worker saw of the step (identical on every worker,
   // so they all switch after the same step). Returns true on the step the

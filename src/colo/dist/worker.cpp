@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 
@@ -17,7 +18,9 @@
 #include "colo/dist/flat_model.h"
 #include "colo/dist/flat_optimizer.h"
 #include "colo/dist/param_server.h"
+#include "colo/dist/run_checkpoint.h"
 #include "colo/dist/strategy_registry.h"
+#include "colo/dist/worker_state.h"
 #include "colo/gpu/torch_device.h"
 #include "colo/models/model_registry.h"
 #include "colo/train/epoch_loop.h"
@@ -107,80 +110,113 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   train::LearningRateSchedule schedule(spec.train.schedule, spec.train.optimizer.lr, per_epoch, total_steps);
 
   const std::string& out = spec.train.output;
-  JsonLinesWriter steps(out + "/steps-rank" + std::to_string(rank) + ".jsonl", JsonLinesWriter::Mode::kTruncate);
+  const std::string steps_path = out + "/steps-rank" + std::to_string(rank) + ".jsonl";
+  const std::string evals_path = out + "/eval.jsonl";
+  WorkerCounters c;
+  if (spec.resume) {
+    c = resume_worker(spec, rank, flat, optimizer, *strategy);
+    keep_records_through(steps_path, c.step);
+    if (rank == 0) keep_records_through(evals_path, c.step);
+    if (rank == 0) {
+      std::fprintf(stderr, "resuming at step %lld (epoch %lld, batch %lld) from %s\n", static_cast<long long>(c.step),
+                   static_cast<long long>(c.epoch + 1), static_cast<long long>(c.batch),
+                   checkpoint_directory(out).c_str());
+    }
+  }
+  const auto mode = spec.resume ? JsonLinesWriter::Mode::kAppend : JsonLinesWriter::Mode::kTruncate;
+  JsonLinesWriter steps(steps_path, mode);
   std::unique_ptr<JsonLinesWriter> evals;
-  if (rank == 0) evals = std::make_unique<JsonLinesWriter>(out + "/eval.jsonl", JsonLinesWriter::Mode::kTruncate);
+  if (rank == 0) evals = std::make_unique<JsonLinesWriter>(evals_path, mode);
 
   Stopwatch wall;
-  double eval_s = 0, time_to_target = -1, accuracy = 0, test_loss = 0;
-  double sum_compute = 0, sum_comm = 0, sum_wait = 0;
-  int64_t sum_bytes = 0, step = 0, samples = 0;
+  const double wall_before = c.wall_s;  // the resumed run's wall time before this process
+  auto wall_s = [&] { return wall_before + wall.elapsed_s(); };
+  auto train_s = [&] { return wall_s() - c.eval_s; };
   auto record_eval = [&](int64_t epoch) {
     Stopwatch clock;
-    accuracy = test_accuracy(*model, dataset.test, test_options, &test_loss);
-    eval_s += clock.elapsed_s();
-    double train_s = wall.elapsed_s() - eval_s;
-    if (time_to_target < 0 && spec.target_accuracy > 0 && accuracy >= spec.target_accuracy) time_to_target = train_s;
-    evals->write({{"step", step}, {"epoch", epoch}, {"train_s", train_s}, {"test_accuracy", accuracy},
-                  {"test_loss", test_loss}, {"strategy", strategy->name()}});
-    std::fprintf(stderr, "step %lld  %s  train %.1f s  test accuracy %.4f\n", static_cast<long long>(step),
-                 strategy->name().c_str(), train_s, accuracy);
+    c.test_accuracy = test_accuracy(*model, dataset.test, test_options, &c.test_loss);
+    c.eval_s += clock.elapsed_s();
+    if (c.time_to_target_s < 0 && spec.target_accuracy > 0 && c.test_accuracy >= spec.target_accuracy) {
+      c.time_to_target_s = train_s();
+    }
+    evals->write({{"step", c.step}, {"epoch", epoch}, {"train_s", train_s()}, {"test_accuracy", c.test_accuracy},
+                  {"test_loss", c.test_loss}, {"strategy", strategy->name()}});
+    std::fprintf(stderr, "step %lld  %s  train %.1f s  test accuracy %.4f\n", static_cast<long long>(c.step),
+                 strategy->name().c_str(), train_s(), c.test_accuracy);
   };
 
-  for (int64_t epoch = 0; epoch < spec.train.epochs && step < total_steps; ++epoch) {
-    loader.start_epoch(epoch);
-    while (step < total_steps) {
-      Stopwatch clock;
-      auto batch = loader.next();
-      if (!batch) break;
-      double lr = schedule.lr_at(step);
-      strategy->begin_step();
-      at::Tensor loss = at::cross_entropy_loss(model->forward(batch->inputs), batch->labels);
-      loss.backward();
-      gpu::synchronize_current_stream(device);
-      double compute_s = clock.elapsed_s();
-      ExchangeCost cost = strategy->finish_step(step, lr);
-      double loss_value = loss.item<double>();
-      std::string phase = strategy->name();
-      if (strategy->synchronous()) {
-        // Every worker's loss and compute time: the mean loss drives a
-        // switch; the slowest compute time says how long this one waited.
-        at::Tensor mine = at::tensor({loss_value, compute_s}, at::kDouble).to(device);
-        std::vector<at::Tensor> all;
-        for (int64_t r = 0; r < spec.workers; ++r) all.push_back(at::empty_like(mine));
-        group.allgather(all, mine).wait();
-        at::Tensor table = at::stack(all).cpu();
-        double mean_loss = table.select(1, 0).mean().item<double>();
-        double slowest = table.select(1, 1).max().item<double>();
-        double fastest = table.select(1, 1).min().item<double>();
-        cost.waiting_s = std::min(cost.communication_s, slowest - compute_s);
-        cost.communication_s -= cost.waiting_s;
-        if (switching && switching->observe({step + 1, total_steps, mean_loss, slowest, fastest}) && rank == 0) {
-          std::fprintf(stderr, "step %lld: %s; switching to the asynchronous parameter server\n",
-                       static_cast<long long>(step + 1), switching->switch_reason().c_str());
-        }
-      }
-      ++step;
-      samples += batch->labels.size(0);
-      sum_compute += compute_s;
-      sum_comm += cost.communication_s;
-      sum_wait += cost.waiting_s;
-      sum_bytes += cost.bytes_sent;
-      steps.write({{"rank", rank}, {"step", step}, {"epoch", epoch + 1}, {"strategy", phase},
-                   {"loss", loss_value}, {"compute_s", compute_s}, {"communication_s", cost.communication_s},
-                   {"waiting_s", cost.waiting_s}, {"bytes_sent", cost.bytes_sent},
-                   {"step_s", clock.elapsed_s()}, {"wall_s", wall.elapsed_s()}});
-      if (!std::isfinite(loss_value)) throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value));
-      if (rank == 0 && spec.eval_every > 0 && step % spec.eval_every == 0) record_eval(epoch + 1);
+  int64_t loader_epoch = -1;
+  while (c.epoch < spec.train.epochs && c.step < total_steps) {
+    if (loader_epoch != c.epoch) {
+      loader.start_epoch(c.epoch);
+      loader_epoch = c.epoch;
+      // A resumed run reads past the batches its checkpoint had trained on:
+      // the loader's order and augmentation depend only on (seed, epoch).
+      for (int64_t b = 0; b < c.batch; ++b) loader.next();
     }
-    if (rank == 0 && (spec.eval_every == 0 || step % spec.eval_every != 0)) record_eval(epoch + 1);
+    Stopwatch clock;
+    auto batch = loader.next();
+    if (!batch) throw std::logic_error("the loader ended an epoch before its batches_per_epoch()");
+    double lr = schedule.lr_at(c.step);
+    strategy->begin_step();
+    at::Tensor loss = at::cross_entropy_loss(model->forward(batch->inputs), batch->labels);
+    loss.backward();
+    gpu::synchronize_current_stream(device);
+    double compute_s = clock.elapsed_s();
+    ExchangeCost cost = strategy->finish_step(c.step, lr);
+    double loss_value = loss.item<double>();
+    std::string phase = strategy->name();
+    if (strategy->synchronous()) {
+      // Every worker's loss and compute time: the mean loss drives a
+      // switch; the slowest compute time says how long this one waited.
+      at::Tensor mine = at::tensor({loss_value, compute_s}, at::kDouble).to(device);
+      std::vector<at::Tensor> all;
+      for (int64_t r = 0; r < spec.workers; ++r) all.push_back(at::empty_like(mine));
+      group.allgather(all, mine).wait();
+      at::Tensor table = at::stack(all).cpu();
+      double mean_loss = table.select(1, 0).mean().item<double>();
+      double slowest = table.select(1, 1).max().item<double>();
+      double fastest = table.select(1, 1).min().item<double>();
+      cost.waiting_s = std::min(cost.communication_s, slowest - compute_s);
+      cost.communication_s -= cost.waiting_s;
+      if (switching && switching->observe({c.step + 1, total_steps, mean_loss, slowest, fastest}) && rank == 0) {
+        std::fprintf(stderr, "step %lld: %s; switching to the asynchronous parameter server\n",
+                     static_cast<long long>(c.step + 1), switching->switch_reason().c_str());
+      }
+    }
+    ++c.step;
+    ++c.batch;
+    c.samples += batch->labels.size(0);
+    c.compute_s += compute_s;
+    c.communication_s += cost.communication_s;
+    c.waiting_s += cost.waiting_s;
+    c.bytes_sent += cost.bytes_sent;
+    steps.write({{"rank", rank}, {"step", c.step}, {"epoch", c.epoch + 1}, {"strategy", phase},
+                 {"loss", loss_value}, {"compute_s", compute_s}, {"communication_s", cost.communication_s},
+                 {"waiting_s", cost.waiting_s}, {"bytes_sent", cost.bytes_sent},
+                 {"step_s", clock.elapsed_s()}, {"wall_s", wall_s()}});
+    if (!std::isfinite(loss_value)) throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value));
+    // Evaluations: every eval_every steps, at each epoch's end and after the last step.
+    bool epoch_done = c.batch == per_epoch;
+    bool due = spec.eval_every > 0 && c.step % spec.eval_every == 0;
+    if (rank == 0 && (due || epoch_done || c.step == total_steps)) record_eval(c.epoch + 1);
+    if (epoch_done) {
+      ++c.epoch;
+      c.batch = 0;
+    }
+    // After the evaluation, so that a resumed run neither repeats nor misses one.
+    if (spec.checkpoint_steps > 0 && c.step % spec.checkpoint_steps == 0 && strategy->holds_training_state()) {
+      Stopwatch writing;
+      c.wall_s = wall_s();
+      checkpoint_worker(spec, rank, group, flat, optimizer, *strategy, c);
+      c.checkpoint_s += writing.elapsed_s();
+    }
   }
   strategy->finish();
   if (strategy->synchronous()) group.barrier();
   write_file_atomically(out + "/params-rank" + std::to_string(rank) + ".f32", raw_floats(flat.values()));
   if (rank != 0) return;
-  double train_s = wall.elapsed_s() - eval_s;
-  double n = static_cast<double>(std::max<int64_t>(step, 1));
+  double n = static_cast<double>(std::max<int64_t>(c.step, 1));
   nlohmann::json result{{"strategy", spec.strategy},
                         {"mode", spec.strategy == "param_server" ? spec.param_server.mode : ""},
                         {"workers", spec.workers},
@@ -188,19 +224,21 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
                         {"backend", backend},
                         {"device", gpu::describe_device(device)},
                         {"parameters", flat.size()},
-                        {"steps", step},
+                        {"steps", c.step},
                         {"batch_per_worker", spec.train.batch_size},
-                        {"train_s", train_s},
-                        {"samples_per_s", static_cast<double>(samples * spec.workers) / std::max(train_s, 1e-9)},
-                        {"test_accuracy", accuracy},
-                        {"test_loss", test_loss},
+                        {"train_s", train_s()},
+                        {"samples_per_s", static_cast<double>(c.samples * spec.workers) / std::max(train_s(), 1e-9)},
+                        {"test_accuracy", c.test_accuracy},
+                        {"test_loss", c.test_loss},
                         {"target_accuracy", spec.target_accuracy},
-                        {"time_to_target_s", time_to_target >= 0 ? nlohmann::json(time_to_target) : nlohmann::json()},
+                        {"time_to_target_s", c.time_to_target_s >= 0 ? nlohmann::json(c.time_to_target_s) : nlohmann::json()},
                         {"switched_at_step", switching ? switching->switched_at() : -1},
-                        {"mean_compute_s", sum_compute / n},
-                        {"mean_communication_s", sum_comm / n},
-                        {"mean_waiting_s", sum_wait / n},
-                        {"bytes_sent_per_step", static_cast<double>(sum_bytes) / n}};
+                        {"checkpoint_s", c.checkpoint_s},
+                        {"resumed", spec.resume},
+                        {"mean_compute_s", c.compute_s / n},
+                        {"mean_communication_s", c.communication_s / n},
+                        {"mean_waiting_s", c.waiting_s / n},
+                        {"bytes_sent_per_step", static_cast<double>(c.bytes_sent) / n}};
   write_file_atomically(out + "/result.json", result.dump(2) + "\n");
 }
 

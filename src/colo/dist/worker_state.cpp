@@ -1,0 +1,162 @@
+#include "colo/dist/worker_state.h"
+
+#include <mutex>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+#include <ATen/core/Generator.h>
+
+#include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/json_lines.h"
+#include "colo/core/paths.h"
+#include "colo/dist/communicator.h"
+#include "colo/dist/flat_model.h"
+#include "colo/dist/flat_optimizer.h"
+#include "colo/dist/run_checkpoint.h"
+#include "colo/dist/strategy.h"
+
+namespace colo::dist {
+namespace {
+
+// What latest.json says of the run, checked by a resume; the model's size
+// is known only once a worker has built it.
+nlohmann::json run_description(const ClusterSpec& spec, const FlatModel* model) {
+  nlohmann::json run{{"strategy", spec.strategy}, {"workers", spec.workers}, {"batch_per_worker", spec.train.batch_size}};
+  if (model) run["parameters"] = model->size();
+  return run;
+}
+
+// The committed checkpoint's step, once its run matches `expected`.
+int64_t committed_step_of(const ClusterSpec& spec, const nlohmann::json& expected) {
+  const std::string& out = spec.train.output;
+  nlohmann::json latest = committed_checkpoint(out);
+  for (const auto& [key, value] : expected.items()) {
+    nlohmann::json saved = latest["run"].value(key, nlohmann::json());
+    if (saved != value) {
+      throw InputError(checkpoint_directory(out) + "/latest.json", "run." + key,
+                       value.dump() + " as in " + spec.train.source + ", got " + saved.dump() +
+                           " (a checkpoint of another run)");
+    }
+  }
+  return latest["step"].get<int64_t>();
+}
+
+at::Tensor cpu_generator_state() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_cpu_generator_state(const at::Tensor& state) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+}  // namespace
+
+nlohmann::json WorkerCounters::to_json() const {
+  return {{"step", step},
+          {"epoch", epoch},
+          {"batch", batch},
+          {"samples", samples},
+          {"bytes_sent", bytes_sent},
+          {"compute_s", compute_s},
+          {"communication_s", communication_s},
+          {"waiting_s", waiting_s},
+          {"wall_s", wall_s},
+          {"eval_s", eval_s},
+          {"checkpoint_s", checkpoint_s},
+          {"time_to_target_s", time_to_target_s},
+          {"test_accuracy", test_accuracy},
+          {"test_loss", test_loss}};
+}
+
+WorkerCounters WorkerCounters::from_json(const nlohmann::json& v) {
+  WorkerCounters c;
+  c.step = v.at("step").get<int64_t>();
+  c.epoch = v.at("epoch").get<int64_t>();
+  c.batch = v.at("batch").get<int64_t>();
+  c.samples = v.at("samples").get<int64_t>();
+  c.bytes_sent = v.at("bytes_sent").get<int64_t>();
+  c.compute_s = v.at("compute_s").get<double>();
+  c.communication_s = v.at("communication_s").get<double>();
+  c.waiting_s = v.at("waiting_s").get<double>();
+  c.wall_s = v.at("wall_s").get<double>();
+  c.eval_s = v.at("eval_s").get<double>();
+  c.checkpoint_s = v.at("checkpoint_s").get<double>();
+  c.time_to_target_s = v.at("time_to_target_s").get<double>();
+  c.test_accuracy = v.at("test_accuracy").get<double>();
+  c.test_loss = v.at("test_loss").get<double>();
+  return c;
+}
+
+// A worker's file holds, in order: the parameters, the optimiser's state
+// tensors, the CPU generator's state, then the strategy's tensors.
+void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, FlatModel& model,
+                       FlatOptimizer& optimizer, const Strategy& strategy, const WorkerCounters& counters) {
+  const std::string& out = spec.train.output;
+  WorkerCheckpoint checkpoint;
+  StrategyState state = strategy.state();
+  std::vector<at::Tensor> optimizer_state = optimizer.state();
+  checkpoint.tensors.push_back(model.values());
+  for (const auto& t : optimizer_state) checkpoint.tensors.push_back(t);
+  checkpoint.tensors.push_back(cpu_generator_state());
+  for (const auto& t : state.tensors) checkpoint.tensors.push_back(t);
+  checkpoint.values = {{"counters", counters.to_json()},
+                       {"optimizer_tensors", optimizer_state.size()},
+                       {"strategy", state.values}};
+  write_worker_checkpoint(out, rank, counters.step, checkpoint);
+  group.barrier();
+  if (rank == 0) commit_checkpoint(out, counters.step, run_description(spec, &model));
+  group.barrier();
+  remove_other_checkpoints(out, rank, counters.step);
+}
+
+void check_resumable(const ClusterSpec& spec) { committed_step_of(spec, run_description(spec, nullptr)); }
+
+WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer,
+                             Strategy& strategy) {
+  const std::string& out = spec.train.output;
+  int64_t step = committed_step_of(spec, run_description(spec, &model));
+  WorkerCheckpoint checkpoint = read_worker_checkpoint(out, rank, step);
+  const std::string file = worker_checkpoint_file(out, rank, step);
+  try {
+    std::vector<at::Tensor> optimizer_state = optimizer.state();
+    size_t moments = checkpoint.values.at("optimizer_tensors").get<size_t>();
+    if (moments != optimizer_state.size() || checkpoint.tensors.size() < moments + 2) {
+      throw std::invalid_argument("its optimiser state has " + std::to_string(moments) + " tensors, this optimiser " +
+                                  std::to_string(optimizer_state.size()) + " ([optimizer] changed?)");
+    }
+    auto load = [&](at::Tensor& into, const at::Tensor& from, const std::string& what) {
+      if (into.sizes() != from.sizes() || into.scalar_type() != from.scalar_type()) {
+        throw std::invalid_argument(what + " has another shape or type than this run's");
+      }
+      into.copy_(from);
+    };
+    load(model.values(), checkpoint.tensors[0], "the parameters");
+    for (size_t i = 0; i < moments; ++i) load(optimizer_state[i], checkpoint.tensors[1 + i], "the optimiser state");
+    set_cpu_generator_state(checkpoint.tensors[1 + moments]);
+    StrategyState state;
+    state.values = checkpoint.values.at("strategy");
+    state.tensors.assign(checkpoint.tensors.begin() + static_cast<std::ptrdiff_t>(moments + 2), checkpoint.tensors.end());
+    strategy.restore(state);
+    return WorkerCounters::from_json(checkpoint.values.at("counters"));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file, "", std::string("a colo dist checkpoint (") + e.what() + ")");
+  } catch (const std::invalid_argument& e) {
+    throw InputError(file, "", std::string("a checkpoint of this run: ") + e.what());
+  }
+}
+
+void keep_records_through(const std::string& path, int64_t step) {
+  if (!path_exists(path)) return;
+  std::string kept;
+  for (const auto& record : read_json_lines(path)) {
+    if (record.value("step", int64_t{0}) <= step) kept += record.dump() + "\n";
+  }
+  write_file_atomically(path, kept);
+}
+
+}  // namespace colo::dist

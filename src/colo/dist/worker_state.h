@@ -1,0 +1,65 @@
+#pragma once
+// A worker's whole training state (parameters, optimiser, strategy, random
+// generator, the loop's counters and place in the data) into and out of
+// colo dist's checkpoints (run_checkpoint.h).
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/dist/cluster_spec.h"
+
+namespace colo::dist {
+
+class Communicator;
+class FlatModel;
+class FlatOptimizer;
+class Strategy;
+
+// What a worker's loop counts, and where it is in the data.
+struct WorkerCounters {
+  int64_t step = 0;           // optimiser steps done
+  int64_t epoch = 0;          // the epoch the next step reads from (0-based)
+  int64_t batch = 0;          // batches of that epoch already read
+  int64_t samples = 0;        // this worker's samples trained
+  int64_t bytes_sent = 0;
+  double compute_s = 0;       // sums over the steps
+  double communication_s = 0;
+  double waiting_s = 0;
+  double wall_s = 0;          // the run's wall time so far, evaluations included
+  double eval_s = 0;          // of which evaluating
+  double checkpoint_s = 0;    // of which writing checkpoints
+  double time_to_target_s = -1;
+  double test_accuracy = 0;
+  double test_loss = 0;
+
+  nlohmann::json to_json() const;
+  static WorkerCounters from_json(const nlohmann::json& values);
+};
+
+// Every worker calls this after the same step, while
+// strategy.holds_training_state(): writes its file, waits for all the
+// others (group barrier), worker 0 commits the step, and once all know it
+// is committed each removes its other files. Throws on an I/O failure.
+void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, FlatModel& model,
+                       FlatOptimizer& optimizer, const Strategy& strategy, const WorkerCounters& counters);
+
+// Before a resume starts any process: a checkpoint was committed, by a run
+// of this strategy, number of workers and batch size. Throws InputError
+// naming OUTPUT/checkpoint/latest.json otherwise.
+void check_resumable(const ClusterSpec& spec);
+
+// Loads the committed checkpoint into this worker (parameters, optimiser,
+// strategy, CPU generator) and returns its counters. Throws InputError
+// naming the checkpoint when there is none or it belongs to another run
+// (strategy, workers, model size).
+WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer,
+                             Strategy& strategy);
+
+// Keeps the records of a JSON Lines file whose "step" is at most `step`:
+// what a resumed run writes after them replaces the rest. A missing file
+// stays missing.
+void keep_records_through(const std::string& path, int64_t step);
+
+}  // namespace colo::dist
