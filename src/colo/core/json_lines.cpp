@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
 
 namespace colo {
 
@@ -44,6 +46,15 @@ std::vector<nlohmann::json> read_json_lines(const std::string& path) {
     }
   }
   return records;
+}
+
+void keep_json_lines_through(const std::string& path, const std::string& key, int64_t last) {
+  if (!path_exists(path)) return;
+  std::string kept;
+  for (const auto& record : read_json_lines(path)) {
+    if (record.value(key, int64_t{0}) <= last) kept += record.dump() + "\n";
+  }
+  write_file_atomically(path, kept);
 }
 
 }  // namespace colo

@@ -115,8 +115,8 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   WorkerCounters c;
   if (spec.resume) {
     c = resume_worker(spec, rank, flat, optimizer, *strategy);
-    keep_records_through(steps_path, c.step);
-    if (rank == 0) keep_records_through(evals_path, c.step);
+    keep_json_lines_through(steps_path, "step", c.step);
+    if (rank == 0) keep_json_lines_through(evals_path, "step", c.step);
     if (rank == 0) {
       std::fprintf(stderr, "resuming at step %lld (epoch %lld, batch %lld) from %s\n", static_cast<long long>(c.step),
                    static_cast<long long>(c.epoch + 1), static_cast<long long>(c.batch),

@@ -7,9 +7,6 @@
 #include <ATen/core/Generator.h>
 
 #include "colo/core/error.h"
-#include "colo/core/files.h"
-#include "colo/core/json_lines.h"
-#include "colo/core/paths.h"
 #include "colo/dist/communicator.h"
 #include "colo/dist/flat_model.h"
 #include "colo/dist/flat_optimizer.h"
@@ -148,15 +145,6 @@ WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model
   } catch (const std::invalid_argument& e) {
     throw InputError(file, "", std::string("a checkpoint of this run: ") + e.what());
   }
-}
-
-void keep_records_through(const std::string& path, int64_t step) {
-  if (!path_exists(path)) return;
-  std::string kept;
-  for (const auto& record : read_json_lines(path)) {
-    if (record.value("step", int64_t{0}) <= step) kept += record.dump() + "\n";
-  }
-  write_file_atomically(path, kept);
 }
 
 }  // namespace colo::dist

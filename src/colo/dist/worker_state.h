@@ -57,9 +57,4 @@ void check_resumable(const ClusterSpec& spec);
 WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer,
                              Strategy& strategy);
 
-// Keeps the records of a JSON Lines file whose "step" is at most `step`:
-// what a resumed run writes after them replaces the rest. A missing file
-// stays missing.
-void keep_records_through(const std::string& path, int64_t step);
-
 }  // namespace colo::dist

@@ -41,16 +41,6 @@ std::string progress_text(int64_t epoch, int64_t epochs, int64_t batch, int64_t 
   return out.str();
 }
 
-// Keeps the records of epochs <= `epochs` (a resumed run rewrites the rest).
-void truncate_metrics(const std::string& path, int64_t epochs) {
-  if (!path_exists(path)) return;
-  std::string kept;
-  for (const auto& record : read_json_lines(path)) {
-    if (record.value("epoch", int64_t{0}) <= epochs) kept += record.dump() + "\n";
-  }
-  write_file_atomically(path, kept);
-}
-
 }  // namespace
 
 Trainer::Trainer(TrainSpec spec)
@@ -93,7 +83,7 @@ std::vector<EpochRecord> Trainer::run(bool resume, const EpochCallback& on_epoch
   CheckpointState state;
   if (resume) {
     state = load_checkpoint(checkpoint_path(), *model_, *optimizer_, device_);
-    truncate_metrics(metrics_path(), state.epoch);
+    keep_json_lines_through(metrics_path(), "epoch", state.epoch);
   } else {
     // Dropout draws from the global generator: start it from the seed here, so
     // a run does not depend on what else the process did since construction.
