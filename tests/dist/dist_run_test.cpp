@@ -253,6 +253,9 @@ TEST(DistRun, ASwitchRunResumedFromItsLastCheckpointBeforeTheSwitchContinuesExac
   EXPECT_EQ(latest["step"], 50);  // 75, 100, ... came after the switch, when the servers hold the state
   EXPECT_EQ(list_directory(dir.file("run/checkpoint")),
             (std::vector<std::string>{"latest.json", "rank0-step50.ckpt", "rank1-step50.ckpt"}));
+  // The replicas' parameters and momentum are in worker 0's file alone.
+  EXPECT_LT(file_size(dir.file("run/checkpoint/rank1-step50.ckpt")) * 10,
+            file_size(dir.file("run/checkpoint/rank0-step50.ckpt")));
   auto before = read_json_lines(dir.file("run/steps-rank1.jsonl"));
   ASSERT_EQ(before.size(), 600u);
   ASSERT_EQ(before[59]["strategy"], "allreduce");

@@ -42,8 +42,9 @@ class Strategy {
   // After the last step: releases servers and peers.
   virtual void finish() {}
   // Whether this worker's parameters and optimiser state are, right now,
-  // the whole run's (so a checkpoint of them, with state(), is the run's):
-  // all-reduce yes; a parameter server's live on its servers.
+  // the whole run's, and the same on every worker (so a checkpoint of
+  // worker 0's, with each worker's state(), is the run's): all-reduce yes;
+  // a parameter server's live on its servers.
   virtual bool holds_training_state() const { return false; }
   // The strategy's own state, for a checkpoint taken while
   // holds_training_state(); restore() makes a fresh strategy of the same

@@ -89,20 +89,25 @@ WorkerCounters WorkerCounters::from_json(const nlohmann::json& v) {
   return c;
 }
 
-// A worker's file holds, in order: the parameters, the optimiser's state
-// tensors, the CPU generator's state, then the strategy's tensors.
+// While a strategy holds the run's whole state the workers are replicas:
+// every one has the same parameters and optimiser state, so worker 0's
+// file alone holds them ("replica_tensors": the parameters, then the
+// optimiser's tensors); every file then holds its worker's CPU generator
+// state and its strategy's tensors (top-k residuals differ per worker).
 void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, FlatModel& model,
                        FlatOptimizer& optimizer, const Strategy& strategy, const WorkerCounters& counters) {
   const std::string& out = spec.train.output;
   WorkerCheckpoint checkpoint;
+  if (rank == 0) {
+    checkpoint.tensors.push_back(model.values());
+    for (const auto& t : optimizer.state()) checkpoint.tensors.push_back(t);
+  }
+  const size_t replica_tensors = checkpoint.tensors.size();
   StrategyState state = strategy.state();
-  std::vector<at::Tensor> optimizer_state = optimizer.state();
-  checkpoint.tensors.push_back(model.values());
-  for (const auto& t : optimizer_state) checkpoint.tensors.push_back(t);
   checkpoint.tensors.push_back(cpu_generator_state());
   for (const auto& t : state.tensors) checkpoint.tensors.push_back(t);
   checkpoint.values = {{"counters", counters.to_json()},
-                       {"optimizer_tensors", optimizer_state.size()},
+                       {"replica_tensors", replica_tensors},
                        {"strategy", state.values}};
   write_worker_checkpoint(out, rank, counters.step, checkpoint);
   group.barrier();
@@ -117,14 +122,15 @@ WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model
                              Strategy& strategy) {
   const std::string& out = spec.train.output;
   int64_t step = committed_step_of(spec, run_description(spec, &model));
-  WorkerCheckpoint checkpoint = read_worker_checkpoint(out, rank, step);
-  const std::string file = worker_checkpoint_file(out, rank, step);
+  // Errors name the file they are about.
+  std::string file = worker_checkpoint_file(out, 0, step);
   try {
+    WorkerCheckpoint replica = read_worker_checkpoint(out, 0, step);
     std::vector<at::Tensor> optimizer_state = optimizer.state();
-    size_t moments = checkpoint.values.at("optimizer_tensors").get<size_t>();
-    if (moments != optimizer_state.size() || checkpoint.tensors.size() < moments + 2) {
-      throw std::invalid_argument("its optimiser state has " + std::to_string(moments) + " tensors, this optimiser " +
-                                  std::to_string(optimizer_state.size()) + " ([optimizer] changed?)");
+    size_t shared = replica.values.at("replica_tensors").get<size_t>();
+    if (shared != 1 + optimizer_state.size() || replica.tensors.size() < shared) {
+      throw std::invalid_argument("it holds " + std::to_string(shared) + " parameter and optimiser tensors, this run " +
+                                  std::to_string(1 + optimizer_state.size()) + " ([optimizer] changed?)");
     }
     auto load = [&](at::Tensor& into, const at::Tensor& from, const std::string& what) {
       if (into.sizes() != from.sizes() || into.scalar_type() != from.scalar_type()) {
@@ -132,14 +138,19 @@ WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model
       }
       into.copy_(from);
     };
-    load(model.values(), checkpoint.tensors[0], "the parameters");
-    for (size_t i = 0; i < moments; ++i) load(optimizer_state[i], checkpoint.tensors[1 + i], "the optimiser state");
-    set_cpu_generator_state(checkpoint.tensors[1 + moments]);
+    load(model.values(), replica.tensors[0], "the parameters");
+    for (size_t i = 0; i + 1 < shared; ++i) load(optimizer_state[i], replica.tensors[1 + i], "the optimiser state");
+
+    file = worker_checkpoint_file(out, rank, step);
+    WorkerCheckpoint own = rank == 0 ? std::move(replica) : read_worker_checkpoint(out, rank, step);
+    size_t first = own.values.at("replica_tensors").get<size_t>();
+    if (own.tensors.size() < first + 1) throw std::invalid_argument("it lacks the random generator's state");
+    set_cpu_generator_state(own.tensors[first]);
     StrategyState state;
-    state.values = checkpoint.values.at("strategy");
-    state.tensors.assign(checkpoint.tensors.begin() + static_cast<std::ptrdiff_t>(moments + 2), checkpoint.tensors.end());
+    state.values = own.values.at("strategy");
+    state.tensors.assign(own.tensors.begin() + static_cast<std::ptrdiff_t>(first + 1), own.tensors.end());
     strategy.restore(state);
-    return WorkerCounters::from_json(checkpoint.values.at("counters"));
+    return WorkerCounters::from_json(own.values.at("counters"));
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, "", std::string("a colo dist checkpoint (") + e.what() + ")");
   } catch (const std::invalid_argument& e) {
