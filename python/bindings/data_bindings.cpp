@@ -81,6 +81,8 @@ void bind_data(py::module& m) {
       .def_property_readonly("mean", &SharedLoaderClient::mean)
       .def_property_readonly("std", &SharedLoaderClient::std)
       .def_property_readonly("classes", &SharedLoaderClient::classes)
+      .def_property_readonly("class_names", &SharedLoaderClient::class_names)
+      .def_property_readonly("epoch_samples", &SharedLoaderClient::epoch_samples)
       .def_property_readonly("batches_per_epoch", &SharedLoaderClient::batches_per_epoch)
       .def_property_readonly("device_ring", [](const SharedLoaderClient& c) -> py::object {
              return c.device_ring().is_object() ? py::object(py::str(c.device_ring().dump())) : py::object(py::none());
@@ -132,6 +134,7 @@ void bind_data(py::module& m) {
       .def_property_readonly("size", [](const colo::data::ImageDecoder& d) { return d.folder().size(); })
       .def_property_readonly("side", [](const colo::data::ImageDecoder& d) { return d.spec().size; })
       .def_property_readonly("classes", [](const colo::data::ImageDecoder& d) { return d.folder().classes.size(); })
+      .def_property_readonly("class_names", [](const colo::data::ImageDecoder& d) { return d.folder().classes; })
       .def_property_readonly("mean", [](const colo::data::ImageDecoder& d) { return d.spec().mean; })
       .def_property_readonly("std", [](const colo::data::ImageDecoder& d) { return d.spec().std; })
       .def("fill", [](colo::data::ImageDecoder& d, at::Tensor indices, uint64_t draw, at::Tensor pixels,

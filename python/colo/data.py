@@ -69,6 +69,45 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
+class ImageSet:
+    """`loader.dataset`: the images a loader serves, as much of a torch
+    Dataset as a training loop reads: len() is the images in one pass, and
+    `classes` the class folders' names in label order. Not indexable: its
+    samples come decoded and augmented in batches, never one by one."""
+
+    def __init__(self, size, classes):
+        self.size, self.classes = int(size), list(classes)
+
+    def __len__(self):
+        return self.size
+
+    def __repr__(self):
+        return f"ImageSet({self.size} images, {len(self.classes)} classes)"
+
+
+# DataLoader arguments that a loop swapping its DataLoader for a colo loader
+# passes out of habit and that change nothing here: the images are decoded
+# on colo's own threads.
+_WORKER_OPTIONS = ("num_workers", "persistent_workers", "prefetch_factor", "worker_init_fn")
+
+
+def _take_dataloader_options(kind, options):
+    """Checks the DataLoader arguments given to a colo loader. colo's loaders
+    always shuffle (a fresh order each pass) and serve only full batches:
+    shuffle=True and drop_last=True are accepted, False is a ValueError
+    saying why; the worker options are accepted and have no effect; any
+    other name is a TypeError, as for any function."""
+    for name, value in options.items():
+        if name == "shuffle" and value is not True:
+            raise ValueError(f"colo.data.{kind}: shuffle={value!r}, but its images always come shuffled, in a fresh "
+                             "order each pass; evaluate on a torch DataLoader over the test set")
+        if name == "drop_last" and value is not True:
+            raise ValueError(f"colo.data.{kind}: drop_last={value!r}, but it serves only full batches: "
+                             "len(loader) = images // batch_size")
+        if name not in ("shuffle", "drop_last") + _WORKER_OPTIONS:
+            raise TypeError(f"colo.data.{kind}() got an unexpected keyword argument {name!r}")
+
+
 class _Normaliser:
     """uint8 [B, 3, H, W] on the host -> float32 normalised on `device`."""
 
@@ -105,8 +144,13 @@ class SharedLoader:
     (the address is read from it); None takes the DATA.toml of the producer
     colo's scheduler runs for the job ($COLO_LOADER, set for a job whose job
     file names `loader = "DATA.toml"`). Iterating gives one epoch: len(self) =
-    images // batch_size batches of (inputs, labels). `timeout` is the
-    producer silence, in seconds, after which ProducerLost is raised.
+    images // batch_size batches of (inputs, labels); `self.dataset` has
+    len() = images and `classes` (their names). `timeout` is the producer
+    silence, in seconds, after which ProducerLost is raised. A
+    DataLoader's shuffle=True, drop_last=True, num_workers,
+    persistent_workers, prefetch_factor and worker_init_fn are accepted, so
+    that swapping a DataLoader for it changes one name (shuffle=False and
+    drop_last=False are refused: see _take_dataloader_options).
 
     On a CUDA `device`, when the producer keeps its ring on a GPU too
     (`device = "cuda"` in DATA.toml), batches are copied device to device
@@ -118,7 +162,8 @@ class SharedLoader:
     whether that took)."""
 
     def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0, device_ring=True,
-                 sleep_while_waiting=True):
+                 sleep_while_waiting=True, **dataloader_options):
+        _take_dataloader_options("SharedLoader", dataloader_options)
         if source is None:
             source = os.environ.get("COLO_LOADER")
             if not source:
@@ -130,6 +175,7 @@ class SharedLoader:
         self.batch_size = int(batch_size)
         self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.client.classes
+        self.dataset = ImageSet(self.client.epoch_samples, self.client.class_names)
         self.reader = None
         if device_ring and self.normalise.device.type == "cuda" and self.client.device_ring is not None:
             try:
@@ -189,11 +235,13 @@ class LocalImageLoader:
     interface as SharedLoader; shuffles with `seed` + epoch."""
 
     def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2,
-                 sleep_while_waiting=True):
+                 sleep_while_waiting=True, **dataloader_options):
+        _take_dataloader_options("LocalImageLoader", dataloader_options)
         self.decoder = _core().ImageDecoder(str(data_file), int(threads))
         self.batch_size = int(batch_size)
         self.normalise = _Normaliser(self.decoder.mean, self.decoder.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.decoder.classes
+        self.dataset = ImageSet(self.decoder.size, self.decoder.class_names)
         self.seed, self.epoch, self.prefetch = seed, 0, max(1, prefetch)
         self.wait_s = 0.0
 

@@ -118,6 +118,26 @@ def test_batches_are_normalised_images_with_labels(loader):
     assert local_inputs.shape == inputs.shape and abs(local_inputs.mean() - inputs.mean()) < 0.5
 
 
+def test_a_loop_written_for_a_dataloader_reads_the_colo_loaders_unchanged(loader, tmp_path):
+    data, _, _ = loader
+    folders = sorted(os.listdir(tmp_path / "images"))
+    habits = dict(shuffle=True, drop_last=True, num_workers=4, persistent_workers=True, prefetch_factor=2)
+    for made in (lambda **o: colo.data.SharedLoader(str(data), 32, **o),
+                 lambda **o: colo.data.LocalImageLoader(str(data), 32, **o)):
+        batches = made(**habits)
+        # What such a loop reads: len(loader.dataset) for its averages, the class names for its reports.
+        assert len(batches.dataset) == 300 and len(batches) == 300 // 32
+        assert batches.dataset.classes == folders and len(folders) == batches.classes
+        seen = sum(labels.numel() for _, labels in batches)
+        assert seen == len(batches) * 32 <= len(batches.dataset)
+        with pytest.raises(ValueError, match="always come shuffled"):
+            made(shuffle=False)
+        with pytest.raises(ValueError, match="only full batches"):
+            made(drop_last=False)
+        with pytest.raises(TypeError, match="collate_fn"):
+            made(collate_fn=None)
+
+
 def test_a_script_that_ends_with_a_local_loaders_epoch_open_exits_cleanly(loader):
     # Its decode thread, left to the interpreter's end, aborted the process (SIGABRT).
     data, _, _ = loader

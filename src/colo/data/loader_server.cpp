@@ -224,6 +224,7 @@ void LoaderServer::serve(double report_s) {
                    {"mean", spec_.pipeline.mean},
                    {"std", spec_.pipeline.std},
                    {"classes", s.decoder.folder().classes.size()},
+                   {"class_names", s.decoder.folder().classes},
                    {"epoch_samples", images},
                    {"heartbeat_timeout_s", spec_.heartbeat_timeout_s}};
         if (s.mirror) welcome["device_ring"] = s.mirror->describe();

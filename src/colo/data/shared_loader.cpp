@@ -93,6 +93,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   mean_ = welcome["mean"].get<std::vector<double>>();
   std_ = welcome["std"].get<std::vector<double>>();
   classes_ = welcome["classes"].get<int64_t>();
+  class_names_ = welcome.value("class_names", std::vector<std::string>{});
   epoch_samples_ = welcome["epoch_samples"].get<int64_t>();
   chunk_ = welcome["chunk"].get<int64_t>();
   slots_ = welcome["slots"].get<int64_t>();

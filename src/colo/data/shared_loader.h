@@ -110,6 +110,10 @@ class SharedLoaderClient {
   const std::vector<double>& mean() const { return mean_; }
   const std::vector<double>& std() const { return std_; }
   int64_t classes() const { return classes_; }
+  // The class folders' names, label order (empty from a producer too old to send them).
+  const std::vector<std::string>& class_names() const { return class_names_; }
+  // Images in one pass of the producer's data set.
+  int64_t epoch_samples() const { return epoch_samples_; }
   // Batches in one pass over the data set (its size over the batch size,
   // rounded down): what `len()` of a loader reports.
   int64_t batches_per_epoch() const { return epoch_samples_ / batch_size_; }
@@ -135,6 +139,7 @@ class SharedLoaderClient {
   std::vector<int64_t> shape_;
   std::vector<double> mean_, std_;
   int64_t classes_ = 0, epoch_samples_ = 0, chunk_ = 0, sample_bytes_ = 0, slots_ = 0;
+  std::vector<std::string> class_names_;
   std::vector<uint8_t> pixels_;   // the current chunk's samples, copied out of the ring
   std::vector<int64_t> labels_;
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
