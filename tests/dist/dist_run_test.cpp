@@ -358,6 +358,20 @@ TEST(DistRun, ResumeWithoutACheckpointOrFromAnotherRunsIsRefusedClearly) {
   EXPECT_TRUE(path_exists(dir.file("run/result.json")));  // the finished run's results stay
 }
 
+TEST(DistRun, ResumeIfAnyStartsAfreshWithoutACheckpointAndResumesFromOne) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", "workers = 2\ncheckpoint_steps = 4\n");
+  auto first = run_dist(dir, file + " --resume-if-any");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir.file("run/result.json")))["resumed"], false);
+  auto again = run_dist(dir, file + " --resume-if-any");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.err.find("resuming at step 8"), std::string::npos) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir.file("run/result.json")))["resumed"], true);
+  EXPECT_EQ(steps_of(dir.file("run/steps-rank0.jsonl")), one_to(8));
+}
+
 TEST(DistRun, BadClusterFileExitsWithStatus2) {
   TempDir dir;
   auto run = run_dist(dir, cluster_file(dir, "bad", "workers = 2\nstrategy = \"gossip\"\n"));

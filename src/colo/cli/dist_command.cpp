@@ -8,6 +8,7 @@
 #include "colo/dist/cluster_spec.h"
 #include "colo/dist/launcher.h"
 #include "colo/dist/rendezvous.h"
+#include "colo/dist/run_checkpoint.h"
 #include "colo/dist/worker.h"
 #include "colo/dist/worker_state.h"
 
@@ -17,12 +18,17 @@ void add_dist_command(CLI::App& app, int& exit_code) {
   auto path = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
   auto resume = std::make_shared<bool>(false);
+  auto resume_if_any = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "dist", "Train one model data-parallel over many workers: allreduce, parameter server, switch");
   cmd->add_option("cluster", *path, "cluster file: a training spec plus a [cluster] table (docs/cluster-format.md)");
   cmd->add_option("--output", *output, "override the spec's output directory");
   cmd->add_flag("--resume", *resume,
                 "continue from OUTPUT/checkpoint (written every [cluster] checkpoint_steps steps)");
+  cmd->add_flag("--resume-if-any", *resume_if_any,
+                "continue from OUTPUT/checkpoint if one was committed, else start afresh (a batch script "
+                "that Slurm may requeue)")
+      ->excludes("--resume");
   cmd->footer(
       "\nOn one host colo starts the workers and servers itself (one worker per GPU where there are\n"
       "GPUs). Under torchrun, srun or mpirun each process finds its rank in the environment\n"
@@ -50,7 +56,7 @@ void add_dist_command(CLI::App& app, int& exit_code) {
     if (simulate->parsed()) return;
     dist::ClusterSpec spec = dist::parse_cluster_spec(*path);
     if (!output->empty()) spec.train.output = *output;
-    spec.resume = *resume;
+    spec.resume = *resume || (*resume_if_any && dist::has_committed_checkpoint(spec.train.output));
     if (spec.resume) dist::check_resumable(spec);
     if (auto member = dist::membership_from_environment()) {
       // Under srun/torchrun/mpirun no launcher made the output directory.
@@ -64,7 +70,7 @@ void add_dist_command(CLI::App& app, int& exit_code) {
       argv.push_back("--output");
       argv.push_back(*output);
     }
-    if (*resume) argv.push_back("--resume");
+    if (spec.resume) argv.push_back("--resume");
     exit_code = dist::launch_local(spec, argv);
   });
 }

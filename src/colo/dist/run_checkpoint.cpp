@@ -70,6 +70,8 @@ void remove_other_checkpoints(const std::string& output, int rank, int64_t keep)
   }
 }
 
+bool has_committed_checkpoint(const std::string& output) { return path_exists(latest_file(output)); }
+
 nlohmann::json committed_checkpoint(const std::string& output) {
   const std::string path = latest_file(output);
   if (!path_exists(path)) {

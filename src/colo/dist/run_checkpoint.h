@@ -42,6 +42,9 @@ void commit_checkpoint(const std::string& output, int64_t step, const nlohmann::
 // any a killed run wrote after its last commit).
 void remove_other_checkpoints(const std::string& output, int rank, int64_t keep);
 
+// Whether a checkpoint was committed in `output` (latest.json exists).
+bool has_committed_checkpoint(const std::string& output);
+
 // latest.json: {"step", "run"}; throws InputError naming it when there is
 // none ("no checkpoint to resume from") or it is malformed.
 nlohmann::json committed_checkpoint(const std::string& output);

@@ -112,14 +112,15 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   const std::string& out = spec.train.output;
   const std::string steps_path = out + "/steps-rank" + std::to_string(rank) + ".jsonl";
   const std::string evals_path = out + "/eval.jsonl";
-  WorkerCounters c;
+  WorkerCounters progress;
   if (spec.resume) {
-    c = resume_worker(spec, rank, flat, optimizer, *strategy);
-    keep_json_lines_through(steps_path, "step", c.step);
-    if (rank == 0) keep_json_lines_through(evals_path, "step", c.step);
+    progress = resume_worker(spec, rank, flat, optimizer, *strategy);
+    keep_json_lines_through(steps_path, "step", progress.step);
+    if (rank == 0) keep_json_lines_through(evals_path, "step", progress.step);
     if (rank == 0) {
-      std::fprintf(stderr, "resuming at step %lld (epoch %lld, batch %lld) from %s\n", static_cast<long long>(c.step),
-                   static_cast<long long>(c.epoch + 1), static_cast<long long>(c.batch),
+      std::fprintf(stderr, "resuming at step %lld (epoch %lld, batch %lld) from %s\n",
+                   static_cast<long long>(progress.step),
+                   static_cast<long long>(progress.epoch + 1), static_cast<long long>(progress.batch),
                    checkpoint_directory(out).c_str());
     }
   }
@@ -129,41 +130,42 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   if (rank == 0) evals = std::make_unique<JsonLinesWriter>(evals_path, mode);
 
   Stopwatch wall;
-  const double wall_before = c.wall_s;  // the resumed run's wall time before this process
+  const double wall_before = progress.wall_s;  // the resumed run's wall time before this process
   auto wall_s = [&] { return wall_before + wall.elapsed_s(); };
-  auto train_s = [&] { return wall_s() - c.eval_s; };
+  auto train_s = [&] { return wall_s() - progress.eval_s; };
   auto record_eval = [&](int64_t epoch) {
     Stopwatch clock;
-    c.test_accuracy = test_accuracy(*model, dataset.test, test_options, &c.test_loss);
-    c.eval_s += clock.elapsed_s();
-    if (c.time_to_target_s < 0 && spec.target_accuracy > 0 && c.test_accuracy >= spec.target_accuracy) {
-      c.time_to_target_s = train_s();
+    progress.test_accuracy = test_accuracy(*model, dataset.test, test_options, &progress.test_loss);
+    progress.eval_s += clock.elapsed_s();
+    if (progress.time_to_target_s < 0 && spec.target_accuracy > 0 && progress.test_accuracy >= spec.target_accuracy) {
+      progress.time_to_target_s = train_s();
     }
-    evals->write({{"step", c.step}, {"epoch", epoch}, {"train_s", train_s()}, {"test_accuracy", c.test_accuracy},
-                  {"test_loss", c.test_loss}, {"strategy", strategy->name()}});
-    std::fprintf(stderr, "step %lld  %s  train %.1f s  test accuracy %.4f\n", static_cast<long long>(c.step),
-                 strategy->name().c_str(), train_s(), c.test_accuracy);
+    evals->write({{"step", progress.step}, {"epoch", epoch}, {"train_s", train_s()},
+                  {"test_accuracy", progress.test_accuracy},
+                  {"test_loss", progress.test_loss}, {"strategy", strategy->name()}});
+    std::fprintf(stderr, "step %lld  %s  train %.1f s  test accuracy %.4f\n", static_cast<long long>(progress.step),
+                 strategy->name().c_str(), train_s(), progress.test_accuracy);
   };
 
   int64_t loader_epoch = -1;
-  while (c.epoch < spec.train.epochs && c.step < total_steps) {
-    if (loader_epoch != c.epoch) {
-      loader.start_epoch(c.epoch);
-      loader_epoch = c.epoch;
+  while (progress.epoch < spec.train.epochs && progress.step < total_steps) {
+    if (loader_epoch != progress.epoch) {
+      loader.start_epoch(progress.epoch);
+      loader_epoch = progress.epoch;
       // A resumed run reads past the batches its checkpoint had trained on:
       // the loader's order and augmentation depend only on (seed, epoch).
-      for (int64_t b = 0; b < c.batch; ++b) loader.next();
+      for (int64_t b = 0; b < progress.batch; ++b) loader.next();
     }
     Stopwatch clock;
     auto batch = loader.next();
     if (!batch) throw std::logic_error("the loader ended an epoch before its batches_per_epoch()");
-    double lr = schedule.lr_at(c.step);
+    double lr = schedule.lr_at(progress.step);
     strategy->begin_step();
     at::Tensor loss = at::cross_entropy_loss(model->forward(batch->inputs), batch->labels);
     loss.backward();
     gpu::synchronize_current_stream(device);
     double compute_s = clock.elapsed_s();
-    ExchangeCost cost = strategy->finish_step(c.step, lr);
+    ExchangeCost cost = strategy->finish_step(progress.step, lr);
     double loss_value = loss.item<double>();
     std::string phase = strategy->name();
     if (strategy->synchronous()) {
@@ -179,44 +181,44 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
       double fastest = table.select(1, 1).min().item<double>();
       cost.waiting_s = std::min(cost.communication_s, slowest - compute_s);
       cost.communication_s -= cost.waiting_s;
-      if (switching && switching->observe({c.step + 1, total_steps, mean_loss, slowest, fastest}) && rank == 0) {
+      if (switching && switching->observe({progress.step + 1, total_steps, mean_loss, slowest, fastest}) && rank == 0) {
         std::fprintf(stderr, "step %lld: %s; switching to the asynchronous parameter server\n",
-                     static_cast<long long>(c.step + 1), switching->switch_reason().c_str());
+                     static_cast<long long>(progress.step + 1), switching->switch_reason().c_str());
       }
     }
-    ++c.step;
-    ++c.batch;
-    c.samples += batch->labels.size(0);
-    c.compute_s += compute_s;
-    c.communication_s += cost.communication_s;
-    c.waiting_s += cost.waiting_s;
-    c.bytes_sent += cost.bytes_sent;
-    steps.write({{"rank", rank}, {"step", c.step}, {"epoch", c.epoch + 1}, {"strategy", phase},
+    ++progress.step;
+    ++progress.batch;
+    progress.samples += batch->labels.size(0);
+    progress.compute_s += compute_s;
+    progress.communication_s += cost.communication_s;
+    progress.waiting_s += cost.waiting_s;
+    progress.bytes_sent += cost.bytes_sent;
+    steps.write({{"rank", rank}, {"step", progress.step}, {"epoch", progress.epoch + 1}, {"strategy", phase},
                  {"loss", loss_value}, {"compute_s", compute_s}, {"communication_s", cost.communication_s},
                  {"waiting_s", cost.waiting_s}, {"bytes_sent", cost.bytes_sent},
                  {"step_s", clock.elapsed_s()}, {"wall_s", wall_s()}});
     if (!std::isfinite(loss_value)) throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value));
     // Evaluations: every eval_every steps, at each epoch's end and after the last step.
-    bool epoch_done = c.batch == per_epoch;
-    bool due = spec.eval_every > 0 && c.step % spec.eval_every == 0;
-    if (rank == 0 && (due || epoch_done || c.step == total_steps)) record_eval(c.epoch + 1);
+    bool epoch_done = progress.batch == per_epoch;
+    bool due = spec.eval_every > 0 && progress.step % spec.eval_every == 0;
+    if (rank == 0 && (due || epoch_done || progress.step == total_steps)) record_eval(progress.epoch + 1);
     if (epoch_done) {
-      ++c.epoch;
-      c.batch = 0;
+      ++progress.epoch;
+      progress.batch = 0;
     }
     // After the evaluation, so that a resumed run neither repeats nor misses one.
-    if (spec.checkpoint_steps > 0 && c.step % spec.checkpoint_steps == 0 && strategy->holds_training_state()) {
+    if (spec.checkpoint_steps > 0 && progress.step % spec.checkpoint_steps == 0 && strategy->holds_training_state()) {
       Stopwatch writing;
-      c.wall_s = wall_s();
-      checkpoint_worker(spec, rank, group, flat, optimizer, *strategy, c);
-      c.checkpoint_s += writing.elapsed_s();
+      progress.wall_s = wall_s();
+      checkpoint_worker(spec, rank, group, flat, optimizer, *strategy, progress);
+      progress.checkpoint_s += writing.elapsed_s();
     }
   }
   strategy->finish();
   if (strategy->synchronous()) group.barrier();
   write_file_atomically(out + "/params-rank" + std::to_string(rank) + ".f32", raw_floats(flat.values()));
   if (rank != 0) return;
-  double n = static_cast<double>(std::max<int64_t>(c.step, 1));
+  double n = static_cast<double>(std::max<int64_t>(progress.step, 1));
   nlohmann::json result{{"strategy", spec.strategy},
                         {"mode", spec.strategy == "param_server" ? spec.param_server.mode : ""},
                         {"workers", spec.workers},
@@ -224,21 +226,23 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
                         {"backend", backend},
                         {"device", gpu::describe_device(device)},
                         {"parameters", flat.size()},
-                        {"steps", c.step},
+                        {"steps", progress.step},
                         {"batch_per_worker", spec.train.batch_size},
                         {"train_s", train_s()},
-                        {"samples_per_s", static_cast<double>(c.samples * spec.workers) / std::max(train_s(), 1e-9)},
-                        {"test_accuracy", c.test_accuracy},
-                        {"test_loss", c.test_loss},
+                        {"samples_per_s",
+                         static_cast<double>(progress.samples * spec.workers) / std::max(train_s(), 1e-9)},
+                        {"test_accuracy", progress.test_accuracy},
+                        {"test_loss", progress.test_loss},
                         {"target_accuracy", spec.target_accuracy},
-                        {"time_to_target_s", c.time_to_target_s >= 0 ? nlohmann::json(c.time_to_target_s) : nlohmann::json()},
+                        {"time_to_target_s", progress.time_to_target_s >= 0 ? nlohmann::json(progress.time_to_target_s)
+                                                                            : nlohmann::json()},
                         {"switched_at_step", switching ? switching->switched_at() : -1},
-                        {"checkpoint_s", c.checkpoint_s},
+                        {"checkpoint_s", progress.checkpoint_s},
                         {"resumed", spec.resume},
-                        {"mean_compute_s", c.compute_s / n},
-                        {"mean_communication_s", c.communication_s / n},
-                        {"mean_waiting_s", c.waiting_s / n},
-                        {"bytes_sent_per_step", static_cast<double>(c.bytes_sent) / n}};
+                        {"mean_compute_s", progress.compute_s / n},
+                        {"mean_communication_s", progress.communication_s / n},
+                        {"mean_waiting_s", progress.waiting_s / n},
+                        {"bytes_sent_per_step", static_cast<double>(progress.bytes_sent) / n}};
   write_file_atomically(out + "/result.json", result.dump(2) + "\n");
 }
 

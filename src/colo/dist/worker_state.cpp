@@ -19,7 +19,8 @@ namespace {
 // What latest.json says of the run, checked by a resume; the model's size
 // is known only once a worker has built it.
 nlohmann::json run_description(const ClusterSpec& spec, const FlatModel* model) {
-  nlohmann::json run{{"strategy", spec.strategy}, {"workers", spec.workers}, {"batch_per_worker", spec.train.batch_size}};
+  nlohmann::json run{
+      {"strategy", spec.strategy}, {"workers", spec.workers}, {"batch_per_worker", spec.train.batch_size}};
   if (model) run["parameters"] = model->size();
   return run;
 }
