@@ -20,7 +20,10 @@ per trained sample, and each job's time waiting for data; the same over the
 window in which all jobs train (`all_running`: without the start-up
 stagger, in which a job alone on the GPU is data-bound in any mode), and
 the time from launching the jobs to the last one's end (set-up included:
-what a user waits for; `launch_to_last_end_s`). Every round's jobs keep
+what a user waits for; `launch_to_last_end_s`, and `start_to_last_end_s`
+from the round's start, the shared producer's start included: the jobs
+are launched 1 s after it, or with --launch-when-full once its ring is
+full, so that it no longer decodes beside their set-up). Every round's jobs keep
 their set-up phases from launch and their wait before, while and after all
 jobs trained. CPU
 counts the training window, not start-up (importing torch, CUDA set-up):
@@ -46,6 +49,7 @@ daemon's clients, as jobs that colo collocates with MPS are.
 """
 import argparse
 import json
+import re
 import os
 import statistics
 import subprocess
@@ -192,6 +196,26 @@ def run_round(args, mode, data):
             return json.load(f)
 
 
+def wait_until_ring_full(colo, data, producer, limit_s=120):
+    """Returns once the producer at DATA.toml `data` has published as many
+    chunks as its ring holds: with no consumer yet it then stops decoding,
+    so the jobs set up on idle cores."""
+    with open(data) as f:
+        address = re.search(r'^address = "([^"]+)"', f.read(), re.M).group(1)
+    deadline = time.time() + limit_s
+    while time.time() < deadline:
+        if producer.poll() is not None:
+            raise SystemExit(f"the producer exited ({producer.returncode}) before its ring was full: "
+                             f"{producer.stderr.read()[-2000:]}")
+        done = subprocess.run([colo, "loader", "status", address, "--timeout", "0.5"], capture_output=True, text=True)
+        if done.returncode == 0:
+            stats = json.loads(done.stdout)
+            if stats["chunks"] >= stats["buffer_slots"]:
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"the producer's ring was not full after {limit_s} s")
+
+
 def run_mode(args, mode, data):
     """`data` maps a mode's source to its DATA.toml: shared (the producer also
     keeps its ring on the GPU when the jobs train on one), shared_host (the
@@ -201,11 +225,15 @@ def run_mode(args, mode, data):
     source = "shared" if mode.startswith("shared") else mode
     device_ring = mode in ("shared", "shared_slowest") and args.device.startswith("cuda")
     data = data[mode] if mode in data else data["shared_host"]
+    round_start = time.time()
     if source == "shared":
         producer = subprocess.Popen(taskset + [args.colo, "loader", "serve", data, "--report", "0"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sampler = CpuSampler(producer.pid)
-        time.sleep(1.0)
+        if args.launch_when_full:
+            wait_until_ring_full(args.colo, data, producer)
+        else:
+            time.sleep(1.0)
     models, batches = args.model.split(","), args.batch.split(",")
     commands = [taskset + [sys.executable, HERE, "job", "--source", source, "--data", data,
                            "--model", models[i % len(models)], "--device", args.device, "--steps", str(args.steps),
@@ -255,6 +283,8 @@ def run_mode(args, mode, data):
             "mean_completion_s": sum(r["end"] - first for r in results) / len(results),
             # What a user waits for: from launching the jobs (set-up included) to the last one's end.
             "launch_to_last_end_s": last - launched,
+            # ... and from the round's start, the producer's own start (and fill, with --launch-when-full) included.
+            "start_to_last_end_s": last - round_start,
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "all_running": all_running(results),
@@ -367,7 +397,8 @@ def summarise_rounds(args, rounds):
         median["rounds_cpu_core_s_per_sample"] = [m["cpu_core_s_per_sample"] for m in column]
         # Every round's figures and its jobs' (timelines only in the median round's `jobs`).
         median["rounds"] = [{**{k: m[k] for k in ("samples_per_s", "cpu_core_s_per_sample", "wait_pct", "all_running",
-                                                  "mean_completion_s", "launch_to_last_end_s")},
+                                                  "mean_completion_s", "launch_to_last_end_s",
+                                                  "start_to_last_end_s")},
                              "jobs": [{**{k: j[k] for k in ("model", "batch", "start", "end", "samples", "wait_s",
                                                             "cpu_core_s", "phases")}, **split}
                                       for j, split in zip(m["jobs"], wait_split(m["jobs"]))]}
@@ -451,6 +482,9 @@ def main():
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")
     r.add_argument("--colo", default="build/colo")
+    r.add_argument("--launch-when-full", action="store_true",
+                   help="shared modes: launch the jobs once the producer's ring is full (it then idles instead of "
+                        "decoding beside their set-up); default: 1 s after starting it")
     r.add_argument("--mps", action="store_true",
                    help="every round under `colo mps run`: a private CUDA MPS daemon pinned to --cores, the "
                         "producer and jobs its clients")
