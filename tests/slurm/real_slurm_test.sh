@@ -6,7 +6,8 @@
 #      and completes; one that always does so fails after its retries, with the reason;
 #   3. restarting slurmctld while jobs run loses nothing;
 #   4. a job larger than a GPU is refused at submission, and nothing is submitted;
-#   5. colo dist trains across the tasks of an allocation under srun (ranks from SLURM_PROCID).
+#   5. colo dist trains across the tasks of an allocation under srun (ranks from SLURM_PROCID);
+#   6. a colo dist batch job that Slurm requeues mid-run resumes from its checkpoint (--resume-if-any).
 #
 #   real_slurm_test.sh COLO   (exit 77: Slurm cannot run here; ctest reports a skip)
 set -uo pipefail
@@ -150,6 +151,39 @@ check "colo dist under srun ran two ranks to the end" \
   /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r.get('workers') == 2 else 1)" \
   "$work/dist/result.json"
 check "each rank wrote its steps" test -s "$work/dist/steps-rank0.jsonl" -a -s "$work/dist/steps-rank1.jsonl"
+
+# A requeued colo dist batch job resumes from its checkpoint (--resume-if-any):
+# Slurm kills the running job and starts it again, with the same command line.
+sed -e 's/^epochs = .*/epochs = 6/' -e 's/^widths = .*/widths = [32]/' -e "s#^output = .*#output = \"$work/requeued\"#" \
+  -e 's/^\[cluster\]$/[cluster]\ncheckpoint_steps = 100/' "$here/../../examples/cluster.toml" >requeued.toml
+cat >requeued.sbatch <<SBATCH
+#!/bin/sh
+#SBATCH --ntasks=2
+#SBATCH --requeue
+#SBATCH --output=$work/requeued-%j.out
+echo "attempt \${SLURM_RESTART_COUNT:-0}" >>$work/requeued-attempts.txt
+export MASTER_ADDR=\$(scontrol show hostnames "\$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_PORT=\$((20000 + SLURM_JOB_ID % 20000 + 10 * \${SLURM_RESTART_COUNT:-0}))
+srun "$colo" dist requeued.toml --resume-if-any
+SBATCH
+requeued_id=$(sbatch --parsable requeued.sbatch)
+committed() { [ -s "$work/requeued/checkpoint/latest.json" ]; }
+if wait_until 60 committed && [ ! -e "$work/requeued/result.json" ]; then
+  scontrol requeue "$requeued_id"
+  sleep 1
+  scontrol update JobId="$requeued_id" StartTime=now  # a requeued job otherwise waits 2 minutes
+fi
+requeued_done() { [ "$(squeue -h -j "$requeued_id" 2>/dev/null | wc -l)" -eq 0 ] && [ -s "$work/requeued/result.json" ]; }
+check "the requeued colo dist job ended" wait_until 120 requeued_done
+check "it ran twice: Slurm killed the first attempt mid-run" \
+  test "$(cat "$work/requeued-attempts.txt" 2>/dev/null | tr '\n' ' ')" = "attempt 0 attempt 1 "
+check "the second attempt resumed from the first one's checkpoint" \
+  /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['resumed'] and r['steps'] == 6 * 468 else 1)" \
+  "$work/requeued/result.json"
+check "every step is recorded once" /usr/bin/python3 -c "
+import json, sys
+steps = [json.loads(l)['step'] for l in open(sys.argv[1])]
+sys.exit(0 if steps == list(range(1, 6 * 468 + 1)) else 1)" "$work/requeued/steps-rank1.jsonl"
 
 echo "$((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
