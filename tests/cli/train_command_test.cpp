@@ -136,6 +136,26 @@ double final_test_accuracy(const std::string& output) {
   return read_json_lines(output + "/metrics.jsonl").back()["test_accuracy"].get<double>();
 }
 
+TEST(ColoTrain, ResumeIfAnyStartsAfreshAndThenContinuesFromTheCheckpoint) {
+  TempDir dir;
+  std::string spec = dir.write("spec.toml", mlp_spec(dir.file("out"), "[data]\nname = \"synthetic\"\n", "seed = 3\n"));
+  auto first = run_colo(dir, "train " + spec + " --resume-if-any");
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto one = read_json_lines(dir.file("out/metrics.jsonl"));
+  ASSERT_EQ(one.size(), 1u);
+  // The same command once more, the spec now asking for two epochs: it
+  // continues from epoch 1's checkpoint and keeps epoch 1's record as it was.
+  std::string text = read_file(spec);
+  dir.write("spec.toml", text.replace(text.find("epochs = 1"), 10, "epochs = 2"));
+  auto again = run_colo(dir, "train " + spec + " --resume-if-any");
+  ASSERT_EQ(again.status, 0) << again.err;
+  auto two = read_json_lines(dir.file("out/metrics.jsonl"));
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0], one[0]);
+  EXPECT_EQ(two[1]["epoch"], 2);
+  EXPECT_EQ(run_colo(dir, "train " + spec + " --resume --resume-if-any").status, 2);
+}
+
 TEST(ColoTrain, QuickstartMlpReaches84PercentOnFashionMnistIn2Epochs) {
   TempDir dir;
   auto run = run_colo(dir, std::string("train ") + COLO_SOURCE_DIR + "/examples/quickstart.toml --device cpu --out " + dir.file("q"));

@@ -6,6 +6,7 @@
 
 #include "colo/cli/train_side_by_side.h"
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "colo/core/table.h"
 #include "colo/gpu/torch_device.h"
 #include "colo/train/train_spec.h"
@@ -19,11 +20,14 @@ struct TrainArgs {
   std::string out;
   std::string device;
   bool resume = false;
+  bool resume_if_any = false;
 };
 
 int run_train(const TrainArgs& args) {
   if (args.spec_paths.size() > 1) {
-    if (args.resume) throw InputError("--resume", "", "one spec (side-by-side runs do not resume)");
+    if (args.resume || args.resume_if_any) {
+      throw InputError("--resume", "", "one spec (side-by-side runs do not resume)");
+    }
     return run_train_side_by_side(args.spec_paths, args.out, args.device);
   }
   train::TrainSpec spec = train::parse_train_spec(args.spec_paths.front());
@@ -45,7 +49,8 @@ int run_train(const TrainArgs& args) {
   TablePrinter table({{"epoch", 5}, {"loss", 7}, {"train_acc", 9}, {"test_acc", 8},
                       {"samples/s", 10}, {"epoch_s", 7}, {"peak_mem", 10}});
   table.header();
-  trainer.run(args.resume, [&](const train::EpochRecord& r) {
+  const bool resume = args.resume || (args.resume_if_any && path_exists(trainer.checkpoint_path()));
+  trainer.run(resume, [&](const train::EpochRecord& r) {
     table.row({std::to_string(r.epoch), fixed(r.loss, 4), percent(r.train_accuracy),
                std::isnan(r.test_accuracy) ? "-" : percent(r.test_accuracy), fixed(r.samples_per_s, 0), fixed(r.epoch_s, 1),
                r.peak_mem_bytes ? bytes_human(static_cast<double>(*r.peak_mem_bytes)) : "-"});
@@ -66,6 +71,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "output directory (overrides the spec's `output`; with several specs, DIR/<i>-<model> each)");
   cmd->add_option("--device", args->device, "auto | cpu | cuda | cuda:N (overrides the spec)");
   cmd->add_flag("--resume", args->resume, "continue from <output>/checkpoint.pt");
+  cmd->add_flag("--resume-if-any", args->resume_if_any,
+                "continue from <output>/checkpoint.pt if there is one, else start afresh (a batch script that "
+                "Slurm may requeue)")
+      ->excludes("--resume");
   cmd->footer(std::string("\nWrites <output>/metrics.jsonl (one JSON object per epoch), "
                           "<output>/checkpoint.pt and <output>/spec.toml.\n\n") +
               train::train_spec_reference());

@@ -49,11 +49,12 @@ class Trainer {
   models::Classifier& model() { return *model_; }
   int64_t parameter_count() const;
   int64_t steps_per_epoch() const;
+  // `<output>/checkpoint.pt`: what run() writes and `resume` reads.
+  std::string checkpoint_path() const;
 
  private:
   TestResult evaluate();  // test split, in eval mode
   std::string metrics_path() const;
-  std::string checkpoint_path() const;
 
   TrainSpec spec_;
   c10::Device device_;
