@@ -70,7 +70,8 @@ def launch(cluster_spec, out=None, quiet=True, resume=False):
     or a dict of its tables) with its output in `out` (default: a new
     temporary directory) and returns {"result", "steps", "evaluations",
     "output"}. `resume` continues from the checkpoint in `out` (cluster
-    `checkpoint_steps`), also to train further with a larger `max_steps`. "steps" holds every rank's per-step records in rank then step
+    `checkpoint_steps`), also to train further with a larger `max_steps`;
+    "if-any" resumes when there is a checkpoint and starts afresh otherwise. "steps" holds every rank's per-step records in rank then step
     order. Raises FileNotFoundError for a missing file, RunError when the run
     fails (the message holds colo's last line), TypeError for a dict colo
     cannot write."""
@@ -88,7 +89,10 @@ def launch(cluster_spec, out=None, quiet=True, resume=False):
             raise FileNotFoundError(f"colo.dist: no cluster file {path}")
     else:
         raise TypeError("colo.dist.launch: cluster_spec must be a cluster file's path or a dict of its tables")
-    command = [colo_executable(), "dist", path, "--output", out] + (["--resume"] if resume else [])
+    if resume not in (False, True, "if-any"):
+        raise ValueError(f"colo.dist.launch: resume must be False, True or \"if-any\", got {resume!r}")
+    flags = {False: [], True: ["--resume"], "if-any": ["--resume-if-any"]}[resume]
+    command = [colo_executable(), "dist", path, "--output", out] + flags
     run = subprocess.run(command, capture_output=quiet, text=True)
     if run.returncode != 0:
         lines = (run.stderr or "").strip().splitlines() if quiet else []

@@ -49,6 +49,12 @@ def test_launch_resumes_from_the_last_checkpoint_and_trains_on(tmp_path, colo_ex
     assert more["steps"][:4] == first["steps"][:4]
     with pytest.raises(colo.RunError, match="no checkpoint|none was committed"):
         colo.dist.launch(small_cluster(tmp_path), out=tmp_path / "fresh", resume=True)
+    fresh = colo.dist.launch(small_cluster(tmp_path, checkpoint_steps=3), out=tmp_path / "fresh", resume="if-any")
+    assert fresh["result"]["resumed"] is False and fresh["result"]["steps"] == 6
+    assert colo.dist.launch(small_cluster(tmp_path, checkpoint_steps=3), out=tmp_path / "fresh",
+                            resume="if-any")["result"]["resumed"] is True
+    with pytest.raises(ValueError, match="if-any"):
+        colo.dist.launch(small_cluster(tmp_path), out=tmp_path / "bad", resume="auto")
 
 
 def test_launch_reports_bad_input_clearly(tmp_path, colo_executable):
