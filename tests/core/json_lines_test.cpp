@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
 #include "support/temp_dir.h"
 
 namespace colo {
@@ -37,6 +39,20 @@ TEST(JsonLines, MalformedLineIsReportedWithItsNumber) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("m.jsonl:2"), std::string::npos) << e.what();
   }
+}
+
+TEST(JsonLines, KeepingRecordsThroughAStepDropsTheLaterOnesAndALineCutByACrash) {
+  testing::TempDir dir;
+  auto path = dir.write("steps.jsonl", "{\"step\": 1}\n{\"step\": 2}\n{\"step\": 3}\n{\"step\": 4, \"lo");
+  keep_json_lines_through(path, "step", 2);
+  auto records = read_json_lines(path);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1]["step"], 2);
+  EXPECT_EQ(read_file(path).back(), '\n');
+  auto broken = dir.write("broken.jsonl", "{\"step\": 1}\n{broken\n{\"step\": 3}\n");
+  EXPECT_THROW(keep_json_lines_through(broken, "step", 2), InputError);
+  keep_json_lines_through(dir.file("absent.jsonl"), "step", 2);
+  EXPECT_FALSE(path_exists(dir.file("absent.jsonl")));
 }
 
 TEST(JsonLines, UnopenableFileThrows) {

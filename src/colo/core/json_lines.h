@@ -32,7 +32,9 @@ std::vector<nlohmann::json> read_json_lines(const std::string& path);
 
 // Keeps, atomically, the records of a JSON Lines file whose integer `key`
 // (a missing one reads 0) is at most `last`: what a resumed run writes
-// after them replaces the rest. A missing file stays missing.
+// after them replaces the rest. A last line cut in mid-write (no newline)
+// is dropped; a malformed whole line is an InputError naming it. A missing
+// file stays missing.
 void keep_json_lines_through(const std::string& path, const std::string& key, int64_t last);
 
 }  // namespace colo
