@@ -18,6 +18,7 @@
 #   bench/gpu/run.sh power      # build + power against SM activity (bench/gpu/power_curve.sh)
 #   bench/gpu/run.sh dist       # build + bench/dist/run.sh (DIST_ARGS: busbw scaling tta); 2-4 GPUs
 #   bench/gpu/run.sh ps         # build + bench/dist/ps/run.sh (PS_RUNS: "even:allreduce uneven:ps-async ..."); 2 GPUs
+#   bench/gpu/run.sh distresume # build + colo dist checkpoints and --resume on CUDA (tests/gpu/dist_resume_on_gpu.sh); 1 GPU
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
@@ -159,6 +160,11 @@ fi
 if want ps; then
   # shellcheck disable=SC2086
   bench/dist/ps/run.sh "$BUILD" "$OUT" ${PS_RUNS:-} | tee -a "$summary"
+fi
+
+if want distresume; then
+  tests/gpu/dist_resume_on_gpu.sh "$BUILD/colo" "$OUT" | tee "$OUT/dist_resume.txt"
+  note "dist resume on CUDA: $(tail -n 1 "$OUT/dist_resume.txt")"
 fi
 
 if want estimate; then
