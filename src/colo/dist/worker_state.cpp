@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 
 #include "colo/core/error.h"
