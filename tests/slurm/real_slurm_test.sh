@@ -170,13 +170,25 @@ requeued_id=$(sbatch --parsable requeued.sbatch)
 committed() { [ -s "$work/requeued/checkpoint/latest.json" ]; }
 if wait_until 60 committed && [ ! -e "$work/requeued/result.json" ]; then
   scontrol requeue "$requeued_id"
+  # Slurm holds a requeued job back 2 minutes (reason BeginTime). Release it
+  # once it is pending again and the first attempt's step daemons are gone:
+  # slurmd refuses a start whose credential predates its revoking of the
+  # first attempt's ("Job credential revoked").
+  requeued_pending() {
+    squeue -h -j "$requeued_id" -o %T 2>/dev/null | grep -qx PENDING && ! pgrep -f "slurmstepd: \[$requeued_id\." >/dev/null
+  }
+  wait_until 60 requeued_pending
   sleep 1
-  scontrol update JobId="$requeued_id" StartTime=now  # a requeued job otherwise waits 2 minutes
+  scontrol update JobId="$requeued_id" StartTime=now
 fi
 requeued_done() { [ "$(squeue -h -j "$requeued_id" 2>/dev/null | wc -l)" -eq 0 ] && [ -s "$work/requeued/result.json" ]; }
 check "the requeued colo dist job ended" wait_until 120 requeued_done
 check "it ran twice: Slurm killed the first attempt mid-run" \
-  test "$(cat "$work/requeued-attempts.txt" 2>/dev/null | tr '\n' ' ')" = "attempt 0 attempt 1 "
+  test "$(cat "$work/requeued-attempts.txt" 2>/dev/null | tr '\n' ' ')" = "attempt 0 attempt 1 " || {
+  echo "  attempts: $(cat "$work/requeued-attempts.txt" 2>/dev/null | tr '\n' ' ')"
+  scontrol show job "$requeued_id" | grep -E "JobState|Restarts|Reason" | sed 's/^/  /'
+  tail -n 5 "$work"/requeued-*.out 2>/dev/null | sed 's/^/  /'
+}
 check "the second attempt resumed from the first one's checkpoint" \
   /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['resumed'] and r['steps'] == 6 * 468 else 1)" \
   "$work/requeued/result.json"
