@@ -91,10 +91,6 @@ TEST(ClusterSpec, RejectsBadFilesNamingTheField) {
             std::string::npos);
   EXPECT_NE(error_for(dir, "[cluster]\n[simulate]\nstrategies = [\"ring\"]\n").find("simulate.strategies"),
             std::string::npos);
-  // A parameter server's state lives on its servers: its workers cannot checkpoint the run.
-  EXPECT_NE(error_for(dir, "[cluster]\nstrategy = \"param_server\"\ncheckpoint_steps = 10\n")
-                .find("cluster.checkpoint_steps"),
-            std::string::npos);
   EXPECT_EQ(parse_cluster_spec(dir.write("c.toml", std::string(kBase) + "[cluster]\nstrategy = \"switch\"\n"
                                                                           "checkpoint_steps = 10\n"))
                 .checkpoint_steps,

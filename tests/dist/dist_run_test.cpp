@@ -216,17 +216,19 @@ TEST(DistRun, KilledServerFailsParameterServerRunClearly) {
   expect_killed_rank_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n", 2, "server 0");
 }
 
-// A switch run that checkpoints every 25 steps and switches at step 60
-// (sync-switch, a tenth of 600 planned steps): its last checkpoint is step 50.
-std::string checkpointed_switch_file(const TempDir& dir, const std::string& name, int64_t workers = 2) {
+// A switch run of `max_steps` that checkpoints every 25 steps and switches
+// after step 60 whatever its length (the plateau rule with a window of 10,
+// min_steps 60 and an improvement no loss reaches).
+std::string checkpointed_switch_file(const TempDir& dir, const std::string& name, int64_t workers = 2,
+                                     int64_t max_steps = 600) {
   std::string text = "seed = 4\ndevice = \"cpu\"\noutput = \"" + dir.file(name) + "\"\nepochs = 100\n"
-                     "max_steps = 600\nbatch_size = 32\n"
+                     "max_steps = " + std::to_string(max_steps) + "\nbatch_size = 32\n"
                      "[model]\nname = \"mlp\"\nwidths = [64, 32]\n"
                      "[data]\nname = \"fashion-mnist\"\nprefetch = 0\ntrain_limit = 2048\n"
                      "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
                      "[cluster]\nworkers = " + std::to_string(workers) + "\nstrategy = \"switch\"\nservers = 1\n"
                      "checkpoint_steps = 25\neval_every = 40\n"
-                     "[switch]\nrule = \"sync-switch\"\nfraction = 0.1\n";
+                     "[switch]\nrule = \"plateau\"\nmin_steps = 60\nwindow = 10\nmin_improvement = 1.0\n";
   return dir.write(name + ".toml", text);
 }
 
@@ -243,53 +245,54 @@ std::vector<int64_t> one_to(int64_t n) {
   return all;
 }
 
-TEST(DistRun, ASwitchRunResumedFromItsLastCheckpointBeforeTheSwitchContinuesExactlyAndSwitchesAgain) {
+int64_t committed_step(const TempDir& dir, const std::string& run) {
+  return nlohmann::json::parse(read_file(dir.file(run + "/checkpoint/latest.json")))["step"].get<int64_t>();
+}
+
+TEST(DistRun, ACheckpointTakenBeforeTheSwitchResumesExactlyAndTheRunSwitchesAfterIt) {
   SKIP_WITHOUT_GLOO();
   TempDir dir;
-  std::string file = checkpointed_switch_file(dir, "run");
-  auto first = run_dist(dir, file);
-  ASSERT_EQ(first.status, 0) << first.err;
-  auto latest = nlohmann::json::parse(read_file(dir.file("run/checkpoint/latest.json")));
-  EXPECT_EQ(latest["step"], 50);  // 75, 100, ... came after the switch, when the servers hold the state
-  EXPECT_EQ(list_directory(dir.file("run/checkpoint")),
+  ASSERT_EQ(run_dist(dir, checkpointed_switch_file(dir, "whole")).status, 0);
+  auto whole = read_json_lines(dir.file("whole/steps-rank1.jsonl"));
+  ASSERT_EQ(whole.size(), 600u);
+  ASSERT_EQ(whole[59]["strategy"], "allreduce");
+  ASSERT_EQ(whole[60]["strategy"], "ps-async");
+  // Checkpoints went on after the switch: the last one is the run's end.
+  EXPECT_EQ(committed_step(dir, "whole"), 600);
+
+  // The same run stopped at step 50, before its switch, then trained on to 600.
+  ASSERT_EQ(run_dist(dir, checkpointed_switch_file(dir, "part", 2, 50)).status, 0);
+  EXPECT_EQ(committed_step(dir, "part"), 50);
+  EXPECT_EQ(list_directory(dir.file("part/checkpoint")),
             (std::vector<std::string>{"latest.json", "rank0-step50.ckpt", "rank1-step50.ckpt"}));
   // The replicas' parameters and momentum are in worker 0's file alone.
-  EXPECT_LT(file_size(dir.file("run/checkpoint/rank1-step50.ckpt")) * 10,
-            file_size(dir.file("run/checkpoint/rank0-step50.ckpt")));
-  auto before = read_json_lines(dir.file("run/steps-rank1.jsonl"));
-  ASSERT_EQ(before.size(), 600u);
-  ASSERT_EQ(before[59]["strategy"], "allreduce");
-  ASSERT_EQ(before[60]["strategy"], "ps-async");
-
-  auto resumed = run_dist(dir, file + " --resume");
+  EXPECT_LT(file_size(dir.file("part/checkpoint/rank1-step50.ckpt")) * 10,
+            file_size(dir.file("part/checkpoint/rank0-step50.ckpt")));
+  auto resumed = run_dist(dir, checkpointed_switch_file(dir, "part", 2, 600) + " --resume");
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_NE(resumed.err.find("resuming at step 50"), std::string::npos) << resumed.err;
-  auto after = read_json_lines(dir.file("run/steps-rank1.jsonl"));
-  ASSERT_EQ(steps_of(dir.file("run/steps-rank1.jsonl")), one_to(600));
-  // The records up to the checkpoint are kept as they were.
-  EXPECT_EQ(after[49]["wall_s"], before[49]["wall_s"]);
-  // Steps 51-60 all-reduce again, on the parameters, momentum and data
-  // position of step 50: the same losses as the first run's, bit for bit
+  auto part = read_json_lines(dir.file("part/steps-rank1.jsonl"));
+  ASSERT_EQ(steps_of(dir.file("part/steps-rank1.jsonl")), one_to(600));
+  // Steps 51-60 all-reduce on the parameters, momentum, data position and
+  // rule history of step 50: the uninterrupted run's losses, bit for bit
   // (one thread, two workers). A lost momentum would change step 52 on.
   for (size_t i = 50; i < 60; ++i) {
-    EXPECT_EQ(after[i]["strategy"], "allreduce") << i;
-    EXPECT_DOUBLE_EQ(after[i]["loss"].get<double>(), before[i]["loss"].get<double>()) << "step " << i + 1;
+    EXPECT_EQ(part[i]["strategy"], "allreduce") << i;
+    EXPECT_DOUBLE_EQ(part[i]["loss"].get<double>(), whole[i]["loss"].get<double>()) << "step " << i + 1;
   }
-  EXPECT_EQ(after[60]["strategy"], "ps-async");
-  auto result = nlohmann::json::parse(read_file(dir.file("run/result.json")));
+  EXPECT_EQ(part[60]["strategy"], "ps-async");
+  auto result = nlohmann::json::parse(read_file(dir.file("part/result.json")));
   EXPECT_EQ(result["steps"], 600);
   EXPECT_EQ(result["switched_at_step"], 60);
   EXPECT_EQ(result["resumed"], true);
   EXPECT_GT(result["test_accuracy"].get<double>(), 0.6);
-  // Evaluations every 40 steps: none repeated, none missing.
-  std::vector<int64_t> evals = steps_of(dir.file("run/eval.jsonl"));
+  // Evaluations every 40 steps, at each epoch's end and at the end of the
+  // first run (step 50): none repeated, none missing.
+  std::vector<int64_t> evals = steps_of(dir.file("part/eval.jsonl"));
   std::vector<int64_t> expected;
-  for (int64_t s = 40; s <= 600; s += 40) expected.push_back(s);
-  for (int64_t s = 32; s <= 600; s += 32) {  // each epoch's end (32 global batches)
-    if (s % 40 != 0) expected.push_back(s);
+  for (int64_t s = 1; s <= 600; ++s) {
+    if (s % 40 == 0 || s % 32 == 0 || s == 50 || s == 600) expected.push_back(s);  // 32 global batches an epoch
   }
-  if (600 % 40 != 0 && 600 % 32 != 0) expected.push_back(600);
-  std::sort(expected.begin(), expected.end());
   EXPECT_EQ(evals, expected);
 }
 
@@ -311,36 +314,65 @@ TEST(DistRun, ATopKAllreduceRunResumesWithItsResidualsExactly) {
   }
 }
 
-TEST(DistRun, ARunKilledAfterItsSwitchResumesFromTheCheckpointBeforeIt) {
+// Killed once a checkpoint after its switch was committed: the servers'
+// parameters and momentum come back through worker 0 (kSnapshot), and the
+// resumed run goes on with the parameter server, without switching again.
+TEST(DistRun, ARunKilledAfterItsSwitchResumesFromACheckpointTakenFromItsServers) {
   SKIP_WITHOUT_GLOO();
   TempDir dir;
   std::string file = checkpointed_switch_file(dir, "run");
+  int64_t killed_after = 0;
   {
     ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    auto switched = [&] {
-      std::string steps = dir.file("run/steps-rank0.jsonl");
-      return path_exists(steps) && read_file(steps).find("ps-async") != std::string::npos;
+    auto after_switch = [&] {
+      return path_exists(dir.file("run/checkpoint/latest.json")) && committed_step(dir, "run") >= 75;
     };
-    while (!switched() && !colo.poll() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (!after_switch() && !colo.poll() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ASSERT_TRUE(switched()) << read_file(dir.file("colo.log"));
+    ASSERT_TRUE(after_switch()) << read_file(dir.file("colo.log"));
     // The whole host goes down: the launcher and every rank, at once.
     auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
     colo.terminate(0.0);
     for (const auto& p : processes) ::kill(p["pid"].get<pid_t>(), SIGKILL);
+    killed_after = committed_step(dir, "run");
   }
   ASSERT_FALSE(path_exists(dir.file("run/result.json")));
   auto resumed = run_dist(dir, file + " --resume");
   ASSERT_EQ(resumed.status, 0) << resumed.err;
-  EXPECT_NE(resumed.err.find("resuming at step 50"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming at step " + std::to_string(killed_after)), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.err.find("switching to"), std::string::npos) << resumed.err;
   EXPECT_EQ(steps_of(dir.file("run/steps-rank0.jsonl")), one_to(600));
   EXPECT_EQ(steps_of(dir.file("run/steps-rank1.jsonl")), one_to(600));
+  auto after = read_json_lines(dir.file("run/steps-rank0.jsonl"));
+  EXPECT_EQ(after[static_cast<size_t>(killed_after)]["strategy"], "ps-async");
   auto result = nlohmann::json::parse(read_file(dir.file("run/result.json")));
   EXPECT_EQ(result["steps"], 600);
   EXPECT_EQ(result["switched_at_step"], 60);
   EXPECT_GT(result["test_accuracy"].get<double>(), 0.6);
+}
+
+// Synchronous parameter server: the servers' parameters and momentum at the
+// checkpoint, fetched by worker 0, make the resumed steps the uninterrupted
+// run's (the servers sum two workers' pushes in either order exactly).
+TEST(DistRun, ASynchronousParameterServerRunResumesExactlyFromItsServersState) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  std::string file = cluster_file(dir, "ps",
+                                  "workers = 2\nstrategy = \"param_server\"\nservers = 2\ncheckpoint_steps = 25\n",
+                                  "[param_server]\nmode = \"sync\"\n", "train_limit = 2048\n", 60);
+  ASSERT_EQ(run_dist(dir, file).status, 0);
+  auto before = read_json_lines(dir.file("ps/steps-rank1.jsonl"));
+  EXPECT_EQ(committed_step(dir, "ps"), 50);
+  auto resumed = run_dist(dir, file + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  auto after = read_json_lines(dir.file("ps/steps-rank1.jsonl"));
+  ASSERT_EQ(steps_of(dir.file("ps/steps-rank1.jsonl")), one_to(60));
+  for (size_t i = 50; i < 60; ++i) {
+    EXPECT_EQ(after[i]["strategy"], "ps-sync");
+    EXPECT_DOUBLE_EQ(after[i]["loss"].get<double>(), before[i]["loss"].get<double>()) << "step " << i + 1;
+  }
 }
 
 TEST(DistRun, ResumeWithoutACheckpointOrFromAnotherRunsIsRefusedClearly) {

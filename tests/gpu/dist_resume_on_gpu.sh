@@ -3,8 +3,10 @@
 #   1. an allreduce run resumed from its checkpoint repeats the uninterrupted
 #      run's losses after it (within 1e-4: cuBLAS may order sums differently);
 #   2. a switch run (1 worker, 1 server on the GPU) killed with SIGKILL after
-#      its switch resumes from its last checkpoint before it, switches again
-#      and records every step once.
+#      a checkpoint past its switch (fetched from the server) resumes from it,
+#      does not switch again, and records every step once;
+#   3. a synchronous parameter-server run resumed from its servers' state
+#      repeats the uninterrupted run's losses (within 1e-4).
 # Prints "ok:"/"FAIL:" lines and "N passed, M failed"; exits 1 on a failure.
 #
 #   tests/gpu/dist_resume_on_gpu.sh COLO OUT
@@ -80,23 +82,37 @@ check "allreduce on $device resumes at step 100" grep -q "resuming at step 100" 
 check "its steps 101-110 repeat the first run's losses" same_losses "$out/ar-first.jsonl" "$out/ar/steps-rank0.jsonl" 101 110
 check "every allreduce step is recorded once" every_step_once "$out/ar/steps-rank0.jsonl" 110
 
-# 2. switch: 600 steps, switches at 60, the last checkpoint before it at 50; killed after the switch.
+# 2. switch: 600 steps, switches at 60; killed once a checkpoint after the
+#    switch (taken from the server on the GPU) is committed.
 spec sw switch 600
 "$colo" dist "$out/sw.toml" >"$out/sw-1.log" 2>&1 &
 launcher=$!
-for _ in $(seq 600); do
-  grep -qs "ps-async" "$out/sw/steps-rank0.jsonl" && break
-  sleep 0.1
+committed() { /usr/bin/env python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" \
+                "$out/sw/checkpoint/latest.json" 2>/dev/null || echo 0; }
+for _ in $(seq 1200); do
+  [ "$(committed)" -ge 75 ] && break
+  sleep 0.05
 done
 pids=$(/usr/bin/env python3 -c "import json; print(' '.join(str(p['pid']) for p in json.load(open('$out/sw/processes.json'))))")
 kill -9 $launcher $pids 2>/dev/null
 wait $launcher 2>/dev/null
-check "the switch run was killed before its end" test ! -e "$out/sw/result.json"
+killed_at=$(committed)
+check "the switch run was killed after a checkpoint past its switch (step $killed_at)" \
+  test ! -e "$out/sw/result.json" -a "$killed_at" -ge 75
 "$colo" dist "$out/sw.toml" --resume >"$out/sw-2.log" 2>&1
-check "it resumes at step 50 on $device" grep -q "resuming at step 50" "$out/sw-2.log"
-check "it switches again at step 60 and ends at 600" result sw "r['switched_at_step'] == 60 and r['steps'] == 600 and r['resumed']"
+check "it resumes at step $killed_at on $device" grep -q "resuming at step $killed_at " "$out/sw-2.log"
+check "it does not switch again, and ends at 600" result sw "r['switched_at_step'] == 60 and r['steps'] == 600 and r['resumed']"
 check "every switch step is recorded once" every_step_once "$out/sw/steps-rank0.jsonl" 600
 check "the resumed switch run trained (test accuracy > 0.7)" result sw "r['test_accuracy'] > 0.7"
+
+# 3. synchronous parameter server: 110 steps, the last checkpoint (the server's state) at 100.
+spec ps param_server 110
+sed -i 's/^\[switch\]$/[param_server]\nmode = "sync"\n[switch]/' "$out/ps.toml"
+"$colo" dist "$out/ps.toml" >"$out/ps-1.log" 2>&1
+cp "$out/ps/steps-rank0.jsonl" "$out/ps-first.jsonl"
+"$colo" dist "$out/ps.toml" --resume >"$out/ps-2.log" 2>&1
+check "a sync parameter-server run resumes at step 100" grep -q "resuming at step 100" "$out/ps-2.log"
+check "its steps 101-110 repeat the first run's losses" same_losses "$out/ps-first.jsonl" "$out/ps/steps-rank0.jsonl" 101 110
 
 echo "$((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -91,6 +91,12 @@ ExchangeCost AllreduceStrategy::finish_step(int64_t, double lr) {
   return cost;
 }
 
+std::vector<at::Tensor> AllreduceStrategy::run_state() {
+  std::vector<at::Tensor> run{model_.values()};
+  for (const auto& t : optimizer_.state()) run.push_back(t);
+  return run;
+}
+
 // Each bucket's carried tensors in bucket order; `carried` counts them per
 // bucket, so buckets that carry nothing yet (or never) take no slot.
 StrategyState AllreduceStrategy::state() const {

@@ -32,7 +32,7 @@ class AllreduceStrategy : public Strategy {
   void begin_step() override;
   ExchangeCost finish_step(int64_t step, double lr) override;
   bool synchronous() const override { return true; }
-  bool holds_training_state() const override { return true; }
+  std::vector<at::Tensor> run_state() override;
   StrategyState state() const override;
   void restore(const StrategyState& state) override;
 

@@ -85,11 +85,6 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
   spec.eval_every = cluster->integer_or("eval_every", spec.eval_every, 0);
   spec.target_accuracy = cluster->number_or("target_accuracy", spec.target_accuracy, 0, 1);
   spec.checkpoint_steps = cluster->integer_or("checkpoint_steps", spec.checkpoint_steps, 0);
-  if (spec.checkpoint_steps > 0 && !strategy_info(spec.strategy).checkpoints) {
-    cluster->fail("checkpoint_steps", "0 for strategy \"" + spec.strategy +
-                                          "\" (a parameter server's state lives on its servers; allreduce and "
-                                          "switch checkpoint)");
-  }
   cluster->reject_unknown();
 
   if (auto t = root.table("allreduce")) {

@@ -81,9 +81,8 @@ struct ClusterSpec {
   double timeout_s = 60;    // a collective or message that takes longer fails the run
   int64_t eval_every = 0;   // steps between test evaluations on rank 0; 0 = at the end of each epoch
   double target_accuracy = 0;  // time-to-accuracy is reported against this (0 = not reported)
-  // Steps between checkpoints (run_checkpoint.h), taken while the workers
-  // hold the run's whole state: every such step of allreduce, a switch's
-  // steps before it switches. 0 = none.
+  // Steps between checkpoints (run_checkpoint.h); 0 = none. In an
+  // asynchronous phase a checkpoint waits for every worker to reach its step.
   int64_t checkpoint_steps = 0;
   bool resume = false;      // `colo dist --resume`: continue from the committed checkpoint (not a file key)
   AllreduceOptions allreduce;

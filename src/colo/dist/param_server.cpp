@@ -87,6 +87,9 @@ class Server {
       case MessageType::kPush:
         push(worker, message);
         break;
+      case MessageType::kSnapshot:
+        send_state(worker);
+        break;
       case MessageType::kDone:
         state.done = true;
         ++done_;
@@ -139,6 +142,25 @@ class Server {
     for (int m = 0; m < kept; ++m) state[m].copy_(state_in.narrow(0, (1 + m) * size, size));
     state.back().fill_(message.step);
     initialized_ = true;
+  }
+
+  // Answers a kSnapshot with what a kInit carries: the key range's
+  // parameters, then one buffer per moment of the workers' optimiser (this
+  // server's own where it keeps it, zeros where momentum compensation left
+  // it none), and the optimiser's step count.
+  void send_state(int worker) {
+    if (!initialized_) throw std::runtime_error(name_ + ": snapshot before init");
+    int moments = FlatOptimizer::moment_buffers(spec_.train.optimizer);
+    auto state = optimizer_->state();
+    std::vector<at::Tensor> parts{values_};
+    for (int m = 0; m < moments; ++m) {
+      parts.push_back(m + 1 < static_cast<int>(state.size()) ? state[m] : at::zeros_like(values_));
+    }
+    Message answer;
+    answer.type = MessageType::kState;
+    answer.step = state.back().item<int64_t>();
+    answer.payload = at::cat(parts).to(at::kCPU).contiguous();
+    socket_.send(worker, answer);
   }
 
   // The pushed gradients, on this server's device.

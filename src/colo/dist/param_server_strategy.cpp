@@ -17,7 +17,8 @@ ServerLink link_to_server(Rendezvous& rendezvous, int64_t server, int worker) {
 
 ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& optimizer,
                                          Rendezvous& rendezvous, const ClusterSpec& spec, int worker)
-    : model_(model), mode_(spec.param_server.mode), worker_(worker), timeout_s_(spec.timeout_s) {
+    : model_(model), moments_(FlatOptimizer::moment_buffers(spec.train.optimizer)), mode_(spec.param_server.mode),
+      worker_(worker), timeout_s_(spec.timeout_s) {
   bool cuda = model_.values().is_cuda();
   auto host = at::TensorOptions().dtype(at::kFloat).pinned_memory(cuda);
   host_values_ = at::empty({model_.size()}, host);
@@ -113,6 +114,30 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
   cost.waiting_s = pull();
   cost.communication_s = std::max(0.0, clock.elapsed_s() - cost.waiting_s);
   return cost;
+}
+
+std::vector<at::Tensor> ParamServerStrategy::run_state() {
+  const int64_t size = model_.size();
+  std::vector<at::Tensor> run;
+  for (int m = 0; m <= moments_; ++m) run.push_back(at::empty({size}, at::kFloat));
+  at::Tensor step = at::zeros({1}, at::kLong);
+  for (auto& server : servers_) {
+    Message ask;
+    ask.type = MessageType::kSnapshot;
+    ask.worker = worker_;
+    server.link.send(ask);
+    Message state = server.link.receive(3 * timeout_s_);
+    const int64_t range = server.end - server.begin;
+    if (state.type != MessageType::kState || state.payload.numel() != range * (1 + moments_)) {
+      throw std::runtime_error("unexpected answer to a snapshot from " + server.link.peer());
+    }
+    for (int m = 0; m <= moments_; ++m) {
+      run[static_cast<size_t>(m)].narrow(0, server.begin, range).copy_(state.payload.narrow(0, m * range, range));
+    }
+    step.fill_(state.step);  // every server has applied the same pushes once no worker exchanges
+  }
+  run.push_back(step);
+  return run;
 }
 
 void ParamServerStrategy::finish() {

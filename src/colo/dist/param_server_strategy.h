@@ -32,6 +32,9 @@ class ParamServerStrategy : public Strategy {
   ExchangeCost finish_step(int64_t step, double lr) override;
   bool synchronous() const override { return mode_ == "sync"; }
   void finish() override;
+  // Worker 0 asks every server for its key range's parameters and
+  // optimiser state (kSnapshot) and puts them together, on the CPU.
+  std::vector<at::Tensor> run_state() override;
 
  private:
   // A server's key range and, where it shares device memory, the
@@ -46,6 +49,7 @@ class ParamServerStrategy : public Strategy {
   double pull();
 
   FlatModel& model_;
+  int moments_;  // [P] buffers of the workers' optimiser (FlatOptimizer::moment_buffers)
   std::string mode_;
   int worker_;
   double timeout_s_;

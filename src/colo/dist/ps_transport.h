@@ -23,12 +23,14 @@ enum class MessageType : uint32_t {
   kParams = 4,   // server -> worker: the key range's current parameters
   kDone = 5,     // worker -> server: no more pushes from me
   kWelcome = 6,  // server -> worker: the shared device buffers to use, or none
+  kSnapshot = 7, // worker 0 -> server: the key range's state, for a checkpoint; answered with kState
+  kState = 8,    // server -> worker 0: parameters and optimiser state of its key range (as kInit's)
 };
 
 struct Message {
   MessageType type = MessageType::kHello;
   int32_t worker = 0;
-  int64_t step = 0;     // kPush: the worker's step; kInit: the optimiser's step count
+  int64_t step = 0;     // kPush: the worker's step; kInit, kState: the optimiser's step count
   int64_t count = 0;    // kHello: floats in the key range
   double lr = 0;        // kPush: learning rate to apply
   double hold_s = 0;    // kParams: how long the server held the reply back (sync/SSP)

@@ -41,15 +41,16 @@ class Strategy {
   virtual bool synchronous() const = 0;
   // After the last step: releases servers and peers.
   virtual void finish() {}
-  // Whether this worker's parameters and optimiser state are, right now,
-  // the whole run's, and the same on every worker (so a checkpoint of
-  // worker 0's, with each worker's state(), is the run's): all-reduce yes;
-  // a parameter server's live on its servers.
-  virtual bool holds_training_state() const { return false; }
-  // The strategy's own state, for a checkpoint taken while
-  // holds_training_state(); restore() makes a fresh strategy of the same
-  // spec continue from it. Throws std::invalid_argument for a state that
-  // does not fit this strategy.
+  // The run's parameters, then its optimiser's state tensors
+  // (FlatOptimizer::state() order), as a checkpoint holds them. Worker 0
+  // alone calls it, after every worker has finished the same step and
+  // before any starts the next. All-reduce: this worker's own (the workers
+  // are replicas); a parameter server: fetched from its servers.
+  virtual std::vector<at::Tensor> run_state() = 0;
+  // The strategy's own state, for a checkpoint; restore() makes a fresh
+  // strategy of the same spec, on a model and optimiser that hold the
+  // checkpoint's run_state(), continue from it. Throws
+  // std::invalid_argument for a state that does not fit this strategy.
   virtual StrategyState state() const { return {}; }
   virtual void restore(const StrategyState& state) { (void)state; }
 };

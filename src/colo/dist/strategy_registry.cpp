@@ -20,15 +20,15 @@ struct Entry {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> all = {
-      {{"allreduce", false, "synchronous ring all-reduce overlapped with backward", true},
+      {{"allreduce", false, "synchronous ring all-reduce overlapped with backward"},
        [](const StrategyContext& c) {
          return std::make_unique<AllreduceStrategy>(c.flat, c.optimizer, c.group, c.spec.allreduce);
        }},
-      {{"param_server", true, "sharded parameter server: sync, async or SSP ([param_server] mode)", false},
+      {{"param_server", true, "sharded parameter server: sync, async or SSP ([param_server] mode)"},
        [](const StrategyContext& c) {
          return std::make_unique<ParamServerStrategy>(c.flat, c.optimizer, c.rendezvous, c.spec, c.rank);
        }},
-      {{"switch", true, "all-reduce first, then the asynchronous parameter server ([switch] rule)", true},
+      {{"switch", true, "all-reduce first, then the asynchronous parameter server ([switch] rule)"},
        [](const StrategyContext& c) {
          return std::make_unique<SwitchStrategy>(c.flat, c.optimizer, c.group, c.rendezvous, c.spec, c.rank);
        }},

@@ -22,9 +22,6 @@ struct StrategyInfo {
   std::string name;
   bool uses_servers = false;  // needs parameter-server processes ([cluster] servers >= 1)
   std::string summary;        // one line for help and errors
-  // Whether its workers can checkpoint the run ([cluster] checkpoint_steps):
-  // they hold its whole state, at least for a while (a switch until it switches).
-  bool checkpoints = false;
 };
 
 // allreduce, param_server, switch, in that order.

@@ -29,17 +29,26 @@ bool SwitchStrategy::observe(const StepObservation& step) {
   return true;
 }
 
+std::vector<at::Tensor> SwitchStrategy::run_state() { return server_ ? server_->run_state() : allreduce_.run_state(); }
+
 StrategyState SwitchStrategy::state() const {
   StrategyState state = allreduce_.state();
   state.values["rule"] = rule_->state();
+  state.values["switched_at"] = switched_at_;
   return state;
 }
 
 void SwitchStrategy::restore(const StrategyState& state) {
-  if (server_) throw std::invalid_argument("a switch run restores only a checkpoint taken before it switched");
+  if (server_) throw std::invalid_argument("a switch run restores its state before its first step only");
   if (!state.values.contains("rule")) throw std::invalid_argument("the checkpoint holds no switch rule state");
   allreduce_.restore(state);
   rule_->restore(state.values.at("rule"));
+  int64_t switched_at = state.values.value("switched_at", int64_t{-1});
+  if (switched_at >= 0) {
+    allreduce_.set_enabled(false);
+    server_ = std::make_unique<ParamServerStrategy>(model_, optimizer_, rendezvous_, spec_, worker_);
+    switched_at_ = switched_at;
+  }
 }
 
 void SwitchStrategy::finish() {

@@ -21,8 +21,11 @@ class SwitchStrategy : public Strategy {
   ExchangeCost finish_step(int64_t step, double lr) override;
   bool synchronous() const override { return !server_; }
   void finish() override;
-  // Until it switches: the all-reduce's state and the rule's history.
-  bool holds_training_state() const override { return !server_; }
+  // The phase's: the all-reduce's, or the servers' once it has switched.
+  std::vector<at::Tensor> run_state() override;
+  // The all-reduce's state, the rule's history and the step it switched
+  // after; restoring a switched state switches at once (the servers start
+  // from the restored parameters).
   StrategyState state() const override;
   void restore(const StrategyState& state) override;
 

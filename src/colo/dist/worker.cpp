@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
 #include "colo/core/json_lines.h"
@@ -93,7 +94,19 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   // Every worker starts from worker 0's parameters, whatever its generator did.
   group.broadcast(flat.values(), 0).wait();
   FlatOptimizer optimizer(flat.values(), flat.gradients(), spec.train.optimizer);
+  // A resumed run loads the checkpoint before making its strategy: a
+  // parameter server's servers start from what it loaded.
+  ResumedWorker resumed;
+  if (spec.resume) resumed = resume_worker(spec, rank, flat, optimizer);
   std::unique_ptr<Strategy> strategy = make_strategy({flat, optimizer, group, rendezvous, spec, rank});
+  if (spec.resume) {
+    try {
+      strategy->restore(resumed.strategy);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(checkpoint_directory(spec.train.output), "",
+                       std::string("a checkpoint of this run: ") + e.what());
+    }
+  }
   auto* switching = dynamic_cast<SwitchStrategy*>(strategy.get());
 
   data::LoaderOptions options = train::loader_options(spec.train, dataset, device, true);
@@ -112,9 +125,8 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
   const std::string& out = spec.train.output;
   const std::string steps_path = out + "/steps-rank" + std::to_string(rank) + ".jsonl";
   const std::string evals_path = out + "/eval.jsonl";
-  WorkerCounters progress;
+  WorkerCounters progress = resumed.counters;
   if (spec.resume) {
-    progress = resume_worker(spec, rank, flat, optimizer, *strategy);
     keep_json_lines_through(steps_path, "step", progress.step);
     if (rank == 0) keep_json_lines_through(evals_path, "step", progress.step);
     if (rank == 0) {
@@ -207,10 +219,10 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
       progress.batch = 0;
     }
     // After the evaluation, so that a resumed run neither repeats nor misses one.
-    if (spec.checkpoint_steps > 0 && progress.step % spec.checkpoint_steps == 0 && strategy->holds_training_state()) {
+    if (spec.checkpoint_steps > 0 && progress.step % spec.checkpoint_steps == 0) {
       Stopwatch writing;
       progress.wall_s = wall_s();
-      checkpoint_worker(spec, rank, group, flat, optimizer, *strategy, progress);
+      checkpoint_worker(spec, rank, group, flat, *strategy, progress);
       progress.checkpoint_s += writing.elapsed_s();
     }
   }

@@ -91,37 +91,38 @@ WorkerCounters WorkerCounters::from_json(const nlohmann::json& v) {
   return c;
 }
 
-// While a strategy holds the run's whole state the workers are replicas:
-// every one has the same parameters and optimiser state, so worker 0's
-// file alone holds them ("replica_tensors": the parameters, then the
-// optimiser's tensors); every file then holds its worker's CPU generator
-// state and its strategy's tensors (top-k residuals differ per worker).
-void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, FlatModel& model,
-                       FlatOptimizer& optimizer, const Strategy& strategy, const WorkerCounters& counters) {
+// Worker 0's file holds the run's parameters and optimiser state
+// ("replica_tensors": the parameters, then the optimiser's tensors); every
+// file then holds its worker's CPU generator state and its strategy's
+// tensors (top-k residuals differ per worker).
+void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, const FlatModel& model,
+                       Strategy& strategy, const WorkerCounters& counters) {
   const std::string& out = spec.train.output;
-  WorkerCheckpoint checkpoint;
-  if (rank == 0) {
-    checkpoint.tensors.push_back(model.values());
-    for (const auto& t : optimizer.state()) checkpoint.tensors.push_back(t);
-  }
-  const size_t replica_tensors = checkpoint.tensors.size();
-  StrategyState state = strategy.state();
-  checkpoint.tensors.push_back(cpu_generator_state());
-  for (const auto& t : state.tensors) checkpoint.tensors.push_back(t);
-  checkpoint.values = {{"counters", counters.to_json()},
-                       {"replica_tensors", replica_tensors},
-                       {"strategy", state.values}};
-  write_worker_checkpoint(out, rank, counters.step, checkpoint);
+  auto write_own = [&](std::vector<at::Tensor> run) {
+    WorkerCheckpoint checkpoint;
+    checkpoint.tensors = std::move(run);
+    const size_t replica_tensors = checkpoint.tensors.size();
+    StrategyState state = strategy.state();
+    checkpoint.tensors.push_back(cpu_generator_state());
+    for (const auto& t : state.tensors) checkpoint.tensors.push_back(t);
+    checkpoint.values = {{"counters", counters.to_json()},
+                         {"replica_tensors", replica_tensors},
+                         {"strategy", state.values}};
+    write_worker_checkpoint(out, rank, counters.step, checkpoint);
+  };
+  if (rank != 0) write_own({});
   group.barrier();
-  if (rank == 0) commit_checkpoint(out, counters.step, run_description(spec, &model));
+  if (rank == 0) {
+    write_own(strategy.run_state());
+    commit_checkpoint(out, counters.step, run_description(spec, &model));
+  }
   group.barrier();
   remove_other_checkpoints(out, rank, counters.step);
 }
 
 void check_resumable(const ClusterSpec& spec) { committed_step_of(spec, run_description(spec, nullptr)); }
 
-WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer,
-                             Strategy& strategy) {
+ResumedWorker resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer) {
   const std::string& out = spec.train.output;
   int64_t step = committed_step_of(spec, run_description(spec, &model));
   // Errors name the file they are about.
@@ -148,11 +149,11 @@ WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model
     size_t first = own.values.at("replica_tensors").get<size_t>();
     if (own.tensors.size() < first + 1) throw std::invalid_argument("it lacks the random generator's state");
     set_cpu_generator_state(own.tensors[first]);
-    StrategyState state;
-    state.values = own.values.at("strategy");
-    state.tensors.assign(own.tensors.begin() + static_cast<std::ptrdiff_t>(first + 1), own.tensors.end());
-    strategy.restore(state);
-    return WorkerCounters::from_json(own.values.at("counters"));
+    ResumedWorker resumed;
+    resumed.strategy.values = own.values.at("strategy");
+    resumed.strategy.tensors.assign(own.tensors.begin() + static_cast<std::ptrdiff_t>(first + 1), own.tensors.end());
+    resumed.counters = WorkerCounters::from_json(own.values.at("counters"));
+    return resumed;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, "", std::string("a colo dist checkpoint (") + e.what() + ")");
   } catch (const std::invalid_argument& e) {

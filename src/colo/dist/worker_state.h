@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/dist/cluster_spec.h"
+#include "colo/dist/strategy.h"
 
 namespace colo::dist {
 
 class Communicator;
 class FlatModel;
 class FlatOptimizer;
-class Strategy;
 
 // What a worker's loop counts, and where it is in the data.
 struct WorkerCounters {
@@ -38,23 +38,32 @@ struct WorkerCounters {
   static WorkerCounters from_json(const nlohmann::json& values);
 };
 
-// Every worker calls this after the same step, while
-// strategy.holds_training_state(): writes its file, waits for all the
-// others (group barrier), worker 0 commits the step, and once all know it
-// is committed each removes its other files. Throws on an I/O failure.
-void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, FlatModel& model,
-                       FlatOptimizer& optimizer, const Strategy& strategy, const WorkerCounters& counters);
+// Every worker calls this after the same step: the others write their
+// files, all wait until every worker has finished that step (group
+// barrier; no exchange is in flight then), worker 0 writes the run's
+// parameters and optimiser state (strategy.run_state(), fetched from the
+// servers in a parameter-server phase) with its own and commits the step,
+// and once all know it is committed each removes its other files. Throws
+// on an I/O failure.
+void checkpoint_worker(const ClusterSpec& spec, int rank, Communicator& group, const FlatModel& model,
+                       Strategy& strategy, const WorkerCounters& counters);
 
 // Before a resume starts any process: a checkpoint was committed, by a run
 // of this strategy, number of workers and batch size. Throws InputError
 // naming OUTPUT/checkpoint/latest.json otherwise.
 void check_resumable(const ClusterSpec& spec);
 
-// Loads the committed checkpoint into this worker (parameters, optimiser,
-// strategy, CPU generator) and returns its counters. Throws InputError
-// naming the checkpoint when there is none or it belongs to another run
-// (strategy, workers, model size).
-WorkerCounters resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer,
-                             Strategy& strategy);
+// What a resumed worker continues from.
+struct ResumedWorker {
+  WorkerCounters counters;
+  StrategyState strategy;  // for the strategy's restore(), once it is made
+};
+
+// Loads the committed checkpoint's parameters and optimiser state into
+// `model` and `optimizer`, and this worker's CPU generator state; call it
+// before making the strategy (a parameter server's starts its servers from
+// them). Throws InputError naming the checkpoint when there is none or it
+// belongs to another run (strategy, workers, model size, optimiser).
+ResumedWorker resume_worker(const ClusterSpec& spec, int rank, FlatModel& model, FlatOptimizer& optimizer);
 
 }  // namespace colo::dist
