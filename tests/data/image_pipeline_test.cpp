@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
+#include <jpeglib.h>
 
 #include "colo/core/error.h"
 #include "colo/data/image_folder.h"
@@ -52,6 +54,48 @@ TEST(JpegCodec, CorruptBytesAreAnErrorNotACrash) {
   error.clear();
   EXPECT_FALSE(decode_jpeg(garbage.data(), garbage.size(), &image, &error));
   EXPECT_NE(error.find("JPEG"), std::string::npos) << error;
+}
+
+// `image` as a CMYK JPEG stored in `space` (JCS_CMYK or JCS_YCCK). With an
+// Adobe marker the inks are stored inverted, as Photoshop and Pillow write
+// them; without one, as they are.
+std::vector<uint8_t> encode_cmyk_jpeg(const RgbImage& image, J_COLOR_SPACE space, bool adobe_marker) {
+  jpeg_compress_struct info;
+  jpeg_error_mgr errors;
+  info.err = jpeg_std_error(&errors);
+  jpeg_create_compress(&info);
+  unsigned char* buffer = nullptr;
+  unsigned long length = 0;
+  jpeg_mem_dest(&info, &buffer, &length);
+  info.image_width = static_cast<JDIMENSION>(image.width);
+  info.image_height = static_cast<JDIMENSION>(image.height);
+  info.input_components = 4;
+  info.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&info);
+  jpeg_set_colorspace(&info, space);
+  info.write_Adobe_marker = adobe_marker ? TRUE : FALSE;
+  jpeg_set_quality(&info, 95, TRUE);
+  jpeg_start_compress(&info, TRUE);
+  std::vector<uint8_t> row(static_cast<size_t>(image.width * 4));
+  while (info.next_scanline < info.image_height) {
+    const uint8_t* rgb = &image.pixels[static_cast<size_t>(info.next_scanline * image.width * 3)];
+    for (int64_t x = 0; x < image.width; ++x) {
+      // Black ink where all three colours are dark, the rest in C, M and Y.
+      const int k = 255 - std::max({rgb[3 * x], rgb[3 * x + 1], rgb[3 * x + 2]});
+      for (int c = 0; c < 3; ++c) {
+        const int ink = k == 255 ? 0 : 255 - (255 * rgb[3 * x + c]) / (255 - k);
+        row[static_cast<size_t>(4 * x + c)] = static_cast<uint8_t>(adobe_marker ? 255 - ink : ink);
+      }
+      row[static_cast<size_t>(4 * x + 3)] = static_cast<uint8_t>(adobe_marker ? 255 - k : k);
+    }
+    JSAMPROW line = row.data();
+    jpeg_write_scanlines(&info, &line, 1);
+  }
+  jpeg_finish_compress(&info);
+  std::vector<uint8_t> out(buffer, buffer + length);
+  std::free(buffer);
+  jpeg_destroy_compress(&info);
+  return out;
 }
 
 // A smooth image of any size: red rises left to right, green top to bottom.
@@ -101,6 +145,33 @@ TEST(JpegCodec, ScaledDecodeIsSmallerAndShowsTheSameImage) {
   std::vector<uint8_t> garbage(100, 0x11);
   EXPECT_FALSE(read_jpeg_size(garbage.data(), garbage.size(), &width, &height, &error));
   EXPECT_THROW(decode_jpeg(jpeg.data(), jpeg.size(), &full, &error, 3), std::invalid_argument);
+}
+
+TEST(JpegCodec, CmykAndYcckJpegsDecodeToTheColoursTheirInksMake) {
+  const RgbImage original = smooth(64, 48);
+  for (J_COLOR_SPACE space : {JCS_CMYK, JCS_YCCK}) {
+    for (bool adobe_marker : {true, false}) {
+      if (space == JCS_YCCK && !adobe_marker) continue;  // only the Adobe marker says a file is YCCK
+      SCOPED_TRACE(::testing::Message() << (space == JCS_CMYK ? "CMYK" : "YCCK") << ", Adobe marker "
+                                        << adobe_marker);
+      std::vector<uint8_t> jpeg = encode_cmyk_jpeg(original, space, adobe_marker);
+      RgbImage decoded, region;
+      std::string error;
+      ASSERT_TRUE(decode_jpeg(jpeg.data(), jpeg.size(), &decoded, &error)) << error;
+      ASSERT_EQ(decoded.width, 64);
+      ASSERT_EQ(decoded.height, 48);
+      EXPECT_LT(mean_abs_difference(decoded.pixels, original.pixels), 3.0);
+      // The cropped, scaled path the pipeline takes converts the same way.
+      PixelRegion decoded_region;
+      ASSERT_TRUE(decode_jpeg_region(jpeg.data(), jpeg.size(), 2, PixelRegion{8, 8, 12, 10}, &region,
+                                     &decoded_region, &error))
+          << error;
+      const int64_t x = 10 - decoded_region.x0, y = 12 - decoded_region.y0;
+      const uint8_t* half = &region.pixels[static_cast<size_t>((y * region.width + x) * 3)];
+      const uint8_t* full = &original.pixels[static_cast<size_t>((24 * 64 + 20) * 3)];
+      for (int c = 0; c < 3; ++c) EXPECT_NEAR(half[c], full[c], 10) << "channel " << c;
+    }
+  }
 }
 
 TEST(CropResizeFlip, DecodeScaleNeverShrinksTheCropBelowTheOutput) {
@@ -210,6 +281,29 @@ TEST(ImageFolder, ListsClassesAndImagesInOrder) {
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(folder.labels[static_cast<size_t>(i)], i);
   EXPECT_THROW(scan_image_folder(dir.file("missing")), InputError);
   EXPECT_THROW(scan_image_folder(dir.path() + "/images/000"), InputError);  // no class folders
+}
+
+TEST(ImageFolder, FindsJpegsAtAnyDepthOfAClassAndCountsTheImagesItCannotDecode) {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  std::string root = write_folder(dir, 2, 16);
+  const std::vector<uint8_t> jpeg = encode_jpeg(gradient(16, 16), 90);
+  const std::string bytes(jpeg.begin(), jpeg.end());
+  fs::create_directories(dir.file("images/001/shots/day1"));
+  dir.write("images/001/shots/day1/a.JPEG", bytes);  // torchvision's ImageFolder walks subfolders
+  dir.write("images/001/b.png", "png bytes");
+  dir.write("images/000/notes.txt", "not an image: no line for it");
+  fs::create_directory_symlink(fs::path(root) / "001", fs::path(root) / "001" / "shots" / "loop");
+  ::testing::internal::CaptureStderr();
+  ImageFolder folder = scan_image_folder(root);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(folder.size(), 3);  // the link back to 001 is walked once
+  EXPECT_EQ(folder.labels, (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_NE(folder.paths[2].find("shots/day1/a.JPEG"), std::string::npos) << folder.paths[2];
+  EXPECT_EQ(folder.not_jpeg, 1);
+  EXPECT_NE(err.find("1 image(s) that are not JPEG left out (first: " + root + "/001/b.png)"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("notes.txt"), std::string::npos) << err;
 }
 
 TEST(ImageDecoder, CorruptImageIsNamedOnceAndReplacedByTheNext) {

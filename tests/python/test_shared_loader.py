@@ -118,6 +118,42 @@ def test_batches_are_normalised_images_with_labels(loader):
     assert local_inputs.shape == inputs.shape and abs(local_inputs.mean() - inputs.mean()) < 0.5
 
 
+def test_a_folder_of_real_world_jpegs_decodes_to_the_pixels_torchvision_reads(tmp_path, capfd):
+    """CMYK and grey-scale JPEGs, and JPEGs in a class's subfolders, as
+    torchvision's ImageFolder (Pillow) reads them; a PNG is left out with a
+    line saying so."""
+    Image = pytest.importorskip("PIL.Image")
+    torchvision = pytest.importorskip("torchvision")
+    numpy = pytest.importorskip("numpy")
+    rng = torch.Generator().manual_seed(0)
+    def picture():
+        return (torch.rand(16, 16, 3, generator=rng) * 255).to(torch.uint8).numpy()
+    (tmp_path / "images/a").mkdir(parents=True)
+    (tmp_path / "images/b/sub").mkdir(parents=True)
+    Image.fromarray(picture()).save(tmp_path / "images/a/rgb.jpg", quality=95)
+    Image.fromarray(picture()).convert("CMYK").save(tmp_path / "images/b/cmyk.jpg", quality=95)
+    Image.fromarray(picture()[:, :, 0]).save(tmp_path / "images/b/sub/grey.jpeg", quality=95)
+    Image.fromarray(picture()).save(tmp_path / "images/b/sub/left_out.png")
+    data = tmp_path / "data.toml"
+    data.write_text('root = "images"\nsize = 16\ncrop = false\nflip = false\nthreads = 1\n'
+                    'mean = [0.0, 0.0, 0.0]\nstd = [1.0, 1.0, 1.0]\n')
+    local = colo.data.LocalImageLoader(str(data), 3)
+    assert "1 image(s) that are not JPEG left out" in capfd.readouterr().err
+    inputs, labels = next(iter(local))
+    pillow = torchvision.datasets.ImageFolder(str(tmp_path / "images"))
+    want = {path: (torch.from_numpy(numpy.array(pillow.loader(path))).permute(2, 0, 1), label)
+            for path, label in pillow.samples if not path.endswith(".png")}
+    assert len(local.dataset) == len(want) == 3 and local.dataset.classes == pillow.classes
+    matched = set()
+    for x, label in zip(inputs, labels.tolist()):
+        pixels = (x * 255).round().to(torch.int16)
+        path = min(want, key=lambda p: (pixels - want[p][0]).abs().max().item())
+        assert (pixels - want[path][0]).abs().max().item() <= 1, path
+        assert label == want[path][1]
+        matched.add(path)
+    assert len(matched) == 3
+
+
 def test_a_loop_written_for_a_dataloader_reads_the_colo_loaders_unchanged(loader, tmp_path):
     data, _, _ = loader
     folders = sorted(os.listdir(tmp_path / "images"))

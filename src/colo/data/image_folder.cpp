@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
+#include <set>
 
 #include "colo/core/error.h"
 #include "colo/data/jpeg_codec.h"
@@ -12,10 +14,39 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_jpeg_name(const fs::path& path) {
+std::string lower_extension(const fs::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+bool is_jpeg_name(const fs::path& path) {
+  const std::string ext = lower_extension(path);
   return ext == ".jpg" || ext == ".jpeg";
+}
+
+// The other images torchvision's ImageFolder would take: colo's pipeline
+// decodes JPEG only, so it leaves them out and says so.
+bool is_other_image_name(const fs::path& path) {
+  static const char* kOthers[] = {".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
+  const std::string ext = lower_extension(path);
+  return std::any_of(std::begin(kOthers), std::end(kOthers), [&](const char* other) { return ext == other; });
+}
+
+// Every file under `dir`, at any depth, following links to folders as
+// torchvision's ImageFolder does (os.walk(followlinks=True)); a folder seen
+// before (a link that loops back) is walked once.
+void list_files(const fs::path& dir, std::set<fs::path>* walked, std::vector<fs::path>* files) {
+  std::error_code error;
+  const fs::path real = fs::canonical(dir, error);
+  if (error || !walked->insert(real).second) return;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    if (entry.is_directory(error)) {
+      list_files(entry.path(), walked, files);
+    } else if (entry.is_regular_file(error)) {
+      files->push_back(entry.path());
+    }
+  }
 }
 
 }  // namespace
@@ -30,10 +61,18 @@ ImageFolder scan_image_folder(const std::string& root) {
   }
   std::sort(folder.classes.begin(), folder.classes.end());
   if (folder.classes.empty()) throw InputError(root, "", "at least one class folder (ROOT/<class>/*.jpg)");
+  std::vector<std::string> not_jpeg;
   for (size_t label = 0; label < folder.classes.size(); ++label) {
+    std::set<fs::path> walked;
+    std::vector<fs::path> files;
+    list_files(fs::path(root) / folder.classes[label], &walked, &files);
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(fs::path(root) / folder.classes[label])) {
-      if (entry.is_regular_file() && is_jpeg_name(entry.path())) names.push_back(entry.path().string());
+    for (const auto& file : files) {
+      if (is_jpeg_name(file)) {
+        names.push_back(file.string());
+      } else if (is_other_image_name(file)) {
+        not_jpeg.push_back(file.string());
+      }
     }
     std::sort(names.begin(), names.end());
     for (auto& name : names) {
@@ -41,6 +80,12 @@ ImageFolder scan_image_folder(const std::string& root) {
       folder.labels.push_back(static_cast<int64_t>(label));
     }
   }
+  if (!not_jpeg.empty()) {
+    std::sort(not_jpeg.begin(), not_jpeg.end());
+    std::fprintf(stderr, "colo loader: %s: %zu image(s) that are not JPEG left out (first: %s); colo decodes .jpg/.jpeg only\n",
+                 root.c_str(), not_jpeg.size(), not_jpeg.front().c_str());
+  }
+  folder.not_jpeg = static_cast<int64_t>(not_jpeg.size());
   if (folder.paths.empty()) throw InputError(root, "", "at least one .jpg image in its class folders");
   return folder;
 }

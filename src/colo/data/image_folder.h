@@ -1,6 +1,6 @@
 #pragma once
 // Image data sets laid out as users keep them (torchvision's ImageFolder):
-// ROOT/<class>/<image>.jpg, one folder per class.
+// ROOT/<class>/[...]/<image>.jpg, one folder per class.
 
 #include <cstdint>
 #include <string>
@@ -13,10 +13,14 @@ struct ImageFolder {
   std::vector<std::string> classes;  // folder names, sorted; label = index
   std::vector<std::string> paths;    // every image, sorted by class then name
   std::vector<int64_t> labels;       // per path
+  int64_t not_jpeg = 0;              // other images (.png, ...) left out
   int64_t size() const { return static_cast<int64_t>(paths.size()); }
 };
 
-// Lists ROOT's class folders and their .jpg/.jpeg files. Throws InputError
+// Lists ROOT's class folders and the .jpg/.jpeg files in them, at any depth
+// (as torchvision's ImageFolder: links to folders are followed, each folder
+// walked once). Other images it would take (.png, .bmp, ...) are left out
+// and counted, with one line on stderr naming the first. Throws InputError
 // (source `root`) when ROOT is missing, has no class folder, or no image.
 ImageFolder scan_image_folder(const std::string& root);
 

@@ -62,6 +62,22 @@ bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* 
 
 namespace {
 
+// CMYK pixels to RGB with Pillow's arithmetic, so that a torchvision
+// pipeline and colo's see the same pixels: R = (255 - K) - C (255 - K) / 255,
+// rounded as Pillow rounds. Files with an Adobe marker (Photoshop's,
+// Pillow's) store the inks inverted, 255 for none, and libjpeg hands them
+// back as stored.
+void cmyk_to_rgb(const uint8_t* cmyk, int64_t width, bool inverted, uint8_t* rgb) {
+  auto ink = [inverted](uint8_t stored) { return inverted ? 255 - stored : int{stored}; };
+  for (int64_t x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int paper = 255 - ink(cmyk[3]);
+    for (int c = 0; c < 3; ++c) {
+      const int product = ink(cmyk[c]) * paper + 128;
+      rgb[c] = static_cast<uint8_t>(paper - (((product >> 8) + product) >> 8));
+    }
+  }
+}
+
 // Pixels decoded past each side of a wanted region (2 is enough for 2x
 // chroma upsampling; more costs little).
 constexpr int64_t kUpsamplingMargin = 4;
@@ -81,7 +97,10 @@ bool decode(const uint8_t* bytes, size_t size, int scale_denominator, const Pixe
     return false;
   }
   read_header(&info, bytes, size);
-  info.out_color_space = JCS_RGB;
+  // libjpeg converts every colour space but CMYK and YCCK to RGB itself;
+  // those come out as CMYK and are converted row by row below.
+  const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   info.scale_num = 1;
   info.scale_denom = static_cast<unsigned int>(scale_denominator);
   jpeg_start_decompress(&info);
@@ -109,9 +128,12 @@ bool decode(const uint8_t* bytes, size_t size, int scale_denominator, const Pixe
   image->width = region.width;
   image->height = region.height;
   image->pixels.resize(static_cast<size_t>(image->width * image->height * 3));
+  std::vector<uint8_t> cmyk_row(cmyk ? static_cast<size_t>(image->width * 4) : 0);
   for (int64_t y = 0; y < region.height; ++y) {
-    JSAMPROW row = image->pixels.data() + static_cast<size_t>(y * image->width * 3);
+    uint8_t* rgb = image->pixels.data() + static_cast<size_t>(y * image->width * 3);
+    JSAMPROW row = cmyk ? cmyk_row.data() : rgb;
     jpeg_read_scanlines(&info, &row, 1);
+    if (cmyk) cmyk_to_rgb(cmyk_row.data(), image->width, info.saw_Adobe_marker, rgb);
   }
   const bool whole = region.y0 + region.height == full_height;
   if (whole) {

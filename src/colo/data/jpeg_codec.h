@@ -14,7 +14,7 @@ struct RgbImage {
   std::vector<uint8_t> pixels;  // width * height * 3
 };
 
-// Decodes a JPEG (grey-scale ones become RGB). Returns false and sets
+// Decodes a JPEG (grey-scale and CMYK ones become RGB). Returns false and sets
 // `*error` to libjpeg's reason when the bytes are not a decodable JPEG.
 // Never aborts the process. Thread-safe. `scale_denominator` (1, 2, 4 or 8)
 // decodes at 1/d of the full size in the DCT, which costs a fraction of a
