@@ -541,6 +541,29 @@ TEST(SharedLoader, InPlaceConsumersWhoseBatchesSpanManyChunksReleaseBeforeAsking
   EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
 }
 
+TEST(SharedLoader, ABatchLargerThanTheRingIsNormalisedThroughACopyInsteadOfStoppingTheProducer) {
+  testing::TempDir dir;
+  // A ring of 4 chunks of 16 (64 samples) and batches of 100: read in
+  // place, a batch would hold more chunks than the ring has.
+  Producer producer(dir, 50, 16, 4, {.stall_s = 1});
+  SharedLoaderClient client(producer.spec.address, 100);
+  ASSERT_FALSE(client.batch_fits_in_place());
+  std::vector<float> pixels(100 * 3 * 8 * 8);
+  std::vector<int64_t> labels(100);
+  const std::vector<float> scale(3, 1.0f), shift(3, 0.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (int b = 0; b < 3; ++b) {
+    client.next_batch_normalised(pixels.data(), labels.data(), scale.data(), shift.data());
+    for (size_t i = 0; i < labels.size(); ++i) {
+      ASSERT_NEAR(pixels[i * 3 * 8 * 8], static_cast<float>(labels[i]), 3) << "sample " << i << " of batch " << b;
+    }
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0)
+      << "no batch waited out the producer's stall_s";
+  EXPECT_EQ(client.stats()["batches"].get<int64_t>(), 3);
+  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+}
+
 TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, {.stall_s = 100, .heartbeat_timeout_s = 0.5});

@@ -285,6 +285,12 @@ std::vector<RingPiece> SharedLoaderClient::next_batch_pieces(int64_t* labels) {
 void SharedLoaderClient::next_batch_normalised(float* pixels, int64_t* labels, const float* scale,
                                                const float* shift) {
   const int64_t channels = shape_[0], plane = shape_[1] * shape_[2];
+  if (!batch_fits_in_place()) {  // held in place, its chunks would stop the producer for good
+    staging_.resize(static_cast<size_t>(batch_size_ * sample_bytes_));
+    next_batch(staging_.data(), labels);
+    normalise_pixels(staging_.data(), batch_size_, channels, plane, scale, shift, pixels);
+    return;
+  }
   for (;;) {
     std::vector<RingPiece> pieces = next_batch_pieces(labels);
     int64_t filled = 0;

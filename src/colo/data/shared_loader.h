@@ -69,11 +69,13 @@ class SharedLoaderClient {
   // so a consumer between batches holds none it has not read. Use either
   // this or next_batch on one client, not both.
   std::vector<RingPiece> next_batch_pieces(int64_t* labels);
-  // The next batch normalised straight from the ring into float32
-  // `pixels` ([batch, C, H, W]: pixel * scale[c] + shift[c], see
-  // normalise_pixels) and int64 `labels`, with no copy in between; its
-  // chunks go back to the producer on return. Uses in-place reads (not
-  // together with next_batch). Throws as next_batch does.
+  // The next batch normalised into float32 `pixels` ([batch, C, H, W]:
+  // pixel * scale[c] + shift[c], see normalise_pixels) and int64 `labels`.
+  // When the ring can hold a batch's chunks (batch_fits_in_place), straight
+  // from the ring with no copy in between, its chunks going back to the
+  // producer on return (in-place reads: not together with next_batch);
+  // otherwise through a copy, chunk by chunk, as next_batch reads. Throws
+  // as next_batch does.
   void next_batch_normalised(float* pixels, int64_t* labels, const float* scale, const float* shift);
   // Done with every chunk before `seq`: the producer may reuse their slots.
   void release_before(int64_t seq);
@@ -93,6 +95,10 @@ class SharedLoaderClient {
   // chunk add two.
   int64_t chunks_per_batch() const { return (batch_size_ + chunk_ - 1) / chunk_ + 2; }
   int64_t slots() const { return slots_; }
+  // Whether the ring holds the chunks of a batch and one more, so that a
+  // batch can be read in place while the producer keeps publishing; a
+  // larger batch must be copied out chunk by chunk.
+  bool batch_fits_in_place() const { return chunks_per_batch() < slots_; }
   // The producer's device ring (handle, device, bytes), or null when it
   // keeps its ring only in host memory.
   const nlohmann::json& device_ring() const { return device_ring_; }
@@ -141,6 +147,7 @@ class SharedLoaderClient {
   int64_t classes_ = 0, epoch_samples_ = 0, chunk_ = 0, sample_bytes_ = 0, slots_ = 0;
   std::vector<std::string> class_names_;
   std::vector<uint8_t> pixels_;   // the current chunk's samples, copied out of the ring
+  std::vector<uint8_t> staging_;  // a batch too large to read in place, before normalising
   std::vector<int64_t> labels_;
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
   int64_t seq_ = 0;               // the chunk requested next
