@@ -101,7 +101,7 @@ DeviceRingReader::DeviceRingReader(SharedLoaderClient& client, const c10::Device
   if (ring.value("slot_bytes", int64_t{0}) != slot_bytes_) {
     throw std::runtime_error("shared loader: the producer's device ring and host ring differ in slot size");
   }
-  if (!client.batch_fits_in_place()) {
+  if (client.chunks_per_batch() >= client.slots()) {
     throw std::runtime_error("the producer's ring of " + std::to_string(client.slots()) +
                              " chunks cannot hold the " + std::to_string(client.chunks_per_batch()) +
                              " a batch of " + std::to_string(client.batch_size()) +

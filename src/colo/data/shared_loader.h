@@ -95,10 +95,11 @@ class SharedLoaderClient {
   // chunk add two.
   int64_t chunks_per_batch() const { return (batch_size_ + chunk_ - 1) / chunk_ + 2; }
   int64_t slots() const { return slots_; }
-  // Whether the ring holds the chunks of a batch and one more, so that a
-  // batch can be read in place while the producer keeps publishing; a
-  // larger batch must be copied out chunk by chunk.
-  bool batch_fits_in_place() const { return chunks_per_batch() < slots_; }
+  // Whether the ring holds every chunk a batch may span at once, so that
+  // the batch can be read in place; a larger one must be copied out chunk
+  // by chunk (a consumer that holds its chunks until its device copies are
+  // done needs one slot more: DeviceRingReader).
+  bool batch_fits_in_place() const { return chunks_per_batch() <= slots_; }
   // The producer's device ring (handle, device, bytes), or null when it
   // keeps its ring only in host memory.
   const nlohmann::json& device_ring() const { return device_ring_; }
