@@ -214,7 +214,10 @@ void ImageDecoder::wait(int64_t ticket) {
   finished_.wait(lock, [&] { return call->done == static_cast<int64_t>(call->indices.size()); });
   const std::string failure = call->failure;
   calls_.erase(find());
-  if (!failure.empty()) throw InputError(failure, "", "a readable JPEG image (on_error = \"stop\")");
+  if (!failure.empty()) {
+    throw InputError(failure, "", spec_.stop_on_error ? "a readable JPEG image (on_error = \"stop\")"
+                                                      : "at least one readable JPEG image");
+  }
 }
 
 void ImageDecoder::fill(const int64_t* indices, int64_t n, uint64_t draw, uint8_t* pixels, int64_t* labels) {
