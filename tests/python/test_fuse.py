@@ -250,3 +250,28 @@ def test_optimizer_checks_its_hyper_parameters():
         cf.optimizer(fused, "sgd", lr=[0.1, 0.2, 0.3])
     with pytest.raises(cf.FuseError, match="unknown optimiser"):
         cf.optimizer(fused, "lamb", lr=0.1)
+
+
+class TextCNN(nn.Module):
+    """Embedding, transposed to channels, then Conv1d (a text CNN), and a
+    Linear viewed as an image for a Conv2d (a generator's first layers): the
+    convolutions' inputs are per-model tensors that are not stacked channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(30, 8)
+        self.conv = nn.Conv1d(8, 6, 3, padding=1)
+        self.fc = nn.Linear(6, 2 * 4 * 4)
+        self.deconv = nn.Conv2d(2, 5, 3, padding=1)
+
+    def forward(self, tokens):
+        h = F.relu(self.conv(self.embed(tokens).transpose(1, 2))).amax(-1)
+        return self.deconv(self.fc(h).view(h.size(0), 2, 4, 4)).mean((2, 3))
+
+
+def test_convolution_of_a_reshaped_per_model_tensor_trains_like_separate_models():
+    generator = torch.Generator().manual_seed(5)
+    batches = [(torch.randint(0, 30, (6, 9), generator=generator), torch.randint(0, 5, (6,), generator=generator))
+               for _ in range(3)]
+    fused, alone = train_both(TextCNN, 3, batches, "adam", lr=[1e-2, 3e-3, 1e-3])
+    assert largest_difference(fused, alone) < 1e-9

@@ -185,6 +185,17 @@ class Rewriter:
 
     # ---- layers ----
 
+    def _chosen_layout(self, x, takes):
+        """The layout a layer taking `takes` gets `x` in: its own if taken, else
+        the first taken layout that keeps it per-model (a per-model tensor never
+        becomes plain)."""
+        layout = self._layout_of(x)
+        if layout in takes:
+            return layout
+        if layout in (MODEL_MAJOR, STACKED):
+            return next(t for t in takes if t != PLAIN)
+        return takes[0]
+
     def _fused_layer(self, node, fused_cls):
         if node.target not in self.root:
             modules = [m.get_submodule(node.target) for m in self.models]
@@ -197,8 +208,7 @@ class Rewriter:
         if len(node.args) != 1 or node.kwargs:
             self._fail(node, f"layer '{node.target}' is called with more than one input")
         x = node.args[0]
-        layout = self._layout_of(x)
-        chosen = layout if layout in fused.takes else fused.takes[0]
+        chosen = self._chosen_layout(x, fused.takes)
         new = self.graph.call_module(node.target, (self._as(x, chosen), chosen))
         self._set(node, new, fused.gives or chosen)
 
@@ -222,8 +232,7 @@ class Rewriter:
             self.dropouts += 1
         fused = layers.FusedDropout(rates, channelwise)
         self.root[name] = fused
-        layout = self._layout_of(x)
-        chosen = layout if layout in fused.takes else fused.takes[0]
+        chosen = self._chosen_layout(x, fused.takes)
         self._set(node, self.graph.call_module(name, (self._as(x, chosen), chosen)), chosen)
 
     # ---- functions and methods ----
