@@ -275,3 +275,51 @@ def test_convolution_of_a_reshaped_per_model_tensor_trains_like_separate_models(
                for _ in range(3)]
     fused, alone = train_both(TextCNN, 3, batches, "adam", lr=[1e-2, 3e-3, 1e-3])
     assert largest_difference(fused, alone) < 1e-9
+
+
+class PositionalClassifier(nn.Module):
+    """Positions and a padding mask made from the input's size with
+    torch.arange and torch.zeros, as transformer tutorials write them."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(30, 16, padding_idx=0)
+        self.position = nn.Embedding(13, 16)
+        self.cls = nn.Parameter(torch.randn(1, 1, 16) * 0.1)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 1)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, tokens):
+        batch, length = tokens.shape
+        x = torch.cat([self.cls.expand(batch, -1, -1), self.embed(tokens)], dim=1)
+        x = x + self.position(torch.arange(length + 1, device=tokens.device)).unsqueeze(0)
+        padding = torch.cat([torch.zeros(batch, 1, dtype=torch.bool, device=tokens.device), tokens == 0], dim=1)
+        return self.head(self.encoder(x, src_key_padding_mask=padding)[:, 0])
+
+
+def test_sizes_given_to_tensor_factories_trace_and_train_like_separate_models():
+    generator = torch.Generator().manual_seed(6)
+    batches = []
+    for _ in range(3):
+        tokens = torch.randint(1, 30, (6, 12), generator=generator)
+        tokens[:3, -4:] = 0
+        batches.append((tokens, torch.randint(0, 4, (6,), generator=generator)))
+    fused, alone = train_both(PositionalClassifier, 3, batches, "sgd", lr=[0.1, 0.05, 0.02], momentum=0.9)
+    assert largest_difference(fused, alone) < 1e-9
+    assert torch.arange is torch._C._VariableFunctions.arange  # the tracer put the factories back
+
+
+def test_control_flow_on_a_traced_value_is_a_fuse_error_naming_the_line():
+    class Branching(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.fc(x)
+            if h.sum() > 0:
+                return h
+            return -h
+    with pytest.raises(cf.FuseError, match=r"Branching.forward at .*test_fuse.py.*if h.sum\(\) > 0"):
+        cf.fuse(Branching, 2)

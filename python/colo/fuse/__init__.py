@@ -14,6 +14,7 @@ not know is named in a FuseError. See docs/python.md.
 """
 import dis
 import inspect
+import traceback
 
 import torch
 import torch.fx as fx
@@ -72,10 +73,41 @@ def _iterate_proxy(proxy):
 _FX_ITER = fx.Proxy.__iter__
 
 
+# Tensor factories whose C++ argument parsers reject a traced size
+# (`torch.arange(x.size(1), device=x.device)`): while tracing they record a
+# node instead, which the rewrite keeps plain (the same for every model).
+_FACTORIES = ("arange", "zeros", "ones", "full", "empty", "eye", "linspace", "logspace", "rand", "randn",
+              "randint", "tril_indices", "triu_indices")
+
+
+def _has_proxy(values):
+    found = []
+    fx.node.map_aggregate(values, lambda v: found.append(v) if isinstance(v, fx.Proxy) else None)
+    return found[0] if found else None
+
+
+def _traceable(factory):
+    def run(*args, **kwargs):
+        proxy = _has_proxy((args, kwargs))
+        if proxy is None:
+            return factory(*args, **kwargs)
+        return proxy.tracer.create_proxy("call_function", factory, args, kwargs)
+    return run
+
+
+def _user_line(error):
+    """The last line of the model's own code in `error`'s traceback."""
+    skip = (torch.__file__.rsplit("/", 1)[0], __file__.rsplit("/", 1)[0])
+    lines = [f'File "{f.filename}", line {f.lineno}: {f.line}' for f in traceback.extract_tb(error.__traceback__)
+             if not f.filename.startswith(skip)]
+    return lines[-1] if lines else ""
+
+
 class _Tracer(fx.Tracer):
     """fx's tracer, recording where each operation comes from. While it
     traces, a traced value can be unpacked (`n, c, h, w = x.shape`) on Python
-    versions whose bytecode torch 1.13's fx does not recognise (3.11)."""
+    versions whose bytecode torch 1.13's fx does not recognise (3.11), and a
+    traced size can be given to a tensor factory (torch.arange, torch.zeros, ...)."""
 
     def __init__(self):
         super().__init__()
@@ -83,10 +115,19 @@ class _Tracer(fx.Tracer):
 
     def trace(self, root, concrete_args=None):
         fx.Proxy.__iter__ = _iterate_proxy
+        originals = {name: getattr(torch, name) for name in _FACTORIES if hasattr(torch, name)}
+        for name, factory in originals.items():
+            setattr(torch, name, _traceable(factory))
         try:
             return super().trace(root, concrete_args)
+        except Exception as e:
+            where = _user_line(e)
+            raise FuseError(f"colo.fuse: torch.fx cannot trace {type(root).__name__}.forward"
+                            + (f" at {where}" if where else "") + f": {type(e).__name__}: {e}") from e
         finally:
             fx.Proxy.__iter__ = _FX_ITER
+            for name, factory in originals.items():
+                setattr(torch, name, factory)
 
 
 def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
