@@ -162,8 +162,13 @@ bool decode_jpeg_region(const uint8_t* bytes, size_t size, int scale_denominator
   return decode(bytes, size, scale_denominator, &wanted, image, decoded, error);
 }
 
-std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
-  if (image.width <= 0 || image.height <= 0) throw std::invalid_argument("encode_jpeg: empty image");
+namespace {
+
+// Compresses `components`-channel interleaved rows given in `in_space`,
+// stored in `jpeg_space` (with `adobe_marker` for CMYK and YCCK).
+std::vector<uint8_t> compress(int64_t width, int64_t height, const uint8_t* pixels, int components,
+                              J_COLOR_SPACE in_space, J_COLOR_SPACE jpeg_space, bool adobe_marker, int quality) {
+  if (width <= 0 || height <= 0) throw std::invalid_argument("encode_jpeg: empty image");
   jpeg_compress_struct info;
   jpeg_error_mgr errors;
   info.err = jpeg_std_error(&errors);
@@ -171,15 +176,17 @@ std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
   unsigned char* buffer = nullptr;
   unsigned long length = 0;
   jpeg_mem_dest(&info, &buffer, &length);
-  info.image_width = static_cast<JDIMENSION>(image.width);
-  info.image_height = static_cast<JDIMENSION>(image.height);
-  info.input_components = 3;
-  info.in_color_space = JCS_RGB;
+  info.image_width = static_cast<JDIMENSION>(width);
+  info.image_height = static_cast<JDIMENSION>(height);
+  info.input_components = components;
+  info.in_color_space = in_space;
   jpeg_set_defaults(&info);
+  jpeg_set_colorspace(&info, jpeg_space);
+  info.write_Adobe_marker = adobe_marker ? TRUE : FALSE;
   jpeg_set_quality(&info, quality, TRUE);
   jpeg_start_compress(&info, TRUE);
   while (info.next_scanline < info.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(image.pixels.data()) + static_cast<size_t>(info.next_scanline) * image.width * 3;
+    JSAMPROW row = const_cast<uint8_t*>(pixels) + static_cast<size_t>(info.next_scanline) * width * components;
     jpeg_write_scanlines(&info, &row, 1);
   }
   jpeg_finish_compress(&info);
@@ -187,6 +194,20 @@ std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
   std::free(buffer);
   jpeg_destroy_compress(&info);
   return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
+  return compress(image.width, image.height, image.pixels.data(), 3, JCS_RGB, JCS_YCbCr, false, quality);
+}
+
+std::vector<uint8_t> encode_cmyk_jpeg(int64_t width, int64_t height, const std::vector<uint8_t>& inks, bool ycck,
+                                      bool adobe_marker, int quality) {
+  if (static_cast<int64_t>(inks.size()) != width * height * 4) {
+    throw std::invalid_argument("encode_cmyk_jpeg: expected width * height * 4 bytes of inks");
+  }
+  return compress(width, height, inks.data(), 4, JCS_CMYK, ycck ? JCS_YCCK : JCS_CMYK, adobe_marker, quality);
 }
 
 }  // namespace colo::data

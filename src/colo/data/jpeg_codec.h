@@ -44,4 +44,13 @@ bool read_jpeg_size(const uint8_t* bytes, size_t size, int64_t* width, int64_t* 
 // empty image.
 std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality);
 
+// Encodes CMYK inks (width * height * 4 bytes, C, M, Y, K per pixel, as
+// stored: inverted, 255 for no ink, when `adobe_marker` is set, as
+// Photoshop and Pillow write them) as a CMYK JPEG, or YCCK with `ycck`
+// (which only the Adobe marker announces). For tests and tools that need
+// such files. Throws std::invalid_argument for an empty image or a wrong
+// number of bytes.
+std::vector<uint8_t> encode_cmyk_jpeg(int64_t width, int64_t height, const std::vector<uint8_t>& inks, bool ycck,
+                                      bool adobe_marker, int quality);
+
 }  // namespace colo::data
