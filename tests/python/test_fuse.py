@@ -323,3 +323,29 @@ def test_control_flow_on_a_traced_value_is_a_fuse_error_naming_the_line():
             return -h
     with pytest.raises(cf.FuseError, match=r"Branching.forward at .*test_fuse.py.*if h.sum\(\) > 0"):
         cf.fuse(Branching, 2)
+
+
+class ConstantsInForward(nn.Module):
+    """A channel scale made with torch.tensor in the forward, a constant
+    buffer of shape [1, 1, 1], and the input's first channel ([B, 1, H, W])
+    added to every channel: plain tensors broadcast against per-model ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.register_buffer("gain", torch.full((1, 1, 1), 0.5))
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        h = self.conv(x) * torch.tensor([0.5, 1.0, 1.5, 2.0]).view(4, 1, 1) * self.gain
+        h = torch.relu(h + x[:, :1])
+        return self.fc(h.mean((2, 3)))
+
+
+def test_tensors_made_in_the_forward_and_size_one_channels_train_like_separate_models():
+    fused, alone = train_both(ConstantsInForward, 3, image_batches(3, 8, 3, 6), "sgd", lr=[0.1, 0.05, 0.02])
+    assert largest_difference(fused, alone) < 1e-9
+    model = ConstantsInForward()
+    model.load_state_dict(cf.unfuse(fused, 1))  # the constant is not part of the state
+    assert not any(name.startswith("_tensor_constant") for name in vars(alone[0]))
+

@@ -67,7 +67,7 @@ def _iterate_proxy(proxy):
     count = _unpack_count(frame) if frame is not None else None
     if count is not None:
         return iter(proxy[i] for i in range(count))
-    return _FX_ITER(proxy)
+    return proxy.tracer.iter(proxy)  # fx's own error: a traced value cannot be iterated
 
 
 _FX_ITER = fx.Proxy.__iter__
@@ -114,12 +114,22 @@ class _Tracer(fx.Tracer):
         self.record_stack_traces = True
 
     def trace(self, root, concrete_args=None):
+        """The traced graph; tensors the forward makes from constants
+        (`torch.tensor([...])`, `torch.ones(3)`) are left in `self.constants`
+        by name instead of on `root`."""
         fx.Proxy.__iter__ = _iterate_proxy
         originals = {name: getattr(torch, name) for name in _FACTORIES if hasattr(torch, name)}
         for name, factory in originals.items():
             setattr(torch, name, _traceable(factory))
+        before = set(vars(root))
+        self.constants = {}
         try:
-            return super().trace(root, concrete_args)
+            graph = super().trace(root, concrete_args)
+            for name in set(vars(root)) - before:
+                if name.startswith("_tensor_constant"):
+                    self.constants[name] = getattr(root, name)
+                    delattr(root, name)
+            return graph
         except Exception as e:
             where = _user_line(e)
             raise FuseError(f"colo.fuse: torch.fx cannot trace {type(root).__name__}.forward"
@@ -153,9 +163,14 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
     _check_alike(models)
     check_no_tied_parameters(models[0])
     training = models[0].training
-    traced = _Tracer().trace(models[0])
-    root, graph, shared_state = Rewriter(models, own_kernels=own_kernels, channels_last=channels_last).run(traced)
+    tracer = _Tracer()
+    traced = tracer.trace(models[0])
+    rewriter = Rewriter(models, own_kernels=own_kernels, channels_last=channels_last, constants=tracer.constants)
+    root, graph, shared_state = rewriter.run(traced)
     fused = fx.GraphModule(root, graph, class_name="Fused" + type(models[0]).__name__)
+    for name in rewriter.not_state:  # GraphModule made them buffers; they stay out of state_dict
+        owner_path, _, leaf = name.rpartition(".")
+        fused.get_submodule(owner_path)._non_persistent_buffers_set.add(leaf)
     fused.graph.eliminate_dead_code()  # e.g. a ReLU that a ReLU+max-pool kernel absorbed
     fused.recompile()
     _install_unused(fused, models)

@@ -272,10 +272,12 @@ def elementwise_mixed(target, fused_positions, layout, n):
             for p, t in zip(fused_positions, fused):
                 put(p, align_model_major(t, rank))
         else:  # stacked: a plain tensor with a channel axis is repeated per model
-            rank = fused[0].dim()
+            rank = fused[0].dim()  # (one of size 1 broadcasts over every model's channels as it is)
             for i, a in enumerate(args):
                 if isinstance(a, torch.Tensor) and i not in fused_positions and a.dim() >= rank - 1 and a.dim() >= 2:
                     axis = a.dim() - (rank - 1)
+                    if a.shape[axis] == 1:
+                        continue
                     reps = [1] * a.dim()
                     reps[axis] = n
                     args[i] = a.repeat(*reps)

@@ -55,7 +55,7 @@ def _fetch(model, path):
 class Rewriter:
     """Builds the fused forward of `models` (N models of one architecture)."""
 
-    def __init__(self, models, own_kernels=True, channels_last=False):
+    def __init__(self, models, own_kernels=True, channels_last=False, constants=None):
         self.models = models
         self.n = len(models)
         self.own_kernels = own_kernels
@@ -67,6 +67,8 @@ class Rewriter:
         self.converted = {}  # (traced node, layout) -> conversion node, made once
         self.dropouts = 0
         self.shared_state = set()  # names of buffers kept plain (the same in every model)
+        self.constants = constants or {}  # tensors the traced forward made from constants, by name
+        self.not_state = set()  # tensors the forward reads that are not in the model's state_dict
 
     def run(self, traced):
         for node in traced.nodes:
@@ -117,11 +119,17 @@ class Rewriter:
         self.graph.output(fx.node.map_arg(node.args[0], model_major))
 
     def _get_attr(self, node):
+        if node.target in self.constants:  # made in the forward, the same for every model
+            self.root[node.target] = self.constants[node.target]
+            self.not_state.add(node.target)
+            return self._copy(node)
         value = _fetch(self.models[0], node.target)
         if not isinstance(value, torch.Tensor):
             self.root[node.target] = value
             self._copy(node)
             return
+        if node.target not in self.models[0].state_dict():  # a tensor attribute, not a parameter or buffer
+            self.not_state.add(node.target)
         values = [_fetch(m, node.target) for m in self.models]
         if not isinstance(value, torch.nn.Parameter) and all(torch.equal(v, value) for v in values[1:]):
             # A constant buffer (a mask, position ids) stays one plain tensor.
