@@ -349,3 +349,24 @@ def test_tensors_made_in_the_forward_and_size_one_channels_train_like_separate_m
     model.load_state_dict(cf.unfuse(fused, 1))  # the constant is not part of the state
     assert not any(name.startswith("_tensor_constant") for name in vars(alone[0]))
 
+
+class ChannelPadding(nn.Module):
+    """F.pad that adds channels (on both sides) and a reflection pad of the
+    spatial dims of a tensor reshaped from a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(6, 2, 3, padding=1)
+        self.fc = nn.Linear(3, 2 * 4 * 4)
+        self.head = nn.Linear(2 * 6 * 6, 10)
+
+    def forward(self, x):
+        h = self.conv2(F.pad(self.conv(x), (0, 0, 0, 0, 1, 1)))
+        h = h + F.pad(self.fc(x.mean((2, 3))).view(-1, 2, 4, 4), (1, 1, 1, 1), mode="reflect")
+        return self.head(h.flatten(1))
+
+
+def test_padding_channels_and_reflection_padding_train_like_separate_models():
+    fused, alone = train_both(ChannelPadding, 2, image_batches(3, 8, 3, 6), "sgd", lr=[0.1, 0.05], momentum=0.9)
+    assert largest_difference(fused, alone) < 1e-9

@@ -16,7 +16,8 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from colo.fuse.layout import MODEL_MAJOR, align_model_major, single_shape
+from colo.fuse.layout import MODEL_MAJOR, align_model_major, model_major_to_stacked, single_shape, \
+    stacked_to_model_major
 
 _ELEMENTWISE_FUNCTIONS = {
     operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.pow,
@@ -30,7 +31,7 @@ _ELEMENTWISE_FUNCTIONS = {
     torch.sign, torch.nan_to_num, torch.masked_fill, torch.exp2, torch.log1p, torch.expm1,
     F.relu, F.relu6, F.gelu, F.silu, F.elu, F.selu, F.celu, F.leaky_relu, F.hardtanh, F.hardswish,
     F.hardsigmoid, F.mish, F.softplus, F.softsign, F.tanhshrink, F.logsigmoid, F.sigmoid, F.tanh,
-    F.threshold, F.pad,
+    F.threshold,
 }
 
 _ELEMENTWISE_METHODS = {
@@ -119,6 +120,8 @@ def kind_of_function(target):
         return "matmul"
     if target is F.linear:
         return "linear"
+    if target is F.pad:
+        return "pad"
     for kind, table in (("elementwise", _ELEMENTWISE_FUNCTIONS), ("dim", _DIM_FUNCTIONS),
                         ("spatial", _SPATIAL_FUNCTIONS), ("concat", _CONCATENATIONS),
                         ("dropout", _DROPOUT_FUNCTIONS)):
@@ -399,6 +402,24 @@ def linear_of(n):
                          align_model_major(weight.transpose(-2, -1), rank))
         return y if bias is None else y + align_model_major(bias, rank)
     return _named(run, "linear")
+
+
+def pad(layout, n):
+    """F.pad of a per-model tensor: padding the trailing (spatial) dims runs
+    on it as it is (model-major: the model axis folded into the batch, as
+    non-constant modes allow no extra axis); padding that reaches the channels
+    of a stacked tensor runs model-major."""
+    def run(x, padding, *args, **kwargs):
+        padded = len(padding) // 2
+        if layout == MODEL_MAJOR:
+            if padded < x.dim() - 1:
+                y = F.pad(x.flatten(0, 1), padding, *args, **kwargs)
+                return y.view(x.shape[0], x.shape[1], *y.shape[1:])
+            return F.pad(x, padding, *args, **kwargs)
+        if padded <= x.dim() - 2:
+            return F.pad(x, padding, *args, **kwargs)
+        return model_major_to_stacked(F.pad(stacked_to_model_major(x, n), padding, *args, **kwargs), n)
+    return _named(run, "pad")
 
 
 def relu_max_pool_2x2():

@@ -366,6 +366,16 @@ class Rewriter:
                 self._as(weight, MODEL_MAJOR), self._as(bias, MODEL_MAJOR) if bias is not None else None]
         self._emit(node, ops.linear_of(self.n), args, {"x_fused": self._is_fused(x)}, MODEL_MAJOR)
 
+    def _pad(self, node, target):
+        x = node.args[0]
+        if any(self._is_fused(a) for a in node.all_input_nodes if a is not x):
+            self._fail(node, "padding with a per-model value is not supported")
+        if not self._is_fused(x):
+            return self._copy(node)
+        layout = self._layout_of(x)
+        self._emit(node, ops.pad(layout, self.n), [self.env[x], *self._new(node.args[1:])], self._new(node.kwargs),
+                   layout)
+
     def _dropout(self, node, target):
         x = node.args[0]
         given = dict(zip(("input", "p", "training", "inplace"), node.args), **node.kwargs)
