@@ -370,3 +370,20 @@ class ChannelPadding(nn.Module):
 def test_padding_channels_and_reflection_padding_train_like_separate_models():
     fused, alone = train_both(ChannelPadding, 2, image_batches(3, 8, 3, 6), "sgd", lr=[0.1, 0.05], momentum=0.9)
     assert largest_difference(fused, alone) < 1e-9
+
+
+def test_values_of_the_forward_that_differ_per_model_are_honoured_or_named():
+    class Functional(nn.Module):
+        def __init__(self, rate, scale=1.0):
+            super().__init__()
+            self.fc = nn.Linear(64, 64)
+            self.rate, self.scale = rate, scale
+
+        def forward(self, x):
+            return F.dropout(self.fc(x), self.rate, self.training) * self.scale
+    fused = cf.fuse(lambda i: Functional([0.0, 0.5][i]), 2)  # each model its own rate, as nn.Dropout
+    out = fused(torch.randn(32, 64))
+    assert (out[0] == 0).double().mean().item() < 0.01
+    assert 0.4 < (out[1] == 0).double().mean().item() < 0.6
+    with pytest.raises(cf.FuseError, match=r"differs between models 0 and 1.*3\.0.*1\.0.*line"):
+        cf.fuse(lambda i: Functional(0.0, [1.0, 3.0][i]), 2)  # was model 0's scale for both, silently

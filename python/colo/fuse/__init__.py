@@ -20,7 +20,7 @@ import torch
 import torch.fx as fx
 
 from colo.fuse.optim import FusedOptimizer, optimizer
-from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter
+from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter, per_model_dropout_rates
 from colo.fuse.stacking import FuseError, check_no_tied_parameters, per_model_state
 from colo.fuse.sweep import configurations, sweep
 from colo.fuse.trainer import Trainer, per_model_loss
@@ -165,7 +165,13 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
     training = models[0].training
     tracer = _Tracer()
     traced = tracer.trace(models[0])
-    rewriter = Rewriter(models, own_kernels=own_kernels, channels_last=channels_last, constants=tracer.constants)
+    others = []
+    for model in models[1:]:  # each model's own forward, to find values that differ (Python attributes)
+        other = _Tracer()
+        others.append((other.trace(model), other.constants))
+    rates = per_model_dropout_rates(traced, tracer.constants, others)
+    rewriter = Rewriter(models, own_kernels=own_kernels, channels_last=channels_last, constants=tracer.constants,
+                        dropout_rates=rates)
     root, graph, shared_state = rewriter.run(traced)
     fused = fx.GraphModule(root, graph, class_name="Fused" + type(models[0]).__name__)
     for name in rewriter.not_state:  # GraphModule made them buffers; they stay out of state_dict

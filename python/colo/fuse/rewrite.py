@@ -52,10 +52,71 @@ def _fetch(model, path):
     return value
 
 
+def _same(a, b):
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 (values that do not compare are not the same)
+        return False
+
+
+def _arguments(node, constants):
+    """A node's arguments with other nodes by name, a dropout's rate left out,
+    and a constant made in the forward as its tensor."""
+    if node.op == "get_attr" and node.target in constants:
+        return constants[node.target]
+    given = (node.args, node.kwargs)
+    if node.op == "call_function" and ops.kind_of_function(node.target) == "dropout":
+        given = {k: v for k, v in dict(zip(_DROPOUT_ARGS, node.args), **node.kwargs).items() if k != "p"}
+    return fx.node.map_arg(given, lambda n: n.name)
+
+
+def _dropout_rate(node):
+    return dict(zip(_DROPOUT_ARGS, node.args), **node.kwargs).get("p", 0.5)
+
+
+_DROPOUT_ARGS = ("input", "p", "training", "inplace")
+
+
+def per_model_dropout_rates(traced, constants, others):
+    """Compares the forward traced from model 0 (graph, constants) with those of
+    the other models (a list of (graph, constants)): every model must run the
+    same operations with the same constant arguments, since the fused forward
+    is built from model 0's. Only a functional dropout's rate may differ;
+    returns {node name: [rate per model]} where it does. Raises FuseError
+    naming the first other difference."""
+    nodes = list(traced.nodes)
+    rates = {node.name: [_dropout_rate(node)] for node in nodes
+             if node.op == "call_function" and ops.kind_of_function(node.target) == "dropout"}
+    for i, (graph, their_constants) in enumerate(others, start=1):
+        theirs = list(graph.nodes)
+        for mine, other in zip(nodes, theirs):
+            if (mine.op, mine.target, mine.name) != (other.op, other.target, other.name):
+                raise FuseError(f"colo.fuse: model {i}'s forward runs other operations than model 0's: "
+                                f"{other.format_node()} where model 0 has {_where(mine)}; fused models share one "
+                                "architecture")
+            if not _same(_arguments(mine, constants), _arguments(other, their_constants)):
+                raise FuseError(f"colo.fuse: a value in the forward differs between models 0 and {i} (a Python "
+                                f"attribute of the model?): model {i} has {other.format_node()}, model 0 has "
+                                f"{_where(mine)}; fused models share one architecture (per-model values belong in "
+                                "parameters, buffers or nn.Dropout layers)")
+            if mine.name in rates:
+                rates[mine.name].append(_dropout_rate(other))
+        if len(theirs) != len(nodes):
+            raise FuseError(f"colo.fuse: model {i}'s forward runs {len(theirs)} operations, model 0's {len(nodes)}; "
+                            "fused models share one architecture")
+    return {name: values for name, values in rates.items() if len(set(values)) > 1}
+
+
 class Rewriter:
     """Builds the fused forward of `models` (N models of one architecture)."""
 
-    def __init__(self, models, own_kernels=True, channels_last=False, constants=None):
+    def __init__(self, models, own_kernels=True, channels_last=False, constants=None, dropout_rates=None):
         self.models = models
         self.n = len(models)
         self.own_kernels = own_kernels
@@ -69,6 +130,7 @@ class Rewriter:
         self.shared_state = set()  # names of buffers kept plain (the same in every model)
         self.constants = constants or {}  # tensors the traced forward made from constants, by name
         self.not_state = set()  # tensors the forward reads that are not in the model's state_dict
+        self.dropout_rates = dropout_rates or {}  # functional dropouts' rates where they differ, by node name
 
     def run(self, traced):
         for node in traced.nodes:
@@ -381,5 +443,6 @@ class Rewriter:
         given = dict(zip(("input", "p", "training", "inplace"), node.args), **node.kwargs)
         if given.get("training", True) is False:
             return self._set(node, self._new(x), self._layout_of(x))
-        self._dropout_layer(node, x, [given.get("p", 0.5)] * self.n, ops.dropout_channelwise(target))
+        rates = self.dropout_rates.get(node.name, [given.get("p", 0.5)] * self.n)
+        self._dropout_layer(node, x, rates, ops.dropout_channelwise(target))
 
