@@ -108,6 +108,27 @@ TEST(ColoRun, BadJobFileChangesNothing) {
   EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
 }
 
+TEST(ColoRun, AnUnwritableOutputDirectorySubmitsNothing) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\n");
+  dir.write("a_file", "not a directory");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --out " + dir.file("a_file/report"));
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("--out"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo"))) << "the job was submitted: running again would run it twice";
+}
+
+TEST(ColoRun, AJobOfMoreGpusThanTheHostHasIsRefusedNotLeftWaiting) {
+  // Also on a host without a GPU (CI), where jobs run one at a time, each
+  // as if given one: there it once waited for ever.
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\ngpus = 64\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml"));
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("asks for 64 GPUs; this host has"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
+}
+
 // Kill -9 colo mid-run, restart it on the same store: every job runs
 // exactly once (each appends its index to a ledger).
 TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {

@@ -121,7 +121,14 @@ TEST(JobSpec, AJobAskingForMoreGpusThanTheHostHasIsRejected) {
   two.name = "ddp";
   two.gpus = 2;
   EXPECT_NO_THROW(check_gpus_fit({two}, 2));
-  EXPECT_NO_THROW(check_gpus_fit({two}, 0));  // no GPUs: nothing to check against
+  JobSpec one;
+  EXPECT_NO_THROW(check_gpus_fit({one}, 0));  // no GPU: jobs run one at a time, each as if given one
+  try {
+    check_gpus_fit({one, two}, 0);
+    FAIL() << "a 2-GPU job on a host without a GPU was accepted (it would wait for ever)";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'ddp' asks for 2 GPUs; this host has none"), std::string::npos) << e.what();
+  }
   try {
     check_gpus_fit({JobSpec{}, two}, 1);
     FAIL() << "a 2-GPU job on a 1-GPU host was accepted";

@@ -89,6 +89,20 @@ TEST(Runner, AMultiGpuJobSeesAllItsGpusAndStartsOnlyWhenAllAreFree) {
   EXPECT_EQ(std::count(visible.begin(), visible.end(), ','), 1) << "both GPUs listed: " << visible;
 }
 
+TEST(Runner, AStoredJobAskingForMoreGpusThanTheHostHasFailsSayingWhyInsteadOfWaitingForEver) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  store.submit({shell_job("fits", "true"), shell_job("ddp", "true", 2)});  // as from another host's colo submit
+  Runner runner(store, {}, quick_options(dir));                             // a host without a GPU
+  auto start = std::chrono::steady_clock::now();
+  runner.run_until_done();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_EQ(store.get(1)->state, JobState::kCompleted);
+  auto ddp = store.get(2);
+  EXPECT_EQ(ddp->state, JobState::kFailed);
+  EXPECT_NE(ddp->reason.find("'ddp' asks for 2 GPUs; this host has none"), std::string::npos) << ddp->reason;
+}
+
 TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

@@ -45,6 +45,7 @@ int run_batch(const RunArgs& args) {
   } catch (const std::invalid_argument& e) {
     throw InputError(args.jobs_file, "gpus", e.what());
   }
+  if (!args.out.empty()) ensure_writable_dir(args.out, "--out", "");  // before anything is submitted
   sched::JobStore store(store_path);
   if (!specs.empty()) {
     server::fill_memory_estimates(specs, &store);
@@ -53,10 +54,7 @@ int run_batch(const RunArgs& args) {
   }
   double t0 = unix_time_s();
   std::optional<TimelineWriter> timeline;
-  if (!args.out.empty()) {
-    ensure_writable_dir(args.out, "--out", "");
-    if (!devices.empty()) timeline.emplace(args.out + "/timeline_gpus.csv");
-  }
+  if (!args.out.empty() && !devices.empty()) timeline.emplace(args.out + "/timeline_gpus.csv");
   sched::Runner runner(store, devices, options);
   runner.recover();
   int cleanup = add_interrupt_cleanup([&runner] { runner.stop_all("colo run was interrupted"); });

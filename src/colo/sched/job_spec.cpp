@@ -1,5 +1,6 @@
 #include "colo/sched/job_spec.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -156,13 +157,16 @@ nlohmann::json to_json(const JobSpec& s) {
   return j;
 }
 
+std::optional<std::string> gpus_beyond_host(const JobSpec& spec, size_t host_gpus) {
+  if (static_cast<size_t>(spec.gpus) <= std::max<size_t>(host_gpus, 1)) return std::nullopt;
+  return "job '" + spec.name + "' asks for " + std::to_string(spec.gpus) + " GPUs; this host has " +
+         (host_gpus == 0 ? std::string("none (without a GPU, jobs run one at a time, each as if given one)")
+                         : std::to_string(host_gpus));
+}
+
 void check_gpus_fit(const std::vector<JobSpec>& specs, size_t host_gpus) {
-  if (host_gpus == 0) return;
   for (const JobSpec& s : specs) {
-    if (static_cast<size_t>(s.gpus) > host_gpus) {
-      throw std::invalid_argument("job '" + s.name + "' asks for " + std::to_string(s.gpus) + " GPUs; this host has " +
-                                  std::to_string(host_gpus));
-    }
+    if (auto beyond = gpus_beyond_host(s, host_gpus)) throw std::invalid_argument(*beyond);
   }
 }
 

@@ -47,9 +47,13 @@ std::vector<JobSpec> parse_job_file(const std::string& path);
 // a job without an array comes back as is.
 std::vector<JobSpec> expand_array(const JobSpec& spec);
 
-// Throws std::invalid_argument naming the first job that asks for more GPUs
-// than `host_gpus` (such a job could never start); nothing when host_gpus is
-// 0 (no GPUs: jobs run without one).
+// Why `spec` could never start on a host of `host_gpus` GPUs (it asks for
+// more; a host without a GPU runs jobs one at a time, each as if given
+// one, so it takes jobs of one GPU), or nullopt when it could.
+std::optional<std::string> gpus_beyond_host(const JobSpec& spec, size_t host_gpus);
+
+// Throws std::invalid_argument with gpus_beyond_host's reason for the first
+// job that could never start on a host of `host_gpus` GPUs.
 void check_gpus_fit(const std::vector<JobSpec>& specs, size_t host_gpus);
 
 // What makes two jobs "the same command" for history: argv and workdir

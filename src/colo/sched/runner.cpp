@@ -491,6 +491,12 @@ size_t Runner::step() {
   std::optional<int64_t> reserved_for;
   std::map<int64_t, std::string> reasons;
   for (const auto& job : waiting) {
+    // Submitted elsewhere (another host's colo submit): it would wait for ever.
+    if (auto beyond = gpus_beyond_host(job.spec, has_gpus_ ? devices_.size() : 0)) {
+      store_.fail_waiting(job.id, *beyond);
+      spdlog::warn("job {} failed: {}", job.id, *beyond);
+      continue;
+    }
     if (hold_new_jobs_) {
       reasons[job.id] = "held: the scheduler is draining";
     } else if (reserved_for) {

@@ -328,6 +328,13 @@ void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit
   s.bind(7, energy_j).bind(8, id).step();
 }
 
+void JobStore::fail_waiting(int64_t id, const std::string& reason) {
+  Statement s(db_,
+              "UPDATE jobs SET state = 'FAILED', end_s = ?1, reason = ?2 "
+              "WHERE id = ?3 AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+  s.bind(1, unix_time_s()).bind(2, reason).bind(3, id).step();
+}
+
 void JobStore::mark_requeued(int64_t id, const std::string& reason) {
   Statement s(db_, "UPDATE jobs SET state = 'REQUEUED', reason = ?, pid = 0 WHERE id = ? AND state = 'RUNNING'");
   s.bind(1, reason).bind(2, id).step();

@@ -89,6 +89,9 @@ class JobStore {
   // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.
   void mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
                      std::optional<int64_t> peak_mem_bytes, double energy_j);
+  // PENDING | REQUEUED | OUT_OF_MEMORY -> FAILED with `reason`: a waiting
+  // job that can never start here. No effect on a job in another state.
+  void fail_waiting(int64_t id, const std::string& reason);
   // RUNNING -> REQUEUED (its process was lost).
   void mark_requeued(int64_t id, const std::string& reason);
   // Any non-final state -> CANCELLED (a runner watching the job stops it);
