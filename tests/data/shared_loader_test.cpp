@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -225,6 +226,19 @@ TEST(SharedLoader, TheDataFilesAheadAndPaceAreReadAndAheadKeptWithinWhatThePaceL
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(SharedLoader, EverySpellingOfADataFilesPathGivesTheSameDefaultAddress) {
+  testing::TempDir dir;
+  const std::string file = dir.write("data.toml", "root = \"x\"\nsize = 8\n");
+  std::filesystem::create_directory(dir.file("sub"));
+  std::filesystem::create_symlink(file, dir.file("link.toml"));
+  const std::string address = parse_loader_serve_spec(file).address;
+  EXPECT_EQ(parse_loader_serve_spec(dir.path() + "/./data.toml").address, address);
+  EXPECT_EQ(parse_loader_serve_spec(dir.path() + "/sub/../data.toml").address, address);
+  EXPECT_EQ(parse_loader_serve_spec(dir.file("link.toml")).address, address);
+  const std::string other = dir.write("other.toml", "root = \"x\"\nsize = 8\n");
+  EXPECT_NE(parse_loader_serve_spec(other).address, address);
 }
 
 TEST(SharedLoader, ADataFileWithoutThreadsDecodesOnEveryCoreItMayRunOn) {

@@ -64,7 +64,10 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
   SpecTable table = SpecTable::root(path);
   LoaderServeSpec spec;
   spec.pipeline = parse_image_pipeline(table);
-  std::string absolute = std::filesystem::absolute(path).string();
+  // Every spelling of the file's path (./DATA.toml, a link to it) names one producer.
+  std::error_code error;
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path), error);
+  std::string absolute = error ? std::filesystem::absolute(path).lexically_normal().string() : resolved.string();
   spec.address = table.string_or("address", "ipc:///tmp/colo-loader-" +
                                                 std::to_string(std::hash<std::string>{}(absolute) % 1000000007) + ".sock");
   spec.chunk = table.integer_or("chunk", spec.chunk, 1, 65536);

@@ -78,7 +78,8 @@ class RingMirror {
 
 // Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, pace, stall_s,
 // heartbeat_timeout_s, idle_exit_s, device. Throws InputError naming the file and
-// field. The default address is derived from the file's absolute path.
+// field. The default address is derived from the file's resolved path (any
+// spelling of it, through links or ".", gives the same address).
 LoaderServeSpec parse_loader_serve_spec(const std::string& path);
 
 struct LoaderState;  // loader_state.h

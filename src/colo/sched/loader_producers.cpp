@@ -1,5 +1,7 @@
 #include "colo/sched/loader_producers.h"
 
+#include <filesystem>
+
 #include <spdlog/spdlog.h>
 
 #include "colo/core/paths.h"
@@ -15,7 +17,11 @@ LoaderProducers::~LoaderProducers() {
   }
 }
 
-void LoaderProducers::acquire(const std::string& data_file, int64_t job_id) {
+void LoaderProducers::acquire(const std::string& named_file, int64_t job_id) {
+  // One producer for every spelling of the file's path (./DATA.toml, a link).
+  std::error_code error;
+  std::string data_file = std::filesystem::weakly_canonical(named_file, error).string();
+  if (error || data_file.empty()) data_file = named_file;
   Producer& producer = producers_[data_file];
   if (!producer.process || producer.process->poll()) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);

@@ -31,7 +31,8 @@ class LoaderProducers {
   LoaderProducers& operator=(const LoaderProducers&) = delete;
 
   // Job `job_id` reads through the producer of `data_file` (an absolute
-  // path): starts one when none runs for it, or when the last one exited.
+  // path; every spelling of it, through links or ".", shares one producer):
+  // starts one when none runs for it, or when the last one exited.
   // Throws std::runtime_error when the program cannot be started. A
   // producer that fails after starting (a bad data file) is seen by its
   // consumers, which end with a clear error (colo.data.ProducerLost).
