@@ -65,6 +65,22 @@ def _read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def _failure(lines):
+    """What colo dist's stderr says went wrong. When a worker or server
+    fails, the launcher's last line only names the process ("colo dist:
+    rank 1 (worker 1, pid 42) exited with status 2; stopping ..."); its
+    reason is the "colo: error:" line of that process: after the launcher's
+    line in the end of its log (ranks >= 1), or before it (rank 0 writes to
+    the terminal). Returns the process line and its error, or the last line."""
+    ranks = [i for i, line in enumerate(lines) if line.startswith("colo dist: rank ")]
+    if not ranks:
+        return lines[-1]
+    at = ranks[-1]
+    errors = [line for line in lines[at + 1:] if line.startswith("colo: error:")]
+    errors = errors or [line for line in lines[:at] if line.startswith("colo: error:")]
+    return lines[at] + (f" -- {errors[-1]}" if errors else "")
+
+
 def launch(cluster_spec, out=None, quiet=True, resume=False):
     """Runs `colo dist` on this host for `cluster_spec` (a cluster file's path
     or a dict of its tables) with its output in `out` (default: a new
@@ -73,7 +89,8 @@ def launch(cluster_spec, out=None, quiet=True, resume=False):
     `checkpoint_steps`), also to train further with a larger `max_steps`;
     "if-any" resumes when there is a checkpoint and starts afresh otherwise. "steps" holds every rank's per-step records in rank then step
     order. Raises FileNotFoundError for a missing file, RunError when the run
-    fails (the message holds colo's last line), TypeError for a dict colo
+    fails (the message holds colo's last line; when a process failed, the
+    launcher's line naming it and that process's error), TypeError for a dict colo
     cannot write."""
     out = str(out or tempfile.mkdtemp(prefix="colo-dist-"))
     if isinstance(cluster_spec, dict):
@@ -96,7 +113,7 @@ def launch(cluster_spec, out=None, quiet=True, resume=False):
     run = subprocess.run(command, capture_output=quiet, text=True)
     if run.returncode != 0:
         lines = (run.stderr or "").strip().splitlines() if quiet else []
-        raise RunError(f"colo dist exited with {run.returncode}" + (f": {lines[-1]}" if lines else ""))
+        raise RunError(f"colo dist exited with {run.returncode}" + (f": {_failure(lines)}" if lines else ""))
     with open(os.path.join(out, "result.json")) as f:
         result = json.load(f)
     steps = []

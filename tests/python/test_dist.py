@@ -74,3 +74,33 @@ def test_cluster_toml_writes_tables_and_arrays_of_tables():
     assert text.splitlines() == ['seed = 1', 'device = "cpu"', '[cluster]', 'workers = 2', 'strategy = "switch"',
                                  '[simulate]', 'max_time_s = 2.5', '[[simulate.worker]]', 'speed = 1.0',
                                  '[[simulate.worker]]', 'speed = 0.5']
+
+
+def test_a_failed_worker_raises_a_run_error_naming_the_worker_and_its_error(tmp_path, colo_executable):
+    # The launcher's last line only names the process that failed; the reason
+    # (here a data directory that does not exist) must be in the RunError too.
+    spec = small_cluster(tmp_path)
+    spec["data"]["path"] = str(tmp_path / "no-such-data")
+    with pytest.raises(colo.RunError) as failure:
+        colo.dist.launch(spec, out=tmp_path / "nodata")
+    message = str(failure.value)
+    assert "(worker 0" in message or "(worker 1" in message
+    assert "no-such-data: data directory does not exist" in message
+
+
+def test_the_run_error_takes_the_failed_ranks_error_from_its_log_or_from_rank_0s_output():
+    rank1 = ["colo dist: 2 workers, strategy allreduce, rendezvous tcp://127.0.0.1:1",
+             "colo: error: a collective failed (a peer died or timed out): Connection reset by peer",
+             "colo dist: rank 1 (worker 1, pid 7) exited with status 1; stopping the other 1 processes",
+             "--- end of out/rank1.log ---",
+             "colo: error: out of memory"]
+    assert colo.dist._failure(rank1) == ("colo dist: rank 1 (worker 1, pid 7) exited with status 1; stopping the "
+                                         "other 1 processes -- colo: error: out of memory")
+    rank0 = ["colo dist: 2 workers, strategy allreduce, rendezvous tcp://127.0.0.1:1",
+             "colo: error: the training split has fewer samples than one global batch (64)",
+             "colo dist: rank 0 (worker 0, pid 6) exited with status 1; stopping the other 1 processes"]
+    assert colo.dist._failure(rank0).endswith("(worker 0, pid 6) exited with status 1; stopping the other 1 "
+                                              "processes -- colo: error: the training split has fewer samples "
+                                              "than one global batch (64)")
+    assert colo.dist._failure(["colo: error: x.toml:3: cluster.workers: expected ..."]) == \
+        "colo: error: x.toml:3: cluster.workers: expected ..."
