@@ -397,6 +397,29 @@ def _serve(colo_executable, data, extra):
     return producer
 
 
+def test_write_images_turns_fashion_mnist_into_a_jpeg_folder_and_names_a_bad_source(tmp_path, colo_executable):
+    """The data.md command: Fashion-MNIST from its Debian path, 28 px grey
+    images as RGB JPEGs in one folder per class, labels kept."""
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+        pytest.skip("Debian's dataset-fashion-mnist is not installed")
+    done = subprocess.run([colo_executable, "loader", "write-images", "--source", "fashion-mnist", "--size", "32",
+                           "--limit", "30", "--out", str(tmp_path / "fm")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    classes = sorted(os.listdir(tmp_path / "fm"))
+    images = [name for c in classes for name in os.listdir(tmp_path / "fm" / c)]
+    assert len(images) == 30 and len(classes) <= 10 and all(name.endswith(".jpg") for name in images)
+    data = tmp_path / "data.toml"
+    data.write_text('root = "fm"\nsize = 32\ncrop = false\nflip = false\nthreads = 1\n')
+    local = colo.data.LocalImageLoader(str(data), 30)
+    inputs, labels = next(iter(local))
+    assert inputs.shape == (30, 3, 32, 32) and len(local.dataset) == 30
+    assert torch.equal(inputs[:, 0], inputs[:, 1]), "grey images: the three channels are equal"
+    for source, message in (("fashoin-mnist", "--source"), ("cifar10", "--path")):
+        bad = subprocess.run([colo_executable, "loader", "write-images", "--source", source, "--out",
+                              str(tmp_path / "bad")], capture_output=True, text=True)
+        assert bad.returncode == 2 and message in bad.stderr and not (tmp_path / "bad").exists(), bad.stderr
+
+
 def test_a_device_the_producer_cannot_use_is_named_in_one_line(tmp_path, colo_executable):
     data = _image_data_file(tmp_path, colo_executable, images=40, chunk=8)
     data.write_text(data.read_text() + 'device = "tpu"\n')

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include <ATen/ATen.h>
@@ -71,8 +72,8 @@ std::vector<uint8_t> synthetic_image(int64_t label, int64_t index, int64_t size)
   return hwc;
 }
 
-int write_images(const std::string& source, const std::string& out, int64_t size, int64_t limit,
-                 const std::string& split, int quality, int64_t classes) {
+int write_images(const std::string& source, const std::string& source_path, const std::string& out, int64_t size,
+                 int64_t limit, const std::string& split, int quality, int64_t classes) {
   std::vector<int64_t> labels;
   std::function<std::vector<uint8_t>(int64_t)> pixels;
   at::Tensor images;
@@ -83,6 +84,13 @@ int write_images(const std::string& source, const std::string& out, int64_t size
   } else {
     data::DataSpec spec;
     spec.name = source;
+    try {
+      spec.path = source_path.empty() ? data::find_dataset(source).default_path : source_path;
+    } catch (const std::out_of_range&) {
+      throw InputError("--source", "", "synthetic or an image data set colo reads (fashion-mnist, mnist, cifar10), not '" +
+                                           source + "'");
+    }
+    if (spec.path.empty()) throw InputError("--path", "", "the folder of " + source + "'s files (it has no default)");
     data::Dataset dataset = data::load_dataset(spec);
     data::Split& part = split == "test" ? dataset.test : dataset.train;
     if (part.inputs.scalar_type() != at::kByte || part.inputs.dim() < 3) {
@@ -161,17 +169,18 @@ void add_loader_command(CLI::App& app, int& exit_code) {
   serve_cmd->callback([&] { exit_code = serve(data_path, report_s, idle_exit_s); });
 
   auto* write_cmd = loader->add_subcommand("write-images", "write a JPEG image folder (ROOT/<class>/*.jpg)");
-  static std::string source = "fashion-mnist", out, split = "train";
+  static std::string source = "fashion-mnist", source_path, out, split = "train";
   static int64_t size = 112, limit = 0, classes = 10;
   static int quality = 90;
   write_cmd->add_option("--source", source, "fashion-mnist (or another registered image set) or synthetic");
+  write_cmd->add_option("--path", source_path, "the data set's folder (default: fashion-mnist's Debian path)");
   write_cmd->add_option("--out", out, "the folder to write")->required();
   write_cmd->add_option("--size", size, "image side in pixels")->check(CLI::Range(8, 1024));
   write_cmd->add_option("--limit", limit, "images to write (0: the whole split)");
   write_cmd->add_option("--split", split, "train or test")->check(CLI::IsMember({"train", "test"}));
   write_cmd->add_option("--quality", quality, "JPEG quality")->check(CLI::Range(1, 100));
   write_cmd->add_option("--classes", classes, "synthetic: number of classes")->check(CLI::Range(1, 1000));
-  write_cmd->callback([&] { exit_code = write_images(source, out, size, limit, split, quality, classes); });
+  write_cmd->callback([&] { exit_code = write_images(source, source_path, out, size, limit, split, quality, classes); });
 
   auto* status_cmd = loader->add_subcommand("status", "a running loader's counters, as JSON");
   static std::string address;
