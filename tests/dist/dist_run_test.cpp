@@ -216,6 +216,39 @@ TEST(DistRun, KilledServerFailsParameterServerRunClearly) {
   expect_killed_rank_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n", 2, "server 0");
 }
 
+TEST(DistRun, KillingTheLauncherEndsItsProcessesInsteadOfLeavingThemTraining) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", "workers = 2\n", "", "train_limit = 2048\n", 1000000);
+  ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string steps = dir.file("run/steps-rank1.jsonl");
+  while (!(path_exists(steps) && file_size(steps) > 0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
+  auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
+  ASSERT_EQ(::kill(colo.pid(), SIGKILL), 0);
+  colo.wait();
+  // A resumed run must not share its folder with the old run's workers.
+  auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const auto& p : processes) {
+    pid_t pid = p["pid"].get<pid_t>();
+    while (process_alive(pid) && std::chrono::steady_clock::now() < gone_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(process_alive(pid)) << "still training after its launcher died: " << p.dump();
+  }
+}
+
+TEST(DistRun, BadInputAWorkerFindsIsTheRunsBadInputExitStatus2) {
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", "workers = 2\n", "", "path = \"" + dir.file("no-such-data") + "\"\n");
+  auto run = run_dist(dir, file);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("no-such-data"), std::string::npos) << run.err;
+}
+
 // A switch run of `max_steps` that checkpoints every 25 steps and switches
 // after step 60 whatever its length (the plateau rule with a window of 10,
 // min_steps 60 and an improvement no loss reaches).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,17 +106,22 @@ ProcessResult run_process(const std::vector<std::string>& argv, const Environmen
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
-                           const std::string& log_path) {
+                           const std::string& log_path, bool end_with_parent) {
   if (argv.empty()) throw std::runtime_error("empty command");
   int log_fd = -1;
   if (!log_path.empty()) {
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) throw std::runtime_error("cannot open " + log_path + ": " + std::strerror(errno));
   }
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
     ::setpgid(0, 0);
+    if (end_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(143);  // the parent died before the request took
+    }
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);

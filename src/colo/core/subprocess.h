@@ -34,9 +34,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, const Environmen
 class ChildProcess {
  public:
   // Starts `argv`; stdout and stderr go to `log_path` (appended) when given,
-  // else they are inherited. Throws std::runtime_error if it cannot start.
+  // else they are inherited. With `end_with_parent` it gets SIGTERM when
+  // this process dies (even by kill -9), so it never outlives its launcher;
+  // otherwise it runs on (jobs a restarted scheduler adopts). Throws
+  // std::runtime_error if it cannot start.
   ChildProcess(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
-               const std::string& log_path = "");
+               const std::string& log_path = "", bool end_with_parent = false);
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

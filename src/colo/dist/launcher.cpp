@@ -35,6 +35,7 @@ std::string how_it_ended(int status) {
 std::string log_tail(const std::string& path, int lines) {
   if (!path_exists(path)) return "";
   std::string text = read_file(path);
+  if (text.empty()) return "";  // it died before writing a line
   size_t at = text.size();
   for (int n = 0; n <= lines && at != std::string::npos && at > 0; ++n) at = text.rfind('\n', at - 1);
   return at == std::string::npos ? text : text.substr(at + 1);
@@ -67,7 +68,7 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
     share_cores(env, static_cast<size_t>(spec.world()));
     std::string log = out + "/rank" + std::to_string(rank) + ".log";
     if (path_exists(log)) remove_tree(log);
-    children.emplace_back(argv, env, rank == 0 ? "" : log);
+    children.emplace_back(argv, env, rank == 0 ? "" : log, /*end_with_parent=*/true);
     logs.push_back(rank == 0 ? "" : log);
     listing.push_back({{"rank", rank}, {"role", role_of(spec, rank)}, {"pid", children.back().pid()},
                        {"log", logs.back()}});
@@ -93,7 +94,9 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
                    how_it_ended(*status).c_str(), running);
       std::string tail = log_tail(logs[rank], 5);
       if (!tail.empty()) std::fprintf(stderr, "--- end of %s ---\n%s", logs[rank].c_str(), tail.c_str());
-      failure = 1;
+      // Bad input a process found (exit 2: a missing data folder, a resume
+      // that does not match) is the run's bad input too.
+      failure = WIFEXITED(*status) && WEXITSTATUS(*status) == 2 ? 2 : 1;
       break;
     }
     if (failure) break;
@@ -105,7 +108,7 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
     }
   }
   remove_interrupt_cleanup(cleanup);
-  if (failure) return 1;
+  if (failure) return failure;
   print_result_table(out);
   return 0;
 }

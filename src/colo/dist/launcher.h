@@ -15,9 +15,11 @@ namespace colo::dist {
 // output on this terminal and every other rank's in `<output>/rank<R>.log`;
 // lists them in `<output>/processes.json`. When a process fails, names it
 // (rank, role, pid, exit status or signal) with the end of its log, stops
-// the others, and returns 1; after `spec.timeout_s` plus the expected run
-// time nothing is waited on forever because every rank times out itself.
-// Returns 0 when all finished and prints the run's table.
+// the others, and returns 2 when that process found bad input (exited 2),
+// else 1; after `spec.timeout_s` plus the expected run time nothing is
+// waited on forever because every rank times out itself. The processes end
+// with the launcher, even when it is killed (-9). Returns 0 when all
+// finished and prints the run's table.
 int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv);
 
 // The final table of a finished run, from `<output>/result.json`.
