@@ -241,6 +241,34 @@ TEST(DistRun, KillingTheLauncherEndsItsProcessesInsteadOfLeavingThemTraining) {
   }
 }
 
+TEST(DistRun, AStalledAllreducePeerEndsTheRunAfterTimeoutWithOneLineNotABacktrace) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", "workers = 2\ntimeout_s = 3\n", "", "train_limit = 2048\n", 1000000);
+  ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string steps = dir.file("run/steps-rank1.jsonl");
+  while (!(path_exists(steps) && file_size(steps) > 0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
+  auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
+  pid_t stalled = processes[1]["pid"].get<pid_t>();
+  ASSERT_EQ(::kill(stalled, SIGSTOP), 0);
+  auto stopped_at = std::chrono::steady_clock::now();
+  std::optional<int> status;
+  while (!(status = colo.poll()) && std::chrono::steady_clock::now() - stopped_at < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(stalled, SIGKILL);
+  if (!status) colo.terminate(1.0);
+  ASSERT_TRUE(status.has_value()) << "colo dist still running 30 s after worker 1 stalled";
+  EXPECT_EQ(exit_code_of(*status), 1);
+  std::string log = read_file(dir.file("colo.log"));
+  EXPECT_NE(log.find("sent nothing for 3 s"), std::string::npos) << log;
+  EXPECT_EQ(log.find("frame #"), std::string::npos) << "a C++ backtrace in the message: " << log;
+}
+
 TEST(DistRun, BadInputAWorkerFindsIsTheRunsBadInputExitStatus2) {
   TempDir dir;
   std::string file = cluster_file(dir, "run", "workers = 2\n", "", "path = \"" + dir.file("no-such-data") + "\"\n");

@@ -50,6 +50,9 @@ void Pending::wait() {
     } else {
       impl_->work->wait();
     }
+  } catch (const c10::Error& e) {  // its what() carries a C++ backtrace: one line is enough here
+    throw std::runtime_error(std::string("a collective failed (a peer died, or sent nothing for ") +
+                             std::to_string(impl_->timeout.count() / 1000) + " s): " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("a collective failed (a peer died or timed out): ") + e.what());
   }
