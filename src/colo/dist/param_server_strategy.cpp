@@ -13,6 +13,12 @@ ServerLink link_to_server(Rendezvous& rendezvous, int64_t server, int worker) {
   return ServerLink(rendezvous.get(server_address_key(server)), worker, "server " + std::to_string(server));
 }
 
+// A worker waits this many timeout_s for a server's answer: a synchronous
+// round answers only once the slowest worker has pushed, and that one may
+// be evaluating or checkpointing meanwhile. The servers fail the run for a
+// worker silent longer than timeout_s themselves.
+constexpr double kServerAnswerTimeouts = 3;
+
 }  // namespace
 
 ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& optimizer,
@@ -34,7 +40,7 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
     hello.count = end - begin;
     hello.blob = this_host_name() + (cuda ? "\ncuda" : "\ncpu");
     server.link.send(hello);
-    Message welcome = server.link.receive(3 * timeout_s_);
+    Message welcome = server.link.receive(kServerAnswerTimeouts * timeout_s_);
     if (welcome.type != MessageType::kWelcome) throw std::runtime_error("unexpected answer from " + server.link.peer());
     if (!welcome.blob.empty()) {
       size_t half = welcome.blob.size() / 2;
@@ -70,7 +76,7 @@ double ParamServerStrategy::pull() {
   double held = 0;
   for (auto& server : servers_) {
     at::Tensor slot = host_values_.narrow(0, server.begin, server.end - server.begin);
-    Message reply = server.link.receive(3 * timeout_s_, &slot);
+    Message reply = server.link.receive(kServerAnswerTimeouts * timeout_s_, &slot);
     bool shared = server.outbox.defined();
     if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
       throw std::runtime_error("unexpected reply from " + server.link.peer());
@@ -126,7 +132,7 @@ std::vector<at::Tensor> ParamServerStrategy::run_state() {
     ask.type = MessageType::kSnapshot;
     ask.worker = worker_;
     server.link.send(ask);
-    Message state = server.link.receive(3 * timeout_s_);
+    Message state = server.link.receive(kServerAnswerTimeouts * timeout_s_);
     const int64_t range = server.end - server.begin;
     if (state.type != MessageType::kState || state.payload.numel() != range * (1 + moments_)) {
       throw std::runtime_error("unexpected answer to a snapshot from " + server.link.peer());
