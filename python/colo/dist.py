@@ -1,7 +1,7 @@
 """colo.dist: data-parallel training (`colo dist`) from Python, with its
 records as plain lists of dicts.
 
-    run = colo.dist.launch("examples/cluster_allreduce.toml")
+    run = colo.dist.launch("examples/cluster.toml")
     run["result"]        # result.json: strategy, steps, samples_per_s, time_to_target_s, ...
     run["steps"]         # one record per worker step: rank, step, strategy, loss, compute_s, ...
     run["evaluations"]   # rank 0's test evaluations: step, train_s, test_accuracy, strategy

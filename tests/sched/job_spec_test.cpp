@@ -116,6 +116,24 @@ TEST(JobSpec, BadJobFilesAreRejectedClearly) {
   EXPECT_NE(error_of("command = \"true\"\ngpus = 0\n").find("gpus"), std::string::npos);
 }
 
+TEST(JobSpec, MessagesPointAtWhatTheUserMeant) {
+  // A misspelled field lists every field a job may have, read or not.
+  std::string misspelled = error_of("[[job]]\ncommand = \"true\"\nmemm = \"1GiB\"\n");
+  EXPECT_NE(misspelled.find("job[0].memm: unknown field"), std::string::npos) << misspelled;
+  for (const char* field : {"mem", "sm_share", "array", "loader", "samples"}) {
+    EXPECT_NE(misspelled.find(std::string(" ") + field), std::string::npos) << field << " not listed: " << misspelled;
+  }
+  // [[jobs]] for [[job]]: not "command: missing required field".
+  std::string tables = error_of("[[jobs]]\ncommand = \"true\"\n");
+  EXPECT_NE(tables.find("expected [[job]] tables"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("found jobs"), std::string::npos) << tables;
+  // A command of the wrong type or empty says what a command may be.
+  EXPECT_NE(error_of("command = 5\n").find("command: expected a string or a non-empty array"), std::string::npos)
+      << error_of("command = 5\n");
+  EXPECT_NE(error_of("command = \"\"\n").find("command: expected a non-empty command"), std::string::npos)
+      << error_of("command = \"\"\n");
+}
+
 TEST(JobSpec, AJobAskingForMoreGpusThanTheHostHasIsRejected) {
   JobSpec two;
   two.name = "ddp";

@@ -78,7 +78,10 @@ bool SpecTable::is_table(const std::string& key) const {
   return node != nullptr && node->is_table();
 }
 
-bool SpecTable::has(const std::string& key) const { return table_->contains(key); }
+bool SpecTable::has(const std::string& key) const {
+  asked_.insert(key);
+  return table_->contains(key);
+}
 
 std::string SpecTable::field(const std::string& key) const {
   return prefix_.empty() ? key : prefix_ + "." + key;
@@ -255,8 +258,11 @@ void SpecTable::reject_unknown() const {
   for (const auto& [key, node] : *table_) {
     std::string name(key.str());
     if (read_.count(name) == 0) {
+      std::set<std::string> known_keys = read_;
+      known_keys.insert(asked_.begin(), asked_.end());
+      known_keys.erase(name);
       std::string known;
-      for (const auto& k : read_) known += (known.empty() ? "" : ", ") + k;
+      for (const auto& k : known_keys) known += (known.empty() ? "" : ", ") + k;
       fail(name, "unknown field (known here: " + known + ")");
     }
   }

@@ -30,6 +30,8 @@ class SpecTable {
   // The whole file as a root table.
   static SpecTable root(const std::string& path);
 
+  // Whether `key` is in the table; a key asked about counts as one this
+  // table knows, for reject_unknown's list of them.
   bool has(const std::string& key) const;
   // Whether `key` holds a sub-table (reading it is up to the caller).
   bool is_table(const std::string& key) const;
@@ -65,7 +67,8 @@ class SpecTable {
 
   // Marks `key` as understood without reading it (handled elsewhere).
   void accept(const std::string& key) const;
-  // Throws InputError for the first key of this table that no getter read.
+  // Throws InputError for the first key of this table that no getter read,
+  // listing the keys this table knows (read or asked about with has()).
   void reject_unknown() const;
 
   // Throws InputError for `key` with `expected` as the message.
@@ -80,6 +83,7 @@ class SpecTable {
   std::string source_;
   std::string prefix_;
   mutable std::set<std::string> read_;
+  mutable std::set<std::string> asked_;  // has() of keys that may be absent
 };
 
 }  // namespace colo

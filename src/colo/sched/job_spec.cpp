@@ -14,14 +14,21 @@ namespace {
 
 std::vector<std::string> read_command(const SpecTable& t) {
   if (!t.has("command")) t.fail("command", "missing required field (a string or an array of strings)");
+  std::optional<std::string> line;
   try {
-    std::string line = t.string("command");
-    if (line.empty()) t.fail("command", "expected a non-empty command");
-    return {"/bin/sh", "-c", line};
-  } catch (const InputError&) {
+    line = t.string("command");
+  } catch (const InputError&) {  // not a string: an array of strings, or neither
   }
-  // Not a string: an array of strings.
-  auto parts = t.strings_or("command", {});
+  if (line) {
+    if (line->empty()) t.fail("command", "expected a non-empty command");
+    return {"/bin/sh", "-c", *line};
+  }
+  std::vector<std::string> parts;
+  try {
+    parts = t.strings_or("command", {});
+  } catch (const InputError&) {
+    t.fail("command", "expected a string or a non-empty array of strings");
+  }
   if (parts.empty()) t.fail("command", "expected a string or a non-empty array of strings");
   return parts;
 }
@@ -111,6 +118,11 @@ std::vector<JobSpec> parse_job_file(const std::string& path) {
     if (tables.empty()) root.fail("job", "expected one or more [[job]] tables");
     for (const auto& table : tables) jobs.push_back(parse_job_table(table));
     root.reject_unknown();
+  } else if (!root.has("command") && !root.has("name")) {  // neither [[job]] tables nor a job ([[jobs]], say)
+    std::string found;
+    for (const auto& key : root.keys()) found += (found.empty() ? "" : ", ") + key;
+    root.fail("job", "expected [[job]] tables, or one job's fields (command = ...) at the top; found " +
+                         (found.empty() ? std::string("nothing") : found));
   } else {
     jobs.push_back(parse_job_table(root));
   }
