@@ -86,6 +86,10 @@ TEST(SweepSpec, BadSweepsAreRejectedWithTheField) {
             std::string::npos);
   EXPECT_NE(error("[sweep]\nhalving = { rungs = [2, 1] }\n[sweep.axes]\nlr = [0.1]\n").find("ascending"),
             std::string::npos);
+  EXPECT_NE(error("[sweep]\nhalving = { rung = [1] }\n[sweep.axes]\nlr = [0.1]\n").find("sweep.halving.rung: unknown"),
+            std::string::npos);
+  EXPECT_NE(error("[sweep]\nhalving = { rungs = [50] }\n[sweep.axes]\nlr = [0.1]\n").find("epochs before the last"),
+            std::string::npos);
   EXPECT_NE(error("[sweep]\n[sweep.axes]\noptimizer = [\"lion\"]\n").find("sweep.axes.optimizer"), std::string::npos);
   EXPECT_NE(error("[sweep]\nbf16_autocast = \"yes\"\n[sweep.axes]\nlr = [0.1]\n").find("sweep.bf16_autocast"),
             std::string::npos);

@@ -113,3 +113,21 @@ def test_halving_is_checked():
         with pytest.raises(cf.FuseError, match=message):
             colo.sweep(lambda: Mlp().double(), {"lr": [0.1, 0.2]}, train, test, epochs=2, halving=halving,
                        on_epoch=None, device="cpu")
+    with pytest.raises(cf.FuseError, match="before the last epoch"):
+        colo.sweep(lambda: Mlp().double(), {"lr": [0.1, 0.2]}, train, test, epochs=2, halving={"rungs": [2]},
+                   on_epoch=None, device="cpu")
+
+
+def test_what_colo_sweep_refuses_in_a_file_is_refused_here_instead_of_training():
+    """No silent zeros from epochs=0, no gradient ascent from a negative lr."""
+    train, test = data(0, 1), data(1, 1)
+    cases = [(dict(epochs=0), "epochs must be a whole number"), (dict(epochs=-1), "epochs"),
+             (dict(epochs=1.5), "epochs"), (dict(epochs=1, max_steps=0), "max_steps"),
+             (dict(epochs=1, axes={"lr": [0.1, -0.1]}), r"configuration 1 .*learning rate > 0"),
+             (dict(epochs=1, axes={"lr": [0.1], "momentum": [1.0]}), "momentum in"),
+             (dict(epochs=1, axes={"lr": [0.1], "weight_decay": [-1e-4]}), "weight decay"),
+             (dict(epochs=1, axes={"lr": [0.1], "optimizer": ["lion"]}), "sgd, adam or adamw")]
+    for options, message in cases:
+        axes = options.pop("axes", {"lr": [0.1]})
+        with pytest.raises(cf.FuseError, match=message):
+            colo.sweep(lambda: Mlp().double(), axes, train, test, on_epoch=None, device="cpu", **options)

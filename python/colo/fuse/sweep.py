@@ -172,6 +172,9 @@ def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=N
     and colo's scheduler (colo.report_progress). Returns one record per model,
     best final test accuracy first (model, values, array, epochs, stopped,
     test_accuracy, best_test_accuracy, loss)."""
+    _check_count("epochs", epochs)
+    if max_steps is not None:
+        _check_count("max_steps", max_steps)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     configs = configurations(axes, sampling, count, seed)
     members = [_Member(i, values, optimizer or {}) for i, values in enumerate(configs)]
@@ -182,9 +185,11 @@ def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=N
                             f"{len(members)} (0 to {len(members) - 1})")
         members = [m for m in members if m.index in set(only)]
     for m in members:
-        if m.optimizer["lr"] is None and m.optimizer["optimizer"] == "sgd":
-            raise FuseError("colo.fuse.sweep: sgd needs lr (an axis or optimizer={'lr': ...})")
+        _check_optimizer(m)
     rungs, keep = _halving(halving)
+    if rungs and rungs[-1] >= epochs:
+        raise FuseError(f"colo.fuse.sweep: halving rungs must come before the last epoch (epochs={epochs}): "
+                        f"a rung at or after it stops no model early, got {rungs}")
     options = {"channels_last": channels_last, "cuda_graph": cuda_graph, "bf16": bf16, "loss_fn": loss_fn,
                "rungs": rungs, "keep": keep, "epochs": epochs, "device": device, "out": out,
                "max_steps": max_steps, "progress": {"samples": 0, "train_s": 0.0}}
@@ -235,6 +240,36 @@ def sweep(build_model, axes, train_batches, test_batches, *, epochs, optimizer=N
             json.dump({"models": ranked, "arrays": len(arrays), "array_sizes": [len(x) for x in arrays],
                        "total_s": time.perf_counter() - started, "device": str(device)}, f, indent=2)
     return ranked
+
+
+def _check_count(name, value):
+    """`value` is a whole number >= 1, as `colo sweep` requires of its file."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise FuseError(f"colo.fuse.sweep: {name} must be a whole number >= 1, got {value!r}")
+
+
+# The ranges `colo sweep` accepts for each optimiser setting (fuse/sweep_spec.cpp).
+_OPTIMIZER_RANGES = {"momentum": (0.0, 1.0, "a momentum in [0, 1)"), "weight_decay": (0.0, None, "a weight decay >= 0"),
+                     "beta1": (0.0, 1.0, "beta1 in [0, 1)"), "beta2": (0.0, 1.0, "beta2 in [0, 1)")}
+
+
+def _check_optimizer(member):
+    """The member's optimiser settings are ones `colo sweep` would train;
+    FuseError naming the configuration and the value otherwise."""
+    o, where = member.optimizer, f"colo.fuse.sweep: configuration {member.index} ({member.values})"
+    if o["optimizer"] not in ("sgd", "adam", "adamw"):
+        raise FuseError(f"{where}: optimizer is sgd, adam or adamw, not {o['optimizer']!r}")
+    if o["lr"] is None:
+        if o["optimizer"] == "sgd":
+            raise FuseError("colo.fuse.sweep: sgd needs lr (an axis or optimizer={'lr': ...})")
+    elif not o["lr"] > 0:
+        raise FuseError(f"{where}: expected a learning rate > 0, got lr={o['lr']!r}")
+    for name, (low, high, what) in _OPTIMIZER_RANGES.items():
+        value = o[name]
+        if not (value >= low and (high is None or value < high)):
+            raise FuseError(f"{where}: expected {what}, got {name}={value!r}")
+    if not o["eps"] > 0:
+        raise FuseError(f"{where}: expected eps > 0, got eps={o['eps']!r}")
 
 
 def _halving(halving):

@@ -117,11 +117,15 @@ SweepSpec parse_sweep_spec(const std::string& path) {
     spec.halving_enabled = true;
     spec.halving.rungs = halving->integers_or("rungs", {}, 1);
     spec.halving.keep = halving->number_or("keep", 0.5, 0.01, 0.99);
+    halving->reject_unknown();  // `rung = [1]` is named as it is, not as missing rungs
     if (spec.halving.rungs.empty()) halving->fail("rungs", "expected epochs at which to halve, e.g. [1, 2]");
     for (size_t i = 1; i < spec.halving.rungs.size(); ++i) {
       if (spec.halving.rungs[i] <= spec.halving.rungs[i - 1]) halving->fail("rungs", "expected ascending epochs");
     }
-    halving->reject_unknown();
+    if (spec.halving.rungs.back() >= spec.base.epochs) {
+      halving->fail("rungs", "expected epochs before the last (epochs = " + std::to_string(spec.base.epochs) +
+                                 "): a rung at or after it stops no model early");
+    }
   }
   auto axes = sweep->table("axes");
   if (!axes) sweep->fail("axes", "missing required table [sweep.axes] (e.g. lr = [0.01, 0.1])");
