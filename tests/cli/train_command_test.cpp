@@ -156,6 +156,16 @@ TEST(ColoTrain, ResumeIfAnyStartsAfreshAndThenContinuesFromTheCheckpoint) {
   EXPECT_EQ(run_colo(dir, "train " + spec + " --resume --resume-if-any").status, 2);
 }
 
+TEST(ColoTrain, ResumeWithoutACheckpointIsRefusedAndWritesNothing) {
+  TempDir dir;
+  std::string spec = dir.write("spec.toml", mlp_spec(dir.file("out"), "[data]\nname = \"synthetic\"\n", "seed = 3\n"));
+  auto run = run_colo(dir, "train " + spec + " --resume");
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("out/checkpoint.pt: no checkpoint to resume from"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("out"))) << "the output folder was made";
+  EXPECT_EQ(run.out, "") << "a table header for a run that never started";
+}
+
 TEST(ColoTrain, QuickstartMlpReaches84PercentOnFashionMnistIn2Epochs) {
   TempDir dir;
   auto run = run_colo(dir, std::string("train ") + COLO_SOURCE_DIR + "/examples/quickstart.toml --device cpu --out " + dir.file("q"));

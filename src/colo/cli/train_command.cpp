@@ -33,6 +33,10 @@ int run_train(const TrainArgs& args) {
   train::TrainSpec spec = train::parse_train_spec(args.spec_paths.front());
   if (!args.out.empty()) spec.output = args.out;
   if (!args.device.empty()) spec.device = args.device;
+  // Before the trainer makes the output folder: a refused --resume writes nothing.
+  if (args.resume && !path_exists(train::Trainer::checkpoint_path_of(spec))) {
+    throw InputError(train::Trainer::checkpoint_path_of(spec), "", "no checkpoint to resume from");
+  }
   train::Trainer trainer(spec);
 
   if (trainer.dataset().train.size() == 0) {  // a shared loader: batches from its producer

@@ -66,7 +66,8 @@ int64_t Trainer::steps_per_epoch() const {
 }
 
 std::string Trainer::metrics_path() const { return spec_.output + "/metrics.jsonl"; }
-std::string Trainer::checkpoint_path() const { return spec_.output + "/checkpoint.pt"; }
+std::string Trainer::checkpoint_path() const { return checkpoint_path_of(spec_); }
+std::string Trainer::checkpoint_path_of(const TrainSpec& spec) { return spec.output + "/checkpoint.pt"; }
 
 TestResult Trainer::evaluate() {
   if (shared_) return {std::nan(""), std::nan("")};  // a producer serves no test split

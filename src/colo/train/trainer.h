@@ -51,6 +51,8 @@ class Trainer {
   int64_t steps_per_epoch() const;
   // `<output>/checkpoint.pt`: what run() writes and `resume` reads.
   std::string checkpoint_path() const;
+  // Where a trainer of `spec` keeps its checkpoint, before one is made.
+  static std::string checkpoint_path_of(const TrainSpec& spec);
 
  private:
   TestResult evaluate();  // test split, in eval mode
