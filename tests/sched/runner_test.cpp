@@ -103,6 +103,20 @@ TEST(Runner, AStoredJobAskingForMoreGpusThanTheHostHasFailsSayingWhyInsteadOfWai
   EXPECT_NE(ddp->reason.find("'ddp' asks for 2 GPUs; this host has none"), std::string::npos) << ddp->reason;
 }
 
+TEST(Runner, EveryOomDeathIsCountedTheLastOnePastTheRetryLimitToo) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  store.submit({shell_job("always-oom", "echo 'torch.OutOfMemoryError: CUDA out of memory.'; exit 1")});
+  RunnerOptions options = quick_options(dir);
+  options.recovery.max_retries = 1;
+  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+  runner.run_until_done();
+  auto job = store.get(1);
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_NE(job->reason.find("GPU out of memory 2 times"), std::string::npos) << job->reason;
+  EXPECT_EQ(job->oom_deaths, 2) << "the reason and the count must agree";
+}
+
 TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

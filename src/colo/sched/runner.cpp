@@ -434,7 +434,7 @@ void Runner::settle(Active& job, int exit_code) {
     if (state_after_oom_death(deaths, options_.recovery) == JobState::kFailed) {
       store_.mark_finished(job.id, JobState::kFailed, exit_code,
                            "GPU out of memory " + std::to_string(deaths) + " times" + cause + "; retry limit reached",
-                           peak, job.energy_j);
+                           peak, job.energy_j, /*died_of_oom=*/true);
     } else {
       store_.mark_finished(job.id, JobState::kOutOfMemory, exit_code, "GPU out of memory" + cause + "; will retry",
                            peak, job.energy_j);

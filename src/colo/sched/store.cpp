@@ -315,7 +315,7 @@ void JobStore::record_throughput(int64_t id, std::optional<double> samples_per_s
 }
 
 void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
-                             std::optional<int64_t> peak_mem_bytes, double energy_j) {
+                             std::optional<int64_t> peak_mem_bytes, double energy_j, bool died_of_oom) {
   Statement s(db_,
               "UPDATE jobs SET state = ?1, end_s = ?2, exit_code = ?3, reason = ?4, "
               "oom_deaths = oom_deaths + ?5, "
@@ -323,7 +323,7 @@ void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit
               "energy_j = energy_j + ?7 WHERE id = ?8 AND state = 'RUNNING'");
   s.bind(1, to_string(state)).bind(2, unix_time_s());
   if (exit_code) s.bind(3, int64_t{*exit_code}); else s.bind_null(3);
-  s.bind(4, reason).bind(5, int64_t{state == JobState::kOutOfMemory ? 1 : 0});
+  s.bind(4, reason).bind(5, int64_t{state == JobState::kOutOfMemory || died_of_oom ? 1 : 0});
   if (peak_mem_bytes) s.bind(6, *peak_mem_bytes); else s.bind_null(6);
   s.bind(7, energy_j).bind(8, id).step();
 }

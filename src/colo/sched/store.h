@@ -86,9 +86,11 @@ class JobStore {
   void record_data_wait(int64_t id, double percent);
   // One more false OOM (mps_limit.h, is_false_oom) for a job.
   void count_false_oom(int64_t id);
-  // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED.
+  // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED. An
+  // OUT_OF_MEMORY death, or a FAILED one with `died_of_oom` (its last,
+  // past the retry limit), counts one more in oom_deaths.
   void mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
-                     std::optional<int64_t> peak_mem_bytes, double energy_j);
+                     std::optional<int64_t> peak_mem_bytes, double energy_j, bool died_of_oom = false);
   // PENDING | REQUEUED | OUT_OF_MEMORY -> FAILED with `reason`: a waiting
   // job that can never start here. No effect on a job in another state.
   void fail_waiting(int64_t id, const std::string& reason);
