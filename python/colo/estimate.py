@@ -229,8 +229,29 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                 keeps_output=bool(keep_output), learned=str(learned or ""))
     finally:
         model.train(was_training)
-    return Estimate(bytes=found["bytes"], breakdown=found["breakdown"], peak_phase=found["peak_phase"],
+    breakdown = dict(found["breakdown"])
+    # The recorded graph holds only the trainable parameters the forward
+    # reaches (through their gradient accumulators); the GPU also holds the
+    # rest of model.to("cuda"): frozen parameters (a frozen backbone, an
+    # adapter's base model), unused ones and buffers (BatchNorm statistics,
+    # masks), each its own allocation.
+    unseen = max(0, _resident_model_bytes(model) - breakdown["parameters"])
+    breakdown["parameters"] += unseen
+    return Estimate(bytes=found["bytes"] + unseen, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"],
                     rule="assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else "",
-                    parameter_count=found["parameter_count"], uncertainty=found["uncertainty"],
+                    parameter_count=found["parameter_count"],
+                    uncertainty=found["uncertainty"] + unseen // 10,
                     learned_bytes=found.get("learned_bytes"))
+
+
+def _resident_model_bytes(model):
+    """Bytes of every parameter and buffer of the model, each rounded to the
+    CUDA caching allocator's 512-byte blocks (shared tensors once)."""
+    total, seen = 0, set()
+    for t in list(model.parameters()) + list(model.buffers()):
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        total += max(512, (t.numel() * t.element_size() + 511) // 512 * 512)
+    return total
