@@ -237,6 +237,13 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     # masks), each its own allocation.
     unseen = max(0, _resident_model_bytes(model) - breakdown["parameters"])
     breakdown["parameters"] += unseen
+    # The replay holds the first input's batch as the data; the other inputs
+    # (a second tensor, a mask, token ids beside images) are on the GPU too.
+    batch = (eval_batch_size or batch_size) if found["peak_phase"] == "evaluation" else batch_size
+    other_inputs = sum(max(512, (t[:1].numel() * t.element_size() * batch + 511) // 512 * 512)
+                       for t in examples[1:])
+    breakdown["data"] += other_inputs
+    unseen += other_inputs
     return Estimate(bytes=found["bytes"] + unseen, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"],
                     rule="assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else "",

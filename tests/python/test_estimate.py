@@ -335,3 +335,21 @@ def test_frozen_parameters_and_buffers_are_on_the_gpu_too():
     assert e.bytes == sum(e.breakdown.values())
     trainable = colo.estimate(model.fc, torch.randn(1, 512), batch_size=8, optimizer="adam")
     assert e.bytes - trainable.bytes >= resident_bytes(model) - head
+
+
+def test_every_input_is_data_on_the_gpu():
+    """Only the first example input was counted as data; a second input of
+    100,000 floats per sample (100 MB at batch 256) was left out."""
+    class TwoInputs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(10, 10)
+            self.b = nn.Linear(100000, 10)
+
+        def forward(self, x, y):
+            return self.a(x) + self.b(y)
+
+    model = TwoInputs()
+    e = colo.estimate(model, (torch.randn(1, 10), torch.randn(1, 100000)), batch_size=256, optimizer="sgd")
+    assert e.breakdown["data"] >= 256 * (100000 + 10) * FLOAT
+    assert e.bytes == sum(e.breakdown.values())
