@@ -188,8 +188,11 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
         raise ValueError("colo.estimate: every example input needs a batch dimension with at least one sample")
     if batch_size is None:
         batch_size = int(examples[0].shape[0])
-    if not isinstance(batch_size, int) or batch_size < 1:
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ValueError(f"colo.estimate: batch_size must be a positive int, got {batch_size!r}")
+    if eval_batch_size is not None and (not isinstance(eval_batch_size, int) or isinstance(eval_batch_size, bool)
+                                        or eval_batch_size < 1):
+        raise ValueError(f"colo.estimate: eval_batch_size must be a positive int, got {eval_batch_size!r}")
     if autocast not in (None, "bf16", "fp16"):
         raise ValueError(f"colo.estimate: autocast must be None, 'bf16' or 'fp16', got {autocast!r}")
     name, momentum, weight_decay, nesterov = _optimizer_fields(optimizer)

@@ -353,3 +353,11 @@ def test_every_input_is_data_on_the_gpu():
     e = colo.estimate(model, (torch.randn(1, 10), torch.randn(1, 100000)), batch_size=256, optimizer="sgd")
     assert e.breakdown["data"] >= 256 * (100000 + 10) * FLOAT
     assert e.bytes == sum(e.breakdown.values())
+
+
+@pytest.mark.parametrize("eval_batch_size", [-5, 0, 2.5, True])
+def test_a_bad_evaluation_batch_is_named(eval_batch_size):
+    """eval_batch_size=2.5 gave pybind11's 'incompatible function arguments'
+    and -5 a bare 'evaluation batch size must be 0 or more'."""
+    with pytest.raises(ValueError, match="^colo.estimate: eval_batch_size"):
+        colo.estimate(GatedMlp(), torch.randn(1, 20), evaluation=True, eval_batch_size=eval_batch_size)
