@@ -247,6 +247,13 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                        for t in examples[1:])
     breakdown["data"] += other_inputs
     unseen += other_inputs
+    # Adam(amsgrad=True) keeps a third buffer per trainable parameter: the
+    # largest second moment seen.
+    if isinstance(optimizer, torch.optim.Optimizer) and optimizer.param_groups[0].get("amsgrad", False):
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        most = sum(max(512, (p.numel() * p.element_size() + 511) // 512 * 512) for p in trainable)
+        breakdown["optimizer"] += most
+        unseen += most
     return Estimate(bytes=found["bytes"] + unseen, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"],
                     rule="assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else "",

@@ -361,3 +361,14 @@ def test_a_bad_evaluation_batch_is_named(eval_batch_size):
     and -5 a bare 'evaluation batch size must be 0 or more'."""
     with pytest.raises(ValueError, match="^colo.estimate: eval_batch_size"):
         colo.estimate(GatedMlp(), torch.randn(1, 20), evaluation=True, eval_batch_size=eval_batch_size)
+
+
+def test_adam_with_amsgrad_keeps_a_third_buffer_per_trainable_parameter():
+    model = torch.nn.Sequential(torch.nn.Linear(1000, 1000), torch.nn.ReLU(), torch.nn.Linear(1000, 10))
+    example = torch.randn(1, 1000)
+    plain = colo.estimate(model, example, batch_size=8, optimizer=torch.optim.Adam(model.parameters()))
+    ams = colo.estimate(model, example, batch_size=8, optimizer=torch.optim.Adam(model.parameters(), amsgrad=True))
+    gradients = plain.breakdown["gradients"]
+    assert plain.breakdown["optimizer"] == 2 * gradients  # exp_avg and exp_avg_sq
+    assert ams.breakdown["optimizer"] == 3 * gradients    # and max_exp_avg_sq
+    assert ams.bytes == plain.bytes + gradients
