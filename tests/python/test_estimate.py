@@ -372,3 +372,11 @@ def test_adam_with_amsgrad_keeps_a_third_buffer_per_trainable_parameter():
     assert plain.breakdown["optimizer"] == 2 * gradients  # exp_avg and exp_avg_sq
     assert ams.breakdown["optimizer"] == 3 * gradients    # and max_exp_avg_sq
     assert ams.bytes == plain.bytes + gradients
+
+
+def test_the_parameter_count_counts_elements_whatever_their_dtype():
+    model = torch.nn.Sequential(torch.nn.Linear(100, 200), torch.nn.ReLU(), torch.nn.Linear(200, 10))
+    count = sum(p.numel() for p in model.parameters())
+    assert colo.estimate(model, torch.randn(1, 100), batch_size=4).parameter_count == count
+    half = model.to(torch.bfloat16)
+    assert colo.estimate(half, torch.randn(1, 100, dtype=torch.bfloat16), batch_size=4).parameter_count == count

@@ -48,7 +48,7 @@ JobModel describe_job_from_graph(const train::TrainSpec& spec, TrainingGraph gra
   data::DatasetShape shape = data::dataset_shape(spec.data);
   JobModel job;
   job.graph = std::move(graph);
-  job.parameter_count = job.graph.total_parameter_bytes() / 4;
+  job.parameter_count = job.graph.parameter_count;
   job.model_name = spec.model.name;
 
   StepConfig& step = job.step;

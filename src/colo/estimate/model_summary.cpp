@@ -73,7 +73,7 @@ ModelSummary summarize_graph(const TrainingGraph& graph, int64_t batch_size,
   s.family = family;
   s.optimizer = optimizer;
   s.batch_size = batch_size;
-  for (int64_t bytes : graph.parameter_bytes) s.parameters += bytes / 4;
+  s.parameters = graph.parameter_count;
   for (const GraphTensor& t : graph.tensors) {
     if (t.owns_memory) s.activations_per_sample += t.per_sample_bytes / 4;
   }

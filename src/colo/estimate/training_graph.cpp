@@ -219,6 +219,7 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
     if (!is_accumulate_grad(*node)) continue;
     param_of[node.get()] = static_cast<int>(g.parameter_bytes.size());
     g.parameter_bytes.push_back(metadata_bytes(*node, 0));
+    g.parameter_count += metadata_numel(*node, 0);
     param_shape.push_back(metadata_shape(*node, 0));
   }
   for (const auto& node : nodes) {

@@ -66,6 +66,7 @@ struct TrainingGraph {
   std::vector<GraphTensor> tensors;
   std::vector<GraphOp> ops;
   std::vector<int64_t> parameter_bytes;  // one entry per trainable parameter
+  int64_t parameter_count = 0;           // their elements, whatever their dtype
   int64_t input_bytes_per_sample = 0;    // the batch as the model reads it
   int64_t label_bytes_per_sample = 8;
   std::vector<std::string> unmodelled;   // op names the rules do not know

@@ -22,7 +22,7 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   if (!model.set_mode || !model.loss) throw std::invalid_argument("a user model needs set_mode and loss");
   JobModel job;
   job.graph = record_training_graph(model.set_mode, model.loss, model.input);
-  job.parameter_count = job.graph.total_parameter_bytes() / 4;
+  job.parameter_count = job.graph.parameter_count;
   job.model_name = model.name;
   job.step.batch_size = training.batch_size;
   job.step.eval_batch_size = training.eval_batch_size;
