@@ -99,3 +99,32 @@ def test_train_failure_is_a_run_error(tmp_path, colo_executable):
     bad.write_text("epochs = -1\n")
     with pytest.raises(colo.RunError, match="exited with 2"):
         colo.train(str(bad))
+
+
+def test_client_refuses_bad_values_before_sending(tmp_path):
+    # Nothing listens on this URL: each refusal must come from the client itself, as ValueError.
+    client = colo.Client(url="http://127.0.0.1:9", token="t")
+    for bad in (6e999, float("nan"), -1, "inf", "1e400GiB", "99999999999999GiB", True, [1]):
+        with pytest.raises(ValueError, match="mem"):
+            client.submit("true", mem=bad)  # was AttributeError, OverflowError or colod's 'must be >= 0'
+    with pytest.raises(ValueError, match="sm_share"):
+        client.submit("true", sm_share=float("nan"))  # was colod's 'the body is not JSON'
+    with pytest.raises(ValueError, match="priority"):
+        client.submit("true", priority=1e20)  # was stored as priority -2147483648
+    with pytest.raises(ValueError, match="env"):
+        client.submit("true", env={"A": 1})
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="gpus"):
+            client.submit("true", gpus=bad)
+
+
+def test_client_submits_gpus_bytes_as_numbers_and_lists_several_states(colod):
+    client = colo.Client(state_dir=colod)
+    with pytest.raises(colo.ColoError, match="asks for 2 GPUs"):  # colod (one simulated GPU) sees gpus = 2
+        client.submit("true", gpus=2, mem="1GiB")
+    [job] = client.submit("sleep 30", mem=6e8, gpus=1)
+    assert client.show(job)["spec"]["mem_bytes"] == 600000000 and client.show(job)["spec"]["gpus"] == 1
+    assert job in [j["id"] for j in client.queue(["PENDING", "RUNNING"])]
+    assert job in [j["id"] for j in client.queue("PENDING,RUNNING")]
+    client.cancel(job)
+    assert wait_final(client, job)["state"] == "CANCELLED"
