@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "support/input_error.h"
 #include "support/temp_dir.h"
 
@@ -114,6 +115,20 @@ TEST(JobSpec, BadJobFilesAreRejectedClearly) {
   EXPECT_NE(error_of("command = \"true\"\nsm_share = 2.0\n").find("sm_share"), std::string::npos);
   EXPECT_NE(error_of("command = []\n").find("command"), std::string::npos);
   EXPECT_NE(error_of("command = \"true\"\ngpus = 0\n").find("gpus"), std::string::npos);
+}
+
+TEST(JobSpec, AWorkdirIsResolvedWhereTheFileIsReadAndMustExist) {
+  testing::TempDir dir;
+  // Relative to this process's directory, as colo run resolves it, so that
+  // colod (another working directory) runs the job where its user meant.
+  std::string here = current_directory();
+  JobSpec plain = parse_job_file(dir.write("a.toml", "command = \"pwd\"\n")).front();
+  EXPECT_EQ(plain.workdir, here);
+  std::string missing = error_of("command = \"pwd\"\nworkdir = \"no-such-folder-here\"\n");
+  EXPECT_NE(missing.find("workdir: an existing directory; there is none at " + here + "/no-such-folder-here"),
+            std::string::npos) << missing;
+  JobSpec absolute = parse_job_file(dir.write("b.toml", "command = \"pwd\"\nworkdir = \"" + dir.path() + "\"\n")).front();
+  EXPECT_EQ(absolute.workdir, dir.path());
 }
 
 TEST(JobSpec, MessagesPointAtWhatTheUserMeant) {

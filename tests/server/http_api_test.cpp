@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "colo/core/files.h"
 #include "colo/gpu/simulated_device.h"
@@ -73,6 +75,45 @@ TEST_F(HttpApiTest, RejectsBadJobsNamingTheFieldAndStoresNothing) {
   auto share = client_.Post("/jobs", R"({"name": "z", "command": ["true"], "sm_share": 2})", "application/json");
   EXPECT_NE(share->body.find("sm_share"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(client_.Get("/jobs")->body).size(), 0u);
+}
+
+TEST_F(HttpApiTest, EachFieldIsCheckedBeforeItIsStoredNothingWrapsOrIsIgnored) {
+  const std::string dir = "\"workdir\": \"" + dir_.path() + "\"";
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"name": "p", "command": ["true"], "priority": 1e20})", "\"priority\""},  // was stored as INT_MIN
+           {R"({"name": "p", "command": ["true"], "priority": -99999999999})", "\"priority\""},
+           {R"({"name": "g", "command": ["true"], "gpus": 1.5})", "\"gpus\""},
+           {R"({"name": "m", "command": ["true"], "mem_bytes": 1.5})", "\"mem_bytes\""},
+           {R"({"name": "m", "command": ["true"], "mem": "6GiB"})", "\"mem\" is not a job field"},
+           {R"({"name": "s", "command": ["true"], "samples": -3})", "\"samples\""},
+           {R"({"name": "", "command": ["true"]})", "\"name\""},
+           {R"({"name": "w", "command": ["true"], "workdir": "sub"})", "\"workdir\" must be an absolute path"},
+           {R"({"name": "w", "command": ["true"], "workdir": "/no/such/dir"})", "\"workdir\" is not a directory"},
+           {R"({"name": "t", "command": ["true"], "gpus": "1"})", "\"gpus\""}}) {
+    auto reply = client_.Post("/jobs", body, "application/json");
+    EXPECT_EQ(reply->status, 400) << body;
+    EXPECT_NE(nlohmann::json::parse(reply->body)["error"].get<std::string>().find(field), std::string::npos)
+        << body << " -> " << reply->body;
+  }
+  EXPECT_EQ(client_.Post("/jobs", "{\"name\": \"ok\", \"command\": [\"true\"], " + dir + "}", "application/json")->status,
+            201);
+  EXPECT_EQ(nlohmann::json::parse(client_.Get("/jobs")->body).size(), 1u);
+}
+
+TEST_F(HttpApiTest, BadNumbersInTheAddressAre404Or400WithABodyNot500) {
+  for (const char* path : {"/jobs/99999999999999999999", "/jobs/abc", "/jobs/-1", "/jobs/99999999999999999999/log"}) {
+    auto reply = client_.Get(path);
+    EXPECT_EQ(reply->status, 404) << path;
+    EXPECT_NE(reply->body.find("\"error\""), std::string::npos) << path << " -> '" << reply->body << "'";
+  }
+  EXPECT_EQ(client_.Post("/jobs/99999999999999999999/cancel", "", "application/json")->status, 404);
+  ASSERT_EQ(client_.Post("/jobs", R"({"name": "a", "command": ["true"]})", "application/json")->status, 201);
+  for (const char* offset : {"abc", "-5", "1e3", "99999999999999999999999"}) {
+    auto reply = client_.Get(std::string("/jobs/1/log?offset=") + offset);
+    EXPECT_EQ(reply->status, 400) << offset;
+    EXPECT_NE(reply->body.find("offset"), std::string::npos) << offset << " -> " << reply->body;
+  }
+  EXPECT_EQ(client_.Get("/jobs/1/log?offset=0")->status, 200);
 }
 
 TEST(HttpApi, RejectsAJobAskingForMoreGpusThanTheHostHas) {

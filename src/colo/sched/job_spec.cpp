@@ -85,7 +85,10 @@ JobSpec parse_job_table(const SpecTable& t) {
   JobSpec spec;
   spec.command = read_command(t);
   spec.name = t.string_or("name", spec.command.size() == 3 ? spec.command[2].substr(0, 40) : spec.command[0]);
-  spec.workdir = t.string_or("workdir", spec.workdir);
+  // Relative to where the file is submitted from, whichever process runs
+  // the job later (colod has a working directory of its own).
+  spec.workdir = absolute_path(t.string_or("workdir", spec.workdir));
+  if (!is_directory(spec.workdir)) t.fail("workdir", "an existing directory; there is none at " + spec.workdir);
   if (auto env = t.table("env")) {
     for (const auto& key : env->keys()) spec.env[key] = env->string(key);
   }

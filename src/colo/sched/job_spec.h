@@ -37,7 +37,9 @@ struct JobSpec {
   std::string loader;
 };
 
-// Reads one job from a table. Throws InputError naming the file and field.
+// Reads one job from a table; its workdir comes back absolute, resolved
+// against this process's working directory, and must exist. Throws
+// InputError naming the file and field.
 JobSpec parse_job_table(const SpecTable& table);
 
 // Reads a job file: either one job at the top level, or `[[job]]` tables.

@@ -2,15 +2,19 @@
 #include "colo/server/dashboard_data.h"
 #include "colo/server/job_memory.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <httplib.h>
 
+#include "colo/core/files.h"
 #include "colo/sched/job.h"
 
 namespace colo::server {
@@ -23,27 +27,84 @@ void reply_error(httplib::Response& res, int status, const std::string& message)
   res.set_content(nlohmann::json{{"error", message}}.dump() + "\n", kJson);
 }
 
-// A job from a request body, validated; throws std::invalid_argument with
-// the offending field.
-sched::JobSpec job_from(const nlohmann::json& j, size_t index) {
+// A whole number written in decimal digits that fits int64; nullopt else.
+std::optional<int64_t> whole_number(const std::string& text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+// The fields a job's JSON may have (sched::to_json's), each checked before
+// it is read: `check(field, what, ok)`.
+const std::set<std::string> kJobFields = {"name", "command", "workdir", "env", "gpus", "priority", "array_index",
+                                          "mem_bytes", "sm_share", "samples", "model", "workload", "loader"};
+
+bool whole_in(const nlohmann::json& v, int64_t low, int64_t high) {
+  return v.is_number_integer() && v.get<int64_t>() >= low && v.get<int64_t>() <= high;
+}
+
+// A job from a request body, validated field by field; throws
+// std::invalid_argument naming the job and the field.
+sched::JobSpec job_from(const nlohmann::json& given, size_t index) {
   std::string where = "job " + std::to_string(index) + ": ";
-  if (!j.is_object()) throw std::invalid_argument(where + "expected a JSON object");
+  if (!given.is_object()) throw std::invalid_argument(where + "expected a JSON object");
+  nlohmann::json j;  // a field given as null is one not given
+  for (const auto& [key, value] : given.items()) {
+    if (!value.is_null()) j[key] = value;
+  }
+  auto fail = [&](const std::string& field, const std::string& what) {
+    throw std::invalid_argument(where + "\"" + field + "\" " + what);
+  };
+  for (const auto& [key, value] : j.items()) {
+    if (kJobFields.count(key) == 0) fail(key, "is not a job field (fields: name, command, workdir, env, gpus, "
+                                              "priority, mem_bytes, sm_share, samples, array_index, model, loader)");
+  }
   for (const char* required : {"name", "command"}) {
     if (!j.contains(required)) throw std::invalid_argument(where + "missing field \"" + required + "\"");
   }
-  sched::JobSpec spec;
+  if (!j["name"].is_string() || j["name"].get<std::string>().empty()) fail("name", "must be a non-empty string");
+  const nlohmann::json& command = j["command"];
+  if (!command.is_array() || command.empty() ||
+      !std::all_of(command.begin(), command.end(), [](const auto& a) { return a.is_string(); }) ||
+      command.front().get<std::string>().empty()) {
+    fail("command", "must be a non-empty array of strings (argv)");
+  }
+  if (j.contains("workdir")) {
+    if (!j["workdir"].is_string() || j["workdir"].get<std::string>().empty() || j["workdir"].get<std::string>()[0] != '/') {
+      fail("workdir", "must be an absolute path (jobs run on the daemon's host)");
+    }
+    if (!is_directory(j["workdir"].get<std::string>())) fail("workdir", "is not a directory on the daemon's host");
+  }
+  if (j.contains("env") && (!j["env"].is_object() || !std::all_of(j["env"].begin(), j["env"].end(),
+                                                                  [](const auto& v) { return v.is_string(); }))) {
+    fail("env", "must be an object of strings");
+  }
+  if (j.contains("gpus") && !whole_in(j["gpus"], 1, 64)) fail("gpus", "must be a whole number in [1, 64]");
+  if (j.contains("priority") && !whole_in(j["priority"], -1000000, 1000000)) {
+    fail("priority", "must be a whole number in [-1000000, 1000000]");
+  }
+  if (j.contains("array_index") && !whole_in(j["array_index"], -1, int64_t{1} << 30)) {
+    fail("array_index", "must be a whole number >= -1");
+  }
+  if (j.contains("mem_bytes") && !whole_in(j["mem_bytes"], 0, int64_t{1} << 60)) {
+    fail("mem_bytes", "must be a whole number of bytes in [0, 2^60]");
+  }
+  if (j.contains("sm_share") && !(j["sm_share"].is_number() && j["sm_share"].get<double>() >= 0 &&
+                                  j["sm_share"].get<double>() <= 1)) {
+    fail("sm_share", "must be a number in [0, 1]");
+  }
+  if (j.contains("samples") && !whole_in(j["samples"], 1, int64_t{1} << 50)) fail("samples", "must be a whole number >= 1");
+  if (j.contains("workload") && !j["workload"].is_string()) fail("workload", "must be a string");
+  if (j.contains("loader") && (!j["loader"].is_string() || !path_exists(j["loader"].get<std::string>()))) {
+    fail("loader", "must be the path of a shared loader's data file on the daemon's host");
+  }
   try {
-    spec = sched::job_spec_from_json(j);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(where + "a field has the wrong type (" + e.what() + ")");
+    return sched::job_spec_from_json(j);
+  } catch (const nlohmann::json::exception& e) {  // inside `model`, the one field not checked above
+    throw std::invalid_argument(where + "\"model\" must be {builder, input, ...} as colo show prints it (" +
+                                e.what() + ")");
   }
-  if (spec.command.empty() || spec.command.front().empty()) throw std::invalid_argument(where + "\"command\" is empty");
-  if (spec.gpus < 1) throw std::invalid_argument(where + "\"gpus\" must be >= 1");
-  if (spec.mem_bytes && *spec.mem_bytes < 0) throw std::invalid_argument(where + "\"mem_bytes\" must be >= 0");
-  if (spec.sm_share && (*spec.sm_share < 0 || *spec.sm_share > 1)) {
-    throw std::invalid_argument(where + "\"sm_share\" must be in [0, 1]");
-  }
-  return spec;
 }
 
 // The value of cookie `name` in a Cookie header; "" when absent.
@@ -142,6 +203,10 @@ nlohmann::json HttpApi::gpu_history() {
 }
 
 void HttpApi::mount(httplib::Server& server) {
+  // An address no route takes (/jobs/abc) gets a body saying so, as every error does.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.body.empty()) reply_error(res, res.status, "no such route: " + req.method + " " + req.path);
+  });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/healthz" || req.path == "/static/chart.min.js") return httplib::Server::HandlerResponse::Unhandled;
     std::string given = cookie_value(req.get_header_value("Cookie"), "colo_token");
@@ -206,14 +271,17 @@ void HttpApi::mount(httplib::Server& server) {
     res.set_content(out.dump() + "\n", kJson);
   });
   server.Get(R"(/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
-    int64_t id = std::stoll(req.matches[1]);
+    auto id = whole_number(req.matches[1]);
+    if (!id) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
     std::lock_guard<std::mutex> lock(mutex_);
-    auto job = store_.get(id);
-    if (!job) return reply_error(res, 404, "no job " + std::to_string(id));
+    auto job = store_.get(*id);
+    if (!job) return reply_error(res, 404, "no job " + std::to_string(*id));
     res.set_content(sched::to_json(*job).dump() + "\n", kJson);
   });
   server.Post(R"(/jobs/(\d+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
-    int64_t id = std::stoll(req.matches[1]);
+    auto number = whole_number(req.matches[1]);
+    if (!number) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
+    const int64_t id = *number;
     std::lock_guard<std::mutex> lock(mutex_);
     auto before = store_.cancel(id);
     if (!before) return reply_error(res, 404, "no job " + std::to_string(id));
@@ -221,18 +289,22 @@ void HttpApi::mount(httplib::Server& server) {
     res.set_content(nlohmann::json{{"id", id}, {"before", sched::to_string(*before)}, {"after", after}}.dump() + "\n", kJson);
   });
   server.Get(R"(/jobs/(\d+)/log)", [this](const httplib::Request& req, httplib::Response& res) {
-    int64_t id = std::stoll(req.matches[1]);
+    auto id = whole_number(req.matches[1]);
     std::optional<sched::JobRecord> job;
-    {
+    if (id) {
       std::lock_guard<std::mutex> lock(mutex_);
-      job = store_.get(id);
+      job = store_.get(*id);
     }
-    if (!job) return reply_error(res, 404, "no job " + std::to_string(id));
-    std::streamoff offset = req.has_param("offset") ? std::stoll(req.get_param_value("offset")) : 0;
+    if (!job) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
+    auto offset = req.has_param("offset") ? whole_number(req.get_param_value("offset")) : std::optional<int64_t>(0);
+    if (!offset || *offset < 0) {
+      return reply_error(res, 400, "offset: expected a whole number of bytes >= 0, got \"" +
+                                       req.get_param_value("offset") + "\"");
+    }
     std::string chunk;
     if (!job->log_path.empty()) {
       std::ifstream in(job->log_path, std::ios::binary);
-      in.seekg(offset);
+      in.seekg(static_cast<std::streamoff>(*offset));
       chunk.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     res.set_header("X-Colo-Final", sched::is_final(job->state) ? "1" : "0");
@@ -266,7 +338,7 @@ void HttpApi::mount(httplib::Server& server) {
     std::optional<sched::JobRecord> job;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job = store_.get(std::stoll(req.matches[1]));
+      if (auto id = whole_number(req.matches[1])) job = store_.get(*id);
     }
     if (!job) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
     res.set_content(read_metrics(train_metrics_path(*job)).dump(), kJson);
@@ -275,7 +347,7 @@ void HttpApi::mount(httplib::Server& server) {
     std::optional<sched::JobRecord> job;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job = store_.get(std::stoll(req.matches[1]));
+      if (auto id = whole_number(req.matches[1])) job = store_.get(*id);
     }
     if (!job) return reply_error(res, 404, "no job " + std::string(req.matches[1]));
     res.set_content(sweep_ranking(read_metrics(sweep_log_path(*job))).dump(), kJson);
