@@ -129,6 +129,17 @@ TEST(ColoRun, AJobOfMoreGpusThanTheHostHasIsRefusedNotLeftWaiting) {
   EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
 }
 
+TEST(ColoSubmit, ValuesNoJobCouldHaveAreRefusedNotStored) {
+  TempDir dir;
+  for (const char* option : {"--sm-share -0.5", "--sm-share nan", "--array 0-100000000", "--mem 99999999999999GiB"}) {
+    auto run = run_colo(dir, "submit --store " + dir.file("jobs.db") + " " + option + " -- true");
+    EXPECT_EQ(run.status, 2) << option << ": " << run.err;
+    EXPECT_NE(run.err.find(std::string(option).substr(0, std::string(option).find(' '))), std::string::npos) << run.err;
+  }
+  auto queue = run_colo(dir, "queue --store " + dir.file("jobs.db"));
+  EXPECT_EQ(queue.out.find("true"), std::string::npos) << "a refused job was stored: " << queue.out;
+}
+
 // Kill -9 colo mid-run, restart it on the same store: every job runs
 // exactly once (each appends its index to a ledger).
 TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -87,6 +88,36 @@ TEST_F(ColodTest, JobCommandsTalkToTheDaemon) {
   daemon->wait();
   EXPECT_FALSE(find_daemon(dir_.path() + "/colo"));
   EXPECT_FALSE(path_exists(dir_.path() + "/colo/colod.json"));
+}
+
+TEST_F(ColodTest, AJobFileRunsWhereItWasSubmittedFromNotInTheDaemonsDirectory) {
+  auto daemon = start_daemon();
+  ASSERT_TRUE(find_daemon(dir_.path() + "/colo")) << read_file(dir_.file("colod.log"));
+  std::string project = dir_.file("project");
+  make_directories(project + "/sub");
+  write_file_atomically(project + "/job.toml", "[[job]]\ncommand = \"pwd > where.txt\"\n"
+                                               "[[job]]\ncommand = \"pwd > where.txt\"\nworkdir = \"sub\"\n");
+  std::string command = "cd " + project + " && " + COLO_EXECUTABLE + " submit --file job.toml";
+  auto submitted = run_process({"/bin/sh", "-c", command}, env(), "", 60);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  EXPECT_EQ(wait_final(1)["state"], "COMPLETED");
+  EXPECT_EQ(wait_final(2)["state"], "COMPLETED") << read_file(dir_.file("colod.log"));
+  EXPECT_EQ(read_file(project + "/where.txt"), project + "\n");
+  EXPECT_EQ(read_file(project + "/sub/where.txt"), project + "/sub\n");
+  daemon->terminate(5);
+  daemon->wait();
+}
+
+TEST_F(ColodTest, BadOptionsAreExitStatus2) {
+  for (const auto& option : std::vector<std::vector<std::string>>{{"--policy", "nope"}, {"--port", "99999"},
+                                                                  {"--poll", "0"}, {"--mode", "shared-ish"}}) {
+    std::vector<std::string> argv{COLOD_EXECUTABLE};
+    argv.insert(argv.end(), option.begin(), option.end());
+    auto run = run_process(argv, env(), "", 20);
+    EXPECT_EQ(run.exit_code, 2) << option[0] << ": " << run.output;
+    EXPECT_NE(run.output.find(option[0]), std::string::npos) << run.output;
+  }
+  EXPECT_FALSE(find_daemon(dir_.path() + "/colo"));
 }
 
 TEST_F(ColodTest, KillNineOfTheDaemonLosesNoJob) {

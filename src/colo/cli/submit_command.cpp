@@ -26,7 +26,7 @@ struct SubmitArgs {
   std::string name;
   int gpus = 1;
   std::string mem;
-  double sm_share = -1;
+  std::string sm_share;  // "" = not given
   int priority = 0;
   std::string array;
   std::vector<std::string> command;
@@ -53,9 +53,13 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       if (!bytes) throw InputError("--mem", "", "expected a size such as 6GiB, got \"" + args.mem + "\"");
       spec.mem_bytes = *bytes;
     }
-    if (args.sm_share >= 0) {
-      if (args.sm_share > 1) throw InputError("--sm-share", "", "expected a fraction in [0, 1]");
-      spec.sm_share = args.sm_share;
+    if (!args.sm_share.empty()) {
+      char* end = nullptr;
+      const double share = std::strtod(args.sm_share.c_str(), &end);
+      if (*end != '\0' || !(share >= 0 && share <= 1)) {  // NaN fails the comparison too
+        throw InputError("--sm-share", "", "expected a fraction in [0, 1], got \"" + args.sm_share + "\"");
+      }
+      spec.sm_share = share;
     }
     if (args.model.empty() && !args.input.empty()) {
       throw InputError("--input", "", "--model beside it (the input of which model?)");
@@ -82,6 +86,9 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       int first = 0, last = 0;
       if (std::sscanf(args.array.c_str(), "%d-%d", &first, &last) != 2 || first < 0 || last < first) {
         throw InputError("--array", "", "expected FIRST-LAST such as 0-31, got \"" + args.array + "\"");
+      }
+      if (last - first >= sched::kMostArrayJobs) {
+        throw InputError("--array", "", "at most " + std::to_string(sched::kMostArrayJobs) + " jobs, got \"" + args.array + "\"");
       }
       spec.array = std::make_pair(first, last);
     }

@@ -1,6 +1,7 @@
 #include "colo/core/units.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 namespace colo {
@@ -9,7 +10,7 @@ std::optional<int64_t> parse_bytes(const std::string& text) {
   const char* begin = text.c_str();
   char* end = nullptr;
   double value = std::strtod(begin, &end);
-  if (end == begin || value < 0) return std::nullopt;
+  if (end == begin || !std::isfinite(value) || value < 0) return std::nullopt;
   std::string unit;
   for (const char* p = end; *p; ++p) {
     if (!std::isspace(static_cast<unsigned char>(*p))) unit += static_cast<char>(std::toupper(*p));
@@ -25,7 +26,9 @@ std::optional<int64_t> parse_bytes(const std::string& text) {
   else if (unit == "GB") scale = 1e9;
   else if (unit == "TB") scale = 1e12;
   else return std::nullopt;
-  return static_cast<int64_t>(value * scale + 0.5);
+  const double bytes = value * scale + 0.5;
+  if (bytes >= 0x1p62) return std::nullopt;  // no GPU holds 4 EiB; beyond int64, the cast would wrap
+  return static_cast<int64_t>(bytes);
 }
 
 std::optional<std::vector<int64_t>> parse_shape(const std::string& text) {

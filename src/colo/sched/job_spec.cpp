@@ -42,6 +42,9 @@ std::optional<std::pair<int, int>> parse_array(const SpecTable& t) {
   if (!(in >> first >> dash >> last) || dash != '-' || first < 0 || last < first || !(in >> std::ws).eof()) {
     t.fail("array", "expected a range \"FIRST-LAST\" such as \"0-31\", got \"" + text + "\"");
   }
+  if (last - first >= kMostArrayJobs) {
+    t.fail("array", "expected at most " + std::to_string(kMostArrayJobs) + " jobs, got \"" + text + "\"");
+  }
   return std::make_pair(first, last);
 }
 

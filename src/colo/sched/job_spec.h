@@ -45,6 +45,10 @@ JobSpec parse_job_table(const SpecTable& table);
 // Reads a job file: either one job at the top level, or `[[job]]` tables.
 std::vector<JobSpec> parse_job_file(const std::string& path);
 
+// The most jobs one array may make (a job file's `array`, --array): beyond
+// it, a typo (0-100000000) is refused rather than queued.
+inline constexpr int kMostArrayJobs = 100000;
+
 // One job per array index (COLO_ARRAY_INDEX in env, "name[i]" as name);
 // a job without an array comes back as is.
 std::vector<JobSpec> expand_array(const JobSpec& spec);

@@ -559,11 +559,22 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
   if (reserve_after_s < 0) throw InputError("--reserve-after", "", "expected seconds >= 0 (0: no reservation)");
   RunnerOptions options;
   options.backfill.reserve_after_s = reserve_after_s;
+  if (!(poll_interval_s > 0)) throw InputError("--poll", "", "expected seconds > 0 between scheduling rounds");
   options.policy = policy;
-  options.mode = collocation_mode_from_string(mode);
-  options.recovery.rule = recovery_rule_from_string(recovery);
   options.poll_interval_s = poll_interval_s;
-  make_policy(options.policy);  // validates the name
+  // Each name's own reader knows the names it takes; the user typed an option.
+  auto named = [](const char* option, const auto& read) {
+    try {
+      read();
+    } catch (const std::invalid_argument& e) {
+      throw InputError(option, "", e.what());
+    } catch (const std::out_of_range& e) {
+      throw InputError(option, "", e.what());
+    }
+  };
+  named("--mode", [&] { options.mode = collocation_mode_from_string(mode); });
+  named("--recovery", [&] { options.recovery.rule = recovery_rule_from_string(recovery); });
+  named("--policy", [&] { make_policy(options.policy); });
   return options;
 }
 

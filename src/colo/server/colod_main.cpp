@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
   app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
-  app.add_option("--port", port, "TCP port on 127.0.0.1 (0: a free one, written to STATE_DIR/colod.json)");
+  app.add_option("--port", port, "TCP port on 127.0.0.1 (0: a free one, written to STATE_DIR/colod.json)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--policy", policy, "exclusive | round-robin | magm | lug | best-fit")->capture_default_str();
   app.add_option("--mode", mode, "exclusive | shared | mps")->capture_default_str();
   app.add_option("--recovery", recovery, "OOM recovery: alone | peak-margin")->capture_default_str();
