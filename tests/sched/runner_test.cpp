@@ -117,6 +117,25 @@ TEST(Runner, EveryOomDeathIsCountedTheLastOnePastTheRetryLimitToo) {
   EXPECT_EQ(job->oom_deaths, 2) << "the reason and the count must agree";
 }
 
+TEST(Runner, AJobThatEndedWhileNoRunnerWatchedKeepsItsOwnEndTime) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  store.submit({shell_job("short", "sleep 0.3")});
+  {
+    Runner first(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, quick_options(dir));
+    first.step();
+    ASSERT_EQ(store.get(1)->state, JobState::kRunning);
+    first.detach();  // as colod stops: the job runs on
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // it ends 2 s before anyone looks
+  Runner second(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, quick_options(dir));
+  second.recover();
+  auto job = store.get(1);
+  ASSERT_EQ(job->state, JobState::kCompleted) << job->reason;
+  ASSERT_TRUE(job->start_s && job->end_s);
+  EXPECT_LT(*job->end_s - *job->start_s, 1.5) << "its run time counted the time colod was down";
+}
+
 TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

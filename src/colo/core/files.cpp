@@ -105,6 +105,12 @@ std::string current_directory() {
   return out;
 }
 
+std::optional<double> file_written_unix_s(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return static_cast<double>(info.st_mtim.tv_sec) + static_cast<double>(info.st_mtim.tv_nsec) * 1e-9;
+}
+
 std::string absolute_path(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   std::string base = current_directory();

@@ -6,6 +6,7 @@
 // pointer when a program linked against the wheel binds to it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ std::string temp_directory();
 // A new directory `parent`/`prefix`-XXXXXX that no other caller gets (mkdtemp,
 // mode 0700); throws std::runtime_error naming `parent` when it cannot be made.
 std::string make_unique_directory(const std::string& parent, const std::string& prefix);
+
+// When the file was last written, in seconds since the epoch; nullopt when
+// it cannot be read.
+std::optional<double> file_written_unix_s(const std::string& path);
 
 // The working directory of this process, or "." when it cannot be read.
 std::string current_directory();

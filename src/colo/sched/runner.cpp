@@ -215,6 +215,8 @@ void Runner::recover() {
       a.id = job.id;
       a.gpus = job.gpus;
       settle(a, *code);
+      // It ended while no scheduler watched it: when its status was written.
+      if (auto ended = file_written_unix_s(status_path(job.id))) store_.correct_end_time(job.id, *ended);
     } else {
       store_.mark_requeued(job.id, "its process was lost while colo was down");
       spdlog::warn("job {} requeued: its process was lost", job.id);

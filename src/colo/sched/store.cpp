@@ -335,6 +335,13 @@ void JobStore::fail_waiting(int64_t id, const std::string& reason) {
   s.bind(1, unix_time_s()).bind(2, reason).bind(3, id).step();
 }
 
+void JobStore::correct_end_time(int64_t id, double end_s) {
+  Statement s(db_,
+              "UPDATE jobs SET end_s = ?1 WHERE id = ?2 AND end_s > ?1 AND start_s <= ?1 "
+              "AND state IN ('COMPLETED', 'FAILED', 'OUT_OF_MEMORY', 'CANCELLED')");
+  s.bind(1, end_s).bind(2, id).step();
+}
+
 void JobStore::mark_requeued(int64_t id, const std::string& reason) {
   Statement s(db_, "UPDATE jobs SET state = 'REQUEUED', reason = ?, pid = 0 WHERE id = ? AND state = 'RUNNING'");
   s.bind(1, reason).bind(2, id).step();

@@ -94,6 +94,10 @@ class JobStore {
   // PENDING | REQUEUED | OUT_OF_MEMORY -> FAILED with `reason`: a waiting
   // job that can never start here. No effect on a job in another state.
   void fail_waiting(int64_t id, const std::string& reason);
+  // A finished job ended at `end_s` (seconds since the epoch), earlier than
+  // when it was marked finished: one that ended while no scheduler watched
+  // it. No effect on a job not final, or for a later time.
+  void correct_end_time(int64_t id, double end_s);
   // RUNNING -> REQUEUED (its process was lost).
   void mark_requeued(int64_t id, const std::string& reason);
   // Any non-final state -> CANCELLED (a runner watching the job stops it);
