@@ -162,11 +162,10 @@ TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
   EXPECT_GE(accuracy["switch"], accuracy["allreduce"] - 0.01);
 }
 
-// Starts a long run, kills rank `victim` (named `role`) once worker 1 is
-// training, and expects the run to stop with a message naming it (not to hang).
-void expect_killed_rank_fails_the_run(const std::string& cluster, int victim = 1,
-                                      const std::string& role = "worker 1") {
-  TempDir dir;
+// Starts `colo dist` on a run of `cluster` long enough never to end by
+// itself (its output in `dir`/run, its terminal in `dir`/colo.log) and
+// returns once worker 1 has trained a step, or after 60 s.
+ChildProcess start_long_run(const TempDir& dir, const std::string& cluster) {
   std::string file = cluster_file(dir, "run", cluster, "", "train_limit = 2048\n", 1000000);
   ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -174,7 +173,16 @@ void expect_killed_rank_fails_the_run(const std::string& cluster, int victim = 1
   while (!(path_exists(steps) && file_size(steps) > 0) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
+  return colo;
+}
+
+// Starts a long run, kills rank `victim` (named `role`) once worker 1 is
+// training, and expects the run to stop with a message naming it (not to hang).
+void expect_killed_rank_fails_the_run(const std::string& cluster, int victim = 1,
+                                      const std::string& role = "worker 1") {
+  TempDir dir;
+  ChildProcess colo = start_long_run(dir, cluster);
+  ASSERT_TRUE(path_exists(dir.file("run/steps-rank1.jsonl"))) << read_file(dir.file("colo.log"));
   auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
   pid_t worker = processes[victim]["pid"].get<pid_t>();
   ASSERT_EQ(::kill(worker, SIGKILL), 0);
@@ -219,14 +227,8 @@ TEST(DistRun, KilledServerFailsParameterServerRunClearly) {
 TEST(DistRun, KillingTheLauncherEndsItsProcessesInsteadOfLeavingThemTraining) {
   SKIP_WITHOUT_GLOO();
   TempDir dir;
-  std::string file = cluster_file(dir, "run", "workers = 2\n", "", "train_limit = 2048\n", 1000000);
-  ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  std::string steps = dir.file("run/steps-rank1.jsonl");
-  while (!(path_exists(steps) && file_size(steps) > 0) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
+  ChildProcess colo = start_long_run(dir, "workers = 2\n");
+  ASSERT_TRUE(path_exists(dir.file("run/steps-rank1.jsonl"))) << read_file(dir.file("colo.log"));
   auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
   ASSERT_EQ(::kill(colo.pid(), SIGKILL), 0);
   colo.wait();
@@ -244,14 +246,8 @@ TEST(DistRun, KillingTheLauncherEndsItsProcessesInsteadOfLeavingThemTraining) {
 TEST(DistRun, AStalledAllreducePeerEndsTheRunAfterTimeoutWithOneLineNotABacktrace) {
   SKIP_WITHOUT_GLOO();
   TempDir dir;
-  std::string file = cluster_file(dir, "run", "workers = 2\ntimeout_s = 3\n", "", "train_limit = 2048\n", 1000000);
-  ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  std::string steps = dir.file("run/steps-rank1.jsonl");
-  while (!(path_exists(steps) && file_size(steps) > 0) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(path_exists(steps)) << read_file(dir.file("colo.log"));
+  ChildProcess colo = start_long_run(dir, "workers = 2\ntimeout_s = 3\n");
+  ASSERT_TRUE(path_exists(dir.file("run/steps-rank1.jsonl"))) << read_file(dir.file("colo.log"));
   auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
   pid_t stalled = processes[1]["pid"].get<pid_t>();
   ASSERT_EQ(::kill(stalled, SIGSTOP), 0);
