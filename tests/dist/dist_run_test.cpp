@@ -176,6 +176,18 @@ ChildProcess start_long_run(const TempDir& dir, const std::string& cluster) {
   return colo;
 }
 
+// Expects every process of a run's processes.json to have ended within `within_s`.
+void expect_all_gone(const nlohmann::json& processes, int within_s) {
+  auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(within_s);
+  for (const auto& p : processes) {
+    pid_t pid = p["pid"].get<pid_t>();
+    while (process_alive(pid) && std::chrono::steady_clock::now() < gone_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(process_alive(pid)) << "still running: " << p.dump();
+  }
+}
+
 // Starts a long run, kills rank `victim` (named `role`) once worker 1 is
 // training, and expects the run to stop with a message naming it (not to hang).
 void expect_killed_rank_fails_the_run(const std::string& cluster, int victim = 1,
@@ -199,14 +211,7 @@ void expect_killed_rank_fails_the_run(const std::string& cluster, int victim = 1
                      ") was killed by signal 9"),
             std::string::npos) << log;
   // Nothing is left behind (a process may still be finishing its exit for a moment).
-  auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (const auto& p : processes) {
-    pid_t pid = p["pid"].get<pid_t>();
-    while (process_alive(pid) && std::chrono::steady_clock::now() < gone_by) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_FALSE(process_alive(pid)) << p.dump();
-  }
+  expect_all_gone(processes, 5);
 }
 
 TEST(DistRun, KilledWorkerFailsAllreduceRunClearly) {
@@ -233,14 +238,7 @@ TEST(DistRun, KillingTheLauncherEndsItsProcessesInsteadOfLeavingThemTraining) {
   ASSERT_EQ(::kill(colo.pid(), SIGKILL), 0);
   colo.wait();
   // A resumed run must not share its folder with the old run's workers.
-  auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (const auto& p : processes) {
-    pid_t pid = p["pid"].get<pid_t>();
-    while (process_alive(pid) && std::chrono::steady_clock::now() < gone_by) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_FALSE(process_alive(pid)) << "still training after its launcher died: " << p.dump();
-  }
+  expect_all_gone(processes, 10);
 }
 
 TEST(DistRun, AStalledAllreducePeerEndsTheRunAfterTimeoutWithOneLineNotABacktrace) {
