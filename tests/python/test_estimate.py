@@ -380,3 +380,20 @@ def test_the_parameter_count_counts_elements_whatever_their_dtype():
     assert colo.estimate(model, torch.randn(1, 100), batch_size=4).parameter_count == count
     half = model.to(torch.bfloat16)
     assert colo.estimate(half, torch.randn(1, 100, dtype=torch.bfloat16), batch_size=4).parameter_count == count
+
+
+def test_a_torchscript_file_counts_its_frozen_weights_and_buffers_as_colo_estimate_does(tmp_path, colo_executable):
+    model = nn.Sequential(nn.Linear(20, 512), nn.BatchNorm1d(512), nn.ReLU(), nn.Linear(512, 10))
+    for p in model[0].parameters():  # a frozen first layer, as a fine-tuned backbone's
+        p.requires_grad_(False)
+    model.register_buffer("table", torch.zeros(1 << 20))  # 4 MiB no parameter holds
+    path = tmp_path / "frozen.pt"
+    torch.jit.trace(model.eval(), torch.randn(2, 20)).save(str(path))
+    model.train()
+    run = subprocess.run([colo_executable, "estimate", "--torchscript", str(path), "--input", "20",
+                          "--batch", "64", "--optimizer", "adam", "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    cli = json.loads(run.stdout)[0]
+    py = colo.estimate(model, torch.randn(1, 20), batch_size=64, optimizer="adam")
+    assert cli["breakdown"]["parameters"] == py.breakdown["parameters"] >= (1 << 22)
+    assert cli["breakdown"]["optimizer"] == py.breakdown["optimizer"]

@@ -1,5 +1,6 @@
 #include "colo/estimate/torchscript_model.h"
 
+#include <algorithm>
 #include <memory>
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -27,6 +28,12 @@ at::Tensor first_tensor(const c10::IValue& value) {
   throw std::runtime_error("the TorchScript model's forward returned no tensor (got " + value.tagKind() + ")");
 }
 
+// A tensor's bytes in the CUDA caching allocator's 512-byte blocks.
+int64_t allocator_blocks(const at::Tensor& t) {
+  const int64_t bytes = t.numel() * static_cast<int64_t>(t.element_size());
+  return std::max<int64_t>(512, (bytes + 511) / 512 * 512);
+}
+
 }  // namespace
 
 at::Tensor cross_entropy_against_class0(const at::Tensor& output) {
@@ -50,6 +57,8 @@ UserModel load_torchscript_model(const std::string& path, const data::InputShape
   UserModel model;
   model.input = input;
   model.name = "user";
+  for (const auto& t : module->parameters()) model.resident_bytes += allocator_blocks(t);
+  for (const auto& t : module->buffers()) model.resident_bytes += allocator_blocks(t);
   model.set_mode = [module](bool training) { module->train(training); };
   model.loss = [module](const at::Tensor& x, const at::Tensor&) {
     // The graph executor would optimise (fuse) the graph after its first

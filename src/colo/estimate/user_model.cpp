@@ -34,7 +34,14 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
 
 MemoryEstimate estimate_user_model(const UserModel& model, const UserTraining& training,
                                    const DeviceProfile& profile) {
-  return analytical_estimate(describe_user_job(model, training), profile);
+  MemoryEstimate e = analytical_estimate(describe_user_job(model, training), profile);
+  if (e.known && e.breakdown && model.resident_bytes > e.breakdown->parameters) {
+    const int64_t unseen = model.resident_bytes - e.breakdown->parameters;  // frozen weights, buffers
+    e.breakdown->parameters += unseen;
+    e.bytes += unseen;
+    e.uncertainty += unseen / 10;
+  }
+  return e;
 }
 
 }  // namespace colo::estimate

@@ -25,6 +25,11 @@ struct UserModel {
   LossOf loss;
   data::InputShape input;
   std::string name = "user";  // the key of device calibrations (none for "user")
+  // Bytes of every parameter and buffer the model puts on the GPU (frozen
+  // ones and BatchNorm statistics too), each in the allocator's 512-byte
+  // blocks; 0 when the caller counts them itself (colo.estimate does). The
+  // recorded graph holds only the trainable parameters the forward reaches.
+  int64_t resident_bytes = 0;
 };
 
 // How the user trains it.
