@@ -247,6 +247,18 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                        for t in examples[1:])
     breakdown["data"] += other_inputs
     unseen += other_inputs
+    # Layers outside autograd (a frozen backbone, a torch.no_grad() block)
+    # save nothing for backward, so the recorded graph does not see them; but
+    # while the forward runs through them, each one's input and output are
+    # on the GPU at once, beside the model and the optimiser's state.
+    untracked = _untracked_forward_peak(model, batch_of(first[:1].expand(2, *first.shape[1:]).contiguous()),
+                                        batch_size)
+    if untracked:
+        at_forward = sum(breakdown[k] for k in ("parameters", "optimizer", "data", "workspace", "context"))
+        if at_forward + untracked > found["bytes"] + unseen:
+            unseen = at_forward + untracked - found["bytes"]
+            breakdown["activations"], breakdown["gradients"] = untracked, 0
+            found = dict(found, peak_phase="forward")
     # Adam(amsgrad=True) keeps a third buffer per trainable parameter: the
     # largest second moment seen.
     if isinstance(optimizer, torch.optim.Optimizer) and optimizer.param_groups[0].get("amsgrad", False):
@@ -260,6 +272,36 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     parameter_count=found["parameter_count"],
                     uncertainty=found["uncertainty"] + unseen // 10,
                     learned_bytes=found.get("learned_bytes"))
+
+
+def _untracked_forward_peak(model, two_samples, batch_size):
+    """The most bytes a layer outside autograd holds at once in a training
+    forward (its input and output, at `batch_size`), or 0 when every layer's
+    output is in the autograd graph. Runs the model once on two samples (a
+    BatchNorm in training needs more than one)."""
+    peak = [0]
+
+    def bytes_of(values):
+        tensors = values if isinstance(values, (tuple, list)) else (values,)
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+    def watch(module, inputs, output):
+        outputs = output if isinstance(output, (tuple, list)) else (output,)
+        if any(isinstance(t, torch.Tensor) and t.is_floating_point() and not t.requires_grad for t in outputs):
+            peak[0] = max(peak[0], (bytes_of(inputs) + bytes_of(output)) * batch_size // 2)
+
+    leaves = [m for m in model.modules() if not list(m.children())]
+    hooks = [m.register_forward_hook(watch) for m in leaves]
+    was_training = model.training
+    try:
+        model.train(True)
+        with torch.enable_grad():
+            model(*two_samples)
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    return peak[0]
 
 
 def _resident_model_bytes(model):
