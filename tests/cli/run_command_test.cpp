@@ -240,6 +240,18 @@ TEST(ColoSimulate, ComparesPoliciesAndReportsWithPlots) {
   EXPECT_TRUE(path_exists(dir.file("out/policies.png")));
 }
 
+TEST(ColoSimulate, AJobWiderThanTheSimulationIsRefusedBeforeAnythingIsWritten) {
+  testing::TempDir dir;
+  dir.write("t.csv", "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,command\n"
+                     "0,wide,10,1000,0.5,,0,5,\n");
+  auto sim = testing::run_colo(dir, "simulate " + dir.file("t.csv") + " --gpus 2 --out " + dir.file("out"));
+  EXPECT_EQ(sim.status, 2);
+  EXPECT_NE(sim.err.find("t.csv: gpus: at most 2 GPUs per job"), std::string::npos) << sim.err;
+  EXPECT_NE(sim.err.find("job wide asks for 5"), std::string::npos) << sim.err;
+  EXPECT_EQ(sim.out, "") << "a table header for a simulation that never ran";
+  EXPECT_FALSE(path_exists(dir.file("out")));
+}
+
 TEST(ColoSimulate, UnknownPolicyIsABadInput) {
   testing::TempDir dir;
   testing::run_colo(dir, "trace generate --jobs 5 --out " + dir.file("t.csv"));

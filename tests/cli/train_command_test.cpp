@@ -215,6 +215,16 @@ TEST(ColoTrain, TrainsFromASharedLoadersProducerAndReportsItsDataWait) {
 // `colo train A B` on a producer's batches: specs that agree share one
 // consumer and one pass; a spec with another batch size reads through a
 // consumer of its own, on its own schedule.
+TEST(ColoTrain, TwoModelsSideBySideWritingOneOutputFolderAreRefused) {
+  TempDir dir;
+  std::string spec = dir.write("spec.toml", mlp_spec(dir.file("out"), "[data]\nname = \"synthetic\"\n"));
+  auto run = run_colo(dir, "train " + spec + " " + spec);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("output: a folder of its own"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("out")));
+  EXPECT_EQ(run_colo(dir, "train " + spec + " " + spec + " --out " + dir.file("both")).status, 0);
+}
+
 TEST(ColoTrain, ModelsSideBySideReadASharedLoadersProducerTogetherOrEachOnItsOwn) {
   TempDir dir;
   testing::SharedProducer producer(dir, 96);

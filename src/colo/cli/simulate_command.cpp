@@ -69,6 +69,15 @@ int run_simulate(const SimulateArgs& args) {
     std::string name;
     while (std::getline(names, name, ',')) runs.push_back({name, name == "exclusive" ? "exclusive" : args.mode});
   }
+  // Before anything is written or printed: a job the simulated cluster could never run.
+  for (const auto& job : trace) {
+    const int most = args.gpus_per_node > 0 ? args.gpus_per_node : gpus;
+    if (job.gpus > most) {
+      throw InputError(args.trace, "gpus", "at most " + std::to_string(most) + " GPUs per job (" +
+                                               (args.gpus_per_node > 0 ? "a node's" : "the simulation's") +
+                                               "), but job " + job.name + " asks for " + std::to_string(job.gpus));
+    }
+  }
   if (!args.out.empty()) ensure_writable_dir(args.out, "--out", "");
   TablePrinter table({{"policy", 11}, {"mode", 9}, {"total_h", 8}, {"energy_kwh", 10}, {"wait_min", 8},
                       {"jct_min", 8}, {"ooms", 5}, {"unrecov", 7}, {"lost", 4}, {"vs_excl", 7}});

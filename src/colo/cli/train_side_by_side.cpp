@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 #include "colo/core/paths.h"
 #include "colo/core/table.h"
@@ -35,6 +36,14 @@ int run_train_side_by_side(const std::vector<std::string>& spec_paths, const std
     }
     one_pass = one_pass && data::data_key(s.data) == data::data_key(first.data) && s.batch_size == first.batch_size &&
                s.epochs == first.epochs && s.max_steps == first.max_steps;
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {  // one model's records would overwrite another's
+    for (size_t j = 0; j < i; ++j) {
+      if (absolute_path(specs[i].output) == absolute_path(specs[j].output)) {
+        throw InputError(specs[i].source, "output",
+                         "a folder of its own, not " + specs[j].source + "'s (" + specs[j].output + "); or give --out");
+      }
+    }
   }
   c10::Device where = gpu::resolve_device(first.device, first.source, "device");
   for (const train::TrainSpec& s : specs) ensure_writable_dir(s.output, s.source, "output");
