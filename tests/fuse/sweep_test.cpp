@@ -47,6 +47,16 @@ TEST(SweepSpec, GridIsTheProductOfTheAxesWithValuesApplied) {
   EXPECT_TRUE(bf16.bf16_autocast);
 }
 
+TEST(SweepSpec, MomentumIsSgdsAloneAdamConfigurationsKeepItZero) {
+  testing::TempDir dir;
+  auto spec = parse_sweep_spec(dir.write("s.toml", base_text(dir.file("o")) +
+      "[sweep]\n[sweep.axes]\noptimizer = [\"sgd\", \"adam\"]\nmomentum = [0.0, 0.9]\n"));
+  for (const auto& c : expand_sweep(spec)) {
+    const double asked = c.values["momentum"].get<double>();
+    EXPECT_DOUBLE_EQ(c.spec.optimizer.momentum, c.spec.optimizer.name == "sgd" ? asked : 0.0) << c.values.dump();
+  }
+}
+
 TEST(SweepSpec, RandomSamplingStaysInItsRangesAndIsReproducible) {
   testing::TempDir dir;
   std::string text = base_text(dir.file("o")) +
@@ -91,6 +101,10 @@ TEST(SweepSpec, BadSweepsAreRejectedWithTheField) {
   EXPECT_NE(error("[sweep]\nhalving = { rungs = [50] }\n[sweep.axes]\nlr = [0.1]\n").find("epochs before the last"),
             std::string::npos);
   EXPECT_NE(error("[sweep]\n[sweep.axes]\noptimizer = [\"lion\"]\n").find("sweep.axes.optimizer"), std::string::npos);
+  // What colo train refuses of a configuration's spec: nesterov without momentum.
+  EXPECT_NE(error("nesterov = true\n[sweep]\n[sweep.axes]\nmomentum = [0.9, 0.0]\n")
+                .find("sweep.axes.momentum: expected momentum > 0 with optimizer.nesterov = true"),
+            std::string::npos);
   EXPECT_NE(error("[sweep]\nbf16_autocast = \"yes\"\n[sweep.axes]\nlr = [0.1]\n").find("sweep.bf16_autocast"),
             std::string::npos);
 }

@@ -152,7 +152,16 @@ std::vector<SweepConfig> expand_sweep(const SweepSpec& sweep) {
     // The optimiser first, so that an lr axis is not reset by it.
     if (combos[i].contains("optimizer")) apply(sweep, "optimizer", combos[i]["optimizer"], config.spec);
     for (const auto& [name, value] : combos[i].items()) {
+      // Momentum is sgd's alone: adam and adamw keep it 0 (sweep-format.md).
+      if (name == "momentum" && config.spec.optimizer.name != "sgd") continue;
       if (name != "optimizer") apply(sweep, name, value, config.spec);
+    }
+    // What colo train would refuse of the same spec is refused here too.
+    if (config.spec.optimizer.nesterov && !(config.spec.optimizer.momentum > 0)) {
+      throw InputError(sweep.base.source, "sweep.axes.momentum",
+                       "expected momentum > 0 with optimizer.nesterov = true (as colo train needs), but configuration " +
+                           std::to_string(i) + " " + combos[i].dump() + " has momentum " +
+                           std::to_string(config.spec.optimizer.momentum));
     }
     configs.push_back(std::move(config));
   }
