@@ -51,9 +51,16 @@ TEST(JobProgress, AReadingThatGoesBackwardsStartsAfresh) {
   progress.observe({0, 0}, true);
   progress.observe({5000, 5}, true);
   progress.observe({100, 1}, true);  // the job restarted
-  EXPECT_FALSE(progress.samples_per_s());
+  EXPECT_DOUBLE_EQ(*progress.samples_per_s(), 100) << "the restarted run's counts alone, not 5000's";
   progress.observe({300, 2}, true);
   EXPECT_DOUBLE_EQ(*progress.samples_per_s(), 200);
+}
+
+TEST(JobProgress, AJobReadOnceHasItsWholeRunsThroughput) {
+  // A short job that ended between two scheduler rounds: one reading.
+  JobProgress progress;
+  progress.observe({1024, 0.5}, false);
+  EXPECT_DOUBLE_EQ(*progress.samples_per_s(), 2048);
 }
 
 TEST(JobProgress, RecentThroughputCoversTheLastWindow) {

@@ -38,7 +38,14 @@ std::optional<double> JobProgress::recent_samples_per_s(double window_s) const {
 }
 
 std::optional<double> JobProgress::samples_per_s() const {
-  if (!first_ || !last_ || last_->train_s <= first_->train_s) return std::nullopt;
+  if (!first_ || !last_) return std::nullopt;
+  // One reading (a job that ended between two rounds): its counts start at
+  // zero with the job, so they are the whole run's.
+  if (last_->train_s == first_->train_s && last_->samples == first_->samples) {
+    if (last_->train_s <= 0) return std::nullopt;
+    return static_cast<double>(last_->samples) / last_->train_s;
+  }
+  if (last_->train_s <= first_->train_s) return std::nullopt;
   return static_cast<double>(last_->samples - first_->samples) / (last_->train_s - first_->train_s);
 }
 

@@ -24,7 +24,9 @@ class JobProgress {
   // restarted job) starts the accounts afresh.
   void observe(const ProgressReading& reading, bool alone);
 
-  // Samples per training second over the whole run; nullopt before two readings.
+  // Samples per training second over the whole run: between the first and
+  // the last reading, or, from one reading, its samples over its training
+  // seconds (the counts start with the job); nullopt before any training time.
   std::optional<double> samples_per_s() const;
   // Samples per training second while alone; nullopt below kMinAloneS,
   // unless the job was alone between all its readings (a short job that
