@@ -243,7 +243,7 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     # The replay holds the first input's batch as the data; the other inputs
     # (a second tensor, a mask, token ids beside images) are on the GPU too.
     batch = (eval_batch_size or batch_size) if found["peak_phase"] == "evaluation" else batch_size
-    other_inputs = sum(max(512, (t[:1].numel() * t.element_size() * batch + 511) // 512 * 512)
+    other_inputs = sum(_allocator_bytes(t[:1].numel() * t.element_size() * batch)
                        for t in examples[1:])
     breakdown["data"] += other_inputs
     unseen += other_inputs
@@ -263,7 +263,7 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     # largest second moment seen.
     if isinstance(optimizer, torch.optim.Optimizer) and optimizer.param_groups[0].get("amsgrad", False):
         trainable = [p for p in model.parameters() if p.requires_grad]
-        most = sum(max(512, (p.numel() * p.element_size() + 511) // 512 * 512) for p in trainable)
+        most = sum(_allocator_bytes(p.numel() * p.element_size()) for p in trainable)
         breakdown["optimizer"] += most
         unseen += most
     return Estimate(bytes=found["bytes"] + unseen, breakdown=breakdown, peak_phase=found["peak_phase"],
@@ -304,6 +304,12 @@ def _untracked_forward_peak(model, two_samples, batch_size):
     return peak[0]
 
 
+def _allocator_bytes(nbytes):
+    """What the CUDA caching allocator takes for a tensor of `nbytes`: whole
+    512-byte blocks, one at least (CachingAllocatorModel::rounded_size)."""
+    return max(512, (nbytes + 511) // 512 * 512)
+
+
 def _resident_model_bytes(model):
     """Bytes of every parameter and buffer of the model, each rounded to the
     CUDA caching allocator's 512-byte blocks (shared tensors once)."""
@@ -312,5 +318,5 @@ def _resident_model_bytes(model):
         if id(t) in seen:
             continue
         seen.add(id(t))
-        total += max(512, (t.numel() * t.element_size() + 511) // 512 * 512)
+        total += _allocator_bytes(t.numel() * t.element_size())
     return total

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -103,6 +104,14 @@ std::string current_directory() {
   std::string out = cwd ? cwd : ".";
   std::free(cwd);
   return out;
+}
+
+std::string resolved_path(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  if (error) return path;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, error);
+  return (error ? absolute.lexically_normal() : resolved).string();
 }
 
 std::optional<double> file_written_unix_s(const std::string& path) {

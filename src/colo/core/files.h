@@ -39,6 +39,11 @@ std::string temp_directory();
 // mode 0700); throws std::runtime_error naming `parent` when it cannot be made.
 std::string make_unique_directory(const std::string& parent, const std::string& prefix);
 
+// `path` made absolute with links, "." and ".." resolved (the parts that
+// do not exist yet kept as written, normalised): every spelling of one
+// file gives one string.
+std::string resolved_path(const std::string& path);
+
 // When the file was last written, in seconds since the epoch; nullopt when
 // it cannot be read.
 std::optional<double> file_written_unix_s(const std::string& path);

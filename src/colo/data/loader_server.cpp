@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
 #include "colo/core/spec_table.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/this_thread.h"
@@ -65,9 +66,7 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
   LoaderServeSpec spec;
   spec.pipeline = parse_image_pipeline(table);
   // Every spelling of the file's path (./DATA.toml, a link to it) names one producer.
-  std::error_code error;
-  std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path), error);
-  std::string absolute = error ? std::filesystem::absolute(path).lexically_normal().string() : resolved.string();
+  const std::string absolute = resolved_path(path);
   spec.address = table.string_or("address", "ipc:///tmp/colo-loader-" +
                                                 std::to_string(std::hash<std::string>{}(absolute) % 1000000007) + ".sock");
   spec.chunk = table.integer_or("chunk", spec.chunk, 1, 65536);

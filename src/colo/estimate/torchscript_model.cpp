@@ -1,6 +1,5 @@
 #include "colo/estimate/torchscript_model.h"
 
-#include <algorithm>
 #include <memory>
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -8,6 +7,7 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/estimate/caching_allocator_model.h"
 
 namespace colo::estimate {
 namespace {
@@ -28,10 +28,9 @@ at::Tensor first_tensor(const c10::IValue& value) {
   throw std::runtime_error("the TorchScript model's forward returned no tensor (got " + value.tagKind() + ")");
 }
 
-// A tensor's bytes in the CUDA caching allocator's 512-byte blocks.
+// A tensor's bytes in the CUDA caching allocator's blocks.
 int64_t allocator_blocks(const at::Tensor& t) {
-  const int64_t bytes = t.numel() * static_cast<int64_t>(t.element_size());
-  return std::max<int64_t>(512, (bytes + 511) / 512 * 512);
+  return CachingAllocatorModel::rounded_size(t.numel() * static_cast<int64_t>(t.element_size()));
 }
 
 }  // namespace

@@ -95,7 +95,7 @@ JobSpec parse_job_table(const SpecTable& t) {
   if (auto env = t.table("env")) {
     for (const auto& key : env->keys()) spec.env[key] = env->string(key);
   }
-  spec.gpus = static_cast<int>(t.integer_or("gpus", 1, 1, 64));
+  spec.gpus = static_cast<int>(t.integer_or("gpus", 1, 1, kMostGpusPerJob));
   if (t.has("mem")) {
     std::string text = t.string("mem");
     auto bytes = parse_bytes(text);
@@ -103,8 +103,8 @@ JobSpec parse_job_table(const SpecTable& t) {
     spec.mem_bytes = *bytes;
   }
   if (t.has("sm_share")) spec.sm_share = t.number_or("sm_share", 0.5, 0.0, 1.0);
-  spec.priority = static_cast<int>(t.integer_or("priority", 0, -1000000, 1000000));
-  if (t.has("samples")) spec.samples = t.integer_or("samples", 1, 1, int64_t{1} << 50);
+  spec.priority = static_cast<int>(t.integer_or("priority", 0, -kMostPriority, kMostPriority));
+  if (t.has("samples")) spec.samples = t.integer_or("samples", 1, 1, kMostSamples);
   spec.array = parse_array(t);
   if (auto model = t.table("model")) spec.model = parse_model(*model);
   if (t.has("loader")) {

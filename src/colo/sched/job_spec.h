@@ -45,6 +45,11 @@ JobSpec parse_job_table(const SpecTable& table);
 // Reads a job file: either one job at the top level, or `[[job]]` tables.
 std::vector<JobSpec> parse_job_file(const std::string& path);
 
+// What a job's numbers may be, in a job file and through colod's API alike.
+inline constexpr int64_t kMostGpusPerJob = 64;
+inline constexpr int64_t kMostPriority = 1000000;  // and -kMostPriority at the least
+inline constexpr int64_t kMostSamples = int64_t{1} << 50;
+
 // The most jobs one array may make (a job file's `array`, --array): beyond
 // it, a typo (0-100000000) is refused rather than queued.
 inline constexpr int kMostArrayJobs = 100000;

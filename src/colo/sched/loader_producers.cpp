@@ -1,9 +1,8 @@
 #include "colo/sched/loader_producers.h"
 
-#include <filesystem>
-
 #include <spdlog/spdlog.h>
 
+#include "colo/core/files.h"
 #include "colo/core/paths.h"
 
 namespace colo::sched {
@@ -18,10 +17,7 @@ LoaderProducers::~LoaderProducers() {
 }
 
 void LoaderProducers::acquire(const std::string& named_file, int64_t job_id) {
-  // One producer for every spelling of the file's path (./DATA.toml, a link).
-  std::error_code error;
-  std::string data_file = std::filesystem::weakly_canonical(named_file, error).string();
-  if (error || data_file.empty()) data_file = named_file;
+  const std::string data_file = resolved_path(named_file);  // one producer for every spelling of the path
   Producer& producer = producers_[data_file];
   if (!producer.process || producer.process->poll()) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);

@@ -16,6 +16,7 @@
 
 #include "colo/core/files.h"
 #include "colo/sched/job.h"
+#include "colo/sched/job_spec.h"
 
 namespace colo::server {
 namespace {
@@ -35,8 +36,8 @@ std::optional<int64_t> whole_number(const std::string& text) {
   return value;
 }
 
-// The fields a job's JSON may have (sched::to_json's), each checked before
-// it is read: `check(field, what, ok)`.
+// The fields a job's JSON may have (sched::to_json's), each checked in
+// job_from before it is read.
 const std::set<std::string> kJobFields = {"name", "command", "workdir", "env", "gpus", "priority", "array_index",
                                           "mem_bytes", "sm_share", "samples", "model", "workload", "loader"};
 
@@ -80,9 +81,12 @@ sched::JobSpec job_from(const nlohmann::json& given, size_t index) {
                                                                   [](const auto& v) { return v.is_string(); }))) {
     fail("env", "must be an object of strings");
   }
-  if (j.contains("gpus") && !whole_in(j["gpus"], 1, 64)) fail("gpus", "must be a whole number in [1, 64]");
-  if (j.contains("priority") && !whole_in(j["priority"], -1000000, 1000000)) {
-    fail("priority", "must be a whole number in [-1000000, 1000000]");
+  if (j.contains("gpus") && !whole_in(j["gpus"], 1, sched::kMostGpusPerJob)) {
+    fail("gpus", "must be a whole number in [1, " + std::to_string(sched::kMostGpusPerJob) + "]");
+  }
+  if (j.contains("priority") && !whole_in(j["priority"], -sched::kMostPriority, sched::kMostPriority)) {
+    fail("priority", "must be a whole number in [-" + std::to_string(sched::kMostPriority) + ", " +
+                         std::to_string(sched::kMostPriority) + "]");
   }
   if (j.contains("array_index") && !whole_in(j["array_index"], -1, int64_t{1} << 30)) {
     fail("array_index", "must be a whole number >= -1");
@@ -94,7 +98,7 @@ sched::JobSpec job_from(const nlohmann::json& given, size_t index) {
                                   j["sm_share"].get<double>() <= 1)) {
     fail("sm_share", "must be a number in [0, 1]");
   }
-  if (j.contains("samples") && !whole_in(j["samples"], 1, int64_t{1} << 50)) fail("samples", "must be a whole number >= 1");
+  if (j.contains("samples") && !whole_in(j["samples"], 1, sched::kMostSamples)) fail("samples", "must be a whole number >= 1");
   if (j.contains("workload") && !j["workload"].is_string()) fail("workload", "must be a string");
   if (j.contains("loader") && (!j["loader"].is_string() || !path_exists(j["loader"].get<std::string>()))) {
     fail("loader", "must be the path of a shared loader's data file on the daemon's host");
