@@ -241,6 +241,12 @@ if want shared; then
   fi
   "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size 256 --out /tmp/colo-images/train \
     >"$OUT/shared/images.json" 2>/dev/null
+  # SHARED_IMAGE_SIZES="400 ...": also folders of larger JPEGs, /tmp/colo-images-SIZE/train, that a run
+  # names in its ARGS (--images,/tmp/colo-images-400/train).
+  for px in ${SHARED_IMAGE_SIZES:-}; do
+    "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size "$px" --out "/tmp/colo-images-$px/train" \
+      >"$OUT/shared/images_$px.json" 2>/dev/null
+  done
   nproc >"$OUT/shared/nproc.txt"
   lscpu -e >"$OUT/shared/lscpu.txt" 2>&1 || true
   if [ "${SHARED_PROBE:-0}" = 1 ]; then  # a consumer's own CPU while the GPU is the limit
