@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +16,8 @@
 #include <zmq.hpp>
 
 #include "colo/core/error.h"
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
 #include "colo/data/image_folder.h"
 #include "colo/data/loader_sampler.h"
 #include "colo/data/loader_server.h"
@@ -29,6 +32,7 @@ struct ProducerOptions {
   double heartbeat_timeout_s = 10;
   int64_t ahead = 8;
   LoaderPace pace = LoaderPace::fastest;
+  std::string ready_file = "";  // LoaderServeSpec::ready_file
 };
 
 // A producer on a thread, over a folder of `images` one-class-each images
@@ -53,6 +57,7 @@ class Producer {
     spec.pace = options.pace;
     spec.stall_s = options.stall_s;
     spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
+    spec.ready_file = options.ready_file;
     server = std::make_unique<LoaderServer>(spec, std::move(mirror));
     thread = std::thread([this] { server->serve(0); });
   }
@@ -398,6 +403,52 @@ TEST(SharedLoader, WithAMirrorAChunkIsPublishedOnlyOnceCopiedAndItsSlotKeptUntil
     reader.release_before(pieces[0].seq + 1);
   }
   EXPECT_EQ(mirror->overwritten_while_copying, 0);
+}
+
+// A mirror whose copies land only once the test opens it (or after 20 s),
+// so that nothing is published until then.
+class GatedMirror : public RingMirror {
+ public:
+  void attach_host_ring(uint8_t*, int64_t) override {}
+  void start_copy(int64_t, const uint8_t*, int64_t) override {}
+  void wait_copies() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    opened_.wait_for(lock, std::chrono::seconds(20), [&] { return open_; });
+  }
+  nlohmann::json describe() const override { return nlohmann::json::object(); }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
+TEST(SharedLoader, TheProducerWritesItsReadyFileOnceItHasPublishedItsFirstRingFull) {
+  testing::TempDir dir;
+  auto owned = std::make_unique<GatedMirror>();
+  GatedMirror* gate = owned.get();
+  const std::string ready = dir.file("producer.ready");
+  Producer producer(dir, 40, 4, 6, {.ready_file = ready}, std::move(owned));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // chunks decoded, none published
+  EXPECT_EQ(producer.server->stats()["chunks"].get<int64_t>(), 0);
+  EXPECT_FALSE(path_exists(ready)) << "written before its ring was full";
+  gate->open();
+  for (int tries = 0; tries < 500 && !path_exists(ready); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(path_exists(ready));
+  nlohmann::json written = nlohmann::json::parse(read_file(ready));
+  EXPECT_GE(written["chunks"].get<int64_t>(), 6);
+  EXPECT_EQ(written["buffer_slots"].get<int64_t>(), 6);
+  EXPECT_GT(written["unix_s"].get<double>(), 1.7e9);
+  EXPECT_GE(producer.server->stats()["chunks"].get<int64_t>(), 6);
 }
 
 // One batch read in place from the host ring: its labels, and each sample's

@@ -27,9 +27,10 @@ void stop_server(int) {
   if (g_server) g_server->stop();
 }
 
-int serve(const std::string& path, double report_s, double idle_exit_s) {
+int serve(const std::string& path, double report_s, double idle_exit_s, const std::string& ready_file) {
   data::LoaderServeSpec spec = data::parse_loader_serve_spec(path);
   if (idle_exit_s > 0) spec.idle_exit_s = idle_exit_s;
+  spec.ready_file = ready_file;
   std::unique_ptr<data::RingMirror> mirror;
   try {
     mirror = data::make_ring_mirror(spec);
@@ -166,7 +167,10 @@ void add_loader_command(CLI::App& app, int& exit_code) {
   serve_cmd->add_option("--idle-exit", idle_exit_s,
                         "exit once consumers came and all left for this many seconds (overrides idle_exit_s)")
       ->check(CLI::Range(0.0, 1e9));
-  serve_cmd->callback([&] { exit_code = serve(data_path, report_s, idle_exit_s); });
+  static std::string ready_file;
+  serve_cmd->add_option("--ready-file", ready_file,
+                        "write this file (one JSON line, atomically) once the first ring-full of chunks is published");
+  serve_cmd->callback([&] { exit_code = serve(data_path, report_s, idle_exit_s, ready_file); });
 
   auto* write_cmd = loader->add_subcommand("write-images", "write a JPEG image folder (ROOT/<class>/*.jpg)");
   static std::string source = "fashion-mnist", source_path, out, split = "train";

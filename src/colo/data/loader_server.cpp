@@ -18,6 +18,7 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/paths.h"
 #include "colo/core/spec_table.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/this_thread.h"
@@ -57,6 +58,19 @@ nlohmann::json consumer_report(int64_t id, int64_t skipped, const nlohmann::json
 int64_t ahead_within_ring(const LoaderServeSpec& spec, int64_t ahead) {
   const int64_t most = spec.pace == LoaderPace::fastest ? std::max<int64_t>(1, spec.buffer / 2) : spec.buffer;
   return std::clamp<int64_t>(ahead, 1, most);
+}
+
+// The ready file (LoaderServeSpec::ready_file), once the first ring-full is
+// published. A file that cannot be written is reported on stderr and the
+// producer serves on: its consumers need it; only a scheduler waiting for
+// the file waits longer (it gives up waiting after a while).
+void write_ready_file(const std::string& path, int64_t chunks, int64_t slots) {
+  nlohmann::json ready = {{"chunks", chunks}, {"buffer_slots", slots}, {"unix_s", unix_time_s()}};
+  try {
+    write_file_atomically(path, ready.dump() + "\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "colo loader: cannot write the ready file %s (%s); serving anyway\n", path.c_str(), e.what());
+  }
 }
 
 }  // namespace
@@ -179,6 +193,7 @@ void LoaderServer::serve(double report_s) {
 
   Stopwatch last_report;
   int64_t reported_samples = 0;
+  bool ready_written = spec_.ready_file.empty();
   while (!stopping_) {
     zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, s.wake_fd, ZMQ_POLLIN, 0}};
     try {
@@ -289,9 +304,11 @@ void LoaderServer::serve(double report_s) {
     }
 
     std::vector<std::pair<std::string, nlohmann::json>> replies;
+    int64_t ring_full_at = -1;  // chunks published, the first time they fill the ring
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       if (!s.failure.empty()) throw std::runtime_error("colo loader: " + s.failure);
+      if (!ready_written && s.next_seq >= slots) ring_full_at = s.next_seq;
       for (auto it = s.consumers.begin(); it != s.consumers.end();) {
         Consumer& c = it->second;
         if (c.last_seen.elapsed_s() > spec_.heartbeat_timeout_s) {
@@ -322,6 +339,10 @@ void LoaderServer::serve(double report_s) {
       }
     }
     for (const auto& [route, body] : replies) send(route, body);
+    if (ring_full_at >= 0) {
+      ready_written = true;
+      write_ready_file(spec_.ready_file, ring_full_at, slots);
+    }
     if (report_s > 0 && last_report.elapsed_s() >= report_s) {
       nlohmann::json st = stats();
       int64_t samples = st["samples"].get<int64_t>();

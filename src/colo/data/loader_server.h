@@ -55,6 +55,11 @@ struct LoaderServeSpec {
   double heartbeat_timeout_s = 10;
   double idle_exit_s = 0;           // > 0: exit once consumers came and all left for this long
   std::string device;               // "cuda:N": also keep the ring on that GPU for its consumers (CUDA IPC)
+  // Not read from DATA.toml (`colo loader serve --ready-file`): when set, the
+  // producer writes this file (atomically: one JSON line with "chunks",
+  // "buffer_slots" and "unix_s") once it has published its first ring-full,
+  // so that a scheduler can start the jobs that read it only then.
+  std::string ready_file;
 };
 
 // A copy of the ring in device memory that consumer processes map (CUDA
