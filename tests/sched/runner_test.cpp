@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
 #include "colo/gpu/simulated_device.h"
+#include "sched/fake_loader_program.h"
 #include "support/temp_dir.h"
 
 namespace colo::sched {
@@ -338,6 +340,77 @@ TEST(Runner, AGpuWhoseTrainingThroughputGrewTakesTheNextJob) {
   EXPECT_FALSE(any_contains(run.c_reasons, "stopped growing"));
   ASSERT_EQ(run.c.state, JobState::kCompleted) << run.c.reason;
   EXPECT_LT(*run.c.start_s, *run.b.end_s - 1.0);  // it joined while B still trained
+}
+
+// Jobs that read `data` through the scheduler's producer: each succeeds only
+// when launched after the producer's ready file was written.
+JobSpec loader_job(const std::string& name, const testing::TempDir& dir, const std::string& data) {
+  JobSpec spec = shell_job(name, "test -e " + dir.file("logs/loader-1.ready") + " && test \"$COLO_LOADER\" = " + data);
+  spec.loader = data;
+  return spec;
+}
+
+TEST(Runner, JobsOnASharedLoaderStartTogetherOnlyOnceTheirProducerHasFilledItsRing) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  JobStore store(dir.file("jobs.db"));
+  const std::string data = dir.file("data.toml");
+  auto ids = store.submit({loader_job("a", dir, data), loader_job("b", dir, data), shell_job("plain", "true")});
+  RunnerOptions options = quick_options(dir);
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+  for (int round = 0; round < 5; ++round) {
+    runner.step();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int64_t id : {ids[0], ids[1]}) {
+    auto job = store.get(id);
+    EXPECT_EQ(job->state, JobState::kPending);
+    EXPECT_NE(job->reason.find("waiting for its shared loader (" + data + ") to fill its ring"), std::string::npos)
+        << job->reason;
+  }
+  EXPECT_NE(store.get(ids[2])->state, JobState::kPending) << "a job without a loader does not wait";
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  EXPECT_EQ(colo.starts().size(), 1u) << "one producer for both";
+  colo.fill();
+  runner.run_until_done();
+  for (int64_t id : ids) EXPECT_EQ(store.get(id)->state, JobState::kCompleted) << store.get(id)->reason;
+  auto a = store.get(ids[0]), b = store.get(ids[1]);
+  EXPECT_LT(std::abs(*a->start_s - *b->start_s), 0.5) << "both started in the round their producer became ready";
+  EXPECT_EQ(colo.starts().size(), 1u);
+  EXPECT_FALSE(process_alive(colo.starts()[0])) << "stopped once its jobs ended";
+}
+
+TEST(Runner, AJobCancelledWhileWaitingForItsSharedLoaderStopsTheProducer) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
+  RunnerOptions options = quick_options(dir);
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+  runner.step();
+  ASSERT_EQ(store.get(id)->state, JobState::kPending);
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  EXPECT_TRUE(process_alive(colo.starts()[0]));
+  store.cancel(id);
+  runner.step();
+  EXPECT_FALSE(process_alive(colo.starts()[0])) << "no job reads it any more";
+}
+
+TEST(Runner, ARunnerThatDetachesStopsAProducerThatOnlyWaitingJobsHold) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
+  RunnerOptions options = quick_options(dir);
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+  runner.step();
+  ASSERT_EQ(store.get(id)->state, JobState::kPending);
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  runner.detach();
+  EXPECT_FALSE(process_alive(colo.starts()[0])) << "no consumer ever came: it would never idle-exit";
 }
 
 }  // namespace

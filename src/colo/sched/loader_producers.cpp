@@ -7,8 +7,8 @@
 
 namespace colo::sched {
 
-LoaderProducers::LoaderProducers(std::string colo_program, std::string log_dir)
-    : colo_program_(std::move(colo_program)), log_dir_(std::move(log_dir)) {}
+LoaderProducers::LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s)
+    : colo_program_(std::move(colo_program)), log_dir_(std::move(log_dir)), fill_wait_s_(fill_wait_s) {}
 
 LoaderProducers::~LoaderProducers() {
   for (auto& [data_file, producer] : producers_) {
@@ -19,17 +19,44 @@ LoaderProducers::~LoaderProducers() {
 void LoaderProducers::acquire(const std::string& named_file, int64_t job_id) {
   const std::string data_file = resolved_path(named_file);  // one producer for every spelling of the path
   Producer& producer = producers_[data_file];
-  if (!producer.process || producer.process->poll()) {
+  const bool held = producer.jobs.count(job_id) > 0;  // it waits for this producer to fill its ring
+  if (!held && (!producer.process || producer.process->poll())) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);
-    std::string log = log_dir_ + "/loader-" + std::to_string(++started_) + ".log";
+    const std::string name = log_dir_ + "/loader-" + std::to_string(++started_);
+    producer.log = name + ".log";
+    producer.ready_file = name + ".ready";
+    remove_tree(producer.ready_file);  // an earlier runner's producer's must not count
     producer.process = std::make_unique<ChildProcess>(
         std::vector<std::string>{colo_program_, "loader", "serve", data_file, "--report", "0", "--idle-exit",
-                                 std::to_string(kDetachedIdleExitS)},
-        EnvironmentOverrides{}, log);
-    spdlog::info("shared loader for {} started (pid {}, log {})", data_file, producer.process->pid(), log);
+                                 std::to_string(kDetachedIdleExitS), "--ready-file", producer.ready_file},
+        EnvironmentOverrides{}, producer.log);
+    producer.since_start.restart();
+    producer.ready = false;
+    spdlog::info("shared loader for {} started (pid {}, log {})", data_file, producer.process->pid(), producer.log);
   }
   producer.jobs.insert(job_id);
   job_data_[job_id] = data_file;
+}
+
+bool LoaderProducers::ready(const std::string& named_file) {
+  auto found = producers_.find(resolved_path(named_file));
+  if (found == producers_.end() || !found->second.process) return false;
+  Producer& producer = found->second;
+  if (producer.ready) return true;
+  const double waited_s = producer.since_start.elapsed_s();
+  if (path_exists(producer.ready_file)) {
+    spdlog::info("shared loader for {} filled its ring in {:.1f} s; starting its jobs", found->first, waited_s);
+  } else if (producer.process->poll()) {
+    spdlog::warn("shared loader for {} exited before filling its ring (its log: {}); its jobs will report why",
+                 found->first, producer.log);
+  } else if (waited_s >= fill_wait_s_) {
+    spdlog::warn("shared loader for {} has not filled its ring in {:g} s; starting its jobs anyway", found->first,
+                 fill_wait_s_);
+  } else {
+    return false;
+  }
+  producer.ready = true;
+  return true;
 }
 
 void LoaderProducers::release(int64_t job_id) {

@@ -2,7 +2,11 @@
 // The shared-loader producers a runner starts for its jobs (issue 19): jobs
 // that name the same data file (`loader = "DATA.toml"` in a job) read one
 // `colo loader serve DATA.toml` on this host, started when the first of
-// them starts and stopped when the last of them ends.
+// them starts and stopped when the last of them ends. The runner launches
+// those jobs once their producer has filled its ring (ready()): launched
+// together, the producer's first fill and the jobs' own CPU-bound set-up
+// (importing torch, building models) slow each other down, and the first
+// job to train waits for data.
 
 #include <cstdint>
 #include <map>
@@ -11,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
 
 namespace colo::sched {
@@ -21,9 +26,15 @@ inline constexpr const char* kLoaderVariable = "COLO_LOADER";
 
 class LoaderProducers {
  public:
+  // How long a producer may take to fill its ring before its jobs are
+  // launched anyway (ready()): a large ring of large images on a busy host
+  // may take long to fill, and the jobs then read what there is.
+  static constexpr double kFillWaitS = 30;
+
   // `colo_program` runs `loader serve`; producer logs go to
-  // `log_dir`/loader-<k>.log. Starts nothing.
-  LoaderProducers(std::string colo_program, std::string log_dir);
+  // `log_dir`/loader-<k>.log, and each writes `log_dir`/loader-<k>.ready
+  // once its ring is full (`--ready-file`). Starts nothing.
+  LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s = kFillWaitS);
   // Stops every producer still running (SIGTERM: each removes its shared
   // memory as it exits).
   ~LoaderProducers();
@@ -32,11 +43,21 @@ class LoaderProducers {
 
   // Job `job_id` reads through the producer of `data_file` (an absolute
   // path; every spelling of it, through links or ".", shares one producer):
-  // starts one when none runs for it, or when the last one exited.
+  // starts one when none runs for it, or when the last one exited (but not
+  // for a job acquired before and not yet released: the producer it waits
+  // for stays the one it gets, so that one that failed is not started
+  // again every round). Idempotent for a job that holds the producer.
   // Throws std::runtime_error when the program cannot be started. A
   // producer that fails after starting (a bad data file) is seen by its
   // consumers, which end with a clear error (colo.data.ProducerLost).
   void acquire(const std::string& data_file, int64_t job_id);
+
+  // Whether the jobs of `data_file`'s producer (acquired before; false for
+  // a file no job acquired) may be launched: once it has written its ready
+  // file, or exited (its jobs then end with its error, as a job that
+  // started with it would), or `fill_wait_s` after it was started. Once
+  // true, true for as long as that producer runs.
+  bool ready(const std::string& data_file);
 
   // Job `job_id` ended: its producer stops once no other job uses it. No
   // effect for a job that used none.
@@ -56,8 +77,13 @@ class LoaderProducers {
   struct Producer {
     std::unique_ptr<ChildProcess> process;
     std::set<int64_t> jobs;
+    std::string log;
+    std::string ready_file;  // written by it once its ring is full
+    Stopwatch since_start;
+    bool ready = false;
   };
   std::string colo_program_, log_dir_;
+  double fill_wait_s_;
   std::map<std::string, Producer> producers_;  // by data file
   std::map<int64_t, std::string> job_data_;    // job -> data file
   int64_t started_ = 0;

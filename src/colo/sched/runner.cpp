@@ -337,10 +337,10 @@ gpu::MpsDaemon* Runner::mps() {
   return mps_.get();
 }
 
-std::optional<std::string> Runner::start(const JobRecord& job) {
+std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   JobRequest request = request_for(job);
   Placement placement = pick_gpus(*policy_, request, ledger_.views(clock_.elapsed_s()));
-  if (!placement.placed()) return placement.reason;
+  if (!placement.placed()) return NotStarted{placement.reason};
   const std::vector<int>& gpus = placement.gpus;
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   env["COLO_JOB_ID"] = std::to_string(job.id);
@@ -351,8 +351,14 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
     try {
       loaders_->acquire(job.spec.loader, job.id);
     } catch (const std::exception& e) {
-      return "cannot start its shared loader for " + job.spec.loader + ": " + e.what();
+      return NotStarted{"cannot start its shared loader for " + job.spec.loader + ": " + e.what()};
     }
+    // It keeps its producer while it waits: released if it leaves the queue meanwhile.
+    if (!loaders_->ready(job.spec.loader)) {
+      waiting_for_loader_.insert(job.id);
+      return NotStarted{"waiting for its shared loader (" + job.spec.loader + ") to fill its ring", false};
+    }
+    waiting_for_loader_.erase(job.id);
     env[kLoaderVariable] = job.spec.loader;
   }
   std::optional<int64_t> mem_limit;
@@ -408,6 +414,18 @@ std::optional<std::string> Runner::start(const JobRecord& job) {
   spdlog::info("job {} ({}) started on GPU {}{}", job.id, job.spec.name, where,
                request.sm_share > 0 ? "" : " (SM share unknown: settling)");
   return std::nullopt;
+}
+
+void Runner::release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting) {
+  for (auto it = waiting_for_loader_.begin(); it != waiting_for_loader_.end();) {
+    const int64_t id = *it;
+    if (std::any_of(waiting.begin(), waiting.end(), [id](const JobRecord& job) { return job.id == id; })) {
+      ++it;
+      continue;
+    }
+    loaders_->release(id);
+    it = waiting_for_loader_.erase(it);
+  }
 }
 
 void Runner::settle(Active& job, int exit_code) {
@@ -485,6 +503,7 @@ size_t Runner::step() {
     }
   }
   auto waiting = store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory});
+  release_loaders_of_jobs_gone(waiting);
   std::sort(waiting.begin(), waiting.end(), [](const JobRecord& a, const JobRecord& b) {
     return QueueKey{a.state == JobState::kOutOfMemory, a.spec.priority, a.submit_s, a.id} <
            QueueKey{b.state == JobState::kOutOfMemory, b.spec.priority, b.submit_s, b.id};
@@ -503,9 +522,11 @@ size_t Runner::step() {
       reasons[job.id] = "held: the scheduler is draining";
     } else if (reserved_for) {
       reasons[job.id] = "reserved for job " + std::to_string(*reserved_for);
-    } else if (auto reason = start(job)) {
-      reasons[job.id] = *reason;
-      if (options_.backfill.holds_back_later_jobs(now - job.submit_s, job.spec.gpus)) reserved_for = job.id;
+    } else if (auto waits = start(job)) {
+      reasons[job.id] = waits->reason;
+      if (waits->for_gpus && options_.backfill.holds_back_later_jobs(now - job.submit_s, job.spec.gpus)) {
+        reserved_for = job.id;
+      }
     }
   }
   for (const auto& [id, reason] : reasons) {
@@ -540,6 +561,8 @@ void Runner::stop_all(const std::string& reason) {
     store_.mark_requeued(a.id, reason);
   }
   active_.clear();
+  for (int64_t id : waiting_for_loader_) loaders_->release(id);
+  waiting_for_loader_.clear();
   mps_.reset();
 }
 
@@ -549,6 +572,9 @@ void Runner::detach() {
     ledger_.remove(a.id, clock_.elapsed_s());
   }
   if (!active_.empty()) spdlog::info("{} running job(s) left running for the next scheduler to adopt", active_.size());
+  // A producer only waiting jobs hold has no consumer to idle-exit after: stopped.
+  for (int64_t id : waiting_for_loader_) loaders_->release(id);
+  waiting_for_loader_.clear();
   loaders_->detach();
   active_.clear();
   if (mps_) mps_->leave_running();

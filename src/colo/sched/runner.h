@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,8 +94,9 @@ class Runner {
 
   // Stops watching without stopping anything: running jobs keep running,
   // stay RUNNING in the store, and the next runner on the store adopts them
-  // (recover()); the MPS daemon is left running for them. For a graceful
-  // stop of colod (an upgrade, a service restart).
+  // (recover()); the MPS daemon and their shared-loader producers are left
+  // running for them (a producer only jobs still waiting hold is stopped).
+  // For a graceful stop of colod (an upgrade, a service restart).
   void detach();
 
   // While held, step() settles jobs but starts none (colod --drain).
@@ -126,8 +128,19 @@ class Runner {
   // Drops a job from the accounts; a share measured as it leaves is kept.
   void forget(const Active& job);
   void remember_share(const MeasuredShare& m);
-  // Starts `job` when the policy finds it GPUs; else returns why it waits.
-  std::optional<std::string> start(const JobRecord& job);
+  // Why a job did not start this round, and whether for want of GPUs (only
+  // such a job may hold back later ones: backfill.h).
+  struct NotStarted {
+    std::string reason;
+    bool for_gpus = true;
+  };
+  // Starts `job` when the policy finds it GPUs and its shared loader, if it
+  // names one, has filled its ring (LoaderProducers::ready); else returns
+  // why it waits.
+  std::optional<NotStarted> start(const JobRecord& job);
+  // Lets go of the producers of jobs that waited for them and are no longer
+  // waiting (cancelled, or failed, meanwhile): `waiting` is every job still waiting.
+  void release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting);
   JobRequest request_for(const JobRecord& job) const;
   void adopt(const JobRecord& job);
   void observe_devices();
@@ -166,6 +179,7 @@ class Runner {
   std::vector<Active> active_;
   std::unique_ptr<gpu::MpsDaemon> mps_;
   std::unique_ptr<LoaderProducers> loaders_;  // jobs' shared-loader producers
+  std::set<int64_t> waiting_for_loader_;      // jobs that hold a producer they wait for
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;
   // Measured SM share by command_key, and by workload_key: a job of a new

@@ -1,0 +1,88 @@
+// The scheduler's shared-loader producers with a stand-in `colo` program:
+// when the jobs that read one may be launched.
+
+#include "colo/sched/loader_producers.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "colo/core/files.h"
+#include "colo/core/paths.h"
+#include "sched/fake_loader_program.h"
+#include "support/temp_dir.h"
+
+namespace colo::sched {
+namespace {
+
+// Whether `condition` holds within `timeout_s`, polled every 20 ms.
+bool within(double timeout_s, const std::function<bool()>& condition) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+TEST(LoaderProducers, AProducerIsReadyOnlyOnceItWroteItsReadyFileNotAnEarlierProducersOne) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  make_directories(dir.file("logs"));
+  write_file_atomically(dir.file("logs/loader-1.ready"), "{}\n");  // left by an earlier runner's producer
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  const std::string data = dir.file("data.toml");
+  producers.acquire(data, 1);
+  EXPECT_FALSE(within(0.3, [&] { return producers.ready(data); })) << "its ring is not full yet";
+  colo.fill();
+  EXPECT_TRUE(within(10, [&] { return producers.ready(data); }));
+  EXPECT_TRUE(path_exists(dir.file("logs/loader-1.ready")));
+  producers.acquire(dir.path() + "/./data.toml", 2);  // a second job on the same file
+  EXPECT_TRUE(producers.ready(data)) << "a running producer that was ready stays ready";
+  EXPECT_EQ(producers.started(), 1);
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  EXPECT_EQ(colo.starts().size(), 1u);
+}
+
+TEST(LoaderProducers, AJobThatLeavesWhileWaitingStopsItsProducer) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  producers.acquire(dir.file("data.toml"), 7);
+  ASSERT_FALSE(producers.ready(dir.file("data.toml")));
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  producers.release(7);
+  EXPECT_TRUE(producers.running().empty());
+  EXPECT_FALSE(process_alive(colo.starts()[0]));
+}
+
+TEST(LoaderProducers, AProducerThatExitedCountsAsReadyAndIsNotStartedAgainForTheJobWaitingOnIt) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir, "exit 3");  // a bad data file, say
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  const std::string data = dir.file("data.toml");
+  producers.acquire(data, 1);
+  EXPECT_TRUE(within(10, [&] { return producers.ready(data); })) << "its job starts and reports the error";
+  producers.acquire(data, 1);  // the runner's next round, had it still waited
+  EXPECT_EQ(producers.started(), 1);
+}
+
+TEST(LoaderProducers, AProducerThatTakesTooLongToFillItsRingCountsAsReadyAfterTheWait) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);  // never fills
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"), /*fill_wait_s=*/0.5);
+  const std::string data = dir.file("data.toml");
+  producers.acquire(data, 1);
+  EXPECT_FALSE(producers.ready(data));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_TRUE(producers.ready(data));
+  EXPECT_FALSE(path_exists(dir.file("logs/loader-1.ready")));
+}
+
+}  // namespace
+}  // namespace colo::sched
