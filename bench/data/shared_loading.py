@@ -498,6 +498,9 @@ def main():
     s.add_argument("--gpu-other", nargs="*", help="more GPU runs, listed under other_gpu_runs")
     s.add_argument("--gpu-pool", nargs="*", help="runs of --gpu's setup (buffer aside) whose rounds are pooled "
                                                  "with its own under gpu_4jobs_pooled")
+    s.add_argument("--gpu-pool-earlier", nargs="*", help="runs of --gpu's setup launched with the producer (not "
+                                                         "once its ring was full), pooled under "
+                                                         "gpu_4jobs_pooled_launched_with_producer")
     s.add_argument("--out", required=True)
     r.add_argument("--model", default="tiny", help="the jobs' model, or a comma list job by job (cycled)")
     r.add_argument("--batch", default="64", help="the jobs' batch size, or a comma list job by job (cycled)")

@@ -58,6 +58,10 @@ def summarize(args):
             "command": run["command"]}
     if args.gpu_pool:
         summary["gpu_4jobs_pooled"] = pooled_rounds([args.gpu] + args.gpu_pool)
+    if args.gpu_pool_earlier:
+        # The same setup measured before the scheduler (and the bench) waited
+        # for the producer's ring to fill before launching the jobs.
+        summary["gpu_4jobs_pooled_launched_with_producer"] = pooled_rounds(args.gpu_pool_earlier)
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("commands", "setups")}, indent=1))
