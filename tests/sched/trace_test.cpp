@@ -56,6 +56,47 @@ TEST(Trace, BadValuesNameTheLineAndColumn) {
   EXPECT_NE(error_of("submit,name\n").find("expected the header"), std::string::npos);
 }
 
+std::string with_crlf(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  return out;
+}
+
+TEST(Trace, ACrlfTraceReadsToTheSameJobsAsTheLfOne) {
+  std::string lf = std::string(kTraceHeader) +
+                   "\n0,a,30,1073741824,0.4,2147483648,1,2,python train.py --lr 0.1,0.2\n"
+                   "\n5.5,b,10,123,1,,0,1,\"echo \"\"quoted\"\"\"\n";
+  testing::TempDir dir;
+  auto from_lf = read_trace(dir.write("lf.csv", lf));
+  auto from_crlf = read_trace(dir.write("crlf.csv", with_crlf(lf)));
+  ASSERT_EQ(from_lf.size(), 2u);
+  ASSERT_EQ(from_crlf.size(), from_lf.size());
+  for (size_t i = 0; i < from_lf.size(); ++i) {
+    EXPECT_EQ(from_crlf[i].name, from_lf[i].name);
+    EXPECT_DOUBLE_EQ(from_crlf[i].submit_s, from_lf[i].submit_s);
+    EXPECT_DOUBLE_EQ(from_crlf[i].duration_s, from_lf[i].duration_s);
+    EXPECT_EQ(from_crlf[i].mem_bytes, from_lf[i].mem_bytes);
+    EXPECT_DOUBLE_EQ(from_crlf[i].sm_activity, from_lf[i].sm_activity);
+    EXPECT_EQ(from_crlf[i].mem_estimate_bytes, from_lf[i].mem_estimate_bytes);
+    EXPECT_EQ(from_crlf[i].priority, from_lf[i].priority);
+    EXPECT_EQ(from_crlf[i].gpus, from_lf[i].gpus);
+    EXPECT_EQ(from_crlf[i].command, from_lf[i].command);
+  }
+  EXPECT_EQ(from_crlf[1].command, "echo \"quoted\"") << "the quotes are undone once the \\r is gone";
+  auto v1 = read_trace(dir.write("v1.csv", with_crlf(std::string(kTraceHeaderV1) + "\n0,a,1,1,0.5,,0,echo a\n")));
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].command, "echo a");
+}
+
+TEST(Trace, OnlyOneCarriageReturnBeforeTheLineEndIsDropped) {
+  std::string header(kTraceHeader);
+  EXPECT_NE(error_of(header + "\r\r\n").find("expected the header"), std::string::npos);
+  EXPECT_NE(error_of(header + "\r0,a,1,1,0.5,,0,1,x\r").find("expected the header"), std::string::npos)
+      << "a file with bare \\r line ends is one line";
+  EXPECT_NE(error_of(header + "\r\n0,a,1,1,0.5,,0,1\r\n").find("expected 9 columns"), std::string::npos);
+  EXPECT_NE(error_of(header + "\r\n0,a,1,1,1.5,,0,1,x\r\n").find("t.csv:2: sm_activity"), std::string::npos);
+}
+
 TEST(Trace, GeneratorIsDeterministicAndHasTheModelMix) {
   TraceGeneratorOptions options;
   options.jobs = 2000;

@@ -55,19 +55,27 @@ std::string csv_unquote(const std::string& text) {
   return out;
 }
 
+// std::getline that also takes "\r\n" line ends (a trace written on Windows
+// or exported from a spreadsheet): one trailing '\r' is dropped, nothing else.
+bool read_line(std::istream& in, std::string& line) {
+  if (!std::getline(in, line)) return false;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
+
 }  // namespace
 
 std::vector<TraceJob> read_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "trace file does not exist or cannot be read");
   std::string line;
-  if (!std::getline(in, line) || (line != kTraceHeader && line != kTraceHeaderV1)) {
+  if (!read_line(in, line) || (line != kTraceHeader && line != kTraceHeaderV1)) {
     throw InputError(path + ":1", "", std::string("expected the header ") + kTraceHeader);
   }
   const size_t columns = line == kTraceHeader ? 9 : 8;
   std::vector<TraceJob> jobs;
   int number = 1;
-  while (std::getline(in, line)) {
+  while (read_line(in, line)) {
     ++number;
     if (line.empty()) continue;
     std::string where = path + ":" + std::to_string(number);

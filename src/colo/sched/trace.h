@@ -30,7 +30,8 @@ inline constexpr const char* kTraceHeaderV1 =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command";
 
 // Reads a trace CSV (header above; `command` is the rest of the line and may
-// hold commas; an empty mem_estimate_bytes means unknown). Throws InputError
+// hold commas; an empty mem_estimate_bytes means unknown; lines may end in
+// "\n" or "\r\n"). Throws InputError
 // naming the file, the line and the column for anything malformed. Jobs come
 // back sorted by submit time (stable).
 std::vector<TraceJob> read_trace(const std::string& path);
