@@ -59,14 +59,16 @@ TEST(LoaderProducers, AJobThatLeavesWhileWaitingStopsItsProducer) {
   EXPECT_FALSE(process_alive(colo.starts()[0]));
 }
 
-TEST(LoaderProducers, AProducerThatExitedCountsAsReadyAndIsNotStartedAgainForTheJobWaitingOnIt) {
+TEST(LoaderProducers, AProducerThatExitedCountsAsReadyWithItsErrorAndIsNotStartedAgainForTheJobWaitingOnIt) {
   testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir, "exit 3");  // a bad data file, say
+  testing::FakeLoaderProgram colo(dir, "echo 'colo: error: bad data file' >&2; echo >&2; exit 3");
   make_directories(dir.file("logs"));
   LoaderProducers producers(colo.program(), dir.file("logs"));
   const std::string data = dir.file("data.toml");
   producers.acquire(data, 1);
-  EXPECT_TRUE(within(10, [&] { return producers.ready(data); })) << "its job starts and reports the error";
+  EXPECT_EQ(producers.failure(data), "") << "running";
+  EXPECT_TRUE(within(10, [&] { return producers.ready(data); })) << "its job is not held back";
+  EXPECT_EQ(producers.failure(data), "colo: error: bad data file") << "the last line of its log";
   producers.acquire(data, 1);  // the runner's next round, had it still waited
   EXPECT_EQ(producers.started(), 1);
 }

@@ -188,6 +188,21 @@ TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
   cautious.run_until_done();
 }
 
+TEST(Runner, ASimulatedGpuOnTheWallClockIsNotAdvancedByTheRunnerAsWell) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({shell_job("a", "sleep 0.3")}).front();
+  gpu::SimulatedGpuSpec spec;
+  auto device = std::make_shared<gpu::SimulatedDevice>(0, spec, gpu::SimulatedClock::kWallClock);
+  Runner runner(store, {device}, quick_options(dir));
+  runner.run_until_done();
+  EXPECT_EQ(store.get(id)->state, JobState::kCompleted) << store.get(id)->reason;
+  EXPECT_GE(device->now_s(), 0.3);
+  EXPECT_GT(store.get(id)->energy_j, 0) << "its GPU's energy while it ran";
+  EXPECT_GE(device->energy_j(), spec.idle_power_w * device->now_s());
+  EXPECT_LE(device->energy_j(), spec.max_power_w * device->now_s()) << "energy counted once";
+}
+
 TEST(WorkloadKey, SameModelSameKeyWhateverTheCommand) {
   JobSpec a = shell_job("a", "python3 train.py --lr 0.1");
   JobSpec b = shell_job("b", "python3 train.py --lr 0.01");
@@ -396,6 +411,30 @@ TEST(Runner, AJobCancelledWhileWaitingForItsSharedLoaderStopsTheProducer) {
   store.cancel(id);
   runner.step();
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "no job reads it any more";
+}
+
+TEST(Runner, JobsWhoseSharedLoaderFailsBeforeFillingItsRingFailWithItsReasonWithoutRunning) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir, "echo 'colo: error: /data/images: a directory of class folders' >&2; exit 2");
+  JobStore store(dir.file("jobs.db"));
+  const std::string data = dir.file("data.toml");
+  JobSpec a = loader_job("a", dir, data), b = loader_job("b", dir, data);
+  a.command = b.command = {"/bin/sh", "-c", "touch " + dir.file("ran")};
+  auto ids = store.submit({a, b});
+  RunnerOptions options = quick_options(dir);
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+  runner.run_until_done();
+  for (int64_t id : ids) {
+    auto job = store.get(id);
+    EXPECT_EQ(job->state, JobState::kFailed);
+    EXPECT_NE(job->reason.find("its shared loader (" + data + ") exited before filling its ring: colo: error: "
+                               "/data/images: a directory of class folders"),
+              std::string::npos)
+        << job->reason;
+  }
+  EXPECT_FALSE(path_exists(dir.file("ran"))) << "a job without its producer is not launched";
+  EXPECT_EQ(colo.starts().size(), 1u) << "both jobs waited on the one that failed";
 }
 
 TEST(Runner, ARunnerThatDetachesStopsAProducerThatOnlyWaitingJobsHold) {

@@ -6,6 +6,17 @@
 #include "colo/core/paths.h"
 
 namespace colo::sched {
+namespace {
+
+// The last non-empty line of a log, without its line end; "" when none.
+std::string last_line_of(const std::string& log) {
+  std::string tail = file_tail(log, 4096);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r' || tail.back() == ' ')) tail.pop_back();
+  auto start = tail.rfind('\n');
+  return start == std::string::npos ? tail : tail.substr(start + 1);
+}
+
+}  // namespace
 
 LoaderProducers::LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s)
     : colo_program_(std::move(colo_program)), log_dir_(std::move(log_dir)), fill_wait_s_(fill_wait_s) {}
@@ -32,6 +43,7 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id) {
         EnvironmentOverrides{}, producer.log);
     producer.since_start.restart();
     producer.ready = false;
+    producer.failure.clear();
     spdlog::info("shared loader for {} started (pid {}, log {})", data_file, producer.process->pid(), producer.log);
   }
   producer.jobs.insert(job_id);
@@ -47,8 +59,9 @@ bool LoaderProducers::ready(const std::string& named_file) {
   if (path_exists(producer.ready_file)) {
     spdlog::info("shared loader for {} filled its ring in {:.1f} s; starting its jobs", found->first, waited_s);
   } else if (producer.process->poll()) {
-    spdlog::warn("shared loader for {} exited before filling its ring (its log: {}); its jobs will report why",
-                 found->first, producer.log);
+    producer.failure = last_line_of(producer.log);
+    if (producer.failure.empty()) producer.failure = "no message (its log " + producer.log + " is empty)";
+    spdlog::warn("shared loader for {} exited before filling its ring: {}", found->first, producer.failure);
   } else if (waited_s >= fill_wait_s_) {
     spdlog::warn("shared loader for {} has not filled its ring in {:g} s; starting its jobs anyway", found->first,
                  fill_wait_s_);
@@ -57,6 +70,11 @@ bool LoaderProducers::ready(const std::string& named_file) {
   }
   producer.ready = true;
   return true;
+}
+
+std::string LoaderProducers::failure(const std::string& named_file) const {
+  auto found = producers_.find(resolved_path(named_file));
+  return found == producers_.end() ? std::string() : found->second.failure;
 }
 
 void LoaderProducers::release(int64_t job_id) {

@@ -59,6 +59,12 @@ class LoaderProducers {
   // true, true for as long as that producer runs.
   bool ready(const std::string& data_file);
 
+  // Why `data_file`'s producer exited before it filled its ring (its log's
+  // last line, e.g. "colo: error: .../images: a directory of class
+  // folders"), once ready() has seen it; empty while it runs, filled its
+  // ring, or no job acquired it. Its jobs would only find no producer.
+  std::string failure(const std::string& data_file) const;
+
   // Job `job_id` ended: its producer stops once no other job uses it. No
   // effect for a job that used none.
   void release(int64_t job_id);
@@ -81,6 +87,7 @@ class LoaderProducers {
     std::string ready_file;  // written by it once its ring is full
     Stopwatch since_start;
     bool ready = false;
+    std::string failure;  // it exited before filling its ring: why
   };
   std::string colo_program_, log_dir_;
   double fill_wait_s_;

@@ -264,14 +264,15 @@ void Runner::remember_share(const MeasuredShare& m) {
 }
 
 void Runner::observe_devices() {
-  // Simulated GPUs follow the wall clock while real jobs run on them.
+  // Simulated GPUs follow the wall clock while real jobs run on them: those
+  // made to (discover_devices's) by themselves, others advanced here.
   double now = clock_.elapsed_s();
   double dt = last_observed_s_ < 0 ? 0 : now - last_observed_s_;
   last_observed_s_ = now;
   for (size_t g = 0; g < devices_.size(); ++g) {
     int index = static_cast<int>(g);
     gpu::SimulatedDevice* sim = simulated_device(devices_[g]);
-    if (sim != nullptr && has_gpus_) sim->advance(dt);
+    if (sim != nullptr && has_gpus_ && sim->clock() == gpu::SimulatedClock::kAdvanced) sim->advance(dt);
     gpu::DeviceSample sample;
     try {
       sample = devices_[g]->sample();
@@ -359,6 +360,14 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
       return NotStarted{"waiting for its shared loader (" + job.spec.loader + ") to fill its ring", false};
     }
     waiting_for_loader_.erase(job.id);
+    // Launched, it would only find no producer: it fails now, with the producer's reason.
+    if (std::string failure = loaders_->failure(job.spec.loader); !failure.empty()) {
+      loaders_->release(job.id);
+      std::string reason = "its shared loader (" + job.spec.loader + ") exited before filling its ring: " + failure;
+      store_.fail_waiting(job.id, reason);
+      spdlog::warn("job {} failed: {}", job.id, reason);
+      return NotStarted{reason, false};
+    }
     env[kLoaderVariable] = job.spec.loader;
   }
   std::optional<int64_t> mem_limit;
