@@ -59,6 +59,38 @@ TEST(ColoMonitor, SamplesWhileTheCommandRunsAndPassesOnItsExitStatus) {
   EXPECT_NE(run.out.find("energy_j"), std::string::npos) << "prints a summary table";
 }
 
+TEST(ColoMonitor, SimulatedGpusFollowTheWallClock) {
+  TempDir dir;
+  auto run = run_colo(dir, "monitor --interval 0.1 --duration 1 --out " + dir.file("s.csv") + " --summary-json " +
+                               dir.file("sum.json"),
+                      "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto device = nlohmann::json::parse(read_file(dir.file("sum.json")))["devices"][0];
+  const double duration_s = device["duration_s"].get<double>();
+  EXPECT_GE(duration_s, 0.7) << "the samples span the second sampled";
+  EXPECT_NEAR(device["energy_j"].get<double>(), 71 * duration_s, 1e-6) << "idle power x time";
+  std::ifstream csv(dir.file("s.csv"));
+  std::string line;
+  std::getline(csv, line);
+  ASSERT_EQ(line.rfind("unix_s,time_s,", 0), 0u) << line;
+  double last_unix_s = -1, last_time_s = -1, last_energy_j = -1;
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    std::istringstream row(line);
+    std::vector<std::string> cells;
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    ASSERT_GE(cells.size(), 11u) << line;
+    const double unix_s = std::stod(cells[0]), time_s = std::stod(cells[1]), energy_j = std::stod(cells[10]);
+    EXPECT_GT(unix_s, last_unix_s) << line;
+    EXPECT_GT(time_s, last_time_s) << line;
+    EXPECT_GT(energy_j, last_energy_j) << line;
+    last_unix_s = unix_s, last_time_s = time_s, last_energy_j = energy_j;
+    ++rows;
+  }
+  EXPECT_GE(rows, 5);
+  EXPECT_GT(last_energy_j, 0);
+}
+
 TEST(ColoMonitor, AMalformedLoaderAddressIsRejectedBeforeAnythingIsWritten) {
   TempDir dir;
   auto run = run_colo(dir, "monitor --duration 0.2 --loader not-an-address --out " + dir.file("s.csv"),

@@ -1,5 +1,9 @@
 #include "colo/gpu/simulated_device.h"
 
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 namespace colo::gpu {
@@ -66,6 +70,48 @@ TEST(SimulatedDevice, AJobLiftsPowerToTheBusyFloorEvenWhenItsSmActivityIsZero) {
   gpu.remove(1);
   gpu.remove(2);
   EXPECT_DOUBLE_EQ(gpu.power_w(), 70);
+}
+
+TEST(SimulatedDevice, ADeviceOnTheWallClockAdvancesAndIntegratesPowerBetweenSamples) {
+  SimulatedGpuSpec spec;
+  spec.idle_power_w = 71;
+  spec.busy_floor_power_w = 117;
+  spec.max_power_w = 540;
+  SimulatedDevice gpu(0, spec, SimulatedClock::kWallClock);
+  DeviceSample first = gpu.sample();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  DeviceSample second = gpu.sample();
+  EXPECT_GE(second.time_s - first.time_s, 0.025);
+  EXPECT_GT(second.unix_s, first.unix_s);
+  ASSERT_TRUE(first.energy_j && second.energy_j);
+  EXPECT_GT(*second.energy_j, 0);
+  EXPECT_NEAR(*second.energy_j - *first.energy_j, 71 * (second.time_s - first.time_s), 1e-6) << "idle power x time";
+  // A job raises the power from when it is placed; its energy stays put when it leaves.
+  gpu.place(1, {1, kGiB, 1.0});
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  gpu.remove(1);
+  DeviceSample third = gpu.sample();
+  const double dt = third.time_s - second.time_s;
+  EXPECT_GT(*third.energy_j - *second.energy_j, 71 * dt + (540 - 71) * 0.025);
+  EXPECT_LT(*third.energy_j - *second.energy_j, 540 * dt);
+  EXPECT_LE(*third.energy_j, gpu.energy_j());
+  EXPECT_THROW(gpu.advance(1), std::logic_error) << "the wall clock drives it";
+}
+
+TEST(SimulatedDevice, ADeviceTheSimulatorDrivesMovesOnlyWhenAdvanced) {
+  SimulatedDevice gpu(0, SimulatedGpuSpec{});
+  EXPECT_EQ(gpu.clock(), SimulatedClock::kAdvanced);
+  DeviceSample first = gpu.sample();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  gpu.place(1, {1, kGiB, 0.5});
+  DeviceSample second = gpu.sample();
+  EXPECT_EQ(second.time_s, 0);
+  EXPECT_EQ(second.unix_s, first.unix_s);
+  EXPECT_EQ(*second.energy_j, 0);
+  gpu.advance(2);
+  EXPECT_DOUBLE_EQ(gpu.now_s(), 2);
+  EXPECT_DOUBLE_EQ(gpu.energy_j(), 2 * gpu.power_w());
+  EXPECT_DOUBLE_EQ(*gpu.sample().energy_j, 2 * gpu.power_w());
 }
 
 }  // namespace

@@ -69,7 +69,9 @@ using DevicePtr = std::shared_ptr<Device>;
 
 // The devices of this machine: NVML's when libnvidia-ml.so.1 loads and sees
 // GPUs, else none (with one log line saying why). When $COLO_SIMULATED_GPUS
-// is N > 0, N simulated 80 GiB GPUs instead (for trying colo without a GPU).
+// is N > 0, N simulated 80 GiB GPUs instead (for trying colo without a GPU),
+// following the wall clock: their samples' times advance and their energy
+// integrates power over that time.
 std::vector<DevicePtr> discover_devices();
 
 }  // namespace colo::gpu

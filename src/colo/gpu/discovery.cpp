@@ -15,7 +15,9 @@ std::vector<DevicePtr> discover_devices() {
     int count = std::atoi(simulated);
     if (count > 0) {
       std::vector<DevicePtr> devices;
-      for (int i = 0; i < count; ++i) devices.push_back(std::make_shared<SimulatedDevice>(i, SimulatedGpuSpec{}));
+      for (int i = 0; i < count; ++i) {
+        devices.push_back(std::make_shared<SimulatedDevice>(i, SimulatedGpuSpec{}, SimulatedClock::kWallClock));
+      }
       spdlog::info("using {} simulated GPU(s) ($COLO_SIMULATED_GPUS)", count);
       return devices;
     }

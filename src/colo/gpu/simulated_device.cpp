@@ -1,13 +1,12 @@
 #include "colo/gpu/simulated_device.h"
 
 #include <algorithm>
-
-#include "colo/core/stopwatch.h"
+#include <stdexcept>
 
 namespace colo::gpu {
 
-SimulatedDevice::SimulatedDevice(int index, SimulatedGpuSpec spec)
-    : spec_(std::move(spec)), created_unix_s_(unix_time_s()) {
+SimulatedDevice::SimulatedDevice(int index, SimulatedGpuSpec spec, SimulatedClock clock)
+    : spec_(std::move(spec)), clock_(clock), created_unix_s_(unix_time_s()) {
   info_.index = index;
   info_.name = spec_.name;
   info_.uuid = "GPU-SIM-" + std::to_string(index);
@@ -27,6 +26,18 @@ double SimulatedDevice::power_locked() const {
   return spec_.busy_floor_power_w + (spec_.max_power_w - spec_.busy_floor_power_w) * activity_locked();
 }
 
+double SimulatedDevice::now_locked() const {
+  return clock_ == SimulatedClock::kWallClock ? std::max(now_s_, wall_.elapsed_s()) : now_s_;
+}
+
+double SimulatedDevice::energy_locked(double now) const { return energy_j_ + power_locked() * (now - now_s_); }
+
+void SimulatedDevice::settle_locked() {
+  const double now = now_locked();
+  energy_j_ = energy_locked(now);
+  now_s_ = now;
+}
+
 int64_t SimulatedDevice::mem_used_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t used = 0;
@@ -38,12 +49,14 @@ bool SimulatedDevice::place(int64_t id, const SimulatedLoad& load) {
   int64_t used = mem_used_bytes();
   std::lock_guard<std::mutex> lock(mutex_);
   if (used + load.mem_bytes > spec_.mem_total_bytes) return false;
+  settle_locked();
   loads_[id] = load;
   return true;
 }
 
 void SimulatedDevice::remove(int64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
+  settle_locked();
   loads_.erase(id);
 }
 
@@ -65,6 +78,9 @@ double SimulatedDevice::power_w() const {
 }
 
 double SimulatedDevice::advance(double dt_s) {
+  if (clock_ == SimulatedClock::kWallClock) {
+    throw std::logic_error("advance() on simulated GPU " + std::to_string(info_.index) + ", which follows the wall clock");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   double used = power_locked() * dt_s;
   energy_j_ += used;
@@ -74,28 +90,29 @@ double SimulatedDevice::advance(double dt_s) {
 
 double SimulatedDevice::now_s() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return now_s_;
+  return now_locked();
 }
 
 double SimulatedDevice::energy_j() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return energy_j_;
+  return energy_locked(now_locked());
 }
 
 DeviceSample SimulatedDevice::sample() {
   int64_t used = mem_used_bytes();
   std::lock_guard<std::mutex> lock(mutex_);
+  const double now = now_locked();
   DeviceSample s;
   s.index = info_.index;
-  s.time_s = now_s_;
-  s.unix_s = created_unix_s_ + now_s_;
+  s.time_s = now;
+  s.unix_s = created_unix_s_ + now;
   s.mem_total_bytes = spec_.mem_total_bytes;
   s.mem_used_bytes = used;
   s.mem_free_bytes = spec_.mem_total_bytes - used;
   s.sm_active = activity_locked();
   s.gpu_util = loads_.empty() ? 0.0 : 1.0;
   s.power_w = power_locked();
-  s.energy_j = energy_j_;
+  s.energy_j = energy_locked(now);
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "colo/core/stopwatch.h"
 #include "colo/gpu/device.h"
 
 namespace colo::gpu {
@@ -29,16 +30,23 @@ struct SimulatedLoad {
   double sm_activity = 0.0;     // fraction of the SMs it keeps busy alone, in [0, 1]
 };
 
-// A GPU in virtual time. Memory adds up; SM activity combines as
+// How a simulated GPU's time moves.
+enum class SimulatedClock {
+  kAdvanced,   // only by advance(): virtual time, as the simulator drives it
+  kWallClock,  // with the wall clock from construction: a stand-in GPU for
+               // `colo monitor`, `colo run` and others outside the simulator
+};
+
+// A simulated GPU. Memory adds up; SM activity combines as
 // min(1, sum of the jobs' activities) and, past 1, every job slows down by
 // the same factor (progress_rate); power is idle without jobs, else
-// busy_floor + (max - busy_floor) x activity;
-// energy integrates power over the time advanced. A sample's time_s is the
-// virtual time; its unix_s is the wall clock at construction plus that
-// time, so a device advanced with the wall clock stamps real times. Thread-safe.
+// busy_floor + (max - busy_floor) x activity; energy integrates power over
+// the device's time. A sample's time_s is that time (0 at construction);
+// its unix_s is the wall clock at construction plus that time, so a device
+// that follows the wall clock stamps real times. Thread-safe.
 class SimulatedDevice : public Device {
  public:
-  SimulatedDevice(int index, SimulatedGpuSpec spec);
+  SimulatedDevice(int index, SimulatedGpuSpec spec, SimulatedClock clock = SimulatedClock::kAdvanced);
 
   const DeviceInfo& info() const override { return info_; }
   DeviceSample sample() override;
@@ -56,21 +64,30 @@ class SimulatedDevice : public Device {
   int64_t mem_used_bytes() const;
 
   // Moves virtual time forward by `dt_s`, integrating energy at the current power.
-  // Returns the energy used over those dt_s.
+  // Returns the energy used over those dt_s. Only for a kAdvanced device:
+  // on one that follows the wall clock it throws std::logic_error.
   double advance(double dt_s);
+  SimulatedClock clock() const { return clock_; }
+  // Seconds since construction: virtual (kAdvanced) or on the wall clock.
   double now_s() const;
   double energy_j() const;
 
  private:
   double activity_locked() const;
   double power_locked() const;
+  double now_locked() const;
+  double energy_locked(double now) const;
+  // Integrates energy up to now; called before the power changes.
+  void settle_locked();
 
   SimulatedGpuSpec spec_;
+  SimulatedClock clock_;
   double created_unix_s_;
+  Stopwatch wall_;
   DeviceInfo info_;
   mutable std::mutex mutex_;
   std::map<int64_t, SimulatedLoad> loads_;
-  double now_s_ = 0.0;
+  double now_s_ = 0.0;     // the time energy_j_ is integrated up to
   double energy_j_ = 0.0;
 };
 
