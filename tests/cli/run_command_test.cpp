@@ -312,6 +312,28 @@ TEST(ColoServe, SubmitShowLogsAndCancelAgainstARunningScheduler) {
   server.wait();
 }
 
+TEST(ColoSubmit, AJobIsNamedAfterTheScriptItsInterpreterRuns) {
+  TempDir dir;
+  const std::string store = dir.file("jobs.db");
+  const std::pair<const char*, const char*> cases[] = {
+      {"python3 train.py --lr 0.1", "train"},
+      {"bash run.sh", "run"},
+      {"/usr/bin/env python3 x.py", "x"},
+      {"env SEED=3 python3 -m pkg.fit", "pkg.fit"},
+      {"srun -n 4 torchrun --nproc_per_node 2 ddp.py", "ddp"},
+      {"true", "true"},
+      {"--name mine -- python3 train.py", "mine"},
+  };
+  for (const auto& [command, name] : cases) {
+    const std::string args = std::string(command).rfind("--name", 0) == 0 ? command : std::string("-- ") + command;
+    auto submit = run_colo(dir, "submit --store " + store + " " + args);
+    ASSERT_EQ(submit.status, 0) << command << ": " << submit.err;
+    auto show = run_colo(dir, "show --store " + store + " " + submit.out.substr(0, submit.out.find('\n')));
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_EQ(nlohmann::json::parse(show.out)["spec"]["name"], name) << command;
+  }
+}
+
 TEST(ColoSubmit, BadInputIsRejected) {
   testing::TempDir dir;
   EXPECT_EQ(testing::run_colo(dir, "submit --store " + dir.file("s.db") + " --mem lots -- true").status, 2);

@@ -15,6 +15,29 @@ std::string error_of(const std::string& text) {
   return testing::input_error_of([&] { parse_job_file(dir.write("jobs.toml", text)); });
 }
 
+TEST(JobSpec, AJobWithoutANameIsNamedAfterWhatItsCommandRuns) {
+  testing::TempDir dir;
+  auto jobs = parse_job_file(dir.write("jobs.toml", R"(
+[[job]]
+command = ["python3", "train.py", "--lr", "0.1"]
+[[job]]
+command = ["python3", "train.py", "0.1"]
+[[job]]
+command = ["/usr/bin/env", "python3", "eval.py"]
+[[job]]
+command = "python3 train.py --arch resnet50"
+[[job]]
+name = "mine"
+command = ["python3", "train.py"]
+)"));
+  ASSERT_EQ(jobs.size(), 5u);
+  EXPECT_EQ(jobs[0].name, "train");
+  EXPECT_EQ(jobs[1].name, "train") << "a three-word argv is no shell command line";
+  EXPECT_EQ(jobs[2].name, "eval");
+  EXPECT_EQ(jobs[3].name, "python3 train.py --arch resnet50") << "a command string names its job, as before";
+  EXPECT_EQ(jobs[4].name, "mine") << "a name given wins";
+}
+
 TEST(JobSpec, ReadsEveryField) {
   testing::TempDir dir;
   auto jobs = parse_job_file(dir.write("jobs.toml", R"(

@@ -15,6 +15,7 @@
 #include "colo/server/job_memory.h"
 #include "colo/core/error.h"
 #include "colo/core/units.h"
+#include "colo/sched/job_name.h"
 #include "colo/sched/store.h"
 
 namespace colo::cli {
@@ -44,7 +45,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
     if (args.command.empty()) throw InputError("colo submit", "", "expected a job file or a command after --");
     sched::JobSpec spec;
     spec.command = args.command;
-    spec.name = args.name.empty() ? args.command[0] : args.name;
+    spec.name = args.name.empty() ? sched::default_job_name(args.command) : args.name;
     spec.gpus = args.gpus;
     spec.priority = args.priority;
     spec.workdir = current_directory();

@@ -8,6 +8,7 @@
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
 #include "colo/core/units.h"
+#include "colo/sched/job_name.h"
 
 namespace colo::sched {
 namespace {
@@ -87,7 +88,7 @@ estimate::PythonModelSource model_from_json(const nlohmann::json& j) {
 JobSpec parse_job_table(const SpecTable& t) {
   JobSpec spec;
   spec.command = read_command(t);
-  spec.name = t.string_or("name", spec.command.size() == 3 ? spec.command[2].substr(0, 40) : spec.command[0]);
+  spec.name = t.string_or("name", default_job_name(spec.command));
   // Relative to where the file is submitted from, whichever process runs
   // the job later (colod has a working directory of its own).
   spec.workdir = absolute_path(t.string_or("workdir", spec.workdir));
