@@ -20,6 +20,7 @@ job, for a job that has no producer to share (and as the baseline).
 """
 import atexit
 import json
+import operator
 import os
 import queue
 import sys
@@ -108,6 +109,18 @@ def _take_dataloader_options(kind, options):
             raise TypeError(f"colo.data.{kind}() got an unexpected keyword argument {name!r}")
 
 
+def _take_batch_size(kind, batch_size):
+    """`batch_size` as a DataLoader takes it: a positive integer (an int or
+    anything with __index__, not a bool), else a ValueError saying so."""
+    try:
+        size = None if isinstance(batch_size, bool) else operator.index(batch_size)
+    except TypeError:
+        size = None
+    if size is None or size <= 0:
+        raise ValueError(f"colo.data.{kind}: batch_size should be a positive integer, got {batch_size!r}")
+    return size
+
+
 class _Normaliser:
     """uint8 [B, 3, H, W] on the host -> float32 normalised on `device`."""
 
@@ -171,8 +184,8 @@ class SharedLoader:
                                  "with `loader = \"DATA.toml\"` in its job file, or pass the loader's address")
         address = _core().loader_spec(source)["address"] if str(source).endswith(".toml") else str(source)
         self.address = address
-        self.client = _core().SharedLoaderClient(address, int(batch_size), float(timeout))
-        self.batch_size = int(batch_size)
+        self.batch_size = _take_batch_size("SharedLoader", batch_size)
+        self.client = _core().SharedLoaderClient(address, self.batch_size, float(timeout))
         self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.client.classes
         self.dataset = ImageSet(self.client.epoch_samples, self.client.class_names)
@@ -237,8 +250,8 @@ class LocalImageLoader:
     def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2,
                  sleep_while_waiting=True, **dataloader_options):
         _take_dataloader_options("LocalImageLoader", dataloader_options)
+        self.batch_size = _take_batch_size("LocalImageLoader", batch_size)
         self.decoder = _core().ImageDecoder(str(data_file), int(threads))
-        self.batch_size = int(batch_size)
         self.normalise = _Normaliser(self.decoder.mean, self.decoder.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.decoder.classes
         self.dataset = ImageSet(self.decoder.size, self.decoder.class_names)

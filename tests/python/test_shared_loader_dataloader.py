@@ -1,0 +1,63 @@
+"""colo.data's loaders used as the torch.utils.data.DataLoader they replace:
+what a training script written for a DataLoader does with them (its
+arguments, epochs left early, closing, metrics) behaves as a DataLoader
+would, or is refused with the reason, against a real `colo loader serve`."""
+import os
+import signal
+import subprocess
+import textwrap
+import time
+
+import pytest
+import torch
+
+import colo.data
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One running producer over 300 synthetic 32 px JPEGs for the module's
+    tests; yields its DATA.toml's path."""
+    colo_executable = os.environ.get("COLO_EXECUTABLE", "")
+    if not os.path.exists(colo_executable):
+        pytest.fail(f"COLO_EXECUTABLE={colo_executable!r} is not the built colo binary")
+    tmp_path = tmp_path_factory.mktemp("served")
+    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "300",
+                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
+    data = tmp_path / "data.toml"
+    data.write_text(textwrap.dedent(f"""\
+        root = "images"
+        size = 24
+        threads = 1
+        chunk = 16
+        buffer = 4
+        stall_s = 1
+        heartbeat_timeout_s = 1
+        address = "ipc://{tmp_path}/loader.sock"
+        """))
+    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = [colo_executable, "loader", "status", f"ipc://{tmp_path}/loader.sock", "--timeout", "0.5"]
+    for _ in range(40):
+        if subprocess.run(status, capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    yield data
+    producer.send_signal(signal.SIGINT)
+    producer.wait(10)
+
+
+def _both(data):
+    """Makers of the two loaders over `data`: (name, make(batch_size, **options))."""
+    return [("SharedLoader", lambda batch_size, **o: colo.data.SharedLoader(str(data), batch_size, **o)),
+            ("LocalImageLoader", lambda batch_size, **o: colo.data.LocalImageLoader(str(data), batch_size, **o))]
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5, "32", None, True])
+def test_a_batch_size_a_dataloader_would_refuse_is_refused_by_both_loaders(served, batch_size):
+    # 2.5 and "32" were taken as 2 and 32; LocalImageLoader took 0 and -1
+    # and failed later in len() (ZeroDivisionError, "__len__() should
+    # return >= 0").
+    for kind, make in _both(served):
+        with pytest.raises(ValueError, match=f"colo.data.{kind}: batch_size should be a positive integer"):
+            make(batch_size)
