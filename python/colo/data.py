@@ -245,7 +245,8 @@ class LocalImageLoader:
     """The same pipeline as `colo loader serve DATA.toml`, run inside this job
     on `threads` decode threads (default: the file's), `prefetch` batches
     ahead on a background thread, as a DataLoader's workers would. Same
-    interface as SharedLoader; shuffles with `seed` + epoch."""
+    interface as SharedLoader; shuffles with `seed` + epoch, the epoch
+    counting every iter(), ended early or not."""
 
     def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2,
                  sleep_while_waiting=True, **dataloader_options):
@@ -277,8 +278,10 @@ class LocalImageLoader:
             out.put(error)
 
     def __iter__(self):
+        # Each pass its own order, whether or not the last one ran to its end.
+        epoch, self.epoch = self.epoch, self.epoch + 1
         out, stop = queue.Queue(self.prefetch), threading.Event()
-        worker = threading.Thread(target=self._produce, args=(self.epoch, out, stop), daemon=True)
+        worker = threading.Thread(target=self._produce, args=(epoch, out, stop), daemon=True)
         worker.start()
         _decoding_workers.add((worker, out, stop))
         try:
@@ -292,7 +295,6 @@ class LocalImageLoader:
         finally:
             _stop_decoding(worker, out, stop)
             _decoding_workers.discard((worker, out, stop))
-        self.epoch += 1
 
 
 def _stop_decoding(worker, out, stop):

@@ -61,3 +61,17 @@ def test_a_batch_size_a_dataloader_would_refuse_is_refused_by_both_loaders(serve
     for kind, make in _both(served):
         with pytest.raises(ValueError, match=f"colo.data.{kind}: batch_size should be a positive integer"):
             make(batch_size)
+
+
+def test_an_epoch_left_early_still_moves_the_local_loader_to_a_fresh_order(served):
+    # The epoch counter moved only when an epoch ran to its end: a loop that
+    # breaks early (max steps per epoch, a peek with next(iter(loader)))
+    # read the same first batches, in the same order, every epoch.
+    loader = colo.data.LocalImageLoader(str(served), 20)
+    firsts = []
+    for _ in range(3):
+        for inputs, labels in loader:
+            firsts.append(labels.clone())
+            break
+    firsts.append(next(iter(loader))[1])
+    assert all(not torch.equal(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1:]), firsts
