@@ -172,7 +172,11 @@ class SharedLoader:
     memory instead (`self.reads_device_ring` says which). On CUDA the
     process's threads sleep while they wait for the GPU rather than spin
     (see sleep_while_waiting; `self.normalise.sleeps_while_waiting` says
-    whether that took)."""
+    whether that took).
+
+    close(), or leaving a `with` block on it, says goodbye to the producer
+    at once; after it len() and stats() still answer, and reading raises
+    ValueError."""
 
     def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0, device_ring=True,
                  sleep_while_waiting=True, **dataloader_options):
@@ -186,6 +190,8 @@ class SharedLoader:
         self.address = address
         self.batch_size = _take_batch_size("SharedLoader", batch_size)
         self.client = _core().SharedLoaderClient(address, self.batch_size, float(timeout))
+        self.batches_per_epoch = self.client.batches_per_epoch
+        self.final_stats = None  # stats() as close() left them
         self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.client.classes
         self.dataset = ImageSet(self.client.epoch_samples, self.client.class_names)
@@ -201,10 +207,22 @@ class SharedLoader:
         _had_loader[0] = True
 
     def __len__(self):
-        return self.client.batches_per_epoch
+        return self.batches_per_epoch
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+    def _open_client(self):
+        if self.client is None:
+            raise ValueError(f"colo.data.SharedLoader: the loader reading {self.address} is closed")
+        return self.client
 
     def next_batch(self):
         """One batch (inputs, labels), whatever the epoch."""
+        self._open_client()
         if self.reader is not None:
             return self.normalise(*self.reader.next_batch())
         if self.normalise.device.type == "cpu":  # straight from the ring, one pass, no copy
@@ -226,17 +244,21 @@ class SharedLoader:
         A consumer holds nothing while its job starts, and begins at the
         oldest chunk still held when it first reads; loaders that call this
         before any of them reads all see the same stream."""
-        self.client.start_reading()
+        self._open_client().start_reading()
 
     def stats(self):
         """This consumer's counters: batches, samples, wait_s, elapsed_s,
-        samples_per_s, chunks_skipped."""
+        samples_per_s, chunks_skipped (once closed, as they were then)."""
+        if self.client is None:
+            return dict(self.final_stats)
         return json.loads(self.client.stats())
 
     def close(self):
-        """Says goodbye to the producer (also done when garbage-collected)."""
+        """Says goodbye to the producer (also done when garbage-collected);
+        closing again does nothing."""
         if self.client is not None:
-            _closed_wait_s[0] += self.stats()["wait_s"]
+            self.final_stats = self.stats()
+            _closed_wait_s[0] += self.final_stats["wait_s"]
         self.reader = None
         self.client = None
 
@@ -246,7 +268,8 @@ class LocalImageLoader:
     on `threads` decode threads (default: the file's), `prefetch` batches
     ahead on a background thread, as a DataLoader's workers would. Same
     interface as SharedLoader; shuffles with `seed` + epoch, the epoch
-    counting every iter(), ended early or not."""
+    counting every iter(), ended early or not. After close() (or a `with`
+    block on it) reading raises ValueError."""
 
     def __init__(self, data_file, batch_size, *, device=None, pin_memory=True, threads=0, seed=0, prefetch=2,
                  sleep_while_waiting=True, **dataloader_options):
@@ -258,9 +281,24 @@ class LocalImageLoader:
         self.dataset = ImageSet(self.decoder.size, self.decoder.class_names)
         self.seed, self.epoch, self.prefetch = seed, 0, max(1, prefetch)
         self.wait_s = 0.0
+        self.closed = False
 
     def __len__(self):
         return self.decoder.size // self.batch_size
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+    def close(self):
+        """Ends reading: an epoch still open raises ValueError at its next batch."""
+        self.closed = True
+
+    def _check_open(self):
+        if self.closed:
+            raise ValueError("colo.data.LocalImageLoader: the loader is closed")
 
     def _produce(self, epoch, out, stop):
         order = torch.randperm(self.decoder.size, generator=torch.Generator().manual_seed(self.seed + epoch))
@@ -278,6 +316,7 @@ class LocalImageLoader:
             out.put(error)
 
     def __iter__(self):
+        self._check_open()
         # Each pass its own order, whether or not the last one ran to its end.
         epoch, self.epoch = self.epoch, self.epoch + 1
         out, stop = queue.Queue(self.prefetch), threading.Event()
@@ -286,6 +325,7 @@ class LocalImageLoader:
         _decoding_workers.add((worker, out, stop))
         try:
             for _ in range(len(self)):
+                self._check_open()
                 clock = time.perf_counter()
                 item = out.get()
                 self.wait_s += time.perf_counter() - clock

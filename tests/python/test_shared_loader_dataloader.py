@@ -2,6 +2,7 @@
 what a training script written for a DataLoader does with them (its
 arguments, epochs left early, closing, metrics) behaves as a DataLoader
 would, or is refused with the reason, against a real `colo loader serve`."""
+import json
 import os
 import signal
 import subprocess
@@ -75,3 +76,35 @@ def test_an_epoch_left_early_still_moves_the_local_loader_to_a_fresh_order(serve
             break
     firsts.append(next(iter(loader))[1])
     assert all(not torch.equal(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1:]), firsts
+
+
+def _producer_stats(data):
+    address = colo.data._core().loader_spec(str(data))["address"]
+    status = [os.environ["COLO_EXECUTABLE"], "loader", "status", address, "--timeout", "2"]
+    return json.loads(subprocess.run(status, capture_output=True, text=True, check=True).stdout)
+
+
+def test_a_with_block_closes_the_loader_and_a_closed_loader_says_so(served):
+    # Neither loader was a context manager (TypeError), and a closed
+    # SharedLoader failed with "'NoneType' object has no attribute ..."
+    # in len(), stats() and reading.
+    with colo.data.SharedLoader(str(served), 20) as shared:
+        for step, (inputs, labels) in enumerate(shared):
+            if step == 2:
+                break
+    assert shared.client is None
+    (gone,) = [c for c in _producer_stats(served)["consumer_stats"] if c["consumer"] == shared.stats()["consumer"]]
+    assert gone.get("left"), "its goodbye reached the producer at the block's end"
+    assert len(shared) == 300 // 20 and shared.stats()["batches"] == 3
+    for read in (lambda: next(iter(shared)), shared.next_batch, shared.start_reading):
+        with pytest.raises(ValueError, match="SharedLoader: the loader reading ipc://.*loader.sock is closed"):
+            read()
+    shared.close()  # again: nothing
+    with colo.data.LocalImageLoader(str(served), 20) as local:
+        epoch = iter(local)
+        next(epoch)
+    with pytest.raises(ValueError, match="LocalImageLoader: the loader is closed"):
+        next(epoch)
+    with pytest.raises(ValueError, match="LocalImageLoader: the loader is closed"):
+        next(iter(local))
+    assert len(local) == 300 // 20
