@@ -37,15 +37,15 @@ def _core():
 
 
 _live_loaders = weakref.WeakSet()
-_closed_wait_s = [0.0]  # the waits of SharedLoaders already closed
+_closed_wait_s = [0.0]  # the waits of SharedLoaders already closed or garbage-collected
 _had_loader = [False]
 
 
 def data_wait_s():
     """Seconds this process's SharedLoaders have waited for data, summed
-    (closed ones included); None when it never had one. colo.report_progress
-    puts it in the job's progress, so the scheduler records each job's data
-    wait."""
+    (closed or garbage-collected ones included); None when it never had
+    one. colo.report_progress puts it in the job's progress, so the
+    scheduler records each job's data wait."""
     if not _had_loader[0]:
         return None
     live = [loader for loader in list(_live_loaders) if loader.client is not None]
@@ -150,6 +150,12 @@ class _Normaliser:
         return x.mul_(self.scale).add_(self.shift), labels.to(self.device, non_blocking=True)
 
 
+def _keep_wait_of(client):
+    """A SharedLoader's last act, at close() or when it is garbage-collected
+    without one: its data wait stays in data_wait_s()."""
+    _closed_wait_s[0] += json.loads(client.stats())["wait_s"]
+
+
 class SharedLoader:
     """Batches of `batch_size` from a running `colo loader serve`.
 
@@ -192,6 +198,9 @@ class SharedLoader:
         self.client = _core().SharedLoaderClient(address, self.batch_size, float(timeout))
         self.batches_per_epoch = self.client.batches_per_epoch
         self.final_stats = None  # stats() as close() left them
+        # Holds the connection until close(), or until this loader is
+        # collected, and then counts its wait (the connection goes with it).
+        self._finalise = weakref.finalize(self, _keep_wait_of, self.client)
         self.normalise = _Normaliser(self.client.mean, self.client.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.client.classes
         self.dataset = ImageSet(self.client.epoch_samples, self.client.class_names)
@@ -258,9 +267,9 @@ class SharedLoader:
         closing again does nothing."""
         if self.client is not None:
             self.final_stats = self.stats()
-            _closed_wait_s[0] += self.final_stats["wait_s"]
         self.reader = None
         self.client = None
+        self._finalise()  # counts the wait and lets the connection go: the goodbye leaves now
 
 
 class LocalImageLoader:

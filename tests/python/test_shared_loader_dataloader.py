@@ -108,3 +108,20 @@ def test_a_with_block_closes_the_loader_and_a_closed_loader_says_so(served):
     with pytest.raises(ValueError, match="LocalImageLoader: the loader is closed"):
         next(iter(local))
     assert len(local) == 300 // 20
+
+
+def test_a_loader_dropped_without_close_keeps_its_data_wait_in_the_jobs_record(served):
+    # Only close() added a loader's wait to colo.data.data_wait_s() (the
+    # job's data_wait_pct): a loop that made a new loader each epoch and
+    # let the old one go lost the waits of all but the last.
+    import gc
+    for epoch in range(2):
+        loader = colo.data.SharedLoader(str(served), 20)
+        for _ in range(3):
+            loader.next_batch()
+        waited = loader.stats()["wait_s"]
+        assert waited > 0  # the first batch waits for the producer's answer at least
+        before = colo.data.data_wait_s()
+        del loader
+        gc.collect()
+        assert colo.data.data_wait_s() == pytest.approx(before), epoch
