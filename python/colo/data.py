@@ -20,6 +20,7 @@ job, for a job that has no producer to share (and as the baseline).
 """
 import atexit
 import json
+import math
 import operator
 import os
 import queue
@@ -121,6 +122,20 @@ def _take_batch_size(kind, batch_size):
     return size
 
 
+def _take_timeout(timeout):
+    """SharedLoader's `timeout`: finite positive seconds, else a ValueError
+    saying what it means here (a DataLoader's timeout=0 waits for ever)."""
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"colo.data.SharedLoader: timeout={timeout!r}, but it is the seconds of producer silence "
+                         "after which ProducerLost is raised and must be positive and finite (no wait for ever, "
+                         "as a DataLoader's timeout=0: a job whose producer died must stop)")
+    return seconds
+
+
 class _Normaliser:
     """uint8 [B, 3, H, W] on the host -> float32 normalised on `device`."""
 
@@ -165,7 +180,7 @@ class SharedLoader:
     file names `loader = "DATA.toml"`). Iterating gives one epoch: len(self) =
     images // batch_size batches of (inputs, labels); `self.dataset` has
     len() = images and `classes` (their names). `timeout` is the producer
-    silence, in seconds, after which ProducerLost is raised. A
+    silence, in seconds (positive), after which ProducerLost is raised. A
     DataLoader's shuffle=True, drop_last=True, num_workers,
     persistent_workers, prefetch_factor and worker_init_fn are accepted, so
     that swapping a DataLoader for it changes one name (shuffle=False and
@@ -195,7 +210,7 @@ class SharedLoader:
         address = _core().loader_spec(source)["address"] if str(source).endswith(".toml") else str(source)
         self.address = address
         self.batch_size = _take_batch_size("SharedLoader", batch_size)
-        self.client = _core().SharedLoaderClient(address, self.batch_size, float(timeout))
+        self.client = _core().SharedLoaderClient(address, self.batch_size, _take_timeout(timeout))
         self.batches_per_epoch = self.client.batches_per_epoch
         self.final_stats = None  # stats() as close() left them
         # Holds the connection until close(), or until this loader is

@@ -125,3 +125,12 @@ def test_a_loader_dropped_without_close_keeps_its_data_wait_in_the_jobs_record(s
         del loader
         gc.collect()
         assert colo.data.data_wait_s() == pytest.approx(before), epoch
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan")])
+def test_a_timeout_that_is_no_positive_number_of_seconds_is_refused_with_its_meaning(served, timeout):
+    # A DataLoader's timeout=0 means "wait for ever"; here it made a running
+    # producer look dead ("no producer answered ... within 0 s (is `colo
+    # loader serve` running?)").
+    with pytest.raises(ValueError, match="timeout=.*producer.*silence.*positive"):
+        colo.data.SharedLoader(str(served), 20, timeout=timeout)
