@@ -122,6 +122,19 @@ def _take_batch_size(kind, batch_size):
     return size
 
 
+def _loader_address(source):
+    """The address a SharedLoader reads: `source` itself when it is one
+    (ipc://PATH, tcp://HOST:PORT), else the one the data file at path
+    `source` (a str or a path object) names."""
+    text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
+    if "://" in text:
+        return text
+    if not os.path.isfile(text):
+        raise FileNotFoundError(f"colo.data.SharedLoader: {text!r} is neither a loader address (ipc://PATH, "
+                                "tcp://HOST:PORT) nor a data file (DATA.toml) that exists")
+    return _core().loader_spec(text)["address"]
+
+
 def _take_timeout(timeout):
     """SharedLoader's `timeout`: finite positive seconds, else a ValueError
     saying what it means here (a DataLoader's timeout=0 waits for ever)."""
@@ -174,8 +187,8 @@ def _keep_wait_of(client):
 class SharedLoader:
     """Batches of `batch_size` from a running `colo loader serve`.
 
-    `source` is the loader's address (ipc://..., tcp://...) or its DATA.toml
-    (the address is read from it); None takes the DATA.toml of the producer
+    `source` is the loader's address (ipc://..., tcp://...) or the path of
+    its DATA.toml (the address is read from it); None takes the DATA.toml of the producer
     colo's scheduler runs for the job ($COLO_LOADER, set for a job whose job
     file names `loader = "DATA.toml"`). Iterating gives one epoch: len(self) =
     images // batch_size batches of (inputs, labels); `self.dataset` has
@@ -207,10 +220,9 @@ class SharedLoader:
             if not source:
                 raise ValueError("colo.data.SharedLoader(None, ...): $COLO_LOADER is not set; run the job under colo "
                                  "with `loader = \"DATA.toml\"` in its job file, or pass the loader's address")
-        address = _core().loader_spec(source)["address"] if str(source).endswith(".toml") else str(source)
-        self.address = address
+        self.address = _loader_address(source)
         self.batch_size = _take_batch_size("SharedLoader", batch_size)
-        self.client = _core().SharedLoaderClient(address, self.batch_size, _take_timeout(timeout))
+        self.client = _core().SharedLoaderClient(self.address, self.batch_size, _take_timeout(timeout))
         self.batches_per_epoch = self.client.batches_per_epoch
         self.final_stats = None  # stats() as close() left them
         # Holds the connection until close(), or until this loader is
@@ -299,7 +311,10 @@ class LocalImageLoader:
                  sleep_while_waiting=True, **dataloader_options):
         _take_dataloader_options("LocalImageLoader", dataloader_options)
         self.batch_size = _take_batch_size("LocalImageLoader", batch_size)
-        self.decoder = _core().ImageDecoder(str(data_file), int(threads))
+        data_file = os.fspath(data_file)
+        if not os.path.isfile(data_file):
+            raise FileNotFoundError(f"colo.data.LocalImageLoader: no data file at {data_file!r}")
+        self.decoder = _core().ImageDecoder(data_file, int(threads))
         self.normalise = _Normaliser(self.decoder.mean, self.decoder.std, device, pin_memory, sleep_while_waiting)
         self.classes = self.decoder.classes
         self.dataset = ImageSet(self.decoder.size, self.decoder.class_names)

@@ -134,3 +134,18 @@ def test_a_timeout_that_is_no_positive_number_of_seconds_is_refused_with_its_mea
     # loader serve` running?)").
     with pytest.raises(ValueError, match="timeout=.*producer.*silence.*positive"):
         colo.data.SharedLoader(str(served), 20, timeout=timeout)
+
+
+def test_a_data_file_is_taken_as_a_path_object_and_a_missing_one_is_a_file_not_found(served, tmp_path):
+    # A pathlib.Path was a TypeError from the bindings (loader_spec(): incompatible
+    # function arguments); a missing DATA.toml a RuntimeError; a path that did not
+    # end in .toml was taken for an address ("cannot connect to 'DATA.cfg': Invalid argument").
+    import pathlib
+    with colo.data.SharedLoader(pathlib.Path(served), 20) as shared:
+        assert shared.address == colo.data.SharedLoader(str(served), 20).address
+    assert len(colo.data.LocalImageLoader(pathlib.Path(served), 20)) == 15
+    for missing in (tmp_path / "nothere.toml", str(tmp_path / "DATA.cfg")):
+        with pytest.raises(FileNotFoundError, match=f"SharedLoader: '{missing}' is neither a loader address"):
+            colo.data.SharedLoader(missing, 20)
+        with pytest.raises(FileNotFoundError, match=f"LocalImageLoader: no data file at '{missing}'"):
+            colo.data.LocalImageLoader(missing, 20)
