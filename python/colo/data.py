@@ -73,12 +73,15 @@ def __getattr__(name):
 
 class ImageSet:
     """`loader.dataset`: the images a loader serves, as much of a torch
-    Dataset as a training loop reads: len() is the images in one pass, and
-    `classes` the class folders' names in label order. Not indexable: its
-    samples come decoded and augmented in batches, never one by one."""
+    Dataset as a training loop reads: len() is the images in one pass,
+    `classes` the class folders' names in label order and `class_to_idx`
+    each name's label, as torchvision's ImageFolder has them. Not
+    indexable: its samples come decoded and augmented in batches, never one
+    by one."""
 
     def __init__(self, size, classes):
         self.size, self.classes = int(size), list(classes)
+        self.class_to_idx = {name: label for label, name in enumerate(self.classes)}
 
     def __len__(self):
         return self.size

@@ -149,3 +149,13 @@ def test_a_data_file_is_taken_as_a_path_object_and_a_missing_one_is_a_file_not_f
             colo.data.SharedLoader(missing, 20)
         with pytest.raises(FileNotFoundError, match=f"LocalImageLoader: no data file at '{missing}'"):
             colo.data.LocalImageLoader(missing, 20)
+
+
+def test_the_dataset_maps_class_names_to_labels_as_an_image_folder_does(served):
+    # ImageFolder's class_to_idx (read to name predictions, or saved with a
+    # checkpoint) was missing: AttributeError.
+    folders = sorted(os.listdir(served.parent / "images"))
+    for kind, make in _both(served):
+        dataset = make(20).dataset
+        assert dataset.classes == folders, kind
+        assert dataset.class_to_idx == {name: label for label, name in enumerate(folders)}, kind
