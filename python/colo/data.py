@@ -138,6 +138,15 @@ def _loader_address(source):
     return _core().loader_spec(text)["address"]
 
 
+def _check_epoch_has_a_batch(kind, loader):
+    """Raises ValueError when one pass holds no full batch (len(loader) is
+    0), where a loop over epochs would train on nothing without a word."""
+    if len(loader) == 0:
+        raise ValueError(f"colo.data.{kind}: batch_size={loader.batch_size} is more than the "
+                         f"{len(loader.dataset)} images of a pass, and only full batches are served: an epoch "
+                         "would have no batch")
+
+
 def _take_timeout(timeout):
     """SharedLoader's `timeout`: finite positive seconds, else a ValueError
     saying what it means here (a DataLoader's timeout=0 waits for ever)."""
@@ -275,6 +284,7 @@ class SharedLoader:
         return self.normalise(pixels, labels)
 
     def __iter__(self):
+        _check_epoch_has_a_batch("SharedLoader", self)
         for _ in range(len(self)):
             yield self.next_batch()
 
@@ -359,6 +369,7 @@ class LocalImageLoader:
 
     def __iter__(self):
         self._check_open()
+        _check_epoch_has_a_batch("LocalImageLoader", self)
         # Each pass its own order, whether or not the last one ran to its end.
         epoch, self.epoch = self.epoch, self.epoch + 1
         out, stop = queue.Queue(self.prefetch), threading.Event()

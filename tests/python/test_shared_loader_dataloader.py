@@ -159,3 +159,17 @@ def test_the_dataset_maps_class_names_to_labels_as_an_image_folder_does(served):
         dataset = make(20).dataset
         assert dataset.classes == folders, kind
         assert dataset.class_to_idx == {name: label for label, name in enumerate(folders)}, kind
+
+
+def test_an_epoch_that_cannot_hold_one_full_batch_is_an_error_not_an_empty_loop(served):
+    # With more samples a batch than images a pass, len() is 0: a training
+    # loop over epochs ran no step and ended as if it had trained (and one
+    # that repeats `yield from loader` spun for ever).
+    for kind, make in _both(served):
+        loader = make(301)
+        assert len(loader) == 0
+        with pytest.raises(ValueError, match=f"{kind}: batch_size=301 is more than the 300 images of a pass"):
+            for inputs, labels in loader:
+                pass
+    shared = colo.data.SharedLoader(str(served), 301)
+    assert shared.next_batch()[1].shape == (301,), "a batch at a time, as many as asked for, still"
