@@ -173,3 +173,19 @@ def test_an_epoch_that_cannot_hold_one_full_batch_is_an_error_not_an_empty_loop(
                 pass
     shared = colo.data.SharedLoader(str(served), 301)
     assert shared.next_batch()[1].shape == (301,), "a batch at a time, as many as asked for, still"
+
+
+def test_a_loader_that_joins_late_counts_no_chunk_from_before_it_connected_as_skipped(served):
+    # A consumer counted as skipped every chunk the producer had published
+    # since it started: a job that joined a running producer reported
+    # hundreds of chunks_skipped (in stats() and the producer's
+    # consumer_stats) before it had fallen behind at all.
+    with colo.data.SharedLoader(str(served), 20) as early:
+        for _ in range(30):  # 600 samples: 38 chunks of 16 through a ring of 4
+            early.next_batch()
+        with colo.data.SharedLoader(str(served), 20) as late:
+            late.next_batch()
+            consumer, skipped = late.stats()["consumer"], late.stats()["chunks_skipped"]
+    assert skipped <= 4, "at most the ring it found when it connected"
+    (reported,) = [c for c in _producer_stats(served)["consumer_stats"] if c["consumer"] == consumer]
+    assert reported["chunks_skipped"] == skipped

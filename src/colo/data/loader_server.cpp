@@ -226,6 +226,7 @@ void LoaderServer::serve(double report_s) {
         c.route = who;
         c.cursor = s.oldest;
         c.keep = s.oldest;
+        c.joined_at = s.oldest;
         c.behind = true;  // holds no chunk until it first asks for one
         s.consumers[id] = c;
         ++s.consumers_seen;
@@ -274,7 +275,9 @@ void LoaderServer::serve(double report_s) {
           c.keep = std::max(c.keep, start);
           c.behind = false;
         }
-        c.requested = request.value("seq", int64_t{0});
+        // Its first request asks for chunk 0: where it starts is counted as
+        // skipped only from the ring it found on connecting.
+        c.requested = std::max(c.joined_at, request.value("seq", int64_t{0}));
         c.in_place = request.contains("keep");
         c.cursor = std::max(c.cursor, c.requested);
         c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));

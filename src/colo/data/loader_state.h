@@ -35,6 +35,7 @@ struct Consumer {
   int64_t keep = 0;           // oldest chunk it still uses; done with all before
   bool pending = false;       // a "next" is waiting for data
   int64_t skipped = 0;        // chunks it lost by falling behind
+  int64_t joined_at = 0;      // the oldest chunk held when it connected: none before it was its to lose
   bool behind = false;        // not asked yet, or left behind since it last asked: holds nothing back
   int64_t requested = 0;      // the chunk its pending "next" asked for
   int64_t served = 0;         // every chunk it was given is before this one
