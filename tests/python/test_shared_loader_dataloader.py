@@ -189,3 +189,10 @@ def test_a_loader_that_joins_late_counts_no_chunk_from_before_it_connected_as_sk
     assert skipped <= 4, "at most the ring it found when it connected"
     (reported,) = [c for c in _producer_stats(served)["consumer_stats"] if c["consumer"] == consumer]
     assert reported["chunks_skipped"] == skipped
+
+
+def test_a_fractional_timeout_is_named_as_given_when_no_producer_answers(tmp_path):
+    # The seconds were cut to an int: timeout=0.5 said "within 0 s".
+    address = f"ipc://{tmp_path}/none.sock"
+    with pytest.raises(colo.data.ProducerLost, match=f"no producer answered at {address} within 0.5 s "):
+        colo.data.SharedLoader(address, 8, timeout=0.5)

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <utility>
 
 #include <zmq.hpp>
@@ -34,6 +35,13 @@ nlohmann::json receive_json(zmq::socket_t& socket, double timeout_s, GiveUp give
     }
   }
   return nullptr;
+}
+
+// `seconds` as a message names them: 0.5 s, 10 s (not cut to an int).
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text << seconds << " s";
+  return text.str();
 }
 
 zmq::socket_t dealer(zmq::context_t& context, const std::string& address) {
@@ -86,7 +94,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
   nlohmann::json welcome = receive_json(socket, timeout_s, [] { return false; });
   if (!welcome.is_object() || welcome.value("op", "") != "welcome") {
     throw ProducerLost("shared loader: no producer answered at " + address + " within " +
-                       std::to_string(static_cast<int>(timeout_s)) + " s (is `colo loader serve` running?)");
+                       seconds_text(timeout_s) + " (is `colo loader serve` running?)");
   }
   id_ = welcome["consumer"].get<int64_t>();
   shape_ = welcome["shape"].get<std::vector<int64_t>>();
@@ -118,8 +126,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
         lost_reason_ = reply.is_object() ? "the producer at " + connection_->address + " answered: " +
                                                reply.value("message", reply.dump())
                                          : "the producer at " + connection_->address + " stopped answering for " +
-                                               std::to_string(static_cast<int>(timeout_s_)) +
-                                               " s (killed or stopped?)";
+                                               seconds_text(timeout_s_) + " (killed or stopped?)";
         producer_lost_ = true;
         break;
       }
