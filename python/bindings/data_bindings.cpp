@@ -42,6 +42,13 @@ void check_normalised(const at::Tensor& out, int64_t numel, const std::vector<fl
   }
 }
 
+// Raises the Python signal pending on this thread (KeyboardInterrupt for
+// Ctrl-C) in a consumer's wait for its producer, which runs without the GIL.
+void check_python_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 }  // namespace
 
 void bind_data(py::module& m) {
@@ -67,7 +74,7 @@ void bind_data(py::module& m) {
   py::class_<SharedLoaderClient>(m, "SharedLoaderClient")
       .def(py::init([](const std::string& address, int64_t batch_size, double timeout_s) {
              py::gil_scoped_release release;  // connecting waits for the producer
-             return std::make_unique<SharedLoaderClient>(address, batch_size, timeout_s);
+             return std::make_unique<SharedLoaderClient>(address, batch_size, timeout_s, check_python_signals);
            }),
            py::arg("address"), py::arg("batch_size"), py::arg("timeout_s") = 10.0)
       .def("next_batch", [](SharedLoaderClient& c, at::Tensor pixels, at::Tensor labels) {

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 
@@ -36,16 +37,24 @@ def served(tmp_path_factory):
         heartbeat_timeout_s = 1
         address = "ipc://{tmp_path}/loader.sock"
         """))
-    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    status = [colo_executable, "loader", "status", f"ipc://{tmp_path}/loader.sock", "--timeout", "0.5"]
-    for _ in range(40):
-        if subprocess.run(status, capture_output=True).returncode == 0:
-            break
-        time.sleep(0.1)
+    producer = _serve(data)
     yield data
     producer.send_signal(signal.SIGINT)
     producer.wait(10)
+
+
+def _serve(data):
+    """Starts `colo loader serve data`; returns the process once it answers."""
+    colo_executable = os.environ["COLO_EXECUTABLE"]
+    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    address = colo.data._core().loader_spec(str(data))["address"]
+    for _ in range(40):
+        if subprocess.run([colo_executable, "loader", "status", address, "--timeout", "0.5"],
+                          capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    return producer
 
 
 def _both(data):
@@ -196,3 +205,48 @@ def test_a_fractional_timeout_is_named_as_given_when_no_producer_answers(tmp_pat
     address = f"ipc://{tmp_path}/none.sock"
     with pytest.raises(colo.data.ProducerLost, match=f"no producer answered at {address} within 0.5 s "):
         colo.data.SharedLoader(address, 8, timeout=0.5)
+
+
+def test_ctrl_c_while_waiting_for_the_producer_interrupts_at_once(served, tmp_path):
+    # Ctrl-C in a loop waiting on a producer that does not answer raised
+    # RuntimeError('Interrupted system call') from ZeroMQ's poll, ahead of
+    # the KeyboardInterrupt, so `except KeyboardInterrupt: save()` missed it
+    # (and the wait, in C++ without the GIL, checked for no signal). Now it
+    # is a KeyboardInterrupt at once, and the loader reads on afterwards.
+    data = tmp_path / "data.toml"
+    data.write_text(f'root = "{served.parent / "images"}"\nsize = 24\nthreads = 1\nchunk = 16\nbuffer = 4\n'
+                    f'address = "ipc://{tmp_path}/stopped.sock"\n')
+    producer = _serve(data)
+    code = textwrap.dedent(f"""\
+        import sys, time, colo.data
+        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=30)
+        loader.next_batch()
+        print("ready", flush=True)
+        started = time.time()
+        try:
+            while True:
+                loader.next_batch()
+        except KeyboardInterrupt:
+            print("interrupted after", round(time.time() - started, 1), flush=True)
+        sys.stdin.readline()  # the producer goes on
+        print("then read", loader.next_batch()[1].shape[0], flush=True)
+        """)
+    consumer = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        assert consumer.stdout.readline().strip() == "ready", consumer.stderr.read()
+        producer.send_signal(signal.SIGSTOP)  # it answers nothing more
+        time.sleep(0.5)
+        consumer.send_signal(signal.SIGINT)
+        # Before: RuntimeError('Interrupted system call') from ZeroMQ's poll, then the KeyboardInterrupt.
+        interrupted = consumer.stdout.readline()
+        assert interrupted.startswith("interrupted after") and float(interrupted.split()[-1]) < 5, (
+            interrupted, consumer.stderr.read() if not interrupted else "")
+        producer.send_signal(signal.SIGCONT)
+        out, err = consumer.communicate("go\n", timeout=10)
+        assert out.strip() == "then read 8", (out, err)
+    finally:
+        consumer.kill()
+        producer.send_signal(signal.SIGCONT)
+        producer.send_signal(signal.SIGINT)
+        producer.wait(10)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -22,16 +23,21 @@ void send_json(zmq::socket_t& socket, const nlohmann::json& body) {
 }
 
 // Waits up to `timeout_s` for one reply, in slices so `give_up` is checked.
-// Returns null on timeout or when give_up() says so.
+// Returns null on timeout or when give_up() says so. A signal that
+// interrupts the wait (EINTR: Ctrl-C in a Python job) only ends its slice.
 template <typename GiveUp>
 nlohmann::json receive_json(zmq::socket_t& socket, double timeout_s, GiveUp give_up) {
   Stopwatch waited;
   while (waited.elapsed_s() < timeout_s && !give_up()) {
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(20));
     zmq::message_t message;
-    if ((item.revents & ZMQ_POLLIN) && socket.recv(message, zmq::recv_flags::dontwait)) {
-      return nlohmann::json::parse(message.to_string(), nullptr, false);
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(20));
+      if ((item.revents & ZMQ_POLLIN) && socket.recv(message, zmq::recv_flags::dontwait)) {
+        return nlohmann::json::parse(message.to_string(), nullptr, false);
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
     }
   }
   return nullptr;
@@ -83,15 +89,20 @@ struct SharedLoaderClient::Connection {
   std::unique_ptr<SharedRing> ring;
 };
 
-SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s)
-    : batch_size_(batch_size), timeout_s_(timeout_s) {
+SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s,
+                                       std::function<void()> wait_check)
+    : batch_size_(batch_size), timeout_s_(timeout_s), wait_check_(std::move(wait_check)) {
   if (batch_size <= 0) throw std::invalid_argument("shared loader: batch size must be positive");
   connection_ = std::make_unique<Connection>();
   connection_->address = address;
   connection_->socket = dealer(connection_->context, address);
   zmq::socket_t& socket = connection_->socket;
   send_json(socket, {{"op", "hello"}});
-  nlohmann::json welcome = receive_json(socket, timeout_s, [] { return false; });
+  nlohmann::json welcome;
+  for (Stopwatch connecting; welcome.is_null() && connecting.elapsed_s() < timeout_s;) {
+    welcome = receive_json(socket, std::min(0.2, timeout_s - connecting.elapsed_s()), [] { return false; });
+    if (welcome.is_null() && wait_check_) wait_check_();
+  }
   if (!welcome.is_object() || welcome.value("op", "") != "welcome") {
     throw ProducerLost("shared loader: no producer answered at " + address + " within " +
                        seconds_text(timeout_s) + " (is `colo loader serve` running?)");
@@ -183,9 +194,15 @@ void SharedLoaderClient::start_reading() {
 nlohmann::json SharedLoaderClient::receive_reply() {
   Stopwatch waiting;
   nlohmann::json reply;
-  while (reply.is_null()) {
-    if (producer_lost_) throw ProducerLost("shared loader: " + lost_reason_);
-    reply = receive_json(connection_->socket, 0.2, [] { return false; });
+  try {
+    while (reply.is_null()) {
+      if (producer_lost_) throw ProducerLost("shared loader: " + lost_reason_);
+      reply = receive_json(connection_->socket, 0.2, [] { return false; });
+      if (reply.is_null() && wait_check_) wait_check_();
+    }
+  } catch (...) {  // lost, or interrupted: the time still counts as waiting
+    wait_s_ += waiting.elapsed_s();
+    throw;
   }
   wait_s_ += waiting.elapsed_s();
   return reply;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <stdexcept>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,8 +50,14 @@ class SharedLoaderClient {
   // Connects and maps the ring. Throws ProducerLost when no producer answers
   // at `address` within `timeout_s`. A heartbeat thread keeps the consumer
   // registered while the caller trains; if the producer is silent for
-  // `timeout_s`, the next call throws ProducerLost.
-  SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s = 10);
+  // `timeout_s`, the next call throws ProducerLost. `wait_check`, when
+  // given, is called on the calling thread about every 0.2 s that a call
+  // (connecting included) waits for the producer; whatever it throws ends
+  // the wait and leaves the call (colo.data passes Python's signal check,
+  // so that Ctrl-C interrupts a wait). The consumer stays usable after
+  // that: a request in flight is answered at its next call.
+  SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s = 10,
+                     std::function<void()> wait_check = {});
   ~SharedLoaderClient();  // says goodbye, so the producer stops waiting for it
   SharedLoaderClient(const SharedLoaderClient&) = delete;
   SharedLoaderClient& operator=(const SharedLoaderClient&) = delete;
@@ -142,6 +149,7 @@ class SharedLoaderClient {
   std::unique_ptr<Connection> connection_;
   int64_t batch_size_;
   double timeout_s_;
+  std::function<void()> wait_check_;  // see the constructor
   int64_t id_ = 0;
   std::vector<int64_t> shape_;
   std::vector<double> mean_, std_;
