@@ -315,8 +315,9 @@ class SharedLoader:
 class LocalImageLoader:
     """The same pipeline as `colo loader serve DATA.toml`, run inside this job
     on `threads` decode threads (default: the file's), `prefetch` batches
-    ahead on a background thread, as a DataLoader's workers would. Same
-    interface as SharedLoader; shuffles with `seed` + epoch, the epoch
+    ahead on a background thread, as a DataLoader's workers would. Read as
+    a SharedLoader is (len(), iteration, `dataset`, stats(), close()), less
+    next_batch() and start_reading(); shuffles with `seed` + epoch, the epoch
     counting every iter(), ended early or not. After close() (or a `with`
     block on it) reading raises ValueError."""
 
@@ -333,6 +334,8 @@ class LocalImageLoader:
         self.dataset = ImageSet(self.decoder.size, self.decoder.class_names)
         self.seed, self.epoch, self.prefetch = seed, 0, max(1, prefetch)
         self.wait_s = 0.0
+        self.batches = 0
+        self.started = time.perf_counter()
         self.closed = False
 
     def __len__(self):
@@ -351,6 +354,15 @@ class LocalImageLoader:
     def _check_open(self):
         if self.closed:
             raise ValueError("colo.data.LocalImageLoader: the loader is closed")
+
+    def stats(self):
+        """Its counters as SharedLoader.stats() names them: batches, samples,
+        wait_s (for its decode thread), and elapsed_s and samples_per_s
+        since it was made."""
+        elapsed = time.perf_counter() - self.started
+        samples = self.batches * self.batch_size
+        return {"batches": self.batches, "samples": samples, "wait_s": self.wait_s, "elapsed_s": elapsed,
+                "samples_per_s": samples / max(elapsed, 1e-9)}
 
     def _produce(self, epoch, out, stop):
         order = torch.randperm(self.decoder.size, generator=torch.Generator().manual_seed(self.seed + epoch))
@@ -384,6 +396,7 @@ class LocalImageLoader:
                 self.wait_s += time.perf_counter() - clock
                 if isinstance(item, Exception):
                     raise item
+                self.batches += 1
                 yield self.normalise(*item)
         finally:
             _stop_decoding(worker, out, stop)

@@ -250,3 +250,16 @@ def test_ctrl_c_while_waiting_for_the_producer_interrupts_at_once(served, tmp_pa
         producer.send_signal(signal.SIGCONT)
         producer.send_signal(signal.SIGINT)
         producer.wait(10)
+
+
+def test_the_local_loader_counts_what_it_served_as_the_shared_one_does(served):
+    # "Same interface as SharedLoader", but stats() was an AttributeError,
+    # so a script comparing the two (LocalImageLoader is the baseline) failed.
+    local = colo.data.LocalImageLoader(str(served), 20)
+    for inputs, labels in local:
+        pass
+    stats = local.stats()
+    assert (stats["batches"], stats["samples"]) == (15, 300)
+    assert 0 < stats["wait_s"] <= stats["elapsed_s"]
+    assert stats["samples_per_s"] == pytest.approx(300 / stats["elapsed_s"], rel=0.1)
+    assert set(stats) <= set(colo.data.SharedLoader(str(served), 20).stats())
