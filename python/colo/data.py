@@ -215,7 +215,9 @@ class SharedLoader:
     (`device = "cuda"` in DATA.toml), batches are copied device to device
     from it (CUDA IPC): no host-to-device copy per consumer. `device_ring`
     = False, or a ring that cannot be mapped here, copies through host
-    memory instead (`self.reads_device_ring` says which). On CUDA the
+    memory instead (`self.reads_device_ring` says which), from a pinned
+    buffer unless `pin_memory` is False; batches served on the CPU are not
+    pinned (give `device` rather than moving them). On CUDA the
     process's threads sleep while they wait for the GPU rather than spin
     (see sleep_while_waiting; `self.normalise.sleeps_while_waiting` says
     whether that took).
