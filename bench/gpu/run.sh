@@ -236,7 +236,7 @@ if want shared; then
   if [ "${SHARED_TESTS:-1}" = 1 ]; then  # SHARED_TESTS=0: the benchmark only
     "$BUILD/tests/data/colo_images_tests" 2>&1 | tail -1 | sed 's/^/colo_images_tests: /' | tee -a "$summary"
     PYTHONPATH="$BUILD/python" COLO_EXECUTABLE="$BUILD/colo" python3 -X faulthandler -m pytest -q -p no:cacheprovider \
-      tests/python/test_shared_loader.py tests/python/test_shared_loader_dataloader.py >"$OUT/shared/pytest.log" 2>      tests/python/test_shared_loader.py >"$OUT/shared/pytest.log" 2>&11
+      tests/python/test_shared_loader.py tests/python/test_shared_loader_dataloader.py >"$OUT/shared/pytest.log" 2>&1
     tail -3 "$OUT/shared/pytest.log" | tee -a "$summary"
   fi
   "$BUILD/colo" loader write-images --source synthetic --limit 3000 --size 256 --out /tmp/colo-images/train \
