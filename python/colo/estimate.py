@@ -15,6 +15,8 @@ context of colo's reference GPU (an H100).
 from dataclasses import dataclass, field
 
 import contextlib
+import functools
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -94,6 +96,65 @@ def _attention_as_on_gpu():
         yield
     finally:
         F.scaled_dot_product_attention = _SDPA
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_runs_float16():
+    """Whether this torch's CPU kernels multiply float16 matrices (1.13's do not)."""
+    try:
+        a = torch.ones(2, 2, dtype=torch.float16)
+        torch.addmm(a, a, a)
+        return True
+    except RuntimeError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_autocast_float16():
+    """The dtype that stands in for float16 under CPU autocast: float16 where
+    CPU autocast takes it, else bfloat16 (1.13's takes only bfloat16), whose
+    element is as large."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autocast("cpu", dtype=torch.float16):
+                enabled = torch.is_autocast_cpu_enabled()
+        if enabled and _cpu_runs_float16():
+            return torch.float16
+    except RuntimeError:
+        pass
+    return torch.bfloat16
+
+
+@contextlib.contextmanager
+def _float16_recorded_as(model, dtype):
+    """The model's float16 parameters and buffers as `dtype` while recording,
+    then the very tensors they were (values, gradients and identities kept,
+    so an optimizer built on them still holds them)."""
+    if dtype == torch.float16:
+        yield
+        return
+    swapped_data, swapped_buffers, seen = [], [], set()
+    try:
+        for module in model.modules():
+            for p in module._parameters.values():
+                if p is None or id(p) in seen or p.dtype != torch.float16:
+                    continue
+                seen.add(id(p))
+                swapped_data.append((p, p.data, p.grad))
+                p.grad = None
+                p.data = p.data.to(dtype)
+            for name, b in module._buffers.items():
+                if b is not None and b.dtype == torch.float16:
+                    swapped_buffers.append((module, name, b))
+                    module._buffers[name] = b.to(dtype)
+        yield
+    finally:
+        for p, data, grad in swapped_data:
+            p.data = data
+            p.grad = grad
+        for module, name, b in swapped_buffers:
+            module._buffers[name] = b
 
 
 def _optimizer_fields(optimizer):
@@ -198,6 +259,11 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     name, momentum, weight_decay, nesterov = _optimizer_fields(optimizer)
     loss_of_output = loss or cross_entropy_loss
     was_training = model.training
+    # A CPU that cannot run float16 (torch 1.13's) records it as bfloat16:
+    # the same two bytes an element, so the same sizes, saved tensors and
+    # allocations; the model is given back in float16.
+    fp16_as = torch.float16 if _cpu_runs_float16() else torch.bfloat16
+    examples = tuple(t.to(fp16_as) if t.dtype == torch.float16 else t for t in examples)
     first = examples[0]
     tokens = not first.is_floating_point()
     vocab = int(first.max().item()) + 1 if tokens and first.numel() else 0
@@ -214,7 +280,7 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
             out = model(*batch_of(x))
             value = loss_of_output(out)
         else:
-            dtype = torch.bfloat16 if autocast == "bf16" else torch.float16
+            dtype = torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()
             with torch.autocast("cpu", dtype=dtype):
                 out = model(*batch_of(x))
                 value = loss_of_output(out)
@@ -223,7 +289,7 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
         return value.float() if value.dtype != torch.float32 else value
 
     try:
-        with _attention_as_on_gpu():
+        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -251,8 +317,9 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     # save nothing for backward, so the recorded graph does not see them; but
     # while the forward runs through them, each one's input and output are
     # on the GPU at once, beside the model and the optimiser's state.
-    untracked = _untracked_forward_peak(model, batch_of(first[:1].expand(2, *first.shape[1:]).contiguous()),
-                                        batch_size)
+    with _float16_recorded_as(model, fp16_as):
+        untracked = _untracked_forward_peak(model, batch_of(first[:1].expand(2, *first.shape[1:]).contiguous()),
+                                            batch_size)
     if untracked:
         at_forward = sum(breakdown[k] for k in ("parameters", "optimizer", "data", "workspace", "context"))
         if at_forward + untracked > found["bytes"] + unseen:

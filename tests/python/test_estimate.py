@@ -417,3 +417,67 @@ def test_a_frozen_backbones_forward_is_on_the_gpu_while_it_runs():
     trainable = colo.estimate(model, example, batch_size=128, optimizer="adam")
     assert trainable.peak_phase != "forward" or trainable.breakdown["gradients"] > 0
     assert trainable.bytes > frozen.bytes
+
+
+class SmallConvNet(nn.Module):
+    """Convolution, batch norm, layer norm, GELU and linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 32, 3, padding=1)
+        self.bn = nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32 * 16 * 16, 512)
+        self.norm = nn.LayerNorm(512)
+        self.head = nn.Linear(512, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x))).flatten(1)
+        return self.head(F.gelu(self.norm(self.fc(h))))
+
+
+def test_a_float16_model_is_estimated_as_the_bfloat16_model_of_the_same_sizes():
+    """torch 1.13's CPU has no float16 kernels ("addmm_impl_cpu_" not
+    implemented for 'Half'), so a model.half() could not be estimated
+    without a GPU. colo records it as bfloat16, whose element is as large:
+    the estimate is the bfloat16 model's, about half the float32 one's for
+    parameters, optimizer state and activations; the model comes back as it
+    was."""
+    import copy
+
+    base = SmallConvNet()
+    x = torch.randn(1, 3, 16, 16)
+    fp32 = colo.estimate(base, x, batch_size=256, optimizer="adam")
+    bf16 = colo.estimate(copy.deepcopy(base).bfloat16(), x.bfloat16(), batch_size=256, optimizer="adam")
+    half = copy.deepcopy(base).half()
+    weight, values = half.fc.weight, half.fc.weight.detach().clone()
+    half.fc.weight.grad = torch.ones_like(half.fc.weight)
+    optimizer = torch.optim.Adam(half.parameters())
+    fp16 = colo.estimate(half, x.half(), batch_size=256, optimizer=optimizer)
+    assert fp16.bytes == bf16.bytes
+    assert fp16.breakdown == bf16.breakdown
+    assert fp16.peak_phase == bf16.peak_phase and fp16.unmodelled_ops == bf16.unmodelled_ops == []
+    assert fp16.parameter_count == fp32.parameter_count
+    assert fp16.breakdown["parameters"] == resident_bytes(half)
+    assert abs(fp16.breakdown["parameters"] - fp32.breakdown["parameters"] / 2) <= 512 * 20
+    assert abs(fp16.breakdown["optimizer"] - fp32.breakdown["optimizer"] / 2) <= 512 * 20
+    assert 0.4 < fp16.breakdown["activations"] / fp32.breakdown["activations"] < 0.6
+    # The model is given back in float16: the same parameter objects, values and gradients.
+    assert half.fc.weight is weight and weight.dtype == torch.float16 and torch.equal(weight, values)
+    assert weight.grad.dtype == torch.float16 and bool((weight.grad == 1).all())
+    assert all(t.dtype == torch.float16 for t in list(half.parameters()) + [half.bn.running_mean])
+
+
+def test_float16_autocast_is_estimated_as_bfloat16_autocast():
+    """CPU autocast in torch 1.13 takes only bfloat16: autocast="fp16"
+    raised "AutocastCPU only support Bfloat16". Both cast the same ops to
+    two-byte elements, so the estimates are the same. (No LayerNorm: 1.13's
+    CPU layer_norm under bfloat16 autocast fails on its float32 weight.)"""
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(32 * 16 * 16, 512), nn.GELU(), nn.Linear(512, 10))
+    x = torch.randn(1, 3, 16, 16)
+    fp16 = colo.estimate(model, x, batch_size=1024, autocast="fp16")
+    bf16 = colo.estimate(model, x, batch_size=1024, autocast="bf16")
+    plain = colo.estimate(model, x, batch_size=1024)
+    assert fp16.bytes == bf16.bytes and fp16.breakdown == bf16.breakdown
+    assert fp16.breakdown["parameters"] == plain.breakdown["parameters"]  # float32 weights under autocast
+    assert 0.4 < fp16.breakdown["activations"] / plain.breakdown["activations"] < 0.6
