@@ -7,7 +7,9 @@ colo runs this (estimate/python_model_estimator.cpp) in the job's working
 directory, which is put on sys.path, when a job file names its model in
 [job.model] or `colo submit --model` does. It imports the builder, calls it
 with no arguments to get the nn.Module, and prints colo.estimate's answer as
-one JSON line. Any failure prints one line starting with "error:" and exits 1.
+one JSON line. The example input is one sample of --input: int64 token ids
+below --vocab, or random values of the model's first floating parameter's
+dtype. Any failure prints one line starting with "error:" and exits 1.
 """
 import argparse
 import dataclasses
@@ -28,6 +30,17 @@ def build_model(builder):
     return function()
 
 
+def input_dtype(model):
+    """The dtype a float input takes: that of the model's first floating
+    parameter (a bfloat16 model reads bfloat16), float32 without one."""
+    import torch
+
+    for p in model.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builder", required=True)
@@ -44,7 +57,8 @@ def main():
 
         shape = [int(d) for d in args.input.split("x")]
         model = build_model(args.builder)
-        example = (torch.randint(0, args.vocab, [1] + shape) if args.vocab > 0 else torch.randn([1] + shape))
+        example = (torch.randint(0, args.vocab, [1] + shape) if args.vocab > 0
+                   else torch.randn([1] + shape, dtype=input_dtype(model)))
         found = colo.estimate(model, example, batch_size=args.batch, optimizer=args.optimizer,
                               evaluation=args.eval_batch > 0, eval_batch_size=args.eval_batch or None)
     except Exception as exc:  # one line for colo's log, whatever the user's code raised

@@ -76,3 +76,78 @@ builder = "mymodels:build"
     assert run.returncode == 2
     assert "model.input" in run.stderr
     assert not (tmp_path / "jobs.db").exists()
+
+
+BF16_CODE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    def build():
+        return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10)).to(torch.bfloat16)
+
+    def build_lm():
+        class Lm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tokens = nn.Embedding(100, 32)
+                self.head = nn.Linear(32, 100)
+
+            def forward(self, ids):
+                return self.head(self.tokens(ids))
+
+        return Lm().to(torch.bfloat16)
+
+    def build_half():
+        return build().half()
+""")
+
+
+def test_a_bfloat16_builders_model_gets_bfloat16_inputs_and_token_ids_stay_integer(tmp_path, colo_executable):
+    """The example input was float32 whatever the model, so a bfloat16
+    model failed ("mat1 and mat2 must have the same dtype") and the job's
+    memory stayed unknown. Now a float input takes the dtype of the model's
+    first floating parameter; token ids stay int64. A float16 model (recorded
+    as bfloat16 on a CPU without float16 kernels) needs what the bfloat16 one does."""
+    (tmp_path / "halfmodels.py").write_text(BF16_CODE)
+    (tmp_path / "jobs.toml").write_text(f"""
+[[job]]
+name = "bf16-mlp"
+command = "python3 train.py"
+workdir = "{tmp_path}"
+[job.model]
+builder = "halfmodels:build"
+input = [64]
+batch_size = 1024
+optimizer = "adam"
+
+[[job]]
+name = "bf16-lm"
+command = "python3 train.py"
+workdir = "{tmp_path}"
+[job.model]
+builder = "halfmodels:build_lm"
+input = [16]
+vocab = 100
+batch_size = 64
+optimizer = "adam"
+
+[[job]]
+name = "fp16-mlp"
+command = "python3 train.py"
+workdir = "{tmp_path}"
+[job.model]
+builder = "halfmodels:build_half"
+input = [64]
+batch_size = 1024
+optimizer = "adam"
+""")
+    run = subprocess.run([colo_executable, "submit", "--store", str(tmp_path / "jobs.db"),
+                          "--file", str(tmp_path / "jobs.toml")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "memory need unknown" not in run.stderr, run.stderr
+    mlp = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10)).to(torch.bfloat16)
+    expected = colo.estimate(mlp, torch.randn(1, 64, dtype=torch.bfloat16), batch_size=1024, optimizer="adam").bytes
+    stored = show(colo_executable, tmp_path, 1)["spec"]["mem_bytes"]
+    assert abs(stored - 1.10 * expected) <= 0.01 * expected
+    assert "mem_bytes" in show(colo_executable, tmp_path, 2)["spec"]
+    assert show(colo_executable, tmp_path, 3)["spec"]["mem_bytes"] == stored
