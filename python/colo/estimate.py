@@ -326,6 +326,21 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
             unseen = at_forward + untracked - found["bytes"]
             breakdown["activations"], breakdown["gradients"] = untracked, 0
             found = dict(found, peak_phase="forward")
+    # Parameters whose gradients backward computes beyond the recorded
+    # graph (those inside torch.utils.checkpoint(use_reentrant=True), reached
+    # only when its backward reruns the segment) have gradients and optimizer
+    # state on the GPU as the others do.
+    with _float16_recorded_as(model, fp16_as):
+        hidden = _parameters_beyond_the_graph(model, lambda: step_loss(
+            first[:1].expand(2, *first.shape[1:]).contiguous(), None))
+    if hidden:
+        grads = sum(_allocator_bytes(p.numel() * p.element_size()) for p in hidden)
+        state = grads * (2 if name != "sgd" else (1 if momentum > 0 else 0))
+        if breakdown["gradients"] == 0:
+            grads = 0  # freed at the peak, as the graph's own are
+        breakdown["gradients"] += grads
+        breakdown["optimizer"] += state
+        unseen += grads + state
     # Adam(amsgrad=True) keeps a third buffer per trainable parameter: the
     # largest second moment seen.
     if isinstance(optimizer, torch.optim.Optimizer) and optimizer.param_groups[0].get("amsgrad", False):
@@ -339,6 +354,41 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     parameter_count=found["parameter_count"],
                     uncertainty=found["uncertainty"] + unseen // 10,
                     learned_bytes=found.get("learned_bytes"))
+
+
+def _parameters_beyond_the_graph(model, loss_of_two_samples):
+    """Trainable parameters that a backward of the loss gives a gradient but
+    that the autograd graph from the loss does not reach (no gradient
+    accumulator of theirs in it): those inside a reentrant checkpoint. Runs
+    one forward and backward on two samples in training mode; every
+    parameter's .grad is given back as it was."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    was_training = model.training
+    grads = [p.grad for p in trainable]
+    try:
+        model.train(True)
+        with torch.enable_grad():
+            value = loss_of_two_samples()
+        reached, seen, frontier = set(), set(), [value.grad_fn]
+        while frontier:
+            node = frontier.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            variable = getattr(node, "variable", None)  # AccumulateGrad
+            if variable is not None:
+                reached.add(id(variable))
+            frontier.extend(next_node for next_node, _ in node.next_functions)
+        if all(id(p) in reached for p in trainable):
+            return []
+        for p in trainable:
+            p.grad = None
+        value.backward()
+        return [p for p in trainable if p.grad is not None and id(p) not in reached]
+    finally:
+        model.train(was_training)
+        for p, grad in zip(trainable, grads):
+            p.grad = grad
 
 
 def _untracked_forward_peak(model, two_samples, batch_size):

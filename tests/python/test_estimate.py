@@ -481,3 +481,39 @@ def test_float16_autocast_is_estimated_as_bfloat16_autocast():
     assert fp16.bytes == bf16.bytes and fp16.breakdown == bf16.breakdown
     assert fp16.breakdown["parameters"] == plain.breakdown["parameters"]  # float32 weights under autocast
     assert 0.4 < fp16.breakdown["activations"] / plain.breakdown["activations"] < 0.6
+
+
+def test_parameters_inside_a_reentrant_checkpoint_have_gradients_and_optimizer_state():
+    """torch.utils.checkpoint(use_reentrant=True) runs its segment without
+    autograd and reruns it in backward, so the recorded graph reaches none
+    of the segment's parameters: a 16 MiB checkpointed MLP came out with
+    1 MiB of SGD momentum instead of 17 MiB. Its parameters now have their
+    gradients and optimizer state, as without the checkpoint."""
+    import torch.utils.checkpoint as checkpoint
+
+    class Segmented(nn.Module):
+        def __init__(self, reentrant):
+            super().__init__()
+            self.stem = nn.Linear(256, 1024)
+            self.body = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(1024, 1024), nn.Tanh())])
+            self.head = nn.Linear(1024, 5)
+            self.reentrant = reentrant
+
+        def forward(self, x):
+            h = self.stem(x)
+            h = self.body(h) if self.reentrant is None else checkpoint.checkpoint(self.body, h,
+                                                                                 use_reentrant=self.reentrant)
+            return self.head(h)
+
+    x = torch.randn(1, 256)
+    for reentrant in (None, True, False):
+        model = Segmented(reentrant)
+        model.body[0].weight.grad = torch.full_like(model.body[0].weight, 3.0)
+        e = colo.estimate(model, x, batch_size=1024, optimizer="sgd")
+        assert e.breakdown["optimizer"] == parameter_bytes(model), reentrant
+        assert e.breakdown["gradients"] in (0, parameter_bytes(model)) or \
+            e.breakdown["gradients"] >= parameter_bytes(model.body), reentrant
+        assert e.bytes == sum(e.breakdown.values())
+        assert bool((model.body[0].weight.grad == 3.0).all()) and model.stem.weight.grad is None
+    adam = colo.estimate(Segmented(True), x, batch_size=1024, optimizer="adam")
+    assert adam.breakdown["optimizer"] == 2 * parameter_bytes(model)
