@@ -517,3 +517,26 @@ def test_parameters_inside_a_reentrant_checkpoint_have_gradients_and_optimizer_s
         assert bool((model.body[0].weight.grad == 3.0).all()) and model.stem.weight.grad is None
     adam = colo.estimate(Segmented(True), x, batch_size=1024, optimizer="adam")
     assert adam.breakdown["optimizer"] == 2 * parameter_bytes(model)
+
+
+def test_recurrent_layers_have_rules_for_every_op():
+    """nn.LSTM and nn.GRU (the CPU path) split each step's gates with
+    unsafe_split, a view that saves nothing: no op is left unmodelled, and the
+    estimate grows with the sequence as the saved gates do."""
+
+    class Recurrent(nn.Module):
+        def __init__(self, cell):
+            super().__init__()
+            self.rnn = cell(32, 64, batch_first=True)
+            self.head = nn.Linear(64, 4)
+
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            return self.head(out[:, -1])
+
+    for cell in (nn.LSTM, nn.GRU):
+        short = colo.estimate(Recurrent(cell), torch.randn(8, 10, 32))
+        long = colo.estimate(Recurrent(cell), torch.randn(8, 40, 32))
+        assert short.unmodelled_ops == [] and long.unmodelled_ops == [], (cell, long.unmodelled_ops)
+        grown = long.breakdown["activations"], short.breakdown["activations"]
+        assert grown[0] > 2 * grown[1], (cell, grown)

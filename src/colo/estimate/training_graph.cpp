@@ -44,7 +44,8 @@ OpRule rule_for(const std::string& name) {
       "AliasBackward", "DetachBackward"};
   static const std::set<std::string> kOtherViews{
       "ExpandBackward", "AsStridedBackward", "SelectBackward", "SliceBackward", "NarrowBackward",
-      "SplitBackward", "SplitWithSizesBackward", "UnbindBackward", "ChunkBackward",
+      "SplitBackward", "SplitWithSizesBackward", "UnsafeSplitBackward", "UnsafeSplitWithSizesBackward",
+      "UnbindBackward", "ChunkBackward",
       "DiagonalBackward", "UnfoldBackward"};
   static const std::set<std::string> kSaveNothing{
       "AddBackward", "SubBackward", "RsubBackward", "NegBackward", "MeanBackward", "SumBackward",
