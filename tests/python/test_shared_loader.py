@@ -14,31 +14,15 @@ import pytest
 import torch
 
 import colo.data
+from loader_support import serve, small_image_data
 
 
 @pytest.fixture
 def loader(tmp_path, colo_executable):
     """A running producer over 300 synthetic 32 px JPEGs; yields its DATA.toml."""
-    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "300",
-                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
-    data = tmp_path / "data.toml"
-    data.write_text(textwrap.dedent(f"""\
-        root = "images"
-        size = 24
-        threads = 1
-        chunk = 16
-        buffer = 4
-        stall_s = 1
-        heartbeat_timeout_s = 1
-        address = "ipc://{tmp_path}/loader.sock"
-        """))
-    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    data = small_image_data(colo_executable, tmp_path)
+    producer = serve(colo_executable, data, f"ipc://{tmp_path}/loader.sock")
     status = [colo_executable, "loader", "status", f"ipc://{tmp_path}/loader.sock", "--timeout", "0.5"]
-    for _ in range(40):
-        if subprocess.run(status, capture_output=True).returncode == 0:
-            break
-        time.sleep(0.1)
     yield data, producer, status
     if producer.poll() is None:
         producer.send_signal(signal.SIGINT)

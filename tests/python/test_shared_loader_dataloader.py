@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import colo.data
+from loader_support import serve, small_image_data
 
 
 @pytest.fixture(scope="module")
@@ -23,20 +24,7 @@ def served(tmp_path_factory):
     colo_executable = os.environ.get("COLO_EXECUTABLE", "")
     if not os.path.exists(colo_executable):
         pytest.fail(f"COLO_EXECUTABLE={colo_executable!r} is not the built colo binary")
-    tmp_path = tmp_path_factory.mktemp("served")
-    subprocess.run([colo_executable, "loader", "write-images", "--source", "synthetic", "--limit", "300",
-                    "--size", "32", "--out", str(tmp_path / "images")], check=True, capture_output=True)
-    data = tmp_path / "data.toml"
-    data.write_text(textwrap.dedent(f"""\
-        root = "images"
-        size = 24
-        threads = 1
-        chunk = 16
-        buffer = 4
-        stall_s = 1
-        heartbeat_timeout_s = 1
-        address = "ipc://{tmp_path}/loader.sock"
-        """))
+    data = small_image_data(colo_executable, tmp_path_factory.mktemp("served"))
     producer = _serve(data)
     yield data
     producer.send_signal(signal.SIGINT)
@@ -45,16 +33,7 @@ def served(tmp_path_factory):
 
 def _serve(data):
     """Starts `colo loader serve data`; returns the process once it answers."""
-    colo_executable = os.environ["COLO_EXECUTABLE"]
-    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    address = colo.data._core().loader_spec(str(data))["address"]
-    for _ in range(40):
-        if subprocess.run([colo_executable, "loader", "status", address, "--timeout", "0.5"],
-                          capture_output=True).returncode == 0:
-            break
-        time.sleep(0.1)
-    return producer
+    return serve(os.environ["COLO_EXECUTABLE"], data, colo.data._core().loader_spec(str(data))["address"])
 
 
 def _both(data):

@@ -359,6 +359,15 @@ TEST(Runner, AGpuWhoseTrainingThroughputGrewTakesTheNextJob) {
 
 // Jobs that read `data` through the scheduler's producer: each succeeds only
 // when launched after the producer's ready file was written.
+// A runner on one simulated GPU whose shared-loader producers are `colo`'s stand-in.
+std::unique_ptr<Runner> runner_with_loader_program(JobStore& store, const testing::TempDir& dir,
+                                                   const testing::FakeLoaderProgram& colo) {
+  RunnerOptions options = quick_options(dir);
+  options.colo_program = colo.program();
+  return std::make_unique<Runner>(
+      store, std::vector<gpu::DevicePtr>{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+}
+
 JobSpec loader_job(const std::string& name, const testing::TempDir& dir, const std::string& data) {
   JobSpec spec = shell_job(name, "test -e " + dir.file("logs/loader-1.ready") + " && test \"$COLO_LOADER\" = " + data);
   spec.loader = data;
@@ -371,11 +380,9 @@ TEST(Runner, JobsOnASharedLoaderStartTogetherOnlyOnceTheirProducerHasFilledItsRi
   JobStore store(dir.file("jobs.db"));
   const std::string data = dir.file("data.toml");
   auto ids = store.submit({loader_job("a", dir, data), loader_job("b", dir, data), shell_job("plain", "true")});
-  RunnerOptions options = quick_options(dir);
-  options.colo_program = colo.program();
-  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
+  auto runner = runner_with_loader_program(store, dir, colo);
   for (int round = 0; round < 5; ++round) {
-    runner.step();
+    runner->step();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (int64_t id : {ids[0], ids[1]}) {
@@ -388,7 +395,7 @@ TEST(Runner, JobsOnASharedLoaderStartTogetherOnlyOnceTheirProducerHasFilledItsRi
   ASSERT_TRUE(colo.wait_for_starts(1));
   EXPECT_EQ(colo.starts().size(), 1u) << "one producer for both";
   colo.fill();
-  runner.run_until_done();
+  runner->run_until_done();
   for (int64_t id : ids) EXPECT_EQ(store.get(id)->state, JobState::kCompleted) << store.get(id)->reason;
   auto a = store.get(ids[0]), b = store.get(ids[1]);
   EXPECT_LT(std::abs(*a->start_s - *b->start_s), 0.5) << "both started in the round their producer became ready";
@@ -401,15 +408,13 @@ TEST(Runner, AJobCancelledWhileWaitingForItsSharedLoaderStopsTheProducer) {
   testing::FakeLoaderProgram colo(dir);
   JobStore store(dir.file("jobs.db"));
   int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
-  RunnerOptions options = quick_options(dir);
-  options.colo_program = colo.program();
-  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
-  runner.step();
+  auto runner = runner_with_loader_program(store, dir, colo);
+  runner->step();
   ASSERT_EQ(store.get(id)->state, JobState::kPending);
   ASSERT_TRUE(colo.wait_for_starts(1));
   EXPECT_TRUE(process_alive(colo.starts()[0]));
   store.cancel(id);
-  runner.step();
+  runner->step();
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "no job reads it any more";
 }
 
@@ -421,10 +426,8 @@ TEST(Runner, JobsWhoseSharedLoaderFailsBeforeFillingItsRingFailWithItsReasonWith
   JobSpec a = loader_job("a", dir, data), b = loader_job("b", dir, data);
   a.command = b.command = {"/bin/sh", "-c", "touch " + dir.file("ran")};
   auto ids = store.submit({a, b});
-  RunnerOptions options = quick_options(dir);
-  options.colo_program = colo.program();
-  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
-  runner.run_until_done();
+  auto runner = runner_with_loader_program(store, dir, colo);
+  runner->run_until_done();
   for (int64_t id : ids) {
     auto job = store.get(id);
     EXPECT_EQ(job->state, JobState::kFailed);
@@ -442,13 +445,11 @@ TEST(Runner, ARunnerThatDetachesStopsAProducerThatOnlyWaitingJobsHold) {
   testing::FakeLoaderProgram colo(dir);
   JobStore store(dir.file("jobs.db"));
   int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
-  RunnerOptions options = quick_options(dir);
-  options.colo_program = colo.program();
-  Runner runner(store, {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})}, options);
-  runner.step();
+  auto runner = runner_with_loader_program(store, dir, colo);
+  runner->step();
   ASSERT_EQ(store.get(id)->state, JobState::kPending);
   ASSERT_TRUE(colo.wait_for_starts(1));
-  runner.detach();
+  runner->detach();
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "no consumer ever came: it would never idle-exit";
 }
 
