@@ -403,19 +403,34 @@ TEST(Runner, JobsOnASharedLoaderStartTogetherOnlyOnceTheirProducerHasFilledItsRi
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "stopped once its jobs ended";
 }
 
-TEST(Runner, AJobCancelledWhileWaitingForItsSharedLoaderStopsTheProducer) {
+// A job waiting for its shared loader, whose stand-in producer has started
+// and not filled its ring.
+class RunnerWithAJobWaitingForItsLoader : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
+    runner = runner_with_loader_program(store, dir, colo);
+    runner->step();
+    ASSERT_EQ(store.get(id)->state, JobState::kPending);
+    ASSERT_TRUE(colo.wait_for_starts(1));
+    ASSERT_TRUE(process_alive(colo.starts()[0]));
+  }
   testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  JobStore store(dir.file("jobs.db"));
-  int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
-  auto runner = runner_with_loader_program(store, dir, colo);
-  runner->step();
-  ASSERT_EQ(store.get(id)->state, JobState::kPending);
-  ASSERT_TRUE(colo.wait_for_starts(1));
-  EXPECT_TRUE(process_alive(colo.starts()[0]));
+  testing::FakeLoaderProgram colo{dir};
+  JobStore store{dir.file("jobs.db")};
+  int64_t id = 0;
+  std::unique_ptr<Runner> runner;
+};
+
+TEST_F(RunnerWithAJobWaitingForItsLoader, CancellingTheJobStopsTheProducer) {
   store.cancel(id);
   runner->step();
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "no job reads it any more";
+}
+
+TEST_F(RunnerWithAJobWaitingForItsLoader, DetachingStopsAProducerThatOnlyWaitingJobsHold) {
+  runner->detach();
+  EXPECT_FALSE(process_alive(colo.starts()[0])) << "no consumer ever came: it would never idle-exit";
 }
 
 TEST(Runner, JobsWhoseSharedLoaderFailsBeforeFillingItsRingFailWithItsReasonWithoutRunning) {
@@ -440,18 +455,6 @@ TEST(Runner, JobsWhoseSharedLoaderFailsBeforeFillingItsRingFailWithItsReasonWith
   EXPECT_EQ(colo.starts().size(), 1u) << "both jobs waited on the one that failed";
 }
 
-TEST(Runner, ARunnerThatDetachesStopsAProducerThatOnlyWaitingJobsHold) {
-  testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  JobStore store(dir.file("jobs.db"));
-  int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
-  auto runner = runner_with_loader_program(store, dir, colo);
-  runner->step();
-  ASSERT_EQ(store.get(id)->state, JobState::kPending);
-  ASSERT_TRUE(colo.wait_for_starts(1));
-  runner->detach();
-  EXPECT_FALSE(process_alive(colo.starts()[0])) << "no consumer ever came: it would never idle-exit";
-}
 
 }  // namespace
 }  // namespace colo::sched
