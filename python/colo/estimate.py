@@ -313,6 +313,14 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                        for t in examples[1:])
     breakdown["data"] += other_inputs
     unseen += other_inputs
+    # The replay holds the first input at 4 bytes an element (8 for token
+    # ids); a bf16 or fp16 batch takes its own element size.
+    if not tokens and first.element_size() != 4:
+        per_sample = first[:1].numel()
+        resized = (_allocator_bytes(per_sample * first.element_size() * batch)
+                   - _allocator_bytes(per_sample * 4 * batch))
+        breakdown["data"] += resized
+        unseen += resized
     # Layers outside autograd (a frozen backbone, a torch.no_grad() block)
     # save nothing for backward, so the recorded graph does not see them; but
     # while the forward runs through them, each one's input and output are

@@ -540,3 +540,16 @@ def test_recurrent_layers_have_rules_for_every_op():
         assert short.unmodelled_ops == [] and long.unmodelled_ops == [], (cell, long.unmodelled_ops)
         grown = long.breakdown["activations"], short.breakdown["activations"]
         assert grown[0] > 2 * grown[1], (cell, grown)
+
+
+def test_a_bf16_batch_is_counted_at_two_bytes_an_element():
+    """The batch on the GPU takes the input's element size: a bf16 model fed
+    bf16 images holds half the data bytes of the same model in float32."""
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 30 * 30, 4))
+
+    fp32 = colo.estimate(model(), torch.randn(1, 3, 32, 32), batch_size=64)
+    bf16 = colo.estimate(model().to(torch.bfloat16), torch.randn(1, 3, 32, 32, dtype=torch.bfloat16), batch_size=64)
+    assert fp32.breakdown["data"] > 0
+    assert abs(bf16.breakdown["data"] - fp32.breakdown["data"] / 2) <= 1024, (bf16.breakdown, fp32.breakdown)
