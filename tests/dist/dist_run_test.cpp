@@ -21,6 +21,7 @@
 #include "colo/data/loader.h"
 #include "colo/dist/cluster_spec.h"
 #include "colo/dist/communicator.h"
+#include "colo/dist/launcher.h"
 #include "colo/models/model_registry.h"
 #include "colo/train/loader_options.h"
 #include "colo/train/optimizer.h"
@@ -269,6 +270,19 @@ TEST(DistRun, BadInputAWorkerFindsIsTheRunsBadInputExitStatus2) {
   auto run = run_dist(dir, file);
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_NE(run.err.find("no-such-data"), std::string::npos) << run.err;
+}
+
+TEST(DistRun, APeerThatFailsOfTheLostConnectionFirstDoesNotHideTheBadInputOfTheRankThatStopped) {
+  // Rank 1 finds bad input and exits 2; rank 0, its connection gone, fails
+  // first. The run is still bad input, named by rank 1's log.
+  TempDir dir;
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.train.output = dir.file("out");
+  int code = launch_local(spec, {"/bin/sh", "-c",
+                                 "if [ \"$COLO_DIST_RANK\" = 0 ]; then exit 1; fi; sleep 0.3; "
+                                 "echo 'colo: error: no-such-data: not a data folder' >&2; exit 2"});
+  EXPECT_EQ(code, 2);
 }
 
 // A switch run of `max_steps` that checkpoints every 25 steps and switches

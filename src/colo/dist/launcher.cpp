@@ -15,12 +15,18 @@
 #include "colo/core/files.h"
 #include "colo/core/interrupt_cleanup.h"
 #include "colo/core/paths.h"
+#include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
 #include "colo/core/table.h"
 #include "colo/dist/rendezvous.h"
 
 namespace colo::dist {
 namespace {
+
+// How long, after a process failed, the others may take to end on their own
+// before they are stopped (one of them may have found the bad input that
+// made the first fail).
+constexpr double kPeerExitGraceS = 2.0;
 
 std::string role_of(const ClusterSpec& spec, int64_t rank) {
   return rank < spec.workers ? "worker " + std::to_string(rank)
@@ -80,8 +86,19 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
 
   std::vector<bool> ended(children.size(), false);
   size_t running = children.size();
+  // A failed process's exit status and what it wrote last, on stderr.
+  auto report = [&](size_t rank, int status) {
+    std::fprintf(stderr, "colo dist: rank %zu (%s, pid %d) %s; stopping the other %zu processes\n", rank,
+                 role_of(spec, static_cast<int64_t>(rank)).c_str(), children[rank].pid(),
+                 how_it_ended(status).c_str(), running);
+    std::string tail = log_tail(logs[rank], 5);
+    if (!tail.empty()) std::fprintf(stderr, "--- end of %s ---\n%s", logs[rank].c_str(), tail.c_str());
+  };
+  // Bad input a process found (exit 2: a missing data folder, a resume that
+  // does not match) is the run's bad input too.
+  auto bad_input = [](int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 2; };
   int failure = 0;
-  while (running > 0) {
+  while (running > 0 && !failure) {
     for (size_t rank = 0; rank < children.size(); ++rank) {
       if (ended[rank]) continue;
       auto status = children[rank].poll();
@@ -89,18 +106,28 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
       ended[rank] = true;
       --running;
       if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) continue;
-      std::fprintf(stderr, "colo dist: rank %zu (%s, pid %d) %s; stopping the other %zu processes\n", rank,
-                   role_of(spec, static_cast<int64_t>(rank)).c_str(), children[rank].pid(),
-                   how_it_ended(*status).c_str(), running);
-      std::string tail = log_tail(logs[rank], 5);
-      if (!tail.empty()) std::fprintf(stderr, "--- end of %s ---\n%s", logs[rank].c_str(), tail.c_str());
-      // Bad input a process found (exit 2: a missing data folder, a resume
-      // that does not match) is the run's bad input too.
-      failure = WIFEXITED(*status) && WEXITSTATUS(*status) == 2 ? 2 : 1;
+      report(rank, *status);
+      failure = bad_input(*status) ? 2 : 1;
       break;
     }
-    if (failure) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!failure) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // A peer of a process that stopped on bad input often fails first, of the
+  // lost connection: the others get a moment to say whether one of them
+  // found bad input, which is then the run's cause.
+  for (Stopwatch grace; failure == 1 && running > 0 && grace.elapsed_s() < kPeerExitGraceS;) {
+    for (size_t rank = 0; rank < children.size() && failure == 1; ++rank) {
+      if (ended[rank]) continue;
+      auto status = children[rank].poll();
+      if (!status) continue;
+      ended[rank] = true;
+      --running;
+      if (bad_input(*status)) {
+        report(rank, *status);
+        failure = 2;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (failure) {
     for (size_t rank = 0; rank < children.size(); ++rank) {

@@ -16,7 +16,8 @@ namespace colo::dist {
 // lists them in `<output>/processes.json`. When a process fails, names it
 // (rank, role, pid, exit status or signal) with the end of its log, stops
 // the others, and returns 2 when that process found bad input (exited 2),
-// else 1; after `spec.timeout_s` plus the expected run time nothing is
+// or another did and ended within 2 s of it (a peer often fails first, of
+// the connection the bad input closed), else 1; after `spec.timeout_s` plus the expected run time nothing is
 // waited on forever because every rank times out itself. The processes end
 // with the launcher, even when it is killed (-9). Returns 0 when all
 // finished and prints the run's table.
