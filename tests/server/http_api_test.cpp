@@ -4,6 +4,12 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -145,6 +151,77 @@ TEST_F(HttpApiTest, TheDashboardPageHoldsNoDataAndTheTokenMovesToACookie) {
   auto wrong = browser.Get("/?token=wrong");
   EXPECT_EQ(wrong->status, 401);
   EXPECT_EQ(wrong->get_header_value("Set-Cookie"), "");
+}
+
+// Checks `text` against the Prometheus text format's rules; returns what breaks them.
+std::vector<std::string> exposition_faults(const std::string& text) {
+  std::vector<std::string> faults;
+  const std::regex name("[a-zA-Z_:][a-zA-Z0-9_:]*");
+  const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+))");
+  std::set<std::string> helped, typed, series, families_seen;
+  std::string current;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) {
+      std::string family = line.substr(7, line.find(' ', 7) - 7);
+      auto& seen = line[2] == 'H' ? helped : typed;
+      if (!seen.insert(family).second) faults.push_back("twice: " + line);
+      if (!std::regex_match(family, name)) faults.push_back("bad name: " + line);
+      if (line[2] == 'T' && line.find(" counter") != std::string::npos && family.size() > 6 &&
+          family.compare(family.size() - 6, 6, "_total") != 0) {
+        faults.push_back("counter without _total: " + line);
+      }
+      if (family != current && families_seen.count(family)) faults.push_back("family split: " + line);
+      current = family;
+      families_seen.insert(family);
+    } else if (std::regex_match(line, m, sample)) {
+      std::string family = m[1];
+      if (!helped.count(family)) faults.push_back("no # HELP before: " + line);
+      if (!typed.count(family)) faults.push_back("no # TYPE before: " + line);
+      if (family != current) faults.push_back("sample away from its family: " + line);
+      if (!series.insert(m[1].str() + m[2].str()).second) faults.push_back("duplicate series: " + line);
+      std::string value = m[3];
+      static const std::set<std::string> special = {"NaN", "+Inf", "-Inf"};
+      char* end = nullptr;
+      std::strtod(value.c_str(), &end);
+      bool numeric = value.find_first_not_of("0123456789.eE+-") == std::string::npos && *end == '\0';
+      if (!special.count(value) && !numeric) faults.push_back("bad value: " + line);
+    } else if (!line.empty()) {
+      faults.push_back("not a sample: " + line);
+    }
+  }
+  return faults;
+}
+
+TEST(HttpApiMetrics, EveryFamilyHasHelpAndTypeAndValuesArePrometheusFloats) {
+  testing::TempDir dir;
+  {
+    sched::JobStore store(dir.file("jobs.db"));
+    sched::JobSpec spec;
+    spec.name = "a\"b\\c\nd <é>";
+    spec.command = {"true"};
+    int64_t id = store.submit({spec})[0];
+    ASSERT_TRUE(store.mark_running(id, {0}, 1, ""));
+    store.mark_finished(id, sched::JobState::kCompleted, 0, "", std::nullopt, 1234567.5);
+  }
+  gpu::SimulatedGpuSpec broken;
+  broken.idle_power_w = std::numeric_limits<double>::quiet_NaN();  // a sensor that reads nothing sensible
+  HttpApi api(dir.file("jobs.db"), "secret",
+              {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{}),
+               std::make_shared<gpu::SimulatedDevice>(1, broken)});
+  HttpServer server(api, "127.0.0.1", 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_bearer_token_auth("secret");
+  auto reply = client.Get("/metrics");
+  ASSERT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->get_header_value("Content-Type"), "text/plain; version=0.0.4");
+  std::vector<std::string> faults = exposition_faults(reply->body);
+  std::string all;
+  for (const auto& f : faults) all += f + "\n";
+  EXPECT_TRUE(faults.empty()) << all << "---\n" << reply->body;
+  EXPECT_NE(reply->body.find("colo_job_energy_joules_total 1234567.5\n"), std::string::npos) << "all its digits";
+  EXPECT_NE(reply->body.find("colo_gpu_power_watts{gpu=\"1\"} NaN\n"), std::string::npos) << reply->body;
 }
 
 TEST(HttpApiDashboard, GpuHistoryHasSamplesAndTheJobsPlacedOnEachGpu) {

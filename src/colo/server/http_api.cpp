@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -34,6 +35,17 @@ std::optional<int64_t> whole_number(const std::string& text) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
   return value;
+}
+
+// `value` as the Prometheus text format spells it: NaN, +Inf, -Inf, else
+// the shortest decimal that reads back as the same double (an ostream's
+// default 6 digits would write 1234567.5 J as 1.23457e+06).
+std::string prometheus_value(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char text[32];
+  auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, end);
 }
 
 // The fields a job's JSON may have (sched::to_json's), each checked in
@@ -174,7 +186,7 @@ std::string HttpApi::metrics() {
   out << "# HELP colo_oom_deaths_total Job attempts that died of GPU out-of-memory.\n"
          "# TYPE colo_oom_deaths_total counter\ncolo_oom_deaths_total " << oom << "\n";
   out << "# HELP colo_job_energy_joules_total Energy attributed to jobs.\n"
-         "# TYPE colo_job_energy_joules_total counter\ncolo_job_energy_joules_total " << energy << "\n";
+         "# TYPE colo_job_energy_joules_total counter\ncolo_job_energy_joules_total " << prometheus_value(energy) << "\n";
   if (!devices_.empty()) {
     out << "# HELP colo_gpu_memory_used_bytes Device memory in use.\n# TYPE colo_gpu_memory_used_bytes gauge\n";
     std::ostringstream sm, power;
@@ -182,11 +194,18 @@ std::string HttpApi::metrics() {
       gpu::DeviceSample s = device->sample();
       std::string label = "{gpu=\"" + std::to_string(s.index) + "\"}";
       out << "colo_gpu_memory_used_bytes" << label << " " << s.mem_used_bytes << "\n";
-      if (s.sm_active || s.gpu_util) sm << "colo_gpu_sm_activity" << label << " " << s.sm_active.value_or(*s.gpu_util) << "\n";
-      if (s.power_w) power << "colo_gpu_power_watts" << label << " " << *s.power_w << "\n";
+      if (s.sm_active || s.gpu_util) {
+        sm << "colo_gpu_sm_activity" << label << " " << prometheus_value(s.sm_active.value_or(*s.gpu_util)) << "\n";
+      }
+      if (s.power_w) power << "colo_gpu_power_watts" << label << " " << prometheus_value(*s.power_w) << "\n";
     }
-    if (!sm.str().empty()) out << "# TYPE colo_gpu_sm_activity gauge\n" << sm.str();
-    if (!power.str().empty()) out << "# TYPE colo_gpu_power_watts gauge\n" << power.str();
+    if (!sm.str().empty()) {
+      out << "# HELP colo_gpu_sm_activity Fraction of time the device's SMs were busy (0-1).\n"
+             "# TYPE colo_gpu_sm_activity gauge\n" << sm.str();
+    }
+    if (!power.str().empty()) {
+      out << "# HELP colo_gpu_power_watts Device power draw.\n# TYPE colo_gpu_power_watts gauge\n" << power.str();
+    }
   }
   return out.str();
 }
