@@ -1,6 +1,11 @@
 // `colo compare` as a user runs it, on a machine without a GPU.
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -8,6 +13,7 @@
 #include "cli/colo_process.h"
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
+#include "colo/core/subprocess.h"
 
 namespace colo {
 namespace {
@@ -286,6 +292,34 @@ TEST(ColoCompare, BadWorkloadsAreRejectedWithTheFieldNamed) {
   EXPECT_EQ(bad_level.status, 2);
   EXPECT_NE(bad_level.err.find("unknown level \"warp\""), std::string::npos) << bad_level.err;
   EXPECT_FALSE(path_exists(dir.file("o1")) || path_exists(dir.file("o3"))) << "nothing written for bad input";
+}
+
+TEST(ColoCompare, CtrlCStopsTheLevelsRunningJobs) {
+  TempDir dir;
+  // Each job writes its pid, then trains (sleeps) far past the test.
+  dir.write("jobs.toml",
+            "[[job]]\nname = \"a\"\ncommand = \"sh -c 'echo $$ > " + dir.file("a.pid") +
+                "; exec sleep 60'\"\nsamples = 1\n"
+                "[[job]]\nname = \"b\"\ncommand = \"sh -c 'echo $$ > " + dir.file("b.pid") +
+                "; exec sleep 60'\"\nsamples = 1\n");
+  ChildProcess colo({COLO_EXECUTABLE, "compare", dir.file("jobs.toml"), "--levels", "timeslice", "--no-plots", "--out",
+                     dir.file("out")},
+                    {}, dir.file("colo.log"));
+  for (int i = 0; i < 200 && !(path_exists(dir.file("a.pid")) && path_exists(dir.file("b.pid"))); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int a = std::atoi(read_file(dir.file("a.pid")).c_str()), b = std::atoi(read_file(dir.file("b.pid")).c_str());
+  ASSERT_GT(a, 0) << read_file(dir.file("colo.log"));
+  ASSERT_GT(b, 0);
+  ::kill(colo.pid(), SIGINT);  // as Ctrl-C: the jobs run in process groups of their own
+  int status = colo.wait();
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << read_file(dir.file("colo.log"));
+  EXPECT_FALSE(process_alive(a)) << "job a outlived colo compare";
+  EXPECT_FALSE(process_alive(b)) << "job b outlived colo compare";
+  for (int pid : {a, b}) {
+    if (process_alive(pid)) ::kill(pid, SIGKILL);
+  }
 }
 
 }  // namespace

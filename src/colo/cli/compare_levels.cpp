@@ -5,12 +5,17 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
+
+#include <signal.h>
 
 #include "colo/cli/compare_progress.h"
 #include "colo/core/cpu_share.h"
 #include "colo/core/files.h"
+#include "colo/core/interrupt_cleanup.h"
 #include "colo/core/paths.h"
 #include "colo/core/progress_file.h"
 #include "colo/core/stopwatch.h"
@@ -88,10 +93,55 @@ struct PoolEnd {
   std::vector<bool> cut_successor;
 };
 
+// The process groups of a level's running processes, for an interrupt
+// (Ctrl-C, SIGTERM) to stop: each runs in a group of its own, which the
+// terminal's SIGINT never reaches, so left alone they would train on
+// (holding the GPU) after colo compare has gone.
+class RunningGroups {
+ public:
+  RunningGroups() : cleanup_(add_interrupt_cleanup([this] { stop_all(); })) {}
+  ~RunningGroups() { remove_interrupt_cleanup(cleanup_); }
+  RunningGroups(const RunningGroups&) = delete;
+  RunningGroups& operator=(const RunningGroups&) = delete;
+
+  void add(pid_t leader) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    leaders_.insert(leader);
+  }
+  void remove(pid_t leader) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    leaders_.erase(leader);
+  }
+
+ private:
+  // SIGTERM to every group, SIGKILL after 3 s to those still alive.
+  void stop_all() {
+    std::set<pid_t> leaders;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      leaders = leaders_;
+    }
+    for (pid_t leader : leaders) ::kill(-leader, SIGTERM);
+    Stopwatch clock;
+    auto any_alive = [&leaders] {
+      return std::any_of(leaders.begin(), leaders.end(), [](pid_t p) { return process_alive(p); });
+    };
+    while (any_alive() && clock.elapsed_s() < 3.0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (pid_t leader : leaders) {
+      if (process_alive(leader)) ::kill(-leader, SIGKILL);
+    }
+  }
+
+  std::mutex mutex_;
+  std::set<pid_t> leaders_;
+  int cleanup_;
+};
+
 // Runs `launches`, at most `concurrency` at a time, each with `extra_env`;
-// stops everything past the timeout.
+// stops everything past the timeout, or when colo is interrupted.
 PoolEnd run_pool(std::vector<Launch>& launches, size_t concurrency, const EnvironmentOverrides& extra_env,
                  double timeout_s) {
+  RunningGroups groups;
   PoolEnd end;
   end.started.assign(launches.size(), false);
   end.cut_successor.assign(launches.size(), false);
@@ -104,7 +154,9 @@ PoolEnd run_pool(std::vector<Launch>& launches, size_t concurrency, const Enviro
     while (failure.empty() && next < launches.size() && live < concurrency) {
       EnvironmentOverrides env = launches[next].env;
       env.insert(extra_env.begin(), extra_env.end());
-      running[next] = std::make_unique<ChildProcess>(launches[next].argv, env, launches[next].log);
+      // end_with_parent: a `kill -9` of colo compare ends the process too.
+      running[next] = std::make_unique<ChildProcess>(launches[next].argv, env, launches[next].log, true);
+      groups.add(running[next]->pid());
       end.started[next] = true;
       successor[next] = done > 0;
       ++next;
@@ -118,6 +170,7 @@ PoolEnd run_pool(std::vector<Launch>& launches, size_t concurrency, const Enviro
           failure = launches[i].command->name + " exited with " + std::to_string(code) + " (log: " +
                     launches[i].log + ")";
         }
+        groups.remove(running[i]->pid());
         running[i].reset();
         ++done;
         --live;
