@@ -122,6 +122,33 @@ TEST_F(HttpApiTest, BadNumbersInTheAddressAre404Or400WithABodyNot500) {
   EXPECT_EQ(client_.Get("/jobs/1/log?offset=0")->status, 200);
 }
 
+TEST_F(HttpApiTest, AMethodARouteDoesNotTakeIs405WithAllow) {
+  ASSERT_EQ(client_.Post("/jobs", R"({"name": "a", "command": ["true"]})", "application/json")->status, 201);
+  struct Case {
+    std::string method, path, allow;
+  };
+  for (const Case& c : std::vector<Case>{{"DELETE", "/jobs/1", "GET, HEAD"},
+                                         {"PUT", "/jobs/1", "GET, HEAD"},
+                                         {"PATCH", "/jobs", "GET, HEAD, POST"},
+                                         {"GET", "/jobs/1/cancel", "POST"},
+                                         {"POST", "/metrics", "GET, HEAD"},
+                                         {"DELETE", "/healthz", "GET, HEAD"}}) {
+    httplib::Request req;
+    req.method = c.method;
+    req.path = c.path;
+    req.headers = {{"Authorization", "Bearer secret"}};
+    if (c.method != "GET" && c.method != "DELETE") req.body = "{}";
+    auto reply = client_.send(req);
+    ASSERT_TRUE(reply) << c.method << " " << c.path;
+    EXPECT_EQ(reply->status, 405) << c.method << " " << c.path << " -> " << reply->body;
+    EXPECT_EQ(reply->get_header_value("Allow"), c.allow) << c.method << " " << c.path;
+    EXPECT_NE(reply->body.find("not allowed"), std::string::npos) << reply->body;
+  }
+  EXPECT_EQ(client_.Get("/jobs/1")->status, 200) << "the methods a route takes still work";
+  EXPECT_EQ(client_.Post("/jobs/1/cancel", "", "application/json")->status, 200);
+  EXPECT_EQ(client_.Get("/nowhere")->status, 404) << "an unknown address stays 404";
+}
+
 TEST(HttpApi, RejectsAJobAskingForMoreGpusThanTheHostHas) {
   testing::TempDir dir;
   HttpApi api(dir.file("jobs.db"), "secret", {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})});

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -123,6 +124,32 @@ sched::JobSpec job_from(const nlohmann::json& given, size_t index) {
   }
 }
 
+// The methods each route takes (HEAD goes with GET), for the 405 of a
+// route asked with another; keep in step with mount().
+const std::vector<std::pair<std::regex, std::string>>& route_methods() {
+  static const std::vector<std::pair<std::regex, std::string>> routes = {
+      {std::regex("/healthz|/metrics|/api/gpus|/|/static/chart\\.min\\.js"), "GET, HEAD"},
+      {std::regex("/jobs"), "GET, HEAD, POST"},
+      {std::regex("/jobs/[^/]+(/log|/metrics|/sweep)?"), "GET, HEAD"},
+      {std::regex("/jobs/[^/]+/cancel"), "POST"},
+  };
+  return routes;
+}
+
+// The Allow header's value when `path` is a route that does not take
+// `method`; "" when it does or when no route has that path.
+std::string methods_not_including(const std::string& method, const std::string& path) {
+  for (const auto& [pattern, methods] : route_methods()) {
+    if (!std::regex_match(path, pattern)) continue;
+    std::stringstream list(methods);
+    for (std::string m; std::getline(list >> std::ws, m, ',');) {
+      if (m == method) return "";
+    }
+    return methods;
+  }
+  return "";
+}
+
 // The value of cookie `name` in a Cookie header; "" when absent.
 std::string cookie_value(const std::string& header, const std::string& name) {
   size_t at = 0;
@@ -231,6 +258,11 @@ void HttpApi::mount(httplib::Server& server) {
     if (res.body.empty()) reply_error(res, res.status, "no such route: " + req.method + " " + req.path);
   });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (std::string allow = methods_not_including(req.method, req.path); !allow.empty()) {
+      res.set_header("Allow", allow);
+      reply_error(res, 405, req.method + " " + req.path + " is not allowed; it takes " + allow);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path == "/healthz" || req.path == "/static/chart.min.js") return httplib::Server::HandlerResponse::Unhandled;
     std::string given = cookie_value(req.get_header_value("Cookie"), "colo_token");
     if (req.has_param("token")) given = req.get_param_value("token");
