@@ -1,5 +1,6 @@
 #include "colo/cli/simulate_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -52,18 +53,47 @@ void print_schedules(const std::string& dir) {
   if (!alone) std::printf("(no jobs_exclusive_exclusive.jsonl here: no slowdown against running alone)\n");
 }
 
-// Prints the policy table of a `colo simulate --out` directory and has
-// python/colo/plots.py draw its PNGs.
+// Has python/colo/plots.py draw `what` for `dir`; prints the PNGs' paths.
+int draw_plots(const std::string& what, const std::string& dir) {
+  ProcessResult plots = run_plot_script(what, dir);
+  if (plots.exit_code != 0) {
+    std::fprintf(stderr, "colo report: plotting failed (exit %d):\n%s", plots.exit_code, plots.output.c_str());
+    return 1;
+  }
+  std::printf("%s", plots.output.c_str());
+  return 0;
+}
+
+// A `colo compare --out` directory: its recommendations, and its plots redrawn.
+int report_compare(const std::string& dir, const nlohmann::json& summary) {
+  for (const char* key : {"recommended_for_throughput", "recommended_for_energy"}) {
+    if (summary.contains(key) && summary[key].is_object() && summary[key].contains("reason")) {
+      std::printf("recommended %s\n", summary[key]["reason"].get<std::string>().c_str());
+    }
+  }
+  return draw_plots("compare", dir);
+}
 }  // namespace
 
 int run_report(const std::string& dir) {
   std::string summary_path = dir + "/summary.json";
-  if (!path_exists(summary_path)) throw InputError(dir, "", "expected summary.json (from colo simulate --out DIR)");
+  if (!path_exists(dir)) throw InputError(dir, "", "no such directory");
+  if (!is_directory(dir)) throw InputError(dir, "", "expected a results directory, not a file");
+  if (!path_exists(summary_path)) {
+    throw InputError(dir, "", "expected summary.json (from colo simulate, run, replay or compare --out DIR)");
+  }
   nlohmann::json runs;
   try {
     runs = nlohmann::json::parse(read_file(summary_path));
   } catch (const nlohmann::json::exception& e) {
     throw InputError(summary_path, "", std::string("malformed JSON: ") + e.what());
+  }
+  if (runs.is_object() && runs.contains("levels")) return report_compare(dir, runs);
+  if (!runs.is_array() || runs.empty() ||
+      !std::all_of(runs.begin(), runs.end(), [](const nlohmann::json& r) { return r.is_object(); })) {
+    throw InputError(summary_path, "",
+                     "expected a list of one or more runs, each an object with policy, mode, total_s and energy_j "
+                     "(colo simulate, run or replay --out), or a colo compare summary (an object with levels)");
   }
   TablePrinter table({{"policy", 11}, {"mode", 9}, {"jobs", 6}, {"total_h", 8}, {"energy_kwh", 10},
                       {"jct_min", 8}, {"ooms", 5}, {"lost", 4}});
@@ -75,19 +105,13 @@ int run_report(const std::string& dir) {
                std::to_string(r.value("jobs_lost", 0))});
   }
   print_schedules(dir);
-  ProcessResult plots = run_plot_script("report", dir);
-  if (plots.exit_code != 0) {
-    std::fprintf(stderr, "colo report: plotting failed (matplotlib missing?):\n%s", plots.output.c_str());
-    return 1;
-  }
-  std::printf("%s", plots.output.c_str());
-  return 0;
+  return draw_plots("report", dir);
 }
 
 void add_report_command(CLI::App& app, int& exit_code) {
   auto dir = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("report", "Table and PNG plots (Gantt, policies, GPU timeline) of a results directory");
-  cmd->add_option("dir", *dir, "directory written by colo simulate --out (monitor CSVs in it are plotted too)")->required();
+  cmd->add_option("dir", *dir, "directory written by colo simulate, run, replay or compare --out (monitor CSVs in it are plotted too)")->required();
   cmd->callback([dir, &exit_code] { exit_code = run_report(*dir); });
 }
 
