@@ -25,8 +25,8 @@ DIR/dist_accuracy.png (test accuracy against training time).
 `compare DIR` reads DIR/summary.json (`colo compare --out DIR`) and writes
 DIR/compare.png (each level's samples/s and samples per joule, the spread
 of rounds as error bars, skipped levels named) and DIR/compare_timeline.png
-(SM activity and memory over time at every level, from the last round's
-timeline_<level>.csv files).
+(SM activity and memory over time at every level, from the summary's last
+round's timeline_<level>.csv files).
 
 `dist-sim DIR` reads DIR/simulate.jsonl (`colo dist simulate`) and writes
 DIR/simulated_accuracy.png: test accuracy against simulated time per
@@ -307,8 +307,12 @@ def compare_plot(directory):
         ax.tick_params(axis="x", rotation=30)
     fig.suptitle(f"{os.path.basename(summary['workload'])}: {summary['jobs']} jobs, {summary['rounds']} round(s)")
     written = [save(fig, directory, "compare.png")]
-    rounds = sorted(glob.glob(os.path.join(directory, "round-*")))
-    timelines = sorted(glob.glob(os.path.join(rounds[-1], "timeline_*.csv"))) if rounds else []
+    # This run's last round and levels only: a rerun into the same --out
+    # leaves an earlier run's round-R folders and timelines beside them (and
+    # round-10 sorts before round-2).
+    last_round = os.path.join(directory, f"round-{summary['rounds']}")
+    timelines = [os.path.join(last_round, f"timeline_{name}.csv") for name in names]
+    timelines = [path for path in timelines if os.path.exists(path)]
     if timelines:
         fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
         for path in timelines:
