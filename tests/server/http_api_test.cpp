@@ -149,6 +149,28 @@ TEST_F(HttpApiTest, AMethodARouteDoesNotTakeIs405WithAllow) {
   EXPECT_EQ(client_.Get("/nowhere")->status, 404) << "an unknown address stays 404";
 }
 
+TEST_F(HttpApiTest, ABodyTooLargeOrNotJsonGetsAnErrorSayingSo) {
+  std::string job = R"({"name": ")" + std::string(10000, 'x') + R"(", "command": ["true"]})";
+  auto form = client_.Post("/jobs", job, "application/x-www-form-urlencoded");  // curl -d's default
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 413);
+  EXPECT_NE(form->body.find("Content-Type: application/json"), std::string::npos) << form->body;
+  EXPECT_EQ(form->body.find("no such route"), std::string::npos) << form->body;
+  EXPECT_EQ(client_.Post("/jobs", job, "application/json")->status, 201) << "the same job as JSON is fine";
+
+  std::string huge = R"({"name": ")" + std::string(size_t{17} << 20, 'x') + R"(", "command": ["true"]})";
+  auto large = client_.Post("/jobs", huge, "application/json");
+  ASSERT_TRUE(large) << "colod answers instead of dropping the connection";
+  EXPECT_EQ(large->status, 413);
+  EXPECT_NE(large->body.find("too large"), std::string::npos) << large->body;
+  EXPECT_EQ(nlohmann::json::parse(client_.Get("/jobs")->body).size(), 1u) << "nothing stored";
+
+  auto broken = client_.Post("/jobs", R"({"name": "a", "command": ["true"],})", "application/json");
+  EXPECT_EQ(broken->status, 400);
+  EXPECT_NE(broken->body.find("not JSON"), std::string::npos) << broken->body;
+  EXPECT_NE(broken->body.find("column 35"), std::string::npos) << "says where: " << broken->body;
+}
+
 TEST(HttpApi, RejectsAJobAskingForMoreGpusThanTheHostHas) {
   testing::TempDir dir;
   HttpApi api(dir.file("jobs.db"), "secret", {std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})});

@@ -25,6 +25,9 @@ namespace {
 
 const char* kJson = "application/json";
 
+// The largest request body colod reads (16 MiB: tens of thousands of jobs).
+constexpr size_t kMostBodyBytes = size_t{16} << 20;
+
 void reply_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_content(nlohmann::json{{"error", message}}.dump() + "\n", kJson);
@@ -254,8 +257,20 @@ nlohmann::json HttpApi::gpu_history() {
 
 void HttpApi::mount(httplib::Server& server) {
   // An address no route takes (/jobs/abc) gets a body saying so, as every error does.
+  // httplib's own errors (a body too large, a request it could not read) say what they are.
+  server.set_payload_max_length(kMostBodyBytes);
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty()) reply_error(res, res.status, "no such route: " + req.method + " " + req.path);
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      reply_error(res, 413, "the body is too large: at most " + std::to_string(kMostBodyBytes) +
+                                " bytes, and 8192 when sent as application/x-www-form-urlencoded (curl -d's default): "
+                                "send Content-Type: application/json");
+    } else if (res.status == 404) {
+      reply_error(res, 404, "no such route: " + req.method + " " + req.path);
+    } else {
+      reply_error(res, res.status, "cannot serve " + req.method + " " + req.path + " (HTTP status " +
+                                       std::to_string(res.status) + ")");
+    }
   });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (std::string allow = methods_not_including(req.method, req.path); !allow.empty()) {
@@ -276,8 +291,12 @@ void HttpApi::mount(httplib::Server& server) {
   });
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   server.Post("/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-    if (body.is_discarded()) return reply_error(res, 400, "the body is not JSON");
+    nlohmann::json body;
+    try {
+      body = nlohmann::json::parse(req.body);
+    } catch (const nlohmann::json::parse_error& e) {  // its what() names the line, column and what was expected
+      return reply_error(res, 400, std::string("the body is not JSON: ") + e.what());
+    }
     std::vector<sched::JobSpec> specs;
     try {
       if (body.is_array()) {
