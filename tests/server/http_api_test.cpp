@@ -334,9 +334,13 @@ TEST(HttpApiDashboard, ASweepsModelsAreRankedByTheirLatestAccuracyWithCurves) {
     {"model": 1, "epoch": 1, "test_accuracy": 0.70, "loss": 0.8, "values": {"lr": 0.01}, "array": 0},
     {"event": "oom_split", "array": 0},
     {"model": 0, "epoch": 2, "test_accuracy": 0.75, "loss": 0.5, "values": {"lr": 0.1}, "array": 0},
-    {"model": 1, "epoch": 2, "test_accuracy": 0.85, "loss": 0.4, "values": {"lr": 0.01}, "array": 1}])");
+    {"model": 1, "epoch": 2, "test_accuracy": 0.85, "loss": 0.4, "values": {"lr": 0.01}, "array": 1},
+    {"model": "<b>2</b>", "epoch": 1, "test_accuracy": 0.9},
+    {"model": 3, "epoch": 1, "test_accuracy": "0.9"},
+    {"model": 4, "epoch": 1, "test_accuracy": 0.9, "array": "x"},
+    {"model": 5, "epoch": "one", "test_accuracy": 0.9}])");
   auto ranked = sweep_ranking(records);
-  ASSERT_EQ(ranked.size(), 2u);
+  ASSERT_EQ(ranked.size(), 2u) << "records of other types are skipped, not a 500: " << ranked.dump();
   EXPECT_EQ(ranked[0]["model"], 1) << "ranked by the latest accuracy";
   EXPECT_EQ(ranked[0]["array"], 1) << "its array after the split";
   EXPECT_DOUBLE_EQ(ranked[1]["best_test_accuracy"].get<double>(), 0.80);

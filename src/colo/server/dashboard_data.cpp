@@ -96,10 +96,23 @@ std::string sweep_log_path(const sched::JobRecord& job) {
   return out.empty() ? "" : relative(out) + "/sweep.jsonl";
 }
 
+namespace {
+
+// Whether a sweep.jsonl record is a model's epoch with fields of the types
+// colo sweep writes (the job writes the file: anything else is skipped).
+bool is_epoch_record(const nlohmann::json& r) {
+  auto number_if_there = [&r](const char* key) { return !r.contains(key) || r[key].is_number(); };
+  return r.contains("model") && r["model"].is_number_integer() && r.contains("epoch") && r["epoch"].is_number() &&
+         (!r.contains("array") || r["array"].is_number_integer()) && number_if_there("test_accuracy") &&
+         number_if_there("loss");
+}
+
+}  // namespace
+
 nlohmann::json sweep_ranking(const nlohmann::json& records) {
   std::map<int64_t, nlohmann::json> models;
   for (const auto& r : records) {
-    if (!r.contains("model") || !r.contains("epoch")) continue;
+    if (!is_epoch_record(r)) continue;
     int64_t id = r["model"].get<int64_t>();
     nlohmann::json& m = models[id];
     if (m.is_null()) {

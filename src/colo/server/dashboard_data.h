@@ -36,6 +36,8 @@ std::string sweep_log_path(const sched::JobRecord& job);
 // A sweep's models from its sweep.jsonl records, best first by their latest
 // test accuracy: [{model, values, array, epochs, test_accuracy,
 // best_test_accuracy, loss, curve: [[epoch, test_accuracy, loss], ...]}].
+// Records of other types (a model that is not an integer, a string
+// accuracy) are skipped.
 nlohmann::json sweep_ranking(const nlohmann::json& records);
 
 }  // namespace colo::server
