@@ -61,7 +61,10 @@ TEST_F(HttpApiTest, SubmitsListsShowsAndCancels) {
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0]["spec"]["name"], "b");
   EXPECT_EQ(client_.Get("/jobs/99")->status, 404);
-  EXPECT_EQ(client_.Get("/jobs?state=SLEEPING")->status, 400);
+  auto unknown = client_.Get("/jobs?state=SLEEPING");
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_NE(unknown->body.find("the states are PENDING, RUNNING, COMPLETED"), std::string::npos) << unknown->body;
+  EXPECT_EQ(nlohmann::json::parse(client_.Get("/jobs?state=pending")->body), pending) << "any case";
   std::string metrics = client_.Get("/metrics")->body;
   EXPECT_NE(metrics.find("colo_jobs{state=\"CANCELLED\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("colo_jobs{state=\"PENDING\"} 1"), std::string::npos) << metrics;

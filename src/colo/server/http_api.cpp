@@ -3,6 +3,7 @@
 #include "colo/server/job_memory.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -335,8 +336,18 @@ void HttpApi::mount(httplib::Server& server) {
     std::stringstream list(wanted);
     for (std::string name; std::getline(list, name, ',');) {
       if (name.empty()) continue;
-      auto state = sched::job_state_from_string(name);
-      if (!state) return reply_error(res, 400, "unknown state \"" + name + "\"");
+      std::string upper = name;
+      std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+      auto state = sched::job_state_from_string(upper);
+      if (!state) {
+        std::string known;
+        for (auto s : {sched::JobState::kPending, sched::JobState::kRunning, sched::JobState::kCompleted,
+                       sched::JobState::kFailed, sched::JobState::kOutOfMemory, sched::JobState::kRequeued,
+                       sched::JobState::kCancelled}) {
+          known += (known.empty() ? "" : ", ") + sched::to_string(s);
+        }
+        return reply_error(res, 400, "unknown state \"" + name + "\"; the states are " + known + " (any case)");
+      }
       states.push_back(*state);
     }
     nlohmann::json out = nlohmann::json::array();
