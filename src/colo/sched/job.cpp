@@ -32,6 +32,12 @@ std::optional<JobState> job_state_from_string(const std::string& name) {
   return std::nullopt;
 }
 
+std::string job_state_names() {
+  std::string names;
+  for (const auto& [s, name] : kNames) names += (names.empty() ? "" : ", ") + std::string(name);
+  return names;
+}
+
 bool is_final(JobState state) {
   return state == JobState::kCompleted || state == JobState::kFailed || state == JobState::kCancelled;
 }

@@ -19,6 +19,8 @@ enum class JobState {
 // "PENDING", "RUNNING", "COMPLETED", "FAILED", "OUT_OF_MEMORY", "REQUEUED", "CANCELLED".
 std::string to_string(JobState state);
 std::optional<JobState> job_state_from_string(const std::string& name);
+// Every state's name, in the order above, joined by ", " (for messages).
+std::string job_state_names();
 
 // True for states a job never leaves.
 bool is_final(JobState state);

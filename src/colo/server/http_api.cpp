@@ -340,13 +340,8 @@ void HttpApi::mount(httplib::Server& server) {
       std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
       auto state = sched::job_state_from_string(upper);
       if (!state) {
-        std::string known;
-        for (auto s : {sched::JobState::kPending, sched::JobState::kRunning, sched::JobState::kCompleted,
-                       sched::JobState::kFailed, sched::JobState::kOutOfMemory, sched::JobState::kRequeued,
-                       sched::JobState::kCancelled}) {
-          known += (known.empty() ? "" : ", ") + sched::to_string(s);
-        }
-        return reply_error(res, 400, "unknown state \"" + name + "\"; the states are " + known + " (any case)");
+        return reply_error(res, 400,
+                           "unknown state \"" + name + "\"; the states are " + sched::job_state_names() + " (any case)");
       }
       states.push_back(*state);
     }
