@@ -214,6 +214,24 @@ def cross_entropy_loss(output):
     return F.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device))
 
 
+def _keeps_model_buffers(estimate_fn):
+    """`estimate_fn(model, ...)` that leaves the model's buffers as they were:
+    the training-mode forwards colo runs on random samples would otherwise
+    move BatchNorm's running statistics and num_batches_tracked (a
+    pretrained model's statistics drifting)."""
+    @functools.wraps(estimate_fn)
+    def keeping(model, *args, **kwargs):
+        kept = [(b, b.detach().clone()) for b in model.buffers()] if isinstance(model, torch.nn.Module) else []
+        try:
+            return estimate_fn(model, *args, **kwargs)
+        finally:
+            with torch.no_grad():
+                for buffer, value in kept:
+                    buffer.copy_(value)
+    return keeping
+
+
+@_keeps_model_buffers
 def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
              eval_batch_size=None, autocast=None, learned=None, keep_output=True):
     """Peak GPU memory of training `model` with `optimizer` at `batch_size`.

@@ -553,3 +553,16 @@ def test_a_bf16_batch_is_counted_at_two_bytes_an_element():
     bf16 = colo.estimate(model().to(torch.bfloat16), torch.randn(1, 3, 32, 32, dtype=torch.bfloat16), batch_size=64)
     assert fp32.breakdown["data"] > 0
     assert abs(bf16.breakdown["data"] - fp32.breakdown["data"] / 2) <= 1024, (bf16.breakdown, fp32.breakdown)
+
+
+def test_estimating_leaves_the_models_batchnorm_statistics_as_they_were():
+    """colo runs the model in training mode on random samples; a pretrained
+    model's running statistics must not drift for it."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 2))
+    with torch.no_grad():
+        model[1].running_mean.fill_(0.5)
+        model[1].running_var.fill_(2.0)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    colo.estimate(model, torch.randn(1, 3, 8, 8), batch_size=8)
+    for name, b in model.named_buffers():
+        assert torch.equal(b, before[name]), (name, before[name], b)
