@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -401,6 +402,61 @@ TEST(Runner, JobsOnASharedLoaderStartTogetherOnlyOnceTheirProducerHasFilledItsRi
   EXPECT_LT(std::abs(*a->start_s - *b->start_s), 0.5) << "both started in the round their producer became ready";
   EXPECT_EQ(colo.starts().size(), 1u);
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "stopped once its jobs ended";
+}
+
+// A GPU the runner takes for a real one (it is no SimulatedDevice: jobs
+// on it are MPS clients under mode mps), reading like a simulated one.
+class UnsimulatedDevice : public gpu::Device {
+ public:
+  explicit UnsimulatedDevice(int index) : inner_(index, gpu::SimulatedGpuSpec{}) {}
+  const gpu::DeviceInfo& info() const override { return inner_.info(); }
+  gpu::DeviceSample sample() override { return inner_.sample(); }
+  std::vector<gpu::ProcessUsage> processes() override { return inner_.processes(); }
+
+ private:
+  gpu::SimulatedDevice inner_;
+};
+
+TEST(Runner, UnderMpsASharedLoaderProducerIsAClientOfTheRunnersDaemonSeeingEveryGpu) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(
+      dir, "echo \"$CUDA_MPS_PIPE_DIRECTORY|$CUDA_VISIBLE_DEVICES\" > '" + dir.file("producer.env") + "'");
+  JobStore store(dir.file("jobs.db"));
+  JobSpec job = loader_job("a", dir, dir.file("data.toml"));
+  job.command.back() += " && echo \"$CUDA_MPS_PIPE_DIRECTORY\" > " + dir.file("job.env");
+  const int64_t id = store.submit({job}).front();
+  RunnerOptions options = quick_options(dir);
+  options.mode = CollocationMode::kMps;
+  options.mps_control = COLO_SOURCE_DIR "/tests/gpu/fake_mps_control.sh";
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<UnsimulatedDevice>(0), std::make_shared<UnsimulatedDevice>(1)}, options);
+  colo.fill();
+  runner.run_until_done();
+  ASSERT_EQ(store.get(id)->state, JobState::kCompleted) << store.get(id)->reason;
+  const std::string pipe = read_file(dir.file("job.env"));
+  ASSERT_NE(pipe, "\n") << "the job is an MPS client";
+  EXPECT_EQ(read_file(dir.file("producer.env")), pipe.substr(0, pipe.size() - 1) + "|0,1\n")
+      << "the producer is a client of the same daemon, seeing both GPUs by ordinal";
+}
+
+TEST(Runner, OutsideMpsASharedLoaderProducerKeepsTheRunnersEnvironment) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(
+      dir, "echo \"${CUDA_MPS_PIPE_DIRECTORY-unset}|${CUDA_VISIBLE_DEVICES-unset}\" > '" + dir.file("producer.env") + "'");
+  JobStore store(dir.file("jobs.db"));
+  const int64_t id = store.submit({loader_job("a", dir, dir.file("data.toml"))}).front();
+  RunnerOptions options = quick_options(dir);  // mode shared
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<UnsimulatedDevice>(0)}, options);
+  colo.fill();
+  runner.run_until_done();
+  ASSERT_EQ(store.get(id)->state, JobState::kCompleted) << store.get(id)->reason;
+  auto inherited = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "unset");
+  };
+  EXPECT_EQ(read_file(dir.file("producer.env")),
+            inherited("CUDA_MPS_PIPE_DIRECTORY") + "|" + inherited("CUDA_VISIBLE_DEVICES") + "\n");
 }
 
 // A job waiting for its shared loader, whose stand-in producer has started

@@ -27,7 +27,7 @@ LoaderProducers::~LoaderProducers() {
   }
 }
 
-void LoaderProducers::acquire(const std::string& named_file, int64_t job_id) {
+void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, const EnvironmentOverrides& env) {
   const std::string data_file = resolved_path(named_file);  // one producer for every spelling of the path
   Producer& producer = producers_[data_file];
   const bool held = producer.jobs.count(job_id) > 0;  // it waits for this producer to fill its ring
@@ -40,7 +40,7 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id) {
     producer.process = std::make_unique<ChildProcess>(
         std::vector<std::string>{colo_program_, "loader", "serve", data_file, "--report", "0", "--idle-exit",
                                  std::to_string(kDetachedIdleExitS), "--ready-file", producer.ready_file},
-        EnvironmentOverrides{}, producer.log);
+        env, producer.log);
     producer.since_start.restart();
     producer.ready = false;
     producer.failure.clear();

@@ -50,7 +50,9 @@ class LoaderProducers {
   // Throws std::runtime_error when the program cannot be started. A
   // producer that fails after starting (a bad data file) is seen by its
   // consumers, which end with a clear error (colo.data.ProducerLost).
-  void acquire(const std::string& data_file, int64_t job_id);
+  // A producer started here gets `env` added to this process's environment
+  // (under MPS, the daemon's client variables).
+  void acquire(const std::string& data_file, int64_t job_id, const EnvironmentOverrides& env = {});
 
   // Whether the jobs of `data_file`'s producer (acquired before; false for
   // a file no job acquired) may be launched: once it has written its ready

@@ -338,6 +338,22 @@ gpu::MpsDaemon* Runner::mps() {
   return mps_.get();
 }
 
+// Under MPS a producer is a client of the runner's daemon, as its jobs are:
+// a process outside MPS shares the GPU with the daemon by time slices, so
+// its copies would not run beside the jobs' kernels, and its device ring
+// would be mapped across that divide. It sees every GPU of the runner by
+// its ordinal among the daemon's, as a job sees its own: `device =
+// "cuda:K"` in DATA.toml is the runner's K-th GPU either way. Otherwise it
+// inherits this process's environment.
+EnvironmentOverrides Runner::producer_environment() {
+  if (!has_gpus_ || options_.mode != CollocationMode::kMps || simulated_device(devices_.front()) != nullptr) return {};
+  EnvironmentOverrides env = mps()->client_environment(std::nullopt, std::nullopt, {});
+  std::string ordinals;
+  for (size_t g = 0; g < devices_.size(); ++g) ordinals += (g ? "," : "") + std::to_string(g);
+  env["CUDA_VISIBLE_DEVICES"] = ordinals;
+  return env;
+}
+
 std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   JobRequest request = request_for(job);
   Placement placement = pick_gpus(*policy_, request, ledger_.views(clock_.elapsed_s()));
@@ -350,7 +366,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   remove_tree(progress_path(job.id));  // an earlier attempt's
   if (!job.spec.loader.empty()) {
     try {
-      loaders_->acquire(job.spec.loader, job.id);
+      loaders_->acquire(job.spec.loader, job.id, producer_environment());
     } catch (const std::exception& e) {
       return NotStarted{"cannot start its shared loader for " + job.spec.loader + ": " + e.what()};
     }

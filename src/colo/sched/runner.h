@@ -168,6 +168,8 @@ class Runner {
   void mark_active_on_simulated(const Active& job);
   // The one MPS daemon over all of this runner's GPUs, started on first use.
   gpu::MpsDaemon* mps();
+  // The environment a shared-loader producer starts with (see runner.cpp).
+  EnvironmentOverrides producer_environment();
   std::string log_path(int64_t id) const;
   std::string status_path(int64_t id) const;
 
