@@ -10,6 +10,7 @@ same cores (taskset), in four setups:
              (colo's ImageDecoder, as LocalImageLoader uses)
   producer   one `colo loader serve` (the ring in host memory) and P
              consumer processes reading its batches
+  producer_gpu  the same with its ring mirrored on --producer-device
 each once as fast as it goes (`busy`) and once paced at --paced of own's
 busy rate, so that the cores are partly idle, as in a training run where
 the GPU is the limit. Each setup runs --seconds; the cost counts decode
@@ -128,13 +129,13 @@ def run_own(args, data, rate):
             "decode_core_ms_per_sample": 1000 * cpu / samples}
 
 
-def run_producer(args, data, rate):
-    producer = subprocess.Popen(["taskset", "-c", args.cores, args.colo, "loader", "serve", data["producer"],
+def run_producer(args, data, rate, which="producer"):
+    producer = subprocess.Popen(["taskset", "-c", args.cores, args.colo, "loader", "serve", data[which],
                                  "--report", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until_ring_full(args.colo, data["producer"], producer)
+        wait_until_ring_full(args.colo, data[which], producer)
         # Every consumer reads every sample the producer decodes once.
-        consumers = launch(args, "consumer", data["producer"], rate)
+        consumers = launch(args, "consumer", data[which], rate)
         time.sleep(args.warm)
         t0, s0, cpu0 = producer_counters(args.colo, data["address"], producer.pid)
         time.sleep(args.seconds - args.warm - 0.5)
@@ -160,6 +161,10 @@ def run(args):
         with open(data["producer"], "w") as f:
             f.write(common + f'threads = {args.producer_threads}\nchunk = {args.batch}\nbuffer = {args.buffer}\n'
                     f'ahead = {args.ahead}\naddress = "{address}"\n')
+        if args.producer_device:  # its ring mirrored on that GPU (pinned, copied chunk by chunk), as in training runs
+            data["producer_gpu"] = os.path.join(tmp, "producer_gpu.toml")
+            with open(data["producer_gpu"], "w") as f:
+                f.write(open(data["producer"]).read() + f'device = "{args.producer_device}"\n')
         rounds = []
         for r in range(args.repeat):
             row = {"own_busy": run_own(args, data, 0)}
@@ -167,6 +172,9 @@ def run(args):
             row["producer_busy"] = run_producer(args, data, 0)
             row["own_paced"] = run_own(args, data, paced)
             row["producer_paced"] = run_producer(args, data, paced)
+            if args.producer_device:
+                row["producer_gpu_busy"] = run_producer(args, data, 0, "producer_gpu")
+                row["producer_gpu_paced"] = run_producer(args, data, paced, "producer_gpu")
             rounds.append(row)
             print(f"round {r + 1}: " + ", ".join(
                 f"{k} {v['decode_core_ms_per_sample']:.3f} core-ms/sample at {v['samples_per_s']:.0f}/s"
@@ -205,6 +213,7 @@ def main():
     r.add_argument("--seconds", type=float, default=8.0)
     r.add_argument("--warm", type=float, default=2.0)
     r.add_argument("--repeat", type=int, default=2)
+    r.add_argument("--producer-device", help="also run the producer with its ring on this GPU (e.g. cuda)")
     r.add_argument("--out")
     for role in ("own", "consumer"):
         p = sub.add_parser(role)

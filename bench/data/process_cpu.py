@@ -67,7 +67,9 @@ class CpuSampler:
 
     def run(self):
         while not self.stop.is_set():
-            self.threads.append((time.time(), thread_cpu_s(self.pid)))
+            threads = thread_cpu_s(self.pid)
+            if threads:  # none once it has exited: its last reading stands
+                self.threads.append((time.time(), threads))
             self.stop.wait(0.05)
 
     def threads_between(self, t0, t1):

@@ -221,12 +221,14 @@ def run_mode(args, mode, data):
     keeps its ring on the GPU when the jobs train on one), shared_host (the
     ring in host memory only), or own_colo / own_torch."""
     taskset = ["taskset", "-c", args.cores]
-    producer = sampler = None
+    producer = sampler = producer_stats = None
     source = "shared" if mode.startswith("shared") else mode
-    device_ring = mode in ("shared", "shared_slowest") and args.device.startswith("cuda")
-    data = data[mode] if mode in data else data["shared_host"]
+    device_ring = mode in ("shared", "shared_slowest", "shared_scheduler") and args.device.startswith("cuda")
+    data = data["shared"] if mode == "shared_scheduler" else data[mode] if mode in data else data["shared_host"]
     round_start = time.time()
-    if source == "shared":
+    if mode == "shared_scheduler":
+        pass  # `colo run` starts the producer and launches the jobs once its ring is full
+    elif source == "shared":
         producer = subprocess.Popen(taskset + [args.colo, "loader", "serve", data, "--report", "0"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sampler = CpuSampler(producer.pid)
@@ -244,7 +246,10 @@ def run_mode(args, mode, data):
                 + (["--expect-device-ring"] if device_ring else [])
                 for i in range(args.jobs)]
     launched = time.time()
-    results = run_jobs(commands, mode)
+    if mode == "shared_scheduler":
+        results, sampler, producer_stats = run_under_scheduler(args, data, [c[len(taskset):] for c in commands])
+    else:
+        results = run_jobs(commands, mode)
     for r in results:
         r["phases"] = {"launched": launched, **r["phases"]}
     first, last = min(r["start"] for r in results), max(r["end"] for r in results)
@@ -255,12 +260,13 @@ def run_mode(args, mode, data):
     mps_cpu = pipe and {"pids": mps_server_pids(pipe)}
     if mps_cpu:
         mps_cpu["cpu_core_s"] = sum(process_cpu_s(pid) for pid in mps_cpu["pids"])
-    producer_stats = producer_cpu = None
+    producer_cpu = None
     if producer:
         producer.send_signal(2)
         out, _ = producer.communicate(timeout=30)
         sampler.finish()
         producer_stats = json.loads(out.strip().splitlines()[-1])
+    if sampler:
         # Decoding and the main thread count from the producer's start (what
         # it decodes before the jobs' first steps, they read; the main thread
         # makes the ring, populating its pages, and registers it with CUDA);
@@ -270,6 +276,7 @@ def run_mode(args, mode, data):
         early = ("colo-decode", "colo")
         producer_cpu = sum(from_start.get(name, 0.0) for name in early) + sum(
             v for name, v in threads.items() if name not in early)
+        producer_stats = producer_stats or {}
         producer_stats["threads_cpu_core_s"] = threads
         producer_stats["decode_cpu_core_s_before_span"] = from_start.get("colo-decode", 0.0) - threads.get(
             "colo-decode", 0.0)
@@ -289,6 +296,62 @@ def run_mode(args, mode, data):
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "all_running": all_running(results),
             "jobs": results, "producer": producer_stats, "mps_server": mps_cpu}
+
+
+def run_under_scheduler(args, data, commands):
+    """The jobs run by `colo run` (mode shared_scheduler), as a user runs
+    them: a job file whose jobs name `loader = DATA.toml`, so that colo's
+    scheduler starts one producer, launches the jobs once its ring is full
+    and stops it when they end; `colo run` itself is pinned to --cores, and
+    everything it starts with it. Returns the jobs' results (from their
+    logs), a CpuSampler of the producer, and its last stats (from its log)."""
+    import glob
+    import threading
+    work = tempfile.mkdtemp(prefix="colo-sched-")
+    jobs_file = os.path.join(work, "jobs.toml")
+    with open(jobs_file, "w") as f:
+        for i, argv in enumerate(commands):
+            f.write(f'[[job]]\nname = "job{i}"\ncommand = [{", ".join(json.dumps(a) for a in argv)}]\n'
+                    f'loader = {json.dumps(data)}\nmem = "8GiB"\nsm_share = {args.scheduler_sm_share}\n\n')
+    store = os.path.join(work, "jobs.db")
+    found = {}
+
+    def watch_for_producer(stop):
+        wanted = b"\0".join([b"loader", b"serve", data.encode()])
+        while not stop.is_set() and "sampler" not in found:
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        with open(f"/proc/{entry}/cmdline", "rb") as f:
+                            if wanted in f.read():
+                                found["sampler"] = CpuSampler(int(entry))
+                                break
+                    except OSError:
+                        continue
+            stop.wait(0.02)
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch_for_producer, args=(stop,), daemon=True)
+    watcher.start()
+    done = subprocess.run(["taskset", "-c", args.cores, args.colo, "run", jobs_file, "--store", store,
+                           "--mode", args.scheduler_mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop.set()
+    watcher.join()
+    sampler = found.get("sampler")
+    if sampler:
+        sampler.finish()
+    logs = sorted(glob.glob(store + ".logs/job-*.log"), key=lambda p: int(re.search(r"job-(\d+)", p).group(1)))
+    if done.returncode != 0 or len(logs) != len(commands):
+        tails = "".join(open(p).read()[-1500:] for p in logs)
+        raise SystemExit(f"colo run failed (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-3000:]}\n{tails}")
+    results = [json.loads(open(p).read().strip().splitlines()[-1]) for p in logs]
+    producer_stats = None
+    for p in glob.glob(store + ".logs/loader-*.log"):
+        try:
+            producer_stats = json.loads(open(p).read().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            pass
+    return results, sampler, producer_stats
 
 
 def all_running(results):
@@ -482,6 +545,10 @@ def main():
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")
     r.add_argument("--colo", default="build/colo")
+    r.add_argument("--scheduler-mode", default="shared", choices=["shared", "mps"],
+                   help="`colo run --mode` for mode shared_scheduler")
+    r.add_argument("--scheduler-sm-share", type=float, default=0.15,
+                   help="sm_share of each job under shared_scheduler (placement; under MPS also its SM cap)")
     r.add_argument("--launch-when-full", action="store_true",
                    help="shared modes: launch the jobs once the producer's ring is full (it then idles instead of "
                         "decoding beside their set-up); default: 1 s after starting it")

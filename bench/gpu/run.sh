@@ -25,7 +25,8 @@
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
 #                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS[:amp] ...", SHARED_ARGS;
-#                               #   SHARED_PROBE=1: first bench/data/consumer_cpu.py, fp32 and bf16)
+#                               #   SHARED_PROBE=1: first bench/data/consumer_cpu.py, fp32 and bf16;
+#                               #   DECODE_COST=1: first bench/data/decode_cost.py, DECODE_ARGS)
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME;
 #                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
@@ -66,7 +67,12 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 start=$(date +%s)
 if [ "${GPU_BINARY_ONLY:-0}" = 1 ] && [ -x .gpubin/colo ] && ! ldd .gpubin/colo | grep -q "not found"; then
   mkdir -p "$BUILD" && cp .gpubin/colo "$BUILD/colo"
-  note "build: carried binary .gpubin/colo"
+  # colo._core too, when it came back: the package beside it is this tree's.
+  for core in .gpubin/_core*.so; do
+    [ -e "$core" ] || continue
+    mkdir -p "$BUILD/python/colo" && cp -r python/colo/. "$BUILD/python/colo/" && cp "$core" "$BUILD/python/colo/"
+  done
+  note "build: carried binaries $(ls .gpubin | tr '\n' ' ')"
 else
 # Warnings are counted, not fatal, here: the table says how many this toolchain gives.
 if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_WERROR=OFF >"$OUT/build.log" 2>&1; then
@@ -80,7 +86,10 @@ fi
 note "build: $(( $(date +%s) - start )) s, $(grep -c 'warning:' "$OUT/build.log") warning(s) ($(g++ --version | head -1))"
 grep -E "warning:" "$OUT/build.log" | sort | uniq | head -20
 fi
-[ "${RETURN_BINARY:-0}" = 1 ] && cp "$BUILD/colo" "$OUT/colo"
+if [ "${RETURN_BINARY:-0}" = 1 ]; then
+  cp "$BUILD/colo" "$OUT/colo"
+  cp "$BUILD"/python/colo/_core*.so "$OUT/" 2>/dev/null || true
+fi
 
 if want tests || want train; then
   # Four tests at a time with four threads each: sixteen CPU-heavy tests of
@@ -249,6 +258,11 @@ if want shared; then
   done
   nproc >"$OUT/shared/nproc.txt"
   lscpu -e >"$OUT/shared/lscpu.txt" 2>&1 || true
+  if [ "${DECODE_COST:-0}" = 1 ]; then  # decode core-ms per sample: a producer against own decoding, busy and paced
+    PYTHONPATH="$BUILD/python" python3 bench/data/decode_cost.py run --images /tmp/colo-images/train --cores 0-3 \
+      --colo "$BUILD/colo" --processes 4 --threads 2 --producer-threads 4 --producer-device cuda ${DECODE_ARGS:-} \
+      --out "$OUT/shared/decode_cost.json" 2>&1 | tail -6 | tee -a "$summary"
+  fi
   if [ "${SHARED_PROBE:-0}" = 1 ]; then  # a consumer's own CPU while the GPU is the limit
     for amp in "" --amp; do
       PYTHONPATH="$BUILD/python" python3 bench/data/consumer_cpu.py --jobs 4 --cores 0-3 $amp \
