@@ -13,9 +13,11 @@ same cores (taskset), in four setups:
   producer_gpu  the same with its ring mirrored on --producer-device
 each once as fast as it goes (`busy`) and once paced at --paced of own's
 busy rate, so that the cores are partly idle, as in a training run where
-the GPU is the limit. Each setup runs --seconds; the cost counts decode
-threads' CPU over the samples decoded in the window after --warm seconds
-(the producer's first ring fill is outside it). Rounds interleave setups.
+the GPU is the limit. The cost counts decode threads' CPU over the samples
+decoded in a window of --seconds less --warm: own processes open it --warm
+seconds after they start decoding, the producer --warm seconds after it
+decodes again once its consumers have read through its first ring fill.
+Rounds interleave setups.
 
   python3 bench/data/decode_cost.py --images DIR --cores 0-3 --colo build/colo --out decode_cost.json
 """
@@ -95,10 +97,10 @@ def consumer_process(args):
     loader.close()
 
 
-def launch(args, role, data, rate, threads=0):
+def launch(args, role, data, rate, threads=0, seconds=None):
     return [subprocess.Popen(["taskset", "-c", args.cores, sys.executable, HERE, role, "--data", data,
                               "--batch", str(args.batch), "--threads", str(threads), "--rate", str(rate),
-                              "--seconds", str(args.seconds), "--warm", str(args.warm)],
+                              "--seconds", str(seconds or args.seconds), "--warm", str(args.warm)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(args.processes)]
 
@@ -130,24 +132,37 @@ def run_own(args, data, rate):
 
 
 def run_producer(args, data, rate, which="producer"):
+    consumers = []
     producer = subprocess.Popen(["taskset", "-c", args.cores, args.colo, "loader", "serve", data[which],
                                  "--report", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until_ring_full(args.colo, data[which], producer)
         # Every consumer reads every sample the producer decodes once.
-        consumers = launch(args, "consumer", data[which], rate)
+        filled = producer_counters(args.colo, data["address"], producer.pid)[1]
+        # The consumers read for long enough whatever their start-up takes;
+        # they are stopped once the window is measured.
+        consumers = launch(args, "consumer", data[which], rate, seconds=args.seconds + 60)
+        # The window opens --warm seconds after the producer decodes again,
+        # the consumers having read their way through its first ring.
+        deadline = time.time() + 60
+        while producer_counters(args.colo, data["address"], producer.pid)[1] <= filled:
+            if time.time() > deadline or any(c.poll() is not None for c in consumers):
+                raise SystemExit(f"the producer decoded nothing more for its consumers: "
+                                 f"{''.join(c.stderr.read()[-1000:] for c in consumers if c.poll() is not None)}")
+            time.sleep(0.1)
         time.sleep(args.warm)
         t0, s0, cpu0 = producer_counters(args.colo, data["address"], producer.pid)
-        time.sleep(args.seconds - args.warm - 0.5)
+        time.sleep(args.seconds - args.warm)
         t1, s1, cpu1 = producer_counters(args.colo, data["address"], producer.pid)
-        read = collect(consumers, "consumer")
     finally:
+        for c in consumers:
+            c.terminate()
+            c.communicate()
         producer.send_signal(2)
         producer.communicate(timeout=30)
     samples = s1 - s0
     return {"samples": samples, "samples_per_s": samples / (t1 - t0), "decode_cpu_core_s": cpu1 - cpu0,
-            "decode_core_ms_per_sample": 1000 * (cpu1 - cpu0) / samples,
-            "consumers_samples_per_s": sum(r["samples"] / r["seconds"] for r in read)}
+            "decode_core_ms_per_sample": 1000 * (cpu1 - cpu0) / samples}
 
 
 def run(args):

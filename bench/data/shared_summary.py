@@ -12,9 +12,9 @@ from statistics import median
 
 def shared_mode(modes):
     """The shared mode a run's figures are about: the device ring's, else
-    the host ring's, else pace slowest's."""
+    the host ring's, else pace slowest's, else the scheduler's."""
     by = {m["mode"]: m for m in modes}
-    return by.get("shared") or by.get("shared_host") or by["shared_slowest"]
+    return by.get("shared") or by.get("shared_host") or by.get("shared_slowest") or by["shared_scheduler"]
 
 
 def summarize(args):
