@@ -1,6 +1,7 @@
 #include "colo/data/shared_loader.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -17,6 +18,7 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
 #include "colo/data/image_folder.h"
 #include "colo/data/loader_sampler.h"
@@ -33,6 +35,7 @@ struct ProducerOptions {
   int64_t ahead = 8;
   LoaderPace pace = LoaderPace::fastest;
   std::string ready_file = "";  // LoaderServeSpec::ready_file
+  double start_group_wait_s = 20;
 };
 
 // A producer on a thread, over a folder of `images` one-class-each images
@@ -58,6 +61,7 @@ class Producer {
     spec.stall_s = options.stall_s;
     spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
     spec.ready_file = options.ready_file;
+    spec.start_group_wait_s = options.start_group_wait_s;
     server = std::make_unique<LoaderServer>(spec, std::move(mirror));
     thread = std::thread([this] { server->serve(0); });
   }
@@ -299,6 +303,62 @@ TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
   labels_of(starting, 1);  // starts at the oldest chunk still held
   // The other read chunks 0-11 through 4 slots: the oldest left is 8 or later.
   EXPECT_GE(starting.stats()["chunks_skipped"].get<int64_t>(), 8);
+}
+
+// Consumers made while it lives are in start group `group`
+// ($COLO_LOADER_START_GROUP, as colo's scheduler sets it).
+class StartGroupVariable {
+ public:
+  explicit StartGroupVariable(const std::string& group) { ::setenv(kLoaderStartGroupVariable, group.c_str(), 1); }
+  ~StartGroupVariable() { ::unsetenv(kLoaderStartGroupVariable); }
+};
+
+TEST(SharedLoader, ConsumersStartedTogetherGetTheirFirstChunksTogetherFromTheSameChunk) {
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100, .ready_file = ready});
+  StartGroupVariable group("2:" + ready);
+  SharedLoaderClient first(producer.spec.address, 8), second(producer.spec.address, 8);
+  std::vector<int64_t> first_labels;
+  std::chrono::steady_clock::time_point first_got;
+  std::thread reading([&] {
+    first_labels = labels_of(first, 1);
+    first_got = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the other job still sets up
+  const auto second_asks = std::chrono::steady_clock::now();
+  std::vector<int64_t> second_labels = labels_of(second, 1);
+  reading.join();
+  EXPECT_GE(first_got, second_asks) << "the first waited for the second to ask";
+  EXPECT_EQ(first_labels, second_labels) << "both start at the same chunk";
+  nlohmann::json stats = producer.server->stats()["start_group"];
+  EXPECT_EQ(stats["size"], 2);
+  EXPECT_EQ(stats["asked"], 2);
+  EXPECT_EQ(stats["released"], true);
+}
+
+TEST(SharedLoader, AStartGroupWhoseOthersNeverAskHoldsItsFirstConsumerOnlyForTheWait) {
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.ready_file = ready, .start_group_wait_s = 0.6});
+  StartGroupVariable group("3:" + ready);
+  SharedLoaderClient alone(producer.spec.address, 8);
+  const double first = seconds_to_read(alone, 1);
+  EXPECT_GE(first, 0.5);
+  EXPECT_LT(first, 5.0);
+  EXPECT_LT(seconds_to_read(alone, 1), 0.5) << "only its first chunk waited";
+}
+
+TEST(SharedLoader, AStartGroupOfAnotherProducerOrOfOneIsIgnored) {
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.ready_file = ready});
+  for (const std::string& other : {"2:" + dir.file("other.ready"), "1:" + ready, "x:" + ready, ready}) {
+    StartGroupVariable group(other);
+    SharedLoaderClient consumer(producer.spec.address, 8);
+    EXPECT_LT(seconds_to_read(consumer, 1), 5.0) << other;  // not the 20 s wait
+  }
+  EXPECT_EQ(producer.server->stats()["start_group"]["size"], 0);
 }
 
 TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {

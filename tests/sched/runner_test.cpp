@@ -459,6 +459,30 @@ TEST(Runner, OutsideMpsASharedLoaderProducerKeepsTheRunnersEnvironment) {
             inherited("CUDA_MPS_PIPE_DIRECTORY") + "|" + inherited("CUDA_VISIBLE_DEVICES") + "\n");
 }
 
+TEST(Runner, JobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndAJobAloneIsNot) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  JobStore store(dir.file("jobs.db"));
+  auto recording = [&](const std::string& name, const std::string& data) {
+    JobSpec job = loader_job(name, dir, data);
+    job.command = {"/bin/sh", "-c", "echo \"${COLO_LOADER_START_GROUP-none}\" > " + dir.file(name + ".group")};
+    return job;
+  };
+  store.submit({recording("a", dir.file("data.toml")), recording("b", dir.file("data.toml")),
+                recording("alone", dir.file("other.toml"))});
+  auto runner = runner_with_loader_program(store, dir, colo);
+  runner->step();
+  ASSERT_TRUE(colo.wait_for_starts(2));
+  colo.fill();
+  runner->run_until_done();
+  for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
+  // Producers are numbered as they start: data.toml's first (its jobs came first).
+  const std::string group = "2:" + dir.file("logs/loader-1.ready") + "\n";
+  EXPECT_EQ(read_file(dir.file("a.group")), group);
+  EXPECT_EQ(read_file(dir.file("b.group")), group);
+  EXPECT_EQ(read_file(dir.file("alone.group")), "none\n") << "one job waits for no one";
+}
+
 // A job waiting for its shared loader, whose stand-in producer has started
 // and not filled its ring.
 class RunnerWithAJobWaitingForItsLoader : public ::testing::Test {

@@ -155,6 +155,9 @@ nlohmann::json LoaderServer::stats() const {
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
+          // Consumers started together (LoaderServeSpec::start_group_wait_s): how many, how many asked.
+          {"start_group", {{"size", s.start_group.size}, {"asked", s.start_group.asked.size()},
+                           {"released", s.start_group.released}}},
           {"waited_for_slots_s", s.waited_for_slots_s},
           {"waited_for_demand_s", s.waited_for_demand_s},
           {"waited_for_decoding_s", s.waited_for_decoding_s},
@@ -269,6 +272,15 @@ void LoaderServer::serve(double report_s) {
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
         c.route = who;  // beats come from another socket: replies go where "next" came from
+        if (c.served == 0 && !s.start_group.released && request.contains("start_group")) {
+          const size_t size = start_group_size(request.value("start_group", ""), spec_.ready_file);
+          if (size > 0) {
+            if (s.start_group.asked.empty()) s.start_group.since_first_asked.restart();
+            s.start_group.size = size;
+            s.start_group.asked.insert(found->first);
+            c.in_start_group = true;
+          }
+        }
         if (c.behind) {  // new, or left behind: it starts at the oldest chunk held, up to the lag allowed
           const int64_t start = rejoin_at(s, spec_);
           c.cursor = std::max(c.cursor, start);
@@ -322,6 +334,18 @@ void LoaderServer::serve(double report_s) {
           if (s.consumers.empty()) s.idle_since.restart();
           s.changed.notify_all();
           continue;
+        }
+        if (c.pending && c.in_start_group && !s.start_group.released) {
+          StartGroup& group = s.start_group;
+          if (group.asked.size() < group.size && group.since_first_asked.elapsed_s() < spec_.start_group_wait_s) {
+            ++it;
+            continue;  // its group is not all there yet
+          }
+          if (group.asked.size() < group.size) {
+            std::fprintf(stderr, "colo loader: %zu of the %zu consumers started together asked within %.0f s; "
+                         "serving them\n", group.asked.size(), group.size, spec_.start_group_wait_s);
+          }
+          group.released = true;
         }
         if (c.pending) {
           if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_);  // fell a ring behind (pace fastest)

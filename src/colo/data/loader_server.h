@@ -60,6 +60,15 @@ struct LoaderServeSpec {
   // "buffer_slots" and "unix_s") once it has published its first ring-full,
   // so that a scheduler can start the jobs that read it only then.
   std::string ready_file;
+  // Consumers a scheduler launched together once the ring was full (their
+  // environment's COLO_LOADER_START_GROUP = "N:READY_FILE", sent with their
+  // first request, naming this producer's ready file) get their first chunk
+  // together: once all N have asked, or this long after the first asked.
+  // So they train side by side from the same chunk, instead of the first
+  // ones racing ahead alone (waiting for decoding) and the last ones
+  // trailing, their last chunks decoded again for fewer readers. A group
+  // naming another ready file, or N < 2, is ignored.
+  double start_group_wait_s = 20;
 };
 
 // A copy of the ring in device memory that consumer processes map (CUDA

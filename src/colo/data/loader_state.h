@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -40,6 +42,7 @@ struct Consumer {
   int64_t requested = 0;      // the chunk its pending "next" asked for
   int64_t served = 0;         // every chunk it was given is before this one
   bool in_place = false;      // it reads the ring in place (its requests say which chunks it keeps)
+  bool in_start_group = false;  // its first chunk waits for its start group (LoaderServeSpec)
   Stopwatch last_seen;        // since it last sent anything
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
 };
@@ -55,6 +58,29 @@ struct Published {
 struct Decoding {
   int64_t seq, ticket, count, epoch;
 };
+
+// The consumers launched together whose first chunks wait for each other
+// (LoaderServeSpec::start_group_wait_s): one group per producer.
+struct StartGroup {
+  size_t size = 0;              // consumers in it; 0: none asked yet
+  std::set<int64_t> asked;      // those that have asked for their first chunk
+  Stopwatch since_first_asked;
+  bool released = false;        // its consumers are served as any others
+};
+
+// N of a start group "N:READY_FILE" when READY_FILE is this producer's
+// `ready_file` (non-empty) and N >= 2; else 0.
+inline size_t start_group_size(const std::string& group, const std::string& ready_file) {
+  const auto colon = group.find(':');
+  if (ready_file.empty() || colon == std::string::npos || group.substr(colon + 1) != ready_file) return 0;
+  try {
+    size_t used = 0;
+    const long long n = std::stoll(group.substr(0, colon), &used);
+    return used == colon && n >= 2 ? static_cast<size_t>(n) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
 
 // Everything the producer's threads share; `mutex` guards what they change.
 struct LoaderState {
@@ -76,6 +102,7 @@ struct LoaderState {
   int64_t oldest = 0;                   // oldest chunk still in the ring
   int64_t newest_asked = 0;             // the newest chunk any consumer has asked for
   std::map<int64_t, Consumer> consumers;
+  StartGroup start_group;
   std::deque<nlohmann::json> departed;  // the last reports of consumers that said bye (newest last, kDepartedKept)
   int64_t next_consumer = 1;
   int64_t consumers_seen = 0;

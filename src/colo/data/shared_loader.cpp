@@ -4,12 +4,14 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <utility>
 
 #include <zmq.hpp>
 
+#include "colo/core/loader_start_group.h"
 #include "colo/core/stopwatch.h"
 #include "colo/data/loader_protocol.h"
 #include "colo/data/pixel_normalise.h"
@@ -93,6 +95,7 @@ SharedLoaderClient::SharedLoaderClient(const std::string& address, int64_t batch
                                        std::function<void()> wait_check)
     : batch_size_(batch_size), timeout_s_(timeout_s), wait_check_(std::move(wait_check)) {
   if (batch_size <= 0) throw std::invalid_argument("shared loader: batch size must be positive");
+  if (const char* group = std::getenv(kLoaderStartGroupVariable)) start_group_ = group;
   connection_ = std::make_unique<Connection>();
   connection_->address = address;
   connection_->socket = dealer(connection_->context, address);
@@ -176,11 +179,12 @@ SharedLoaderClient::~SharedLoaderClient() {
 }
 
 void SharedLoaderClient::request(int64_t seq) {
+  nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
+  if (!asked_ && !start_group_.empty()) next["start_group"] = start_group_;
   seq_ = seq;
   asked_ = true;
   outstanding_ = true;
   asked_in_place_ = in_place_;
-  nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
   if (in_place_) next["keep"] = std::max(keep_, released_soon_.load());
   send_json(connection_->socket, next);
 }

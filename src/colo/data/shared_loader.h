@@ -56,6 +56,9 @@ class SharedLoaderClient {
   // the wait and leaves the call (colo.data passes Python's signal check,
   // so that Ctrl-C interrupts a wait). The consumer stays usable after
   // that: a request in flight is answered at its next call.
+  // With $COLO_LOADER_START_GROUP set (by colo's scheduler, for the jobs it
+  // launched together on this producer), the first request says so: the
+  // producer gives the group their first chunks together.
   SharedLoaderClient(const std::string& address, int64_t batch_size, double timeout_s = 10,
                      std::function<void()> wait_check = {});
   ~SharedLoaderClient();  // says goodbye, so the producer stops waiting for it
@@ -161,6 +164,7 @@ class SharedLoaderClient {
   int64_t have_ = 0, used_ = 0;   // samples in the current chunk, samples taken
   int64_t seq_ = 0;               // the chunk requested next
   bool asked_ = false;            // a request was sent (the first batch was asked for)
+  std::string start_group_;       // $COLO_LOADER_START_GROUP, sent with the first request
   bool outstanding_ = false;      // a request's reply is still to be read
   bool asked_in_place_ = false;   // the last request said which chunks we keep (so the producer holds them)
   nlohmann::json first_reply_;    // start_reading's answer, for the first fetch_chunk

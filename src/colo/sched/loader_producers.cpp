@@ -44,6 +44,8 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
     producer.since_start.restart();
     producer.ready = false;
     producer.failure.clear();
+    producer.start_group.clear();
+    producer.start_group_left = 0;
     spdlog::info("shared loader for {} started (pid {}, log {})", data_file, producer.process->pid(), producer.log);
   }
   producer.jobs.insert(job_id);
@@ -58,6 +60,10 @@ bool LoaderProducers::ready(const std::string& named_file) {
   const double waited_s = producer.since_start.elapsed_s();
   if (path_exists(producer.ready_file)) {
     spdlog::info("shared loader for {} filled its ring in {:.1f} s; starting its jobs", found->first, waited_s);
+    if (producer.jobs.size() >= 2) {  // launched together, they start reading together
+      producer.start_group_left = static_cast<int64_t>(producer.jobs.size());
+      producer.start_group = std::to_string(producer.jobs.size()) + ":" + producer.ready_file;
+    }
   } else if (producer.process->poll()) {
     producer.failure = last_line_of(producer.log);
     if (producer.failure.empty()) producer.failure = "no message (its log " + producer.log + " is empty)";
@@ -70,6 +76,13 @@ bool LoaderProducers::ready(const std::string& named_file) {
   }
   producer.ready = true;
   return true;
+}
+
+std::string LoaderProducers::join_start_group(const std::string& named_file) {
+  auto found = producers_.find(resolved_path(named_file));
+  if (found == producers_.end() || found->second.start_group_left <= 0) return "";
+  --found->second.start_group_left;
+  return found->second.start_group;
 }
 
 std::string LoaderProducers::failure(const std::string& named_file) const {

@@ -67,6 +67,12 @@ class LoaderProducers {
   // ring, or no job acquired it. Its jobs would only find no producer.
   std::string failure(const std::string& data_file) const;
 
+  // The start group (colo/core/loader_start_group.h) of a job launched now
+  // on `data_file`'s producer, once ready(): "N:READY_FILE" for each of the
+  // N jobs that held it when it filled its ring (N >= 2), the first N
+  // asks; then, and for a producer that never wrote its ready file, "".
+  std::string join_start_group(const std::string& data_file);
+
   // Job `job_id` ended: its producer stops once no other job uses it. No
   // effect for a job that used none.
   void release(int64_t job_id);
@@ -90,6 +96,8 @@ class LoaderProducers {
     Stopwatch since_start;
     bool ready = false;
     std::string failure;  // it exited before filling its ring: why
+    std::string start_group;         // "N:READY_FILE" once its ring filled with N >= 2 jobs holding it
+    int64_t start_group_left = 0;    // of those N, not yet launched
   };
   std::string colo_program_, log_dir_;
   double fill_wait_s_;

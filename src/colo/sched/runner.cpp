@@ -14,6 +14,7 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/loader_start_group.h"
 #include "colo/core/table.h"
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
@@ -385,6 +386,9 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
       return NotStarted{reason, false};
     }
     env[kLoaderVariable] = job.spec.loader;
+    if (std::string group = loaders_->join_start_group(job.spec.loader); !group.empty()) {
+      env[kLoaderStartGroupVariable] = group;
+    }
   }
   std::optional<int64_t> mem_limit;
   if (has_gpus_) {
