@@ -565,6 +565,10 @@ def main():
     s.add_argument("--gpu-other", nargs="*", help="more GPU runs, listed under other_gpu_runs")
     s.add_argument("--gpu-pool", nargs="*", help="runs of --gpu's setup (buffer aside) whose rounds are pooled "
                                                  "with its own under gpu_4jobs_pooled")
+    s.add_argument("--gpu-pool-without-start-group", nargs="*",
+                   help="runs of --gpu's setup launched once the ring was full, before start groups, pooled under "
+                        "gpu_4jobs_pooled_without_start_group")
+    s.add_argument("--decode-cost", help="a decode_cost.py run, kept under decode_cost")
     s.add_argument("--gpu-pool-earlier", nargs="*", help="runs of --gpu's setup launched with the producer (not "
                                                          "once its ring was full), pooled under "
                                                          "gpu_4jobs_pooled_launched_with_producer")

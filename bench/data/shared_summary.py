@@ -31,6 +31,8 @@ def summarize(args):
         return by["shared"]["samples_per_s"] / by["own_torch"]["samples_per_s"]
 
     summary = {"gpu_4jobs_speedup": gpu["speedup"], "gpu_4jobs_cpu_per_sample_ratio": gpu["cpu_per_sample_ratio"],
+               # Which shared mode the figures are of (shared_scheduler: the jobs run by `colo run`).
+               "gpu_4jobs_shared_mode": shared_mode(gpu["modes"])["mode"],
                "gpu_4jobs_best_own": gpu["best_own"], "gpu_4jobs_speedup_over_own_torch": against_torch(gpu),
                "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
                "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
@@ -58,6 +60,19 @@ def summarize(args):
             "command": run["command"]}
     if args.gpu_pool:
         summary["gpu_4jobs_pooled"] = pooled_rounds([args.gpu] + args.gpu_pool)
+    if args.gpu_pool_without_start_group:
+        # Launched once the ring was full, before start groups.
+        summary["gpu_4jobs_pooled_without_start_group"] = pooled_rounds(args.gpu_pool_without_start_group)
+    if args.decode_cost:
+        cost = json.load(open(args.decode_cost))
+        per = {k: v["decode_core_ms_per_sample_median"] for k, v in cost["setups"].items()}
+        summary["decode_cost"] = {
+            "setups": cost["setups"], "paced": cost["paced"], "cores": cost["cores"],
+            # A sample decoded while the cores are partly idle, against busy (own decoding both).
+            "own_paced_over_busy": per["own_paced"] / per["own_busy"],
+            # The producer against own decoding at the same pace: what sharing itself costs.
+            "producer_over_own_paced": per["producer_paced"] / per["own_paced"],
+            "command": cost["command"]}
     if args.gpu_pool_earlier:
         # The same setup measured before the scheduler (and the bench) waited
         # for the producer's ring to fill before launching the jobs.
@@ -74,8 +89,9 @@ def pooled_rounds(paths):
     own, shared, rounds = [], [], []
     for path in paths:
         run = json.load(open(path))
+        shared_name = shared_mode(run["modes"])["mode"]
         for m in run["modes"]:
-            if m["mode"] not in ("own_colo", "shared"):
+            if m["mode"] not in ("own_colo", shared_name):
                 continue
             for r in m["rounds"]:
                 row = {"file": os.path.basename(path), "buffer": run["buffer"], "mode": m["mode"],
@@ -86,7 +102,7 @@ def pooled_rounds(paths):
                        "start_spread_s": (max(j["start"] for j in r["jobs"]) - min(j["start"] for j in r["jobs"])
                                           if "jobs" in r else None)}
                 rounds.append(row)
-                (shared if m["mode"] == "shared" else own).append(row)
+                (shared if m["mode"] == shared_name else own).append(row)
     own_cpu = median(r["cpu_core_s_per_sample"] for r in own)
     shared_cpu = [r["cpu_core_s_per_sample"] for r in shared]
     return {"own_rounds": len(own), "shared_rounds": len(shared),
