@@ -33,7 +33,7 @@ import time
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
 from process_cpu import thread_cpu_s  # noqa: E402
-from shared_loading import wait_until_ring_full  # noqa: E402
+from shared_loading import run_jobs, wait_until_ring_full  # noqa: E402
 
 
 def paced_reader(args, read_batch):
@@ -97,22 +97,11 @@ def consumer_process(args):
     loader.close()
 
 
-def launch(args, role, data, rate, threads=0, seconds=None):
-    return [subprocess.Popen(["taskset", "-c", args.cores, sys.executable, HERE, role, "--data", data,
-                              "--batch", str(args.batch), "--threads", str(threads), "--rate", str(rate),
-                              "--seconds", str(seconds or args.seconds), "--warm", str(args.warm)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(args.processes)]
-
-
-def collect(processes, what):
-    results = []
-    for p in processes:
-        out, err = p.communicate()
-        if p.returncode != 0:
-            raise SystemExit(f"{what} failed:\n{err[-2000:]}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+def commands(args, role, data, rate, threads=0, seconds=None):
+    """args.processes command lines of one role, pinned to args.cores."""
+    return [["taskset", "-c", args.cores, sys.executable, HERE, role, "--data", data, "--batch", str(args.batch),
+             "--threads", str(threads), "--rate", str(rate), "--seconds", str(seconds or args.seconds),
+             "--warm", str(args.warm)]] * args.processes
 
 
 def producer_counters(colo, address, pid):
@@ -123,7 +112,7 @@ def producer_counters(colo, address, pid):
 
 
 def run_own(args, data, rate):
-    results = collect(launch(args, "own", data["own"], rate / args.processes, args.threads), "own decoding")
+    results = run_jobs(commands(args, "own", data["own"], rate / args.processes, args.threads), "own decoding")
     samples = sum(r["samples"] for r in results)
     cpu = sum(r["decode_cpu_core_s"] for r in results)
     seconds = statistics.mean(r["seconds"] for r in results)
@@ -141,7 +130,8 @@ def run_producer(args, data, rate, which="producer"):
         filled = producer_counters(args.colo, data["address"], producer.pid)[1]
         # The consumers read for long enough whatever their start-up takes;
         # they are stopped once the window is measured.
-        consumers = launch(args, "consumer", data[which], rate, seconds=args.seconds + 60)
+        consumers = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for c in commands(args, "consumer", data[which], rate, seconds=args.seconds + 60)]
         # The window opens --warm seconds after the producer decodes again,
         # the consumers having read their way through its first ring.
         deadline = time.time() + 60
