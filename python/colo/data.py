@@ -222,6 +222,11 @@ class SharedLoader:
     (see sleep_while_waiting; `self.normalise.sleeps_while_waiting` says
     whether that took).
 
+    Jobs that colo's scheduler launched together on one producer are its
+    start group ($COLO_LOADER_START_GROUP): the first batch of each waits
+    until all of them have asked for theirs (at most 20 s), so that they
+    train side by side from the same chunk (docs/data.md).
+
     close(), or leaving a `with` block on it, says goodbye to the producer
     at once; after it len() and stats() still answer, and reading raises
     ValueError."""
