@@ -8,13 +8,18 @@ fast it trains, as `colo train` does.
 Under `colo run` / colod the job's $COLO_PROGRESS_FILE names a file; the
 scheduler reads it and records the job's samples/s, alone and overall, and
 its slowdown from sharing a GPU. Outside colo the call does nothing.
+A call held back by the rate limit is written at interpreter exit (or by
+flush()), so the file ends at the job's last call, not at the write before.
 """
+import atexit
 import json
 import os
 import sys
 import time
 
-_state = {"start": None, "last_write": 0.0}
+# "pending": the newest call not yet written (path, samples, train_s), or None.
+_state = {"start": None, "last_write": 0.0, "pending": None}
+_flush_at_exit = [False]
 
 
 def _interval(default):
@@ -40,33 +45,67 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     """Records `samples` trained so far in `train_s` seconds of training
     (default: seconds since the first call), with the time of writing. Writes
     at most once per `interval_s` seconds ($COLO_PROGRESS_INTERVAL_S, set by
-    `colo compare`, overrides it; the first call writes at once); never
-    raises for a file it cannot write. When it writes, it first waits for
-    the CUDA work already queued (if torch has CUDA in use), so the figures
-    count what the device has done, not what the host has queued. A job
-    that reads through colo.data.SharedLoader also reports the seconds it
-    waited for data (`data_wait_s`), which the scheduler keeps as the job's
-    data wait."""
+    `colo compare`, overrides it; the first call writes at once); a call
+    held back keeps its figures for flush(), which runs at interpreter exit,
+    so the file ends at the last call. Never raises for a file it cannot
+    write. When it writes, it first waits for the CUDA work already queued
+    (if torch has CUDA in use), so the figures count what the device has
+    done, not what the host has queued. A job that reads through
+    colo.data.SharedLoader also reports the seconds it waited for data
+    (`data_wait_s`), which the scheduler keeps as the job's data wait."""
     path = os.environ.get("COLO_PROGRESS_FILE")
     if not path:
         return
     interval_s = _interval(interval_s)
     now = time.monotonic()
+    if not _flush_at_exit[0]:
+        # Registered at the first call, after torch is imported, so it runs
+        # before torch's own exit handlers and may still wait for CUDA.
+        atexit.register(flush)
+        _flush_at_exit[0] = True
+    due = _state["start"] is None or now - _state["last_write"] >= interval_s
     if _state["start"] is None:
         _state["start"] = now
-    elif now - _state["last_write"] < interval_s:
-        return
-    _wait_for_device()
-    now = time.monotonic()
+    if due:
+        _wait_for_device()
+        now = time.monotonic()
     seconds = now - _state["start"] if train_s is None else float(train_s)
+    _state["pending"] = (path, int(samples), seconds)
+    if due:
+        _write(_data_wait_s(), now)
+
+
+def flush():
+    """Writes the figures of the last report_progress call if the rate limit
+    held them back (their `train_s` is that call's, taken without waiting
+    for the device; `at` and `data_wait_s` are as of this write), after
+    waiting for queued CUDA work; does nothing
+    when every call is written. Runs at interpreter exit, though not when
+    the process is killed or leaves through os._exit; a loop may call it
+    where training ends, before evaluation, so the scheduler sees the final
+    count sooner. Never raises."""
+    if _state.get("pending") is None:
+        return
+    try:
+        _wait_for_device()
+        waited = _data_wait_s()
+    except Exception:  # noqa: BLE001 -- at exit CUDA or a loader's connection may be gone; the count still matters
+        waited = None
+    _write(waited, time.monotonic())
+
+
+def _write(data_wait_s, now):
+    """Writes the pending figures as of monotonic `now`; a write that fails
+    keeps them pending."""
+    path, samples, seconds = _state["pending"]
     try:
         with open(path + ".tmp", "w") as f:
-            record = {"samples": int(samples), "train_s": seconds, "at": time.time()}
-            waited = _data_wait_s()
-            if waited is not None:
-                record["data_wait_s"] = waited
+            record = {"samples": samples, "train_s": seconds, "at": time.time()}
+            if data_wait_s is not None:
+                record["data_wait_s"] = data_wait_s
             json.dump(record, f)
         os.replace(path + ".tmp", path)
     except OSError:
         return  # advisory: progress must not stop training
     _state["last_write"] = now
+    _state["pending"] = None

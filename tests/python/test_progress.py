@@ -1,5 +1,9 @@
 """colo.report_progress writes what colo's runner reads (core/progress_file.h)."""
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import colo
@@ -39,6 +43,38 @@ def test_the_reader_may_ask_for_writes_more_often(tmp_path, monkeypatch):
     time.sleep(0.06)
     colo.report_progress(samples=4)
     assert json.loads(path.read_text())["samples"] == 3, "a bad value leaves the 1 s default"
+
+
+def test_the_last_call_reaches_the_file_though_the_interval_held_it_back(tmp_path):
+    path = tmp_path / "job.progress"
+    script = textwrap.dedent("""\
+        import colo
+        colo.report_progress(samples=256, train_s=0.5, interval_s=60)
+        colo.report_progress(samples=512, train_s=1.0, interval_s=60)  # the job's last call, held back
+        """)
+    env = {k: v for k, v in os.environ.items() if k != "COLO_PROGRESS_INTERVAL_S"}
+    env["COLO_PROGRESS_FILE"] = str(path)
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    written = json.loads(path.read_text())
+    assert (written["samples"], written["train_s"]) == (512, 1.0), "written at exit"
+
+
+def test_flush_writes_a_held_back_call_once(tmp_path, monkeypatch):
+    path = tmp_path / "job.progress"
+    monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
+    monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0, "pending": None})
+    colo.report_progress(samples=1, train_s=0.1)
+    colo.progress.flush()
+    assert json.loads(path.read_text())["samples"] == 1, "nothing held back: the same figures"
+    colo.report_progress(samples=2, train_s=0.2)
+    assert json.loads(path.read_text())["samples"] == 1
+    colo.progress.flush()
+    written = json.loads(path.read_text())
+    assert (written["samples"], written["train_s"]) == (2, 0.2)
+    path.unlink()
+    colo.progress.flush()
+    assert not path.exists(), "once written, nothing is pending"
 
 
 def test_report_progress_outside_colo_does_nothing(tmp_path, monkeypatch):
