@@ -305,31 +305,44 @@ TEST(SharedLoader, AConsumerHoldsTheRingFromItsFirstBatchNotWhileItsJobStarts) {
   EXPECT_GE(starting.stats()["chunks_skipped"].get<int64_t>(), 8);
 }
 
-// Consumers made while it lives are in start group `group`
-// ($COLO_LOADER_START_GROUP, as colo's scheduler sets it).
+// Consumers made while it lives are in the start group of the producer
+// whose ready file is `ready` ($COLO_LOADER_START_GROUP, as colo's
+// scheduler sets it).
 class StartGroupVariable {
  public:
-  explicit StartGroupVariable(const std::string& group) { ::setenv(kLoaderStartGroupVariable, group.c_str(), 1); }
+  explicit StartGroupVariable(const std::string& ready) { ::setenv(kLoaderStartGroupVariable, ready.c_str(), 1); }
   ~StartGroupVariable() { ::unsetenv(kLoaderStartGroupVariable); }
 };
+
+// The scheduler's word on how many jobs it launched into the group.
+void write_start_group_size(const std::string& ready, int n) {
+  write_file_atomically(start_group_size_file(ready), std::to_string(n) + "\n");
+}
 
 TEST(SharedLoader, ConsumersStartedTogetherGetTheirFirstChunksTogetherFromTheSameChunk) {
   testing::TempDir dir;
   const std::string ready = dir.file("loader.ready");
   Producer producer(dir, 40, 8, 4, {.stall_s = 100, .ready_file = ready});
-  StartGroupVariable group("2:" + ready);
+  StartGroupVariable group(ready);
   SharedLoaderClient first(producer.spec.address, 8), second(producer.spec.address, 8);
-  std::vector<int64_t> first_labels;
-  std::chrono::steady_clock::time_point first_got;
-  std::thread reading([&] {
+  std::vector<int64_t> first_labels, second_labels;
+  std::chrono::steady_clock::time_point first_got, second_got;
+  std::thread reading_first([&] {
     first_labels = labels_of(first, 1);
     first_got = std::chrono::steady_clock::now();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the other job still sets up
-  const auto second_asks = std::chrono::steady_clock::now();
-  std::vector<int64_t> second_labels = labels_of(second, 1);
-  reading.join();
-  EXPECT_GE(first_got, second_asks) << "the first waited for the second to ask";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the other job still sets up
+  std::thread reading_second([&] {
+    second_labels = labels_of(second, 1);
+    second_got = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both asked; the scheduler writes the count
+  const auto size_written = std::chrono::steady_clock::now();
+  write_start_group_size(ready, 2);
+  reading_first.join();
+  reading_second.join();
+  EXPECT_GE(first_got, size_written) << "held until the group was known to be all there";
+  EXPECT_GE(second_got, size_written);
   EXPECT_EQ(first_labels, second_labels) << "both start at the same chunk";
   nlohmann::json stats = producer.server->stats()["start_group"];
   EXPECT_EQ(stats["size"], 2);
@@ -341,7 +354,8 @@ TEST(SharedLoader, AStartGroupWhoseOthersNeverAskHoldsItsFirstConsumerOnlyForThe
   testing::TempDir dir;
   const std::string ready = dir.file("loader.ready");
   Producer producer(dir, 40, 8, 4, {.ready_file = ready, .start_group_wait_s = 0.6});
-  StartGroupVariable group("3:" + ready);
+  write_start_group_size(ready, 3);
+  StartGroupVariable group(ready);
   SharedLoaderClient alone(producer.spec.address, 8);
   const double first = seconds_to_read(alone, 1);
   EXPECT_GE(first, 0.5);
@@ -349,16 +363,22 @@ TEST(SharedLoader, AStartGroupWhoseOthersNeverAskHoldsItsFirstConsumerOnlyForThe
   EXPECT_LT(seconds_to_read(alone, 1), 0.5) << "only its first chunk waited";
 }
 
-TEST(SharedLoader, AStartGroupOfAnotherProducerOrOfOneIsIgnored) {
+TEST(SharedLoader, AStartGroupOfOneIsServedAtOnceAndAnotherProducersIsIgnored) {
   testing::TempDir dir;
   const std::string ready = dir.file("loader.ready");
-  Producer producer(dir, 40, 8, 4, {.ready_file = ready});
-  for (const std::string& other : {"2:" + dir.file("other.ready"), "1:" + ready, "x:" + ready, ready}) {
-    StartGroupVariable group(other);
+  {
+    Producer producer(dir, 40, 8, 4, {.ready_file = ready});
+    StartGroupVariable group(dir.file("other.ready"));
     SharedLoaderClient consumer(producer.spec.address, 8);
-    EXPECT_LT(seconds_to_read(consumer, 1), 5.0) << other;  // not the 20 s wait
+    EXPECT_LT(seconds_to_read(consumer, 1), 5.0);  // not the 20 s wait
+    EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 0);
   }
-  EXPECT_EQ(producer.server->stats()["start_group"]["size"], 0);
+  Producer producer(dir, 40, 8, 4, {.ready_file = ready});
+  write_start_group_size(ready, 1);  // the scheduler could launch one job only in that round
+  StartGroupVariable group(ready);
+  SharedLoaderClient consumer(producer.spec.address, 8);
+  EXPECT_LT(seconds_to_read(consumer, 1), 5.0);
+  EXPECT_EQ(producer.server->stats()["start_group"]["released"], true);
 }
 
 TEST(SharedLoader, AStalledConsumerIsLeftBehindAndTheOthersGoOn) {

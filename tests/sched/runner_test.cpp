@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "colo/core/files.h"
+#include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
 #include "colo/gpu/simulated_device.h"
 #include "sched/fake_loader_program.h"
@@ -459,17 +460,20 @@ TEST(Runner, OutsideMpsASharedLoaderProducerKeepsTheRunnersEnvironment) {
             inherited("CUDA_MPS_PIPE_DIRECTORY") + "|" + inherited("CUDA_VISIBLE_DEVICES") + "\n");
 }
 
-TEST(Runner, JobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndAJobAloneIsNot) {
+// A loader job that writes its $COLO_LOADER_START_GROUP ("none" unset) to NAME.group in `dir`.
+JobSpec group_recording_job(const std::string& name, const testing::TempDir& dir, const std::string& data) {
+  JobSpec job = loader_job(name, dir, data);
+  job.command = {"/bin/sh", "-c", "echo \"${COLO_LOADER_START_GROUP-none}\" > " + dir.file(name + ".group")};
+  return job;
+}
+
+TEST(Runner, TheJobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndTheirCountIsWritten) {
   testing::TempDir dir;
   testing::FakeLoaderProgram colo(dir);
   JobStore store(dir.file("jobs.db"));
-  auto recording = [&](const std::string& name, const std::string& data) {
-    JobSpec job = loader_job(name, dir, data);
-    job.command = {"/bin/sh", "-c", "echo \"${COLO_LOADER_START_GROUP-none}\" > " + dir.file(name + ".group")};
-    return job;
-  };
-  store.submit({recording("a", dir.file("data.toml")), recording("b", dir.file("data.toml")),
-                recording("alone", dir.file("other.toml"))});
+  store.submit({group_recording_job("a", dir, dir.file("data.toml")),
+                group_recording_job("b", dir, dir.file("data.toml")),
+                group_recording_job("alone", dir, dir.file("other.toml"))});
   auto runner = runner_with_loader_program(store, dir, colo);
   runner->step();
   ASSERT_TRUE(colo.wait_for_starts(2));
@@ -477,10 +481,33 @@ TEST(Runner, JobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndAJobAlo
   runner->run_until_done();
   for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
   // Producers are numbered as they start: data.toml's first (its jobs came first).
-  const std::string group = "2:" + dir.file("logs/loader-1.ready") + "\n";
-  EXPECT_EQ(read_file(dir.file("a.group")), group);
-  EXPECT_EQ(read_file(dir.file("b.group")), group);
-  EXPECT_EQ(read_file(dir.file("alone.group")), "none\n") << "one job waits for no one";
+  const std::string ready = dir.file("logs/loader-1.ready"), other = dir.file("logs/loader-2.ready");
+  EXPECT_EQ(read_file(dir.file("a.group")), ready + "\n");
+  EXPECT_EQ(read_file(dir.file("b.group")), ready + "\n");
+  EXPECT_EQ(read_file(start_group_size_file(ready)), "2\n");
+  EXPECT_EQ(read_file(dir.file("alone.group")), other + "\n");
+  EXPECT_EQ(read_file(start_group_size_file(other)), "1\n") << "a group of one waits for no one";
+}
+
+TEST(Runner, AStartGroupCountsOnlyTheJobsTheRoundCouldLaunchNotThoseStillWaitingForRoom) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  JobStore store(dir.file("jobs.db"));
+  JobSpec first = group_recording_job("first", dir, dir.file("data.toml"));
+  JobSpec second = group_recording_job("second", dir, dir.file("data.toml"));
+  first.mem_bytes = second.mem_bytes = int64_t{50} << 30;  // one at a time on the 80 GiB GPU
+  first.command.back() += "; sleep 0.3";
+  store.submit({first, second});
+  auto runner = runner_with_loader_program(store, dir, colo);
+  runner->step();
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  colo.fill();
+  runner->run_until_done();
+  for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
+  const std::string ready = dir.file("logs/loader-1.ready");
+  EXPECT_EQ(read_file(dir.file("first.group")), ready + "\n");
+  EXPECT_EQ(read_file(start_group_size_file(ready)), "1\n") << "its first chunk waits for no one";
+  EXPECT_EQ(read_file(dir.file("second.group")), "none\n") << "launched later, it joins as a late consumer";
 }
 
 // A job waiting for its shared loader, whose stand-in producer has started

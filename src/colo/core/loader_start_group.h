@@ -1,14 +1,23 @@
 #pragma once
-// The environment variable through which colo's scheduler puts the jobs it
-// launches together on one shared-loader producer into that producer's
-// start group, "N:READY_FILE" (N jobs; the producer's --ready-file): the
-// scheduler (sched::LoaderProducers) sets it, a consumer
-// (data::SharedLoaderClient) sends it with its first request, and the
-// producer gives the group their first chunks together
-// (data::LoaderServeSpec::start_group_wait_s).
+// How colo's scheduler puts the jobs it launches together on one
+// shared-loader producer into that producer's start group, whose first
+// chunks the producer serves together (data::LoaderServeSpec::
+// start_group_wait_s):
+// - each job gets $COLO_LOADER_START_GROUP = the producer's ready file
+//   (`colo loader serve --ready-file`), which its consumer
+//   (data::SharedLoaderClient) sends with its first request;
+// - once the scheduler has launched every job it can in that round, it
+//   writes start_group_size_file(ready file): how many it launched (one
+//   line, a count), which the producer waits for.
+
+#include <string>
 
 namespace colo {
 
 inline constexpr const char* kLoaderStartGroupVariable = "COLO_LOADER_START_GROUP";
+
+// Where the size of the start group of the producer whose ready file is
+// `ready_file` is written.
+inline std::string start_group_size_file(const std::string& ready_file) { return ready_file + ".group"; }
 
 }  // namespace colo

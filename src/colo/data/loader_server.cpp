@@ -18,6 +18,7 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
 #include "colo/core/spec_table.h"
 #include "colo/core/stopwatch.h"
@@ -272,14 +273,11 @@ void LoaderServer::serve(double report_s) {
         send(who, {{"op", "alive"}});
       } else if (op == "next") {
         c.route = who;  // beats come from another socket: replies go where "next" came from
-        if (c.served == 0 && !s.start_group.released && request.contains("start_group")) {
-          const size_t size = start_group_size(request.value("start_group", ""), spec_.ready_file);
-          if (size > 0) {
-            if (s.start_group.asked.empty()) s.start_group.since_first_asked.restart();
-            s.start_group.size = size;
-            s.start_group.asked.insert(found->first);
-            c.in_start_group = true;
-          }
+        if (c.served == 0 && !s.start_group.released && !spec_.ready_file.empty() &&
+            request.value("start_group", "") == spec_.ready_file) {
+          if (s.start_group.asked.empty()) s.start_group.since_first_asked.restart();
+          s.start_group.asked.insert(found->first);
+          c.in_start_group = true;
         }
         if (c.behind) {  // new, or left behind: it starts at the oldest chunk held, up to the lag allowed
           const int64_t start = rejoin_at(s, spec_);
@@ -337,13 +335,17 @@ void LoaderServer::serve(double report_s) {
         }
         if (c.pending && c.in_start_group && !s.start_group.released) {
           StartGroup& group = s.start_group;
-          if (group.asked.size() < group.size && group.since_first_asked.elapsed_s() < spec_.start_group_wait_s) {
+          if (group.size == 0) group.size = read_start_group_size(start_group_size_file(spec_.ready_file));
+          const bool all_asked = group.size > 0 && group.asked.size() >= group.size;
+          if (!all_asked && group.since_first_asked.elapsed_s() < spec_.start_group_wait_s) {
             ++it;
             continue;  // its group is not all there yet
           }
-          if (group.asked.size() < group.size) {
-            std::fprintf(stderr, "colo loader: %zu of the %zu consumers started together asked within %.0f s; "
-                         "serving them\n", group.asked.size(), group.size, spec_.start_group_wait_s);
+          if (!all_asked) {
+            std::fprintf(stderr, "colo loader: %zu of the %s consumers started together asked within %.0f s; "
+                         "serving them\n", group.asked.size(),
+                         group.size > 0 ? std::to_string(group.size).c_str() : "(count not written)",
+                         spec_.start_group_wait_s);
           }
           group.released = true;
         }

@@ -61,13 +61,14 @@ struct LoaderServeSpec {
   // so that a scheduler can start the jobs that read it only then.
   std::string ready_file;
   // Consumers a scheduler launched together once the ring was full (their
-  // environment's COLO_LOADER_START_GROUP = "N:READY_FILE", sent with their
-  // first request, naming this producer's ready file) get their first chunk
-  // together: once all N have asked, or this long after the first asked.
+  // environment's COLO_LOADER_START_GROUP names this producer's ready file;
+  // they send it with their first request) get their first chunks
+  // together: once as many have asked as the scheduler wrote it launched
+  // (colo/core/loader_start_group.h), or this long after the first asked.
   // So they train side by side from the same chunk, instead of the first
   // ones racing ahead alone (waiting for decoding) and the last ones
   // trailing, their last chunks decoded again for fewer readers. A group
-  // naming another ready file, or N < 2, is ignored.
+  // naming another ready file is ignored.
   double start_group_wait_s = 20;
 };
 

@@ -8,11 +8,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -62,24 +62,18 @@ struct Decoding {
 // The consumers launched together whose first chunks wait for each other
 // (LoaderServeSpec::start_group_wait_s): one group per producer.
 struct StartGroup {
-  size_t size = 0;              // consumers in it; 0: none asked yet
+  size_t size = 0;              // consumers in it, once the scheduler has written how many; 0 until then
   std::set<int64_t> asked;      // those that have asked for their first chunk
   Stopwatch since_first_asked;
   bool released = false;        // its consumers are served as any others
 };
 
-// N of a start group "N:READY_FILE" when READY_FILE is this producer's
-// `ready_file` (non-empty) and N >= 2; else 0.
-inline size_t start_group_size(const std::string& group, const std::string& ready_file) {
-  const auto colon = group.find(':');
-  if (ready_file.empty() || colon == std::string::npos || group.substr(colon + 1) != ready_file) return 0;
-  try {
-    size_t used = 0;
-    const long long n = std::stoll(group.substr(0, colon), &used);
-    return used == colon && n >= 2 ? static_cast<size_t>(n) : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
+// The count in a start group's size file (start_group_size_file), or 0
+// while there is none (not written yet) or it holds no positive count.
+inline size_t read_start_group_size(const std::string& path) {
+  std::ifstream in(path);
+  long long n = 0;
+  return in >> n && n > 0 ? static_cast<size_t>(n) : 0;
 }
 
 // Everything the producer's threads share; `mutex` guards what they change.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "colo/core/files.h"
+#include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
 
 namespace colo::sched {
@@ -44,8 +45,9 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
     producer.since_start.restart();
     producer.ready = false;
     producer.failure.clear();
-    producer.start_group.clear();
-    producer.start_group_left = 0;
+    producer.start_group_open = false;
+    producer.start_group_size = 0;
+    remove_tree(start_group_size_file(producer.ready_file));
     spdlog::info("shared loader for {} started (pid {}, log {})", data_file, producer.process->pid(), producer.log);
   }
   producer.jobs.insert(job_id);
@@ -60,10 +62,7 @@ bool LoaderProducers::ready(const std::string& named_file) {
   const double waited_s = producer.since_start.elapsed_s();
   if (path_exists(producer.ready_file)) {
     spdlog::info("shared loader for {} filled its ring in {:.1f} s; starting its jobs", found->first, waited_s);
-    if (producer.jobs.size() >= 2) {  // launched together, they start reading together
-      producer.start_group_left = static_cast<int64_t>(producer.jobs.size());
-      producer.start_group = std::to_string(producer.jobs.size()) + ":" + producer.ready_file;
-    }
+    producer.start_group_open = true;  // the jobs launched in this round start reading together
   } else if (producer.process->poll()) {
     producer.failure = last_line_of(producer.log);
     if (producer.failure.empty()) producer.failure = "no message (its log " + producer.log + " is empty)";
@@ -80,9 +79,22 @@ bool LoaderProducers::ready(const std::string& named_file) {
 
 std::string LoaderProducers::join_start_group(const std::string& named_file) {
   auto found = producers_.find(resolved_path(named_file));
-  if (found == producers_.end() || found->second.start_group_left <= 0) return "";
-  --found->second.start_group_left;
-  return found->second.start_group;
+  if (found == producers_.end() || !found->second.start_group_open) return "";
+  ++found->second.start_group_size;
+  return found->second.ready_file;
+}
+
+void LoaderProducers::close_start_groups() {
+  for (auto& [data_file, producer] : producers_) {
+    if (!producer.start_group_open) continue;
+    producer.start_group_open = false;
+    try {
+      write_file_atomically(start_group_size_file(producer.ready_file),
+                            std::to_string(producer.start_group_size) + "\n");
+    } catch (const std::exception& e) {  // its jobs then start after the producer's wait
+      spdlog::warn("shared loader for {}: cannot write its start group's size: {}", data_file, e.what());
+    }
+  }
 }
 
 std::string LoaderProducers::failure(const std::string& named_file) const {

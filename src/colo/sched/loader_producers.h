@@ -68,10 +68,14 @@ class LoaderProducers {
   std::string failure(const std::string& data_file) const;
 
   // The start group (colo/core/loader_start_group.h) of a job launched now
-  // on `data_file`'s producer, once ready(): "N:READY_FILE" for each of the
-  // N jobs that held it when it filled its ring (N >= 2), the first N
-  // asks; then, and for a producer that never wrote its ready file, "".
+  // on `data_file`'s producer: its ready file, for every job launched in
+  // the round in which ready() first found that file; "" after that round
+  // (close_start_groups), and for a producer that never wrote it.
   std::string join_start_group(const std::string& data_file);
+
+  // The round's launches are done: writes, for every producer whose start
+  // group was open, how many jobs joined it (start_group_size_file).
+  void close_start_groups();
 
   // Job `job_id` ended: its producer stops once no other job uses it. No
   // effect for a job that used none.
@@ -96,8 +100,8 @@ class LoaderProducers {
     Stopwatch since_start;
     bool ready = false;
     std::string failure;  // it exited before filling its ring: why
-    std::string start_group;         // "N:READY_FILE" once its ring filled with N >= 2 jobs holding it
-    int64_t start_group_left = 0;    // of those N, not yet launched
+    bool start_group_open = false;   // in the round its ring was found full: jobs launched join its group
+    int64_t start_group_size = 0;    // the jobs that joined it
   };
   std::string colo_program_, log_dir_;
   double fill_wait_s_;

@@ -558,6 +558,7 @@ size_t Runner::step() {
       }
     }
   }
+  loaders_->close_start_groups();
   for (const auto& [id, reason] : reasons) {
     auto written = waiting_reason_.find(id);
     if (written != waiting_reason_.end() && written->second == reason) continue;
