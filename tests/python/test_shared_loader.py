@@ -339,6 +339,34 @@ def test_the_scheduler_runs_one_producer_for_the_jobs_that_name_it_and_stops_it(
     assert set(os.listdir("/dev/shm")) == shm_before
 
 
+def test_jobs_the_scheduler_launches_together_read_their_first_batch_together(tmp_path, colo_executable):
+    """A start group: the job that sets up fast waits at its first batch for
+    the slow one, and both begin at the same samples."""
+    data = _image_data_file(tmp_path, colo_executable, images=120, chunk=8)
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""\
+        import json, sys, time, colo.data
+        setup_s, out = float(sys.argv[1]), sys.argv[2]
+        loader = colo.data.SharedLoader(None, 8)
+        time.sleep(setup_s)  # building its model
+        asked = time.time()
+        _, labels = loader.next_batch()
+        json.dump({"asked": asked, "got": time.time(), "labels": labels.tolist()}, open(out, "w"))
+        """))
+    jobs = "".join(f'[[job]]\nname = "{name}"\ncommand = "{sys.executable} {script} {setup} {tmp_path / name}.json"\n'
+                   f'loader = "{data}"\nmem = "1GiB"\nsm_share = 0.2\n\n'
+                   for name, setup in (("fast", 0), ("slow", 1.5)))
+    (tmp_path / "jobs.toml").write_text(jobs)
+    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--poll", "0.05", "--policy", "magm"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    fast, slow = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fast", "slow"))
+    assert fast["got"] >= slow["asked"] - 0.05, "the fast job's first batch waited for the slow one to ask"
+    assert fast["got"] - fast["asked"] < 15, "well within the group's 20 s wait"
+    assert fast["labels"] == slow["labels"], "both begin at the same samples"
+
+
 def test_a_job_naming_a_missing_loader_file_is_rejected(tmp_path, colo_executable):
     (tmp_path / "jobs.toml").write_text('command = "true"\nloader = "nowhere/data.toml"\n')
     run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml")], capture_output=True, text=True,
