@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -138,6 +139,35 @@ TEST(ColoSubmit, ValuesNoJobCouldHaveAreRefusedNotStored) {
   }
   auto queue = run_colo(dir, "queue --store " + dir.file("jobs.db"));
   EXPECT_EQ(queue.out.find("true"), std::string::npos) << "a refused job was stored: " << queue.out;
+}
+
+TEST(ColoQueue, AJobNameWithControlCharactersStaysOnOneRowEscaped) {
+  TempDir dir;
+  const std::string store = dir.file("jobs.db");
+  // Names as `colo submit --name` takes them, raw bytes inside the shell's quotes.
+  for (const char* name : {"two\nlines\tand\x1b[31mred", "größe-λ"}) {
+    auto submit = run_colo(dir, "submit --store " + store + " --name '" + name + "' -- true");
+    ASSERT_EQ(submit.status, 0) << submit.err;
+  }
+  auto queue = run_colo(dir, "queue --store " + store);
+  ASSERT_EQ(queue.status, 0) << queue.err;
+  EXPECT_EQ(std::count(queue.out.begin(), queue.out.end(), '\n'), 3) << "a header and one row a job:\n" << queue.out;
+  EXPECT_NE(queue.out.find("two\\nlines\\tand\\x1b[31mred"), std::string::npos) << queue.out;
+  EXPECT_EQ(queue.out.find('\x1b'), std::string::npos) << "no escape sequence reaches the terminal";
+  EXPECT_NE(queue.out.find("größe-λ"), std::string::npos) << "UTF-8 kept as it is: " << queue.out;
+}
+
+TEST(ColoRun, ItsTableAndHistoryShowAJobNamesControlCharactersEscaped) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\nname = \"line\\none\\ttab\"\ncommand = \"true\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --poll 0.05", "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("line\\none\\ttab"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("line\none"), std::string::npos) << run.out;
+  auto history = run_colo(dir, "history --store " + dir.file("jobs.toml.colo/jobs.db"));
+  ASSERT_EQ(history.status, 0) << history.err;
+  EXPECT_NE(history.out.find("line\\none\\ttab"), std::string::npos) << history.out;
+  EXPECT_EQ(history.out.find("line\none"), std::string::npos) << history.out;
 }
 
 // Kill -9 colo mid-run, restart it on the same store: every job runs

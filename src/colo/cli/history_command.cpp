@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "colo/cli/job_table.h"
 #include "colo/core/table.h"
 #include "colo/sched/batch_totals.h"
 #include "colo/sched/store.h"
@@ -21,7 +22,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
     table.header();
     for (const auto& j : jobs) {
       bool ran = j.start_s && j.end_s;
-      table.row({std::to_string(j.id), j.spec.name.substr(0, 28), sched::to_string(j.state),
+      table.row({std::to_string(j.id), name_cell(j.spec.name, 28), sched::to_string(j.state),
                  ran ? fixed(*j.start_s - j.submit_s, 1) : "-", ran ? fixed(*j.end_s - *j.start_s, 1) : "-",
                  j.end_s ? fixed(*j.end_s - j.submit_s, 1) : "-",
                  j.peak_mem_bytes ? bytes_human(double(*j.peak_mem_bytes)) : "-", fixed(j.energy_j, 0),

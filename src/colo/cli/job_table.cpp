@@ -1,5 +1,6 @@
 #include "colo/cli/job_table.h"
 
+#include <cstdio>
 #include <string>
 
 #include "colo/core/stopwatch.h"
@@ -14,7 +15,81 @@ std::string duration_cell(const sched::JobRecord& job) {
   return fixed(end - *job.start_s, 1);
 }
 
+// The length of the UTF-8 sequence at text[at] with its code point in
+// `code`, or 0 when none starts there (a stray or overlong byte, a
+// surrogate, a sequence cut short).
+size_t utf8_sequence(const std::string& text, size_t at, char32_t* code) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  size_t length = 0;
+  char32_t c = 0, least = 0;
+  if (lead < 0x80) {
+    *code = lead;
+    return 1;
+  } else if ((lead & 0xE0) == 0xC0) {
+    length = 2;
+    c = lead & 0x1F;
+    least = 0x80;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3;
+    c = lead & 0x0F;
+    least = 0x800;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4;
+    c = lead & 0x07;
+    least = 0x10000;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[at + k]);
+    if ((next & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (next & 0x3F);
+  }
+  if (c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+  *code = c;
+  return length;
+}
+
+std::string hex_escape(const char* prefix, unsigned value, int digits) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%s%0*x", prefix, digits, value);
+  return buffer;
+}
+
 }  // namespace
+
+std::string name_cell(const std::string& name, size_t max_chars) {
+  std::string cell;
+  size_t chars = 0;
+  for (size_t at = 0; at < name.size();) {
+    char32_t code = 0;
+    size_t length = utf8_sequence(name, at, &code);
+    std::string shown;
+    if (length == 0) {
+      shown = hex_escape("\\x", static_cast<unsigned char>(name[at]), 2);
+      length = 1;
+    } else if (code == '\n') {
+      shown = "\\n";
+    } else if (code == '\t') {
+      shown = "\\t";
+    } else if (code == '\r') {
+      shown = "\\r";
+    } else if (code == '\\') {
+      shown = "\\\\";
+    } else if (code < 0x20 || code == 0x7F) {
+      shown = hex_escape("\\x", static_cast<unsigned>(code), 2);
+    } else if (code >= 0x80 && code < 0xA0) {
+      shown = hex_escape("\\u", static_cast<unsigned>(code), 4);
+    }
+    const size_t width = shown.empty() ? 1 : shown.size();
+    if (width > max_chars - chars) break;
+    cell += shown.empty() ? name.substr(at, length) : shown;
+    chars += width;
+    at += length;
+  }
+  return cell;
+}
 
 sched::JobRecord record_from_json(const nlohmann::json& j) {
   sched::JobRecord r;
@@ -41,7 +116,7 @@ void print_jobs(const std::vector<sched::JobRecord>& jobs) {
                       {"reason", 30}});
   table.header();
   for (const auto& j : jobs) {
-    table.row({std::to_string(j.id), j.spec.name.substr(0, 28), sched::to_string(j.state),
+    table.row({std::to_string(j.id), name_cell(j.spec.name, 28), sched::to_string(j.state),
                j.gpu >= 0 ? std::to_string(j.gpu) : "-", std::to_string(j.attempts), duration_cell(j),
                j.peak_mem_bytes ? bytes_human(double(*j.peak_mem_bytes)) : "-",
                j.samples_per_s ? fixed(*j.samples_per_s, 0) : "-", j.slowdown() ? fixed(*j.slowdown(), 2) + "x" : "-",

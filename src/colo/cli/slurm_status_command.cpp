@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "colo/cli/job_table.h"
 #include "colo/cli/slurm_subcommands.h"
 #include "colo/core/error.h"
 #include "colo/core/files.h"
@@ -45,7 +46,7 @@ int status(const StatusArgs& args) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& j : jobs) {
     std::string state_text = j.state == "LOST" && !queue_known ? "UNKNOWN" : j.state;
-    table.row({j.job_id, j.name, state_text, j.gres, size_or(j.mem_bytes, "whole GPU"), size_or(j.peak_bytes, "-"),
+    table.row({j.job_id, name_cell(j.name), state_text, j.gres, size_or(j.mem_bytes, "whole GPU"), size_or(j.peak_bytes, "-"),
                j.energy_known ? fixed(j.energy_j, 0) : "-", std::to_string(j.oom_retries), j.node, j.reason});
     out.push_back({{"first_id", j.first_id}, {"job_id", j.job_id}, {"name", j.name}, {"state", state_text},
                    {"gres", j.gres}, {"mem_bytes", j.mem_bytes ? nlohmann::json(*j.mem_bytes) : nlohmann::json()},

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "colo/cli/job_table.h"
 #include "colo/cli/slurm_subcommands.h"
 #include "colo/core/error.h"
 #include "colo/core/files.h"
@@ -97,7 +98,7 @@ int submit(const SubmitArgs& args) {
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       state.append_submitted(record);
     }
-    table.row({job.name, id, job.request.gres,
+    table.row({name_cell(job.name), id, job.request.gres,
                    job.mem_bytes ? bytes_human(static_cast<double>(*job.mem_bytes)) : "unknown: whole GPU",
                    job.array ? std::to_string(job.array->first) + "-" + std::to_string(job.array->second) : ""});
   }
