@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -276,6 +277,35 @@ TEST(ColoCompare, ColoTrainJobsAlsoRunSideBySideInOneProcessOnOneDataSetOrEachOn
   EXPECT_EQ(refused.status, 2);
   EXPECT_NE(refused.err.find("device"), std::string::npos) << refused.err;
   EXPECT_FALSE(path_exists(dir.file("out3")));
+}
+
+TEST(ColoCompare, ARerunIntoTheSameOutStartsEachLevelsLogsAndProgressAfresh) {
+  TempDir dir;
+  // The job says which run it is in; the first run's also reports progress.
+  std::string job = dir.write("job.sh",
+                              "echo \"run-$1\"\n"
+                              "if [ -n \"${2:-}\" ]; then echo '{\"samples\": 5, \"train_s\": 0.1, \"at\": 1}'"
+                              " > \"$COLO_PROGRESS_FILE\"; fi\n");
+  // The scheduler level on a simulated GPU under the stand-in MPS control.
+  const std::string compare = "compare " + dir.file("jobs.toml") + " --levels sequential,scheduler --no-plots"
+                              " --mps-control " COLO_SOURCE_DIR "/tests/gpu/fake_mps_control.sh --out " +
+                              dir.file("out");
+  for (const char* run : {"first report", "second"}) {
+    dir.write("jobs.toml", "[[job]]\nname = \"a\"\ncommand = \"sh " + job + " " + run + "\"\nsamples = 10\n");
+    auto result = run_colo(dir, compare, "COLO_SIMULATED_GPUS=1");
+    ASSERT_EQ(result.status, 0) << run << ": " << result.err << result.out;
+  }
+  EXPECT_EQ(read_file(dir.file("out/round-1/sequential/a.log")), "run-second\n");
+  EXPECT_FALSE(path_exists(dir.file("out/round-1/sequential/a.progress"))) << "the first run's";
+  const std::string logs = dir.file("out/round-1/scheduler/logs");
+  std::vector<std::string> jobs;
+  for (const std::string& name : list_directory(logs)) {
+    if (name.rfind("job-", 0) == 0) jobs.push_back(name);
+  }
+  EXPECT_EQ(jobs, (std::vector<std::string>{"job-1.log", "job-1.status"})) << "the second run's job alone";
+  EXPECT_EQ(read_file(logs + "/job-1.log"), "run-second\n");
+  // Outside the levels' logs, nothing of the first run was removed.
+  EXPECT_TRUE(is_directory(dir.file("out/round-1/sequential/a")));
 }
 
 TEST(ColoCompare, BadWorkloadsAreRejectedWithTheFieldNamed) {

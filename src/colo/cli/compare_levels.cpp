@@ -1,8 +1,10 @@
 #include "colo/cli/compare_levels.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include "colo/cli/compare_progress.h"
 #include "colo/core/cpu_share.h"
@@ -54,6 +57,38 @@ struct Launch {
 void make_output_dir(const std::string& dir) {
   std::string failure = make_directories(dir);
   if (!failure.empty()) throw std::runtime_error("cannot create " + dir + ": " + failure);
+}
+
+// The scheduler level's store and runner log directory, in its level directory.
+std::string scheduler_store(const std::string& dir) { return dir + "/jobs.db"; }
+std::string scheduler_log_dir(const std::string& dir) { return dir + "/logs"; }
+
+// Removes the file `path` when it is there; throws std::runtime_error when
+// it is there and cannot be removed.
+void remove_earlier_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove " + path + ", an earlier run's: " + std::strerror(errno));
+  }
+}
+
+// A rerun into the same --out makes the level's logs and progress files its
+// own: a process's log is appended to (ChildProcess), and an earlier run's
+// progress file would be read as this run's. For the scheduler level the
+// runner's job-* and loader-* files go, and with them its store: an earlier
+// run's jobs would be listed beside this run's and, left unfinished (colo
+// compare interrupted), run again without their .status files. What the
+// processes wrote under their output directories stays.
+void start_level_afresh(ShareLevel level, const std::vector<Launch>& launches, const std::string& dir) {
+  for (const Launch& l : launches) {
+    remove_earlier_file(l.log);
+    remove_earlier_file(l.env.at(kProgressFileVariable));
+  }
+  if (level != ShareLevel::kScheduler) return;
+  const std::string logs = scheduler_log_dir(dir);
+  for (const std::string& name : list_directory(logs)) {
+    if (name.rfind("job-", 0) == 0 || name.rfind("loader-", 0) == 0) remove_earlier_file(logs + "/" + name);
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) remove_earlier_file(scheduler_store(dir) + suffix);
 }
 
 std::vector<std::string> in_workdir(const std::vector<std::string>& argv, const std::string& workdir) {
@@ -205,7 +240,7 @@ std::string mps_pipe_directory() { return make_unique_directory("/tmp", "colo-co
 PoolEnd run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::DevicePtr>& devices,
                       const LevelOptions& options, const std::string& dir, std::unique_ptr<ProgressWatch>* watch) {
   PoolEnd end;
-  sched::JobStore store(dir + "/jobs.db");
+  sched::JobStore store(scheduler_store(dir));
   std::vector<sched::JobSpec> specs;
   for (const Launch& l : launches) {
     sched::JobSpec s;
@@ -219,7 +254,7 @@ PoolEnd run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::Devi
   server::fill_memory_estimates(specs, &store);
   std::vector<int64_t> ids = store.submit(specs);
   sched::RunnerOptions runner_options = sched::runner_options_from_names("magm", "mps", "alone", 0.2);
-  runner_options.log_dir = dir + "/logs";
+  runner_options.log_dir = scheduler_log_dir(dir);
   std::string pipes = mps_pipe_directory();
   runner_options.mps_dir = pipes;
   runner_options.mps_control = options.mps_control;
@@ -364,6 +399,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     // against 838k with one thread each).
     share_cores(l.env, std::min(concurrency, launches.size()));
   }
+  start_level_afresh(level, launches, dir);
 
   std::unique_ptr<gpu::Sampler> sampler;
   if (!devices.empty()) {

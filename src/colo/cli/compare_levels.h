@@ -99,7 +99,11 @@ std::string level_unavailable(ShareLevel level, const CompareWorkload& workload,
                               const LevelOptions& options);
 
 // Runs the workload once at `level` and measures it. Never throws for a
-// failing job or MPS daemon: the run comes back !ok with the reason.
+// failing job or MPS daemon: the run comes back !ok with the reason. Run
+// again into the same out_dir, it first removes the level's earlier logs
+// and progress files (and the scheduler level's job store), so that each
+// holds this run's alone; the processes' outputs are left in place. Throws
+// std::runtime_error when one of those cannot be removed.
 LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, const std::vector<gpu::DevicePtr>& devices,
                          const LevelOptions& options);
 
