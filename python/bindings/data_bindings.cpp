@@ -94,7 +94,8 @@ void bind_data(py::module& m) {
       .def_property_readonly("device_ring", [](const SharedLoaderClient& c) -> py::object {
              return c.device_ring().is_object() ? py::object(py::str(c.device_ring().dump())) : py::object(py::none());
            }, "The producer's device ring as JSON (handle, device, bytes), or None.")
-      .def("start_reading", &SharedLoaderClient::start_reading)
+      // Its wait may be long (a start group's): other Python threads run meanwhile.
+      .def("start_reading", &SharedLoaderClient::start_reading, py::call_guard<py::gil_scoped_release>())
       .def("next_batch_normalised", [](SharedLoaderClient& c, at::Tensor out, at::Tensor labels,
                                        const std::vector<float>& scale, const std::vector<float>& shift) {
              std::vector<int64_t> shape = c.sample_shape();

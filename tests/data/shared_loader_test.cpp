@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -361,6 +362,51 @@ TEST(SharedLoader, AStartGroupWhoseOthersNeverAskHoldsItsFirstConsumerOnlyForThe
   EXPECT_GE(first, 0.5);
   EXPECT_LT(first, 5.0);
   EXPECT_LT(seconds_to_read(alone, 1), 0.5) << "only its first chunk waited";
+}
+
+TEST(SharedLoader, WithPaceSlowestAConsumerHeldInItsStartGroupHoldsNoOneBack) {
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4,
+                    {.stall_s = 0.3, .pace = LoaderPace::slowest, .ready_file = ready, .start_group_wait_s = 1.5});
+  write_start_group_size(ready, 2);  // the other never comes
+  std::optional<SharedLoaderClient> held;
+  {
+    StartGroupVariable group(ready);
+    held.emplace(producer.spec.address, 8);
+  }
+  double held_s = 0;
+  std::thread holding([&] { held_s = seconds_to_read(*held, 1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  SharedLoaderClient other(producer.spec.address, 8);  // launched later, in no group
+  EXPECT_LT(seconds_to_read(other, 12), 5.0) << "three times the ring, past the held one";
+  holding.join();
+  EXPECT_GE(held_s, 1.3);
+  EXPECT_LT(held_s, 5.0) << "served once its group's wait was over";
+  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+}
+
+TEST(SharedLoader, AStartGroupCountsJobsNotTheConsumersOfOneJob) {
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100, .ready_file = ready});
+  write_start_group_size(ready, 2);
+  StartGroupVariable group(ready);
+  ::setenv("COLO_JOB_ID", "7", 1);
+  SharedLoaderClient train(producer.spec.address, 8), validate(producer.spec.address, 8);
+  std::atomic<int> got{0};
+  std::thread reading_train([&] { labels_of(train, 1); ++got; });
+  std::thread reading_validate([&] { labels_of(validate, 1); ++got; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(got.load(), 0) << "one job of the two asked";
+  ::setenv("COLO_JOB_ID", "8", 1);
+  SharedLoaderClient other_job(producer.spec.address, 8);
+  labels_of(other_job, 1);
+  reading_train.join();
+  reading_validate.join();
+  ::unsetenv("COLO_JOB_ID");
+  EXPECT_EQ(got.load(), 2);
+  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
 }
 
 TEST(SharedLoader, AStartGroupOfOneIsServedAtOnceAndAnotherProducersIsIgnored) {

@@ -46,6 +46,32 @@ TEST(LoaderProducers, AProducerIsReadyOnlyOnceItWroteItsReadyFileNotAnEarlierPro
   EXPECT_EQ(colo.starts().size(), 1u);
 }
 
+TEST(LoaderProducers, AProducerBecomesReadyBetweenRoundsSoThatARoundsJobsSeeItAlike) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  const std::string data = dir.file("data.toml");
+  producers.acquire(data, 1);
+  producers.acquire(data, 2);
+  producers.begin_round();
+  EXPECT_FALSE(producers.ready(data));
+  colo.fill();
+  ASSERT_TRUE(within(10, [&] { return path_exists(dir.file("logs/loader-1.ready")); }));
+  EXPECT_FALSE(producers.ready(data)) << "filled during the round: job 2 would see it, job 1 did not";
+  EXPECT_EQ(producers.start_group_of(data), "");
+  producers.end_round();
+  producers.begin_round();
+  EXPECT_TRUE(producers.ready(data));
+  EXPECT_EQ(producers.start_group_of(data), dir.file("logs/loader-1.ready"));
+  producers.joined_start_group(data);  // job 1 launched; job 2 could not be (cancelled meanwhile, say)
+  producers.end_round();
+  EXPECT_EQ(read_file(dir.file("logs/loader-1.ready.group")), "1\n");
+  producers.begin_round();
+  EXPECT_EQ(producers.start_group_of(data), "") << "a later round's jobs join as late consumers";
+  producers.end_round();
+}
+
 TEST(LoaderProducers, AJobThatLeavesWhileWaitingStopsItsProducer) {
   testing::TempDir dir;
   testing::FakeLoaderProgram colo(dir);

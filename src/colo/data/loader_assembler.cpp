@@ -109,6 +109,7 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
       if (asked && slot_free(k)) break;
       const int64_t reused = k - slots;  // the chunk whose slot k takes
       if (!someone_waits()) waiting.restart();
+      bool left_one_behind = false;
       if (asked && waiting.elapsed_s() > spec.stall_s) {
         for (auto& [id, c] : s.consumers) {
           // Pending, it holds nothing older than it asked for, unless
@@ -122,9 +123,12 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
             c.behind = true;
             c.cursor = std::max(c.cursor, reused + 1);
             c.keep = reused + 1;
+            left_one_behind = true;
           }
         }
-        continue;
+        // Its slot may be free now; with no one to leave behind, wait (and
+        // let the control loop have the lock) as below.
+        if (left_one_behind) continue;
       }
       Stopwatch blocked;
       s.changed.wait_for(lock, std::chrono::milliseconds(50));

@@ -7,7 +7,7 @@
 //                                           "std":[..],"classes":k,"epoch_samples":n,
 //                                           "device_ring":{"handle":hex,"device":"cuda:0","bytes":b}}
 //                                           (device_ring only when the producer mirrors its ring on a GPU)
-//   {"op":"next","consumer":id,"seq":k,"keep":j,"start_group":READY_FILE}
+//   {"op":"next","consumer":id,"seq":k,"keep":j,"start_group":READY_FILE,"job":JOB_ID}
 //                                       -> {"op":"chunk","seq":k2,"slot":s,"count":n,"epoch":e,
 //                                           "skipped":k2-k}   (k2 > k when k was dropped)
 //                                          (start_group, on a consumer's first "next" only: see

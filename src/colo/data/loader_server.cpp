@@ -274,12 +274,20 @@ void LoaderServer::serve(double report_s) {
       } else if (op == "next") {
         c.route = who;  // beats come from another socket: replies go where "next" came from
         if (c.served == 0 && !s.start_group.released && !spec_.ready_file.empty() &&
-            request.value("start_group", "") == spec_.ready_file) {
+            request.contains("start_group") && request["start_group"].is_string() &&
+            request["start_group"].get<std::string>() == spec_.ready_file) {
           if (s.start_group.asked.empty()) s.start_group.since_first_asked.restart();
-          s.start_group.asked.insert(found->first);
+          // Counted by job: a job may read through several consumers.
+          const auto job = request.find("job");
+          s.start_group.asked.insert(job != request.end() && job->is_string() && !job->get<std::string>().empty()
+                                         ? "job " + job->get<std::string>()
+                                         : "consumer " + std::to_string(found->first));
           c.in_start_group = true;
         }
-        if (c.behind) {  // new, or left behind: it starts at the oldest chunk held, up to the lag allowed
+        // Held in its start group, it holds nothing back until released (and
+        // then starts as this does).
+        const bool held = c.in_start_group && !s.start_group.released;
+        if (c.behind && !held) {  // new, or left behind: it starts at the oldest chunk held, up to the lag allowed
           const int64_t start = rejoin_at(s, spec_);
           c.cursor = std::max(c.cursor, start);
           c.keep = std::max(c.keep, start);
@@ -335,7 +343,10 @@ void LoaderServer::serve(double report_s) {
         }
         if (c.pending && c.in_start_group && !s.start_group.released) {
           StartGroup& group = s.start_group;
-          if (group.size == 0) group.size = read_start_group_size(start_group_size_file(spec_.ready_file));
+          if (group.size == 0 && group.since_size_read.elapsed_s() >= 0.1) {  // the scheduler writes it after its round
+            group.size = read_start_group_size(start_group_size_file(spec_.ready_file));
+            group.since_size_read.restart();
+          }
           const bool all_asked = group.size > 0 && group.asked.size() >= group.size;
           if (!all_asked && group.since_first_asked.elapsed_s() < spec_.start_group_wait_s) {
             ++it;
@@ -348,6 +359,12 @@ void LoaderServer::serve(double report_s) {
                          spec_.start_group_wait_s);
           }
           group.released = true;
+        }
+        if (c.pending && c.in_start_group && c.behind && c.served == 0) {  // released: it starts now
+          const int64_t start = rejoin_at(s, spec_);
+          c.cursor = std::max(c.cursor, start);
+          c.keep = std::max(c.keep, start);
+          c.behind = false;
         }
         if (c.pending) {
           if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_);  // fell a ring behind (pace fastest)

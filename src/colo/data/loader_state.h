@@ -62,9 +62,10 @@ struct Decoding {
 // The consumers launched together whose first chunks wait for each other
 // (LoaderServeSpec::start_group_wait_s): one group per producer.
 struct StartGroup {
-  size_t size = 0;              // consumers in it, once the scheduler has written how many; 0 until then
-  std::set<int64_t> asked;      // those that have asked for their first chunk
+  size_t size = 0;              // jobs in it, once the scheduler has written how many; 0 until then
+  std::set<std::string> asked;  // the jobs (or consumers, without a job id) that asked for their first chunk
   Stopwatch since_first_asked;
+  Stopwatch since_size_read;    // its size file is read at most every 0.1 s until found
   bool released = false;        // its consumers are served as any others
 };
 

@@ -180,7 +180,10 @@ SharedLoaderClient::~SharedLoaderClient() {
 
 void SharedLoaderClient::request(int64_t seq) {
   nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
-  if (!asked_ && !start_group_.empty()) next["start_group"] = start_group_;
+  if (!asked_ && !start_group_.empty()) {
+    next["start_group"] = start_group_;
+    if (const char* job = std::getenv("COLO_JOB_ID")) next["job"] = job;  // the group counts jobs
+  }
   seq_ = seq;
   asked_ = true;
   outstanding_ = true;

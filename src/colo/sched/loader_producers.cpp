@@ -59,6 +59,7 @@ bool LoaderProducers::ready(const std::string& named_file) {
   if (found == producers_.end() || !found->second.process) return false;
   Producer& producer = found->second;
   if (producer.ready) return true;
+  if (in_round_) return false;  // begin_round looked: it becomes ready next round
   const double waited_s = producer.since_start.elapsed_s();
   if (path_exists(producer.ready_file)) {
     spdlog::info("shared loader for {} filled its ring in {:.1f} s; starting its jobs", found->first, waited_s);
@@ -77,14 +78,26 @@ bool LoaderProducers::ready(const std::string& named_file) {
   return true;
 }
 
-std::string LoaderProducers::join_start_group(const std::string& named_file) {
-  auto found = producers_.find(resolved_path(named_file));
-  if (found == producers_.end() || !found->second.start_group_open) return "";
-  ++found->second.start_group_size;
-  return found->second.ready_file;
+void LoaderProducers::begin_round() {
+  in_round_ = false;
+  for (auto& [data_file, producer] : producers_) {
+    if (!producer.jobs.empty()) ready(data_file);
+  }
+  in_round_ = true;
 }
 
-void LoaderProducers::close_start_groups() {
+std::string LoaderProducers::start_group_of(const std::string& named_file) const {
+  auto found = producers_.find(resolved_path(named_file));
+  return found != producers_.end() && found->second.start_group_open ? found->second.ready_file : "";
+}
+
+void LoaderProducers::joined_start_group(const std::string& named_file) {
+  auto found = producers_.find(resolved_path(named_file));
+  if (found != producers_.end() && found->second.start_group_open) ++found->second.start_group_size;
+}
+
+void LoaderProducers::end_round() {
+  in_round_ = false;
   for (auto& [data_file, producer] : producers_) {
     if (!producer.start_group_open) continue;
     producer.start_group_open = false;

@@ -67,15 +67,22 @@ class LoaderProducers {
   // ring, or no job acquired it. Its jobs would only find no producer.
   std::string failure(const std::string& data_file) const;
 
-  // The start group (colo/core/loader_start_group.h) of a job launched now
-  // on `data_file`'s producer: its ready file, for every job launched in
-  // the round in which ready() first found that file; "" after that round
-  // (close_start_groups), and for a producer that never wrote it.
-  std::string join_start_group(const std::string& data_file);
-
+  // A scheduling round begins: finds which producers became ready since
+  // the last (ready()'s checks, for all of them at once). Until end_round(),
+  // ready() answers from that, so that every job of a producer launched in
+  // this round sees it alike.
+  void begin_round();
   // The round's launches are done: writes, for every producer whose start
   // group was open, how many jobs joined it (start_group_size_file).
-  void close_start_groups();
+  void end_round();
+
+  // The start group (colo/core/loader_start_group.h) of a job about to be
+  // launched on `data_file`'s producer: its ready file, in the round in
+  // which the producer became ready; "" after that round, and for a
+  // producer that never wrote it. The job counts in it once launched
+  // (joined_start_group).
+  std::string start_group_of(const std::string& data_file) const;
+  void joined_start_group(const std::string& data_file);
 
   // Job `job_id` ended: its producer stops once no other job uses it. No
   // effect for a job that used none.
@@ -108,6 +115,7 @@ class LoaderProducers {
   std::map<std::string, Producer> producers_;  // by data file
   std::map<int64_t, std::string> job_data_;    // job -> data file
   int64_t started_ = 0;
+  bool in_round_ = false;  // between begin_round and end_round
 };
 
 // The `colo` executable beside the running program (colo or colod).

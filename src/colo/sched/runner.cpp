@@ -361,6 +361,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   if (!placement.placed()) return NotStarted{placement.reason};
   const std::vector<int>& gpus = placement.gpus;
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
+  std::string start_group;  // the start group it joins, if launched
   env["COLO_JOB_ID"] = std::to_string(job.id);
   env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
   env[kProgressFileVariable] = progress_path(job.id);
@@ -386,9 +387,8 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
       return NotStarted{reason, false};
     }
     env[kLoaderVariable] = job.spec.loader;
-    if (std::string group = loaders_->join_start_group(job.spec.loader); !group.empty()) {
-      env[kLoaderStartGroupVariable] = group;
-    }
+    start_group = loaders_->start_group_of(job.spec.loader);
+    if (!start_group.empty()) env[kLoaderStartGroupVariable] = start_group;
   }
   std::optional<int64_t> mem_limit;
   if (has_gpus_) {
@@ -421,6 +421,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
     loaders_->release(job.id);
     return std::nullopt;
   }
+  if (!start_group.empty()) loaders_->joined_start_group(job.spec.loader);  // launched: the group waits for it
   Active a;
   a.id = job.id;
   a.gpus = gpus;
@@ -533,6 +534,7 @@ size_t Runner::step() {
   }
   auto waiting = store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory});
   release_loaders_of_jobs_gone(waiting);
+  loaders_->begin_round();
   std::sort(waiting.begin(), waiting.end(), [](const JobRecord& a, const JobRecord& b) {
     return QueueKey{a.state == JobState::kOutOfMemory, a.spec.priority, a.submit_s, a.id} <
            QueueKey{b.state == JobState::kOutOfMemory, b.spec.priority, b.submit_s, b.id};
@@ -558,7 +560,7 @@ size_t Runner::step() {
       }
     }
   }
-  loaders_->close_start_groups();
+  loaders_->end_round();
   for (const auto& [id, reason] : reasons) {
     auto written = waiting_reason_.find(id);
     if (written != waiting_reason_.end() && written->second == reason) continue;
