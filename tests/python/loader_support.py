@@ -26,10 +26,10 @@ def small_image_data(colo_executable, folder):
     return data
 
 
-def serve(colo_executable, data, address):
-    """Starts `colo loader serve data`; returns the process once it answers at
-    `address` (or after 4 s, for the test to find out why)."""
-    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"],
+def serve(colo_executable, data, address, *options):
+    """Starts `colo loader serve data [options]`; returns the process once it
+    answers at `address` (or after 4 s, for the test to find out why)."""
+    producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0", *options],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(40):
         if subprocess.run([colo_executable, "loader", "status", address, "--timeout", "0.5"],

@@ -367,6 +367,39 @@ def test_jobs_the_scheduler_launches_together_read_their_first_batch_together(tm
     assert fast["labels"] == slow["labels"], "both begin at the same samples"
 
 
+def test_other_python_threads_run_while_start_reading_waits_for_its_start_group(tmp_path, colo_executable,
+                                                                                monkeypatch):
+    import threading
+    data = small_image_data(colo_executable, tmp_path)
+    ready = tmp_path / "loader.ready"
+    producer = serve(colo_executable, data, f"ipc://{tmp_path}/loader.sock", "--ready-file", str(ready))
+    try:
+        monkeypatch.setenv("COLO_LOADER_START_GROUP", str(ready))
+        loader = colo.data.SharedLoader(str(data), 16)
+        ticks, done = [], threading.Event()
+
+        def tick():
+            while not done.is_set():
+                ticks.append(time.time())
+                time.sleep(0.01)
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        # The scheduler's count comes a second later: until then the group waits.
+        threading.Timer(1.0, lambda: (tmp_path / "loader.ready.group").write_text("1\n")).start()
+        started = time.time()
+        loader.start_reading()
+        waited = time.time() - started
+        done.set()
+        ticker.join()
+        assert 0.9 <= waited < 15, waited
+        assert len([t for t in ticks if started <= t <= started + waited]) > 20, "the ticker ran during the wait"
+        loader.close()
+    finally:
+        producer.send_signal(signal.SIGINT)
+        producer.wait(10)
+
+
 def test_a_job_naming_a_missing_loader_file_is_rejected(tmp_path, colo_executable):
     (tmp_path / "jobs.toml").write_text('command = "true"\nloader = "nowhere/data.toml"\n')
     run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml")], capture_output=True, text=True,
