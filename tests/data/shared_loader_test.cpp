@@ -409,6 +409,23 @@ TEST(SharedLoader, AStartGroupCountsJobsNotTheConsumersOfOneJob) {
   EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
 }
 
+TEST(SharedLoader, AStartGroupWhoseSizeDropsAsAMemberDiesIsServedThen) {
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.ready_file = ready});
+  write_start_group_size(ready, 2);
+  StartGroupVariable group(ready);
+  SharedLoaderClient survivor(producer.spec.address, 8);
+  std::thread dies([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    write_start_group_size(ready, 1);  // the scheduler saw the other job end
+  });
+  const double first = seconds_to_read(survivor, 1);
+  dies.join();
+  EXPECT_GE(first, 0.4);
+  EXPECT_LT(first, 5.0) << "not the 20 s wait";
+}
+
 TEST(SharedLoader, AStartGroupOfOneIsServedAtOnceAndAnotherProducersIsIgnored) {
   testing::TempDir dir;
   const std::string ready = dir.file("loader.ready");

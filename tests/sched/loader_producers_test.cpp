@@ -64,12 +64,31 @@ TEST(LoaderProducers, AProducerBecomesReadyBetweenRoundsSoThatARoundsJobsSeeItAl
   producers.begin_round();
   EXPECT_TRUE(producers.ready(data));
   EXPECT_EQ(producers.start_group_of(data), dir.file("logs/loader-1.ready"));
-  producers.joined_start_group(data);  // job 1 launched; job 2 could not be (cancelled meanwhile, say)
+  producers.joined_start_group(data, 1);  // job 1 launched; job 2 could not be (cancelled meanwhile, say)
   producers.end_round();
   EXPECT_EQ(read_file(dir.file("logs/loader-1.ready.group")), "1\n");
   producers.begin_round();
   EXPECT_EQ(producers.start_group_of(data), "") << "a later round's jobs join as late consumers";
   producers.end_round();
+}
+
+TEST(LoaderProducers, AStartGroupMemberThatEndsLeavesTheGroupSizeWritten) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  const std::string data = dir.file("data.toml");
+  for (int64_t job : {1, 2, 3}) producers.acquire(data, job);
+  colo.fill();
+  ASSERT_TRUE(within(10, [&] { return path_exists(dir.file("logs/loader-1.ready")); }));
+  producers.begin_round();
+  ASSERT_TRUE(producers.ready(data));
+  for (int64_t job : {1, 2, 3}) producers.joined_start_group(data, job);
+  producers.end_round();
+  const std::string size_file = dir.file("logs/loader-1.ready.group");
+  EXPECT_EQ(read_file(size_file), "3\n");
+  producers.release(2);  // died while importing torch: the other two need not wait for it
+  EXPECT_EQ(read_file(size_file), "2\n");
 }
 
 TEST(LoaderProducers, AJobThatLeavesWhileWaitingStopsItsProducer) {

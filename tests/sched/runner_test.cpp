@@ -460,10 +460,16 @@ TEST(Runner, OutsideMpsASharedLoaderProducerKeepsTheRunnersEnvironment) {
             inherited("CUDA_MPS_PIPE_DIRECTORY") + "|" + inherited("CUDA_VISIBLE_DEVICES") + "\n");
 }
 
-// A loader job that writes its $COLO_LOADER_START_GROUP ("none" unset) to NAME.group in `dir`.
+// A loader job that writes its $COLO_LOADER_START_GROUP ("none" unset) to
+// NAME.group in `dir` and, a moment later (the scheduler writes it after
+// the round), the group's size as written then to NAME.size.
 JobSpec group_recording_job(const std::string& name, const testing::TempDir& dir, const std::string& data) {
   JobSpec job = loader_job(name, dir, data);
-  job.command = {"/bin/sh", "-c", "echo \"${COLO_LOADER_START_GROUP-none}\" > " + dir.file(name + ".group")};
+  job.command = {"/bin/sh", "-c",
+                 "echo \"${COLO_LOADER_START_GROUP-none}\" > " + dir.file(name + ".group") +
+                     "; sleep 0.3; cat \"$COLO_LOADER_START_GROUP.group\" > " + dir.file(name + ".size") +
+                     " 2>/dev/null || echo none > " + dir.file(name + ".size") +
+                     "; sleep 0.3"};  // ending only once the others have read the size too
   return job;
 }
 
@@ -484,9 +490,9 @@ TEST(Runner, TheJobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndThei
   const std::string ready = dir.file("logs/loader-1.ready"), other = dir.file("logs/loader-2.ready");
   EXPECT_EQ(read_file(dir.file("a.group")), ready + "\n");
   EXPECT_EQ(read_file(dir.file("b.group")), ready + "\n");
-  EXPECT_EQ(read_file(start_group_size_file(ready)), "2\n");
+  EXPECT_EQ(read_file(dir.file("a.size")), "2\n");
   EXPECT_EQ(read_file(dir.file("alone.group")), other + "\n");
-  EXPECT_EQ(read_file(start_group_size_file(other)), "1\n") << "a group of one waits for no one";
+  EXPECT_EQ(read_file(dir.file("alone.size")), "1\n") << "a group of one waits for no one";
 }
 
 TEST(Runner, AStartGroupCountsOnlyTheJobsTheRoundCouldLaunchNotThoseStillWaitingForRoom) {
@@ -506,7 +512,7 @@ TEST(Runner, AStartGroupCountsOnlyTheJobsTheRoundCouldLaunchNotThoseStillWaiting
   for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
   const std::string ready = dir.file("logs/loader-1.ready");
   EXPECT_EQ(read_file(dir.file("first.group")), ready + "\n");
-  EXPECT_EQ(read_file(start_group_size_file(ready)), "1\n") << "its first chunk waits for no one";
+  EXPECT_EQ(read_file(dir.file("first.size")), "1\n") << "its first chunk waits for no one";
   EXPECT_EQ(read_file(dir.file("second.group")), "none\n") << "launched later, it joins as a late consumer";
 }
 

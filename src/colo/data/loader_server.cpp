@@ -343,7 +343,8 @@ void LoaderServer::serve(double report_s) {
         }
         if (c.pending && c.in_start_group && !s.start_group.released) {
           StartGroup& group = s.start_group;
-          if (group.size == 0 && group.since_size_read.elapsed_s() >= 0.1) {  // the scheduler writes it after its round
+          // The scheduler writes it after its round, and again as members end.
+          if (group.since_size_read.elapsed_s() >= 0.1) {
             group.size = read_start_group_size(start_group_size_file(spec_.ready_file));
             group.since_size_read.restart();
           }

@@ -65,7 +65,7 @@ struct StartGroup {
   size_t size = 0;              // jobs in it, once the scheduler has written how many; 0 until then
   std::set<std::string> asked;  // the jobs (or consumers, without a job id) that asked for their first chunk
   Stopwatch since_first_asked;
-  Stopwatch since_size_read;    // its size file is read at most every 0.1 s until found
+  Stopwatch since_size_read;    // its size file is read at most every 0.1 s while it waits
   bool released = false;        // its consumers are served as any others
 };
 

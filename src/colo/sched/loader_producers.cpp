@@ -46,7 +46,7 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
     producer.ready = false;
     producer.failure.clear();
     producer.start_group_open = false;
-    producer.start_group_size = 0;
+    producer.start_group.clear();
     remove_tree(start_group_size_file(producer.ready_file));
     spdlog::info("shared loader for {} started (pid {}, log {})", data_file, producer.process->pid(), producer.log);
   }
@@ -91,22 +91,30 @@ std::string LoaderProducers::start_group_of(const std::string& named_file) const
   return found != producers_.end() && found->second.start_group_open ? found->second.ready_file : "";
 }
 
-void LoaderProducers::joined_start_group(const std::string& named_file) {
+void LoaderProducers::joined_start_group(const std::string& named_file, int64_t job_id) {
   auto found = producers_.find(resolved_path(named_file));
-  if (found != producers_.end() && found->second.start_group_open) ++found->second.start_group_size;
+  if (found != producers_.end() && found->second.start_group_open) found->second.start_group.insert(job_id);
 }
+
+namespace {
+
+// Writes how many jobs are in a producer's start group (start_group_size_file).
+void write_start_group_size(const std::string& data_file, const std::string& ready_file, size_t jobs) {
+  try {
+    write_file_atomically(start_group_size_file(ready_file), std::to_string(jobs) + "\n");
+  } catch (const std::exception& e) {  // its jobs then start after the producer's wait
+    spdlog::warn("shared loader for {}: cannot write its start group's size: {}", data_file, e.what());
+  }
+}
+
+}  // namespace
 
 void LoaderProducers::end_round() {
   in_round_ = false;
   for (auto& [data_file, producer] : producers_) {
     if (!producer.start_group_open) continue;
     producer.start_group_open = false;
-    try {
-      write_file_atomically(start_group_size_file(producer.ready_file),
-                            std::to_string(producer.start_group_size) + "\n");
-    } catch (const std::exception& e) {  // its jobs then start after the producer's wait
-      spdlog::warn("shared loader for {}: cannot write its start group's size: {}", data_file, e.what());
-    }
+    write_start_group_size(data_file, producer.ready_file, producer.start_group.size());
   }
 }
 
@@ -122,7 +130,14 @@ void LoaderProducers::release(int64_t job_id) {
   job_data_.erase(used);
   if (producer == producers_.end()) return;
   producer->second.jobs.erase(job_id);
-  if (!producer->second.jobs.empty()) return;
+  if (!producer->second.jobs.empty()) {
+    // Once its size is written, a member that ends no longer counts (a
+    // group the producer has served already ignores the change).
+    if (producer->second.start_group.erase(job_id) > 0 && !producer->second.start_group_open) {
+      write_start_group_size(producer->first, producer->second.ready_file, producer->second.start_group.size());
+    }
+    return;
+  }
   if (producer->second.process) producer->second.process->terminate(10.0);
   spdlog::info("shared loader for {} stopped: no job reads it", producer->first);
   producers_.erase(producer);

@@ -80,9 +80,11 @@ class LoaderProducers {
   // launched on `data_file`'s producer: its ready file, in the round in
   // which the producer became ready; "" after that round, and for a
   // producer that never wrote it. The job counts in it once launched
-  // (joined_start_group).
+  // (joined_start_group). A member that ends leaves the group, and the
+  // size written drops with it (release): the others do not wait for a job
+  // that died before it read.
   std::string start_group_of(const std::string& data_file) const;
-  void joined_start_group(const std::string& data_file);
+  void joined_start_group(const std::string& data_file, int64_t job_id);
 
   // Job `job_id` ended: its producer stops once no other job uses it. No
   // effect for a job that used none.
@@ -108,7 +110,7 @@ class LoaderProducers {
     bool ready = false;
     std::string failure;  // it exited before filling its ring: why
     bool start_group_open = false;   // in the round its ring was found full: jobs launched join its group
-    int64_t start_group_size = 0;    // the jobs that joined it
+    std::set<int64_t> start_group;   // the jobs in it that have not ended
   };
   std::string colo_program_, log_dir_;
   double fill_wait_s_;

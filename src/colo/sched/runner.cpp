@@ -421,7 +421,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
     loaders_->release(job.id);
     return std::nullopt;
   }
-  if (!start_group.empty()) loaders_->joined_start_group(job.spec.loader);  // launched: the group waits for it
+  if (!start_group.empty()) loaders_->joined_start_group(job.spec.loader, job.id);  // launched: the group waits for it
   Active a;
   a.id = job.id;
   a.gpus = gpus;
