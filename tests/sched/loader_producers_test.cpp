@@ -27,12 +27,18 @@ bool within(double timeout_s, const std::function<bool()>& condition) {
   return condition();
 }
 
-TEST(LoaderProducers, AProducerIsReadyOnlyOnceItWroteItsReadyFileNotAnEarlierProducersOne) {
+// Producers started as a stand-in `colo` program (FakeLoaderProgram) that
+// fills its ring once the test says so, logging under dir/logs.
+class LoaderProducersOnAStandIn : public ::testing::Test {
+ protected:
+  void SetUp() override { make_directories(dir.file("logs")); }
   testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  make_directories(dir.file("logs"));
+  testing::FakeLoaderProgram colo{dir};
+  LoaderProducers producers{colo.program(), dir.file("logs")};
+};
+
+TEST_F(LoaderProducersOnAStandIn, AProducerIsReadyOnlyOnceItWroteItsReadyFileNotAnEarlierProducersOne) {
   write_file_atomically(dir.file("logs/loader-1.ready"), "{}\n");  // left by an earlier runner's producer
-  LoaderProducers producers(colo.program(), dir.file("logs"));
   const std::string data = dir.file("data.toml");
   producers.acquire(data, 1);
   EXPECT_FALSE(within(0.3, [&] { return producers.ready(data); })) << "its ring is not full yet";
@@ -46,11 +52,7 @@ TEST(LoaderProducers, AProducerIsReadyOnlyOnceItWroteItsReadyFileNotAnEarlierPro
   EXPECT_EQ(colo.starts().size(), 1u);
 }
 
-TEST(LoaderProducers, AProducerBecomesReadyBetweenRoundsSoThatARoundsJobsSeeItAlike) {
-  testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  make_directories(dir.file("logs"));
-  LoaderProducers producers(colo.program(), dir.file("logs"));
+TEST_F(LoaderProducersOnAStandIn, AProducerBecomesReadyBetweenRoundsSoThatARoundsJobsSeeItAlike) {
   const std::string data = dir.file("data.toml");
   producers.acquire(data, 1);
   producers.acquire(data, 2);
@@ -72,11 +74,7 @@ TEST(LoaderProducers, AProducerBecomesReadyBetweenRoundsSoThatARoundsJobsSeeItAl
   producers.end_round();
 }
 
-TEST(LoaderProducers, AStartGroupMemberThatEndsLeavesTheGroupSizeWritten) {
-  testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  make_directories(dir.file("logs"));
-  LoaderProducers producers(colo.program(), dir.file("logs"));
+TEST_F(LoaderProducersOnAStandIn, AStartGroupMemberThatEndsLeavesTheGroupSizeWritten) {
   const std::string data = dir.file("data.toml");
   for (int64_t job : {1, 2, 3}) producers.acquire(data, job);
   colo.fill();
@@ -91,11 +89,7 @@ TEST(LoaderProducers, AStartGroupMemberThatEndsLeavesTheGroupSizeWritten) {
   EXPECT_EQ(read_file(size_file), "2\n");
 }
 
-TEST(LoaderProducers, AJobThatLeavesWhileWaitingStopsItsProducer) {
-  testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  make_directories(dir.file("logs"));
-  LoaderProducers producers(colo.program(), dir.file("logs"));
+TEST_F(LoaderProducersOnAStandIn, AJobThatLeavesWhileWaitingStopsItsProducer) {
   producers.acquire(dir.file("data.toml"), 7);
   ASSERT_FALSE(producers.ready(dir.file("data.toml")));
   ASSERT_TRUE(colo.wait_for_starts(1));

@@ -10,14 +10,26 @@
 //   writes start_group_size_file(ready file): how many it launched (one
 //   line, a count), which the producer waits for.
 
+#include <fstream>
 #include <string>
 
 namespace colo {
 
 inline constexpr const char* kLoaderStartGroupVariable = "COLO_LOADER_START_GROUP";
+// The job id the scheduler gives every job it launches: a start group
+// counts jobs by it, as a job may read through several consumers.
+inline constexpr const char* kJobIdVariable = "COLO_JOB_ID";
 
 // Where the size of the start group of the producer whose ready file is
 // `ready_file` is written.
 inline std::string start_group_size_file(const std::string& ready_file) { return ready_file + ".group"; }
+
+// The count in a start group's size file, or 0 while there is none (not
+// written yet) or it holds no positive count.
+inline size_t read_start_group_size(const std::string& size_file) {
+  std::ifstream in(size_file);
+  long long n = 0;
+  return in >> n && n > 0 ? static_cast<size_t>(n) : 0;
+}
 
 }  // namespace colo

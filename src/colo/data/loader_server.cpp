@@ -74,6 +74,42 @@ void write_ready_file(const std::string& path, int64_t chunks, int64_t slots) {
   }
 }
 
+// Consumer c, new or left behind, starts at the oldest chunk held, up to
+// the lag its pace allows (rejoin_at). Called with s.mutex held.
+void start_as_late_joiner(LoaderState& s, Consumer& c, const LoaderServeSpec& spec) {
+  const int64_t start = rejoin_at(s, spec);
+  c.cursor = std::max(c.cursor, start);
+  c.keep = std::max(c.keep, start);
+  c.behind = false;
+}
+
+// Whether pending consumer c still waits for its start group
+// (LoaderServeSpec::start_group_wait_s): until as many jobs have asked as
+// the scheduler last wrote were launched, or the wait is over; then the
+// group is released (said on stderr when not all came) and each of its
+// consumers starts as a late joiner would. Called with s.mutex held.
+bool held_in_start_group(LoaderState& s, Consumer& c, const LoaderServeSpec& spec) {
+  if (!c.in_start_group) return false;
+  StartGroup& group = s.start_group;
+  if (!group.released) {
+    // The scheduler writes the size after its round, and again as members end.
+    if (group.since_size_read.elapsed_s() >= 0.1) {
+      group.size = read_start_group_size(start_group_size_file(spec.ready_file));
+      group.since_size_read.restart();
+    }
+    const bool all_asked = group.size > 0 && group.asked.size() >= group.size;
+    if (!all_asked && group.since_first_asked.elapsed_s() < spec.start_group_wait_s) return true;
+    if (!all_asked) {
+      std::fprintf(stderr, "colo loader: %zu of the %s consumers started together asked within %.0f s; serving them\n",
+                   group.asked.size(), group.size > 0 ? std::to_string(group.size).c_str() : "(count not written)",
+                   spec.start_group_wait_s);
+    }
+    group.released = true;
+  }
+  if (c.behind && c.served == 0) start_as_late_joiner(s, c, spec);
+  return false;
+}
+
 }  // namespace
 
 LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
@@ -287,12 +323,7 @@ void LoaderServer::serve(double report_s) {
         // Held in its start group, it holds nothing back until released (and
         // then starts as this does).
         const bool held = c.in_start_group && !s.start_group.released;
-        if (c.behind && !held) {  // new, or left behind: it starts at the oldest chunk held, up to the lag allowed
-          const int64_t start = rejoin_at(s, spec_);
-          c.cursor = std::max(c.cursor, start);
-          c.keep = std::max(c.keep, start);
-          c.behind = false;
-        }
+        if (c.behind && !held) start_as_late_joiner(s, c, spec_);
         // Its first request asks for chunk 0: where it starts is counted as
         // skipped only from the ring it found on connecting.
         c.requested = std::max(c.joined_at, request.value("seq", int64_t{0}));
@@ -341,31 +372,9 @@ void LoaderServer::serve(double report_s) {
           s.changed.notify_all();
           continue;
         }
-        if (c.pending && c.in_start_group && !s.start_group.released) {
-          StartGroup& group = s.start_group;
-          // The scheduler writes it after its round, and again as members end.
-          if (group.since_size_read.elapsed_s() >= 0.1) {
-            group.size = read_start_group_size(start_group_size_file(spec_.ready_file));
-            group.since_size_read.restart();
-          }
-          const bool all_asked = group.size > 0 && group.asked.size() >= group.size;
-          if (!all_asked && group.since_first_asked.elapsed_s() < spec_.start_group_wait_s) {
-            ++it;
-            continue;  // its group is not all there yet
-          }
-          if (!all_asked) {
-            std::fprintf(stderr, "colo loader: %zu of the %s consumers started together asked within %.0f s; "
-                         "serving them\n", group.asked.size(),
-                         group.size > 0 ? std::to_string(group.size).c_str() : "(count not written)",
-                         spec_.start_group_wait_s);
-          }
-          group.released = true;
-        }
-        if (c.pending && c.in_start_group && c.behind && c.served == 0) {  // released: it starts now
-          const int64_t start = rejoin_at(s, spec_);
-          c.cursor = std::max(c.cursor, start);
-          c.keep = std::max(c.keep, start);
-          c.behind = false;
+        if (c.pending && held_in_start_group(s, c, spec_)) {
+          ++it;
+          continue;
         }
         if (c.pending) {
           if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_);  // fell a ring behind (pace fastest)

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,14 +67,6 @@ struct StartGroup {
   Stopwatch since_size_read;    // its size file is read at most every 0.1 s while it waits
   bool released = false;        // its consumers are served as any others
 };
-
-// The count in a start group's size file (start_group_size_file), or 0
-// while there is none (not written yet) or it holds no positive count.
-inline size_t read_start_group_size(const std::string& path) {
-  std::ifstream in(path);
-  long long n = 0;
-  return in >> n && n > 0 ? static_cast<size_t>(n) : 0;
-}
 
 // Everything the producer's threads share; `mutex` guards what they change.
 struct LoaderState {

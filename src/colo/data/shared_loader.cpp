@@ -182,7 +182,7 @@ void SharedLoaderClient::request(int64_t seq) {
   nlohmann::json next = {{"op", "next"}, {"consumer", id_}, {"seq", seq}};
   if (!asked_ && !start_group_.empty()) {
     next["start_group"] = start_group_;
-    if (const char* job = std::getenv("COLO_JOB_ID")) next["job"] = job;  // the group counts jobs
+    if (const char* job = std::getenv(kJobIdVariable)) next["job"] = job;  // the group counts jobs
   }
   seq_ = seq;
   asked_ = true;

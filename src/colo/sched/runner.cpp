@@ -362,7 +362,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   const std::vector<int>& gpus = placement.gpus;
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   std::string start_group;  // the start group it joins, if launched
-  env["COLO_JOB_ID"] = std::to_string(job.id);
+  env[kJobIdVariable] = std::to_string(job.id);
   env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
   env[kProgressFileVariable] = progress_path(job.id);
   remove_tree(progress_path(job.id));  // an earlier attempt's
