@@ -11,7 +11,9 @@ same cores (taskset), in four setups:
   producer   one `colo loader serve` (the ring in host memory) and P
              consumer processes reading its batches
   producer_gpu  the same with its ring mirrored on --producer-device
-each once as fast as it goes (`busy`) and once paced at --paced of own's
+plus, paced only, any --variant of the producer's data file (e.g.
+`--variant burst4:ahead=8,burst=4`: decoding in bursts of 4 chunks), each
+once as fast as it goes (`busy`) and once paced at --paced of own's
 busy rate, so that the cores are partly idle, as in a training run where
 the GPU is the limit. The cost counts decode threads' CPU over the samples
 decoded in a window of --seconds less --warm: own processes open it --warm
@@ -163,9 +165,20 @@ def run(args):
                 "address": address}
         with open(data["own"], "w") as f:
             f.write(common + f"threads = {args.threads}\n")
-        with open(data["producer"], "w") as f:
-            f.write(common + f'threads = {args.producer_threads}\nchunk = {args.batch}\nbuffer = {args.buffer}\n'
-                    f'ahead = {args.ahead}\naddress = "{address}"\n')
+        producer_keys = {"threads": str(args.producer_threads), "chunk": str(args.batch),
+                         "buffer": str(args.buffer), "ahead": str(args.ahead), "address": f'"{address}"'}
+
+        def producer_file(name, overrides):
+            data[name] = os.path.join(tmp, name + ".toml")
+            with open(data[name], "w") as f:
+                f.write(common + "".join(f"{k} = {v}\n" for k, v in {**producer_keys, **overrides}.items()))
+
+        producer_file("producer", {})
+        variants = {}
+        for text in args.variant:
+            name, _, keys = text.partition(":")
+            variants["producer_paced_" + name] = "producer_" + name
+            producer_file("producer_" + name, dict(kv.split("=", 1) for kv in keys.split(",") if kv))
         if args.producer_device:  # its ring mirrored on that GPU (pinned, copied chunk by chunk), as in training runs
             data["producer_gpu"] = os.path.join(tmp, "producer_gpu.toml")
             with open(data["producer_gpu"], "w") as f:
@@ -180,6 +193,8 @@ def run(args):
             if args.producer_device:
                 row["producer_gpu_busy"] = run_producer(args, data, 0, "producer_gpu")
                 row["producer_gpu_paced"] = run_producer(args, data, paced, "producer_gpu")
+            for setup, which in variants.items():
+                row[setup] = run_producer(args, data, paced, which)
             rounds.append(row)
             print(f"round {r + 1}: " + ", ".join(
                 f"{k} {v['decode_core_ms_per_sample']:.3f} core-ms/sample at {v['samples_per_s']:.0f}/s"
@@ -219,6 +234,8 @@ def main():
     r.add_argument("--warm", type=float, default=2.0)
     r.add_argument("--repeat", type=int, default=2)
     r.add_argument("--producer-device", help="also run the producer with its ring on this GPU (e.g. cuda)")
+    r.add_argument("--variant", action="append", default=[],
+                   help="NAME:KEY=VALUE,...: also a paced producer whose data file sets these keys")
     r.add_argument("--out")
     for role in ("own", "consumer"):
         p = sub.add_parser(role)

@@ -160,6 +160,7 @@ def job(args):
                 torch.cuda.synchronize()
             start = time.time()
             cpu_start = tree_cpu_s(os.getpid())
+            threads_start = thread_cpu_s(os.getpid())
             # What its own decode threads did before (its first batches),
             # counted like the shared producer's decoding before the span.
             decoded_before = thread_cpu_s(os.getpid()).get("colo-decode", 0.0)
@@ -170,8 +171,12 @@ def job(args):
         torch.cuda.synchronize()
     end = time.time()
     cpu = tree_cpu_s(os.getpid()) - cpu_start + decoded_before
+    # Where a job's own CPU went over its span, by thread name (the Python
+    # loop, autograd's device thread, decode threads, ZeroMQ, CUDA's).
+    threads = {name: round(v - threads_start.get(name, 0.0), 3) for name, v in thread_cpu_s(os.getpid()).items()}
     print(json.dumps({"model": args.model, "batch": args.batch, "start": start, "end": end,
                       "samples": steps * args.batch, "wait_s": wait, "cpu_core_s": cpu,
+                      "threads_cpu_core_s": {k: v for k, v in threads.items() if v > 0},
                       "loss": loss.item(), "device_ring": bool(getattr(loader, "reads_device_ring", False)),
                       "cuda_waits_sleep": sleeps, "phases": phases, "timeline": timeline}),
           flush=True)
@@ -284,6 +289,13 @@ def run_mode(args, mode, data):
         cpu += producer_cpu
     samples = sum(r["samples"] for r in results)
     span = last - first
+    # The jobs' own CPU per trained sample by thread name (core-ms): where
+    # "c", the training loop's share, goes in each mode.
+    job_threads = {}
+    for r in results:
+        for name, v in r.get("threads_cpu_core_s", {}).items():
+            job_threads[name] = job_threads.get(name, 0.0) + v
+    job_threads = {name: round(v / samples * 1000, 4) for name, v in sorted(job_threads.items(), key=lambda kv: -kv[1])}
     return {"mode": mode, "samples": samples, "span_s": span, "samples_per_s": samples / span,
             # For jobs of different speeds, whose span the slowest sets: the
             # mean time from the first job's first step to each job's last.
@@ -293,6 +305,7 @@ def run_mode(args, mode, data):
             # ... and from the round's start, the producer's own start (and fill, with --launch-when-full) included.
             "start_to_last_end_s": last - round_start,
             "cpu_core_s": cpu, "cpu_core_s_per_sample": cpu / samples, "producer_cpu_core_s": producer_cpu,
+            "jobs_threads_core_ms_per_sample": job_threads,
             "wait_pct": [100 * r["wait_s"] / (r["end"] - r["start"]) for r in results],
             "all_running": all_running(results),
             "jobs": results, "producer": producer_stats, "mps_server": mps_cpu}
@@ -409,6 +422,13 @@ def report_mode(m):
                      f"{w['wait_after_s']:.2f} s in {w['after_s']:.1f} s after)"
                      for j, w in zip(m["jobs"], wait_split(m["jobs"])))
     print(f"    jobs: {jobs}", file=sys.stderr, flush=True)
+    print("    jobs' own core-ms per sample by thread: " + ", ".join(
+        f"{name} {v:.3f}" for name, v in m.get("jobs_threads_core_ms_per_sample", {}).items() if v >= 0.001),
+        file=sys.stderr, flush=True)
+    if p.get("threads_cpu_core_s"):
+        print("    producer core-ms per trained sample by thread (span): " + ", ".join(
+            f"{name} {v / m['samples'] * 1000:.3f}" for name, v in p["threads_cpu_core_s"].items() if v > 0),
+            file=sys.stderr, flush=True)
     print("    set-up, s from launch (imported, loader, model, first batch, first step): " + "; ".join(
         " ".join(f"{t - j['phases']['launched']:.1f}" for t in (
             j["phases"]["imported"], j["phases"]["loader"], j["phases"]["model"], j["phases"]["first_batch"], j["start"]))
@@ -434,7 +454,7 @@ def run(args):
             with open(data[mode], "w") as f:
                 f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\n'
                         f'threads = {args.producer_threads}\nchunk = {args.chunk}\nbuffer = {args.buffer}\n'
-                        f'ahead = {args.ahead}\n'
+                        f'ahead = {args.ahead}\nburst = {args.burst}\n'
                         f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
@@ -474,7 +494,8 @@ def summarise_rounds(args, rounds):
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "mps": args.mps,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
-               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead,
+               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead, "burst": args.burst,
+               "producer_threads": args.producer_threads,
                "best_own": best_own and best_own["mode"],
                "speedup": best_own and shared["samples_per_s"] / best_own["samples_per_s"],
                "cpu_per_sample_ratio": best_own and shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],
@@ -541,6 +562,8 @@ def main():
     r.add_argument("--chunk", type=int, default=32, help="samples per chunk")
     r.add_argument("--ahead", type=int, default=8,
                    help="chunks the producer decodes past the newest asked for, once its ring was full")
+    r.add_argument("--burst", type=int, default=1,
+                   help="having caught up, the producer decodes again once this many chunks are wanted")
     r.add_argument("--torch-threads", type=int, default=1)
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")

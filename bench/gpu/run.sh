@@ -280,7 +280,7 @@ if want shared; then
       --jobs 4 --cores 0-3 --device cuda --model "$model" --steps "$steps" --batch "$batch" --size "$size" \
       --colo "$BUILD/colo" --threads 2 --producer-threads 4 ${amp:+--amp} \
       --out "$OUT/shared/gpu_4jobs_${model//,/-}_${size}${amp:+_amp}${tag:+_$tag}.json" ${SHARED_ARGS:-} ${args//,/ } 2>&1 \
-      | tee -a "$OUT/shared/bench.log" | grep -E "round:|jobs:|samples/s|shared over|Error" | tee -a "$summary"
+      | tee -a "$OUT/shared/bench.log" | grep -E "round:|jobs:|by thread|samples/s|shared over|Error" | tee -a "$summary"
   done
 fi
 
