@@ -12,7 +12,7 @@ same cores (taskset), in four setups:
              consumer processes reading its batches
   producer_gpu  the same with its ring mirrored on --producer-device
 plus, paced only, any --variant of the producer's data file (e.g.
-`--variant burst4:ahead=8,burst=4`: decoding in bursts of 4 chunks), each
+`--variant t3:threads=3`: 3 decode threads), each
 once as fast as it goes (`busy`) and once paced at --paced of own's
 busy rate, so that the cores are partly idle, as in a training run where
 the GPU is the limit. The cost counts decode threads' CPU over the samples

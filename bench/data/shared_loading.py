@@ -454,7 +454,7 @@ def run(args):
             with open(data[mode], "w") as f:
                 f.write(f'root = "{os.path.abspath(args.images)}"\nsize = {args.size}\n'
                         f'threads = {args.producer_threads}\nchunk = {args.chunk}\nbuffer = {args.buffer}\n'
-                        f'ahead = {args.ahead}\nburst = {args.burst}\n'
+                        f'ahead = {args.ahead}\n'
                         f'address = "ipc://{tmp}/{mode}.sock"\n{extra}')
         # Modes are interleaved round by round, so a slow spell of the machine
         # hits every mode; each mode's figures are the median round's.
@@ -494,7 +494,7 @@ def summarise_rounds(args, rounds):
                "cuda_waits": "spin" if args.cuda_spin else "sleep", "amp": args.amp, "log_every": args.log_every,
                "mps": args.mps,
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
-               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead, "burst": args.burst,
+               "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead,
                "producer_threads": args.producer_threads,
                "best_own": best_own and best_own["mode"],
                "speedup": best_own and shared["samples_per_s"] / best_own["samples_per_s"],
@@ -562,8 +562,6 @@ def main():
     r.add_argument("--chunk", type=int, default=32, help="samples per chunk")
     r.add_argument("--ahead", type=int, default=8,
                    help="chunks the producer decodes past the newest asked for, once its ring was full")
-    r.add_argument("--burst", type=int, default=1,
-                   help="having caught up, the producer decodes again once this many chunks are wanted")
     r.add_argument("--torch-threads", type=int, default=1)
     r.add_argument("--modes", default="own_colo,own_torch,shared",
                    help="own_colo, own_torch, shared (the producer's ring also on the jobs' GPU), shared_host")

@@ -34,7 +34,6 @@ struct ProducerOptions {
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
   int64_t ahead = 8;
-  int64_t burst = 1;
   LoaderPace pace = LoaderPace::fastest;
   std::string ready_file = "";  // LoaderServeSpec::ready_file
   double start_group_wait_s = 20;
@@ -59,7 +58,6 @@ class Producer {
     spec.chunk = chunk;
     spec.buffer = buffer;
     spec.ahead = options.ahead;
-    spec.burst = options.burst;
     spec.pace = options.pace;
     spec.stall_s = options.stall_s;
     spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
@@ -222,22 +220,6 @@ TEST(SharedLoader, AfterItsFirstRingFullTheProducerDecodesNoMoreThanAheadChunksP
   EXPECT_EQ(settled_chunks(*producer.server), 18);  // asked for 15
 }
 
-TEST(SharedLoader, WithABurstTheProducerWaitsUntilThatManyChunksAreWantedThenDecodesThemTogether) {
-  testing::TempDir dir;
-  Producer producer(dir, 80, 4, 10, {.ahead = 4, .burst = 3});
-  EXPECT_EQ(settled_chunks(*producer.server), 10);  // the ring, at once
-  SharedLoaderClient client(producer.spec.address, 4);  // a chunk a batch
-  labels_of(client, 7);  // asked for 7: chunks to 11 wanted, but only 10 and 11, two
-  EXPECT_EQ(settled_chunks(*producer.server), 10);
-  labels_of(client, 1);  // asked for 8: 10, 11 and 12 wanted, a burst of three
-  EXPECT_EQ(settled_chunks(*producer.server), 13);
-  labels_of(client, 2);  // asked for 10: 13 and 14 wanted, two again
-  EXPECT_EQ(settled_chunks(*producer.server), 13);
-  labels_of(client, 1);  // asked for 11: 13, 14 and 15
-  EXPECT_EQ(settled_chunks(*producer.server), 16);
-  EXPECT_EQ(producer.server->stats()["burst"].get<int64_t>(), 3);
-}
-
 TEST(SharedLoader, TheDataFilesAheadAndPaceAreReadAndAheadKeptWithinWhatThePaceLeaves) {
   testing::TempDir dir;
   auto spec = [&](const std::string& name, const std::string& text) {
@@ -247,13 +229,9 @@ TEST(SharedLoader, TheDataFilesAheadAndPaceAreReadAndAheadKeptWithinWhatThePaceL
   EXPECT_EQ(spec("b.toml", "buffer = 6\nahead = 50\n").ahead, 3) << "pace fastest: at most half the ring";
   EXPECT_EQ(spec("c.toml", "buffer = 6\nahead = 50\npace = \"slowest\"\n").ahead, 6) << "at most the ring";
   EXPECT_EQ(spec("d.toml", "").ahead, 8);
-  EXPECT_EQ(spec("d.toml", "").burst, 1);
-  EXPECT_EQ(spec("i.toml", "buffer = 16\nahead = 6\nburst = 4\n").burst, 4);
-  EXPECT_EQ(spec("j.toml", "buffer = 16\nahead = 6\nburst = 9\n").burst, 6) << "at most ahead";
   EXPECT_EQ(spec("e.toml", "").pace, LoaderPace::fastest);
   EXPECT_EQ(spec("f.toml", "pace = \"slowest\"\n").pace, LoaderPace::slowest);
   for (const auto& [name, text, field] : {std::tuple{"g.toml", "ahead = 0\n", "ahead"},
-                                          std::tuple{"k.toml", "burst = 0\n", "burst"},
                                           std::tuple{"h.toml", "pace = \"sideways\"\n", "pace"}}) {
     try {
       spec(name, text);
@@ -638,6 +616,26 @@ InPlaceBatch read_in_place(SharedLoaderClient& client) {
     }
   }
   return batch;
+}
+
+TEST(SharedLoader, AnInPlaceReaderAsksForItsNextChunkOnceItHasReadOneWhereTheRingHasRoom) {
+  // A chunk a batch, so a batch spans at most 3 chunks: a ring of 8 holds
+  // two batches' and the one asked for, with a slot to spare; one of 6 does not.
+  for (auto [buffer, prefetches] : {std::pair{8, true}, std::pair{6, false}}) {
+    testing::TempDir dir;
+    Producer producer(dir, 80, 4, buffer, {.ahead = 2});
+    SharedLoaderClient reader(producer.spec.address, 4);
+    EXPECT_EQ(reader.prefetches_in_place(), prefetches);
+    for (int b = 0; b < 7; ++b) {
+      InPlaceBatch batch = read_in_place(reader);
+      ASSERT_EQ(batch.pieces.size(), 1u);
+      EXPECT_EQ(batch.pieces[0].seq, b);
+      reader.release_before(b + 1);
+    }
+    // Chunks 0-6 read: asked for 7 already (7 + 2 ahead), or not yet (6 + 2).
+    EXPECT_EQ(settled_chunks(*producer.server), prefetches ? 10 : 9) << "ring of " << buffer;
+    EXPECT_EQ(read_in_place(reader).pieces[0].seq, 7) << "the chunk asked for ahead is the next read";
+  }
 }
 
 TEST(SharedLoader, ConsumersReadingInPlaceSeeTheSameSamplesAsThoseThatCopy) {

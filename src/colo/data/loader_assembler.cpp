@@ -95,21 +95,8 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   // Chunk k is decoded once it is wanted: the first ring-full at once
   // (ready for the first consumers while their jobs start), later ones at
   // most `ahead` past the newest chunk asked for, so that a long ring
-  // costs no decoding of chunks no one will read; having caught up, the
-  // producer waits until `burst` chunks are wanted and decodes them
-  // together (LoaderServeSpec::burst). Called with s.mutex held.
-  bool in_burst = false;
-  auto wanted = [&](int64_t k) {
-    if (k < slots) return true;
-    const int64_t last_wanted = s.newest_asked + ahead;
-    if (k > last_wanted) {
-      in_burst = false;
-      return false;
-    }
-    if (!in_burst && k + spec.burst - 1 > last_wanted) return false;
-    in_burst = true;
-    return true;
-  };
+  // costs no decoding of chunks no one will read. Called with s.mutex held.
+  auto wanted = [&](int64_t k) { return k < slots || k <= s.newest_asked + ahead; };
   // Waits until chunk k is wanted and its slot is free, leaving behind
   // consumers that hold the slot up while another has waited stall_s for
   // new data; false when the server stops.

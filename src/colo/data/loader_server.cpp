@@ -126,7 +126,6 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
                                            {pace_name(LoaderPace::fastest), pace_name(LoaderPace::slowest)});
   spec.pace = pace == pace_name(LoaderPace::slowest) ? LoaderPace::slowest : LoaderPace::fastest;
   spec.ahead = ahead_within_ring(spec, table.integer_or("ahead", spec.ahead, 1, 4096));
-  spec.burst = std::min(spec.ahead, table.integer_or("burst", spec.burst, 1, 4096));
   spec.stall_s = table.number_or("stall_s", spec.stall_s, 0.1, 1e6);
   spec.heartbeat_timeout_s = table.number_or("heartbeat_timeout_s", spec.heartbeat_timeout_s, 0.5, 1e6);
   spec.idle_exit_s = table.number_or("idle_exit_s", spec.idle_exit_s, 0, 1e9);
@@ -147,7 +146,6 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
   spec_.ahead = ahead_within_ring(spec_, spec_.ahead);
-  spec_.burst = std::clamp<int64_t>(spec_.burst, 1, spec_.ahead);
   state_ = std::make_unique<LoaderState>(spec_);
   state_->mirror = std::move(mirror);
   if (state_->mirror) state_->mirror->attach_host_ring(state_->ring.slot(0), spec_.buffer * state_->ring.slot_bytes());
@@ -189,7 +187,6 @@ nlohmann::json LoaderServer::stats() const {
           {"buffer_depth", s.next_seq - std::max(slowest, s.oldest)},
           {"buffer_slots", spec_.buffer},
           {"ahead", spec_.ahead},
-          {"burst", spec_.burst},
           {"pace", pace_name(spec_.pace)},
           {"consumers", s.consumers.size()},
           {"consumers_seen", s.consumers_seen},

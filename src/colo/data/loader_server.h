@@ -50,11 +50,6 @@ struct LoaderServeSpec {
   int64_t chunk = 128;              // samples per published chunk
   int64_t buffer = 16;              // chunks held (ring slots)
   int64_t ahead = 8;                // after the first ring-full: chunks decoded past the newest asked for (1..buffer)
-  // Once it has caught up with demand, the producer starts decoding again
-  // only when this many chunks are wanted (1..ahead), then decodes them
-  // together: its threads work in longer bursts and sleep less often, at
-  // the cost of a lead that dips to `ahead - burst + 1` chunks.
-  int64_t burst = 1;
   LoaderPace pace = LoaderPace::fastest;
   double stall_s = 5;
   double heartbeat_timeout_s = 10;
@@ -96,7 +91,7 @@ class RingMirror {
   virtual nlohmann::json describe() const = 0;
 };
 
-// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, burst, pace, stall_s,
+// Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, pace, stall_s,
 // heartbeat_timeout_s, idle_exit_s, device. Throws InputError naming the file and
 // field. The default address is derived from the file's resolved path (any
 // spelling of it, through links or ".", gives the same address).

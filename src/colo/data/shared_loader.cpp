@@ -278,10 +278,11 @@ void SharedLoaderClient::fetch_chunk(bool copy_pixels) {
     chunk_seq_ = seq;
     chunk_slot_ = slot_index;
     // Copied out: done with this one, and the next comes while we train.
-    // Read in place: still ours until released, and the next is asked for
-    // when a batch needs it (a reply not yet read would hold its slot).
+    // Read in place: still ours until released; the next comes while we
+    // train too where the ring has room for the slot its answer holds.
     if (in_place_) {
       seq_ = seq + 1;
+      if (prefetches_in_place()) request(seq_);
     } else {
       keep_ = seq + 1;
       request(seq + 1);

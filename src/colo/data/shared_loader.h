@@ -75,9 +75,12 @@ class SharedLoaderClient {
   // (unless null) and where its samples lie, with no copy of them. The
   // chunks of the pieces stay the consumer's until it calls release_before
   // (or release_soon); the producer waits for it (or leaves it behind
-  // after its stall_s). Chunks are asked for only when a batch needs them,
-  // so a consumer between batches holds none it has not read. Use either
-  // this or next_batch on one client, not both.
+  // after its stall_s). Once a chunk is read the next is asked for at once,
+  // so that its answer comes while the batch trains, when the ring has room
+  // for it beside two batches' chunks (prefetches_in_place); with a smaller
+  // ring only when a batch needs it, so that a consumer between batches
+  // holds none it has not read. Use either this or next_batch on one
+  // client, not both.
   std::vector<RingPiece> next_batch_pieces(int64_t* labels);
   // The next batch normalised into float32 `pixels` ([batch, C, H, W]:
   // pixel * scale[c] + shift[c], see normalise_pixels) and int64 `labels`.
@@ -110,6 +113,10 @@ class SharedLoaderClient {
   // by chunk (a consumer that holds its chunks until its device copies are
   // done needs one slot more: DeviceRingReader).
   bool batch_fits_in_place() const { return chunks_per_batch() <= slots_; }
+  // Whether an in-place reader asks for its next chunk as soon as it has
+  // read one: the ring holds two batches' chunks (one still copying on the
+  // device, DeviceRingReader) and the chunk asked for, with a slot to spare.
+  bool prefetches_in_place() const { return 2 * chunks_per_batch() + 1 < slots_; }
   // The producer's device ring (handle, device, bytes), or null when it
   // keeps its ring only in host memory.
   const nlohmann::json& device_ring() const { return device_ring_; }
