@@ -496,6 +496,7 @@ def summarise_rounds(args, rounds):
                "steps": args.steps, "batch": args.batch, "size": args.size, "repeat": args.repeat,
                "chunk": args.chunk, "buffer": args.buffer, "ahead": args.ahead,
                "producer_threads": args.producer_threads,
+               "scheduler_mode": args.scheduler_mode, "scheduler_sm_share": args.scheduler_sm_share,
                "best_own": best_own and best_own["mode"],
                "speedup": best_own and shared["samples_per_s"] / best_own["samples_per_s"],
                "cpu_per_sample_ratio": best_own and shared["cpu_core_s_per_sample"] / best_own["cpu_core_s_per_sample"],

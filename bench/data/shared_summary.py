@@ -17,6 +17,36 @@ def shared_mode(modes):
     return by.get("shared") or by.get("shared_host") or by.get("shared_slowest") or by["shared_scheduler"]
 
 
+SETUP_KEYS = ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp", "log_every", "cuda_waits", "chunk",
+              "buffer", "ahead")
+
+
+def setup_of(run):
+    """A run's setup; with the mode `colo run` ran the shared_scheduler jobs
+    in (read from its command for runs that did not record it)."""
+    setup = {k: run.get(k) for k in SETUP_KEYS}
+    if any(m["mode"] == "shared_scheduler" for m in run["modes"]):
+        words = run["command"].split()
+        given = words[words.index("--scheduler-mode") + 1] if "--scheduler-mode" in words else "shared"
+        setup["scheduler_mode"] = run.get("scheduler_mode", given)
+    return setup
+
+
+def cpu_ratio_floor(run):
+    """The CPU ratio perfect sharing would give in a run, from its own_colo
+    jobs' CPU by thread (jobs_threads_core_ms_per_sample): decoding (the
+    colo-decode threads) shared by all jobs, each job's training loop (its
+    other threads) not: (c + d / jobs) / (c + d). None for runs that did
+    not record threads."""
+    own = next((m for m in run["modes"] if m["mode"] == "own_colo"), None)
+    threads = own and own.get("jobs_threads_core_ms_per_sample")
+    if not threads:
+        return None
+    decode = threads.get("colo-decode", 0.0)
+    loop = sum(v for name, v in threads.items() if name != "colo-decode")
+    return (loop + decode / run["jobs"]) / (loop + decode)
+
+
 def summarize(args):
     """summary.json of issue 19's targets from one GPU run and one CPU run."""
     gpu, cpu = (json.load(open(path)) for path in (args.gpu, args.cpu))
@@ -33,6 +63,8 @@ def summarize(args):
     summary = {"gpu_4jobs_speedup": gpu["speedup"], "gpu_4jobs_cpu_per_sample_ratio": gpu["cpu_per_sample_ratio"],
                # Which shared mode the figures are of (shared_scheduler: the jobs run by `colo run`).
                "gpu_4jobs_shared_mode": shared_mode(gpu["modes"])["mode"],
+               # What perfect sharing would give: the jobs' own training loops stay.
+               "gpu_4jobs_cpu_per_sample_ratio_floor": cpu_ratio_floor(gpu),
                "gpu_4jobs_best_own": gpu["best_own"], "gpu_4jobs_speedup_over_own_torch": against_torch(gpu),
                "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
                "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
@@ -42,9 +74,7 @@ def summarize(args):
                # Over the window in which every job trains (medians of rounds).
                "all_running": {"gpu_4jobs": gpu.get("all_running"), "cpu_2jobs": cpu.get("all_running")},
                "targets": {"speedup": 1.8, "cpu_per_sample_ratio": 1 / 3, "consumer_wait_pct": 5},
-               "setups": {name: {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size",
-                                                   "amp", "log_every", "cuda_waits", "chunk", "buffer", "ahead")}
-                          for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
+               "setups": {name: setup_of(run) for name, run in (("gpu_4jobs", gpu), ("cpu_2jobs", cpu))},
                "commands": {"gpu_4jobs": gpu["command"], "cpu_2jobs": cpu["command"],
                             "summary": " ".join([sys.executable] + sys.argv)}}
     # Further GPU runs (another model or precision), each with the same figures.
@@ -53,10 +83,10 @@ def summarize(args):
         run = json.load(open(path))
         summary["other_gpu_runs"][os.path.splitext(os.path.basename(path))[0]] = {
             "speedup": run["speedup"], "cpu_per_sample_ratio": run["cpu_per_sample_ratio"],
+            "cpu_per_sample_ratio_floor": cpu_ratio_floor(run),
             "consumer_wait_pct": run["shared_wait_pct_max"], "best_own": run["best_own"],
             "all_running": run.get("all_running"),
-            "setup": {k: run.get(k) for k in ("jobs", "cores", "device", "model", "steps", "batch", "size", "amp",
-                                              "log_every", "cuda_waits", "chunk", "buffer", "ahead")},
+            "setup": setup_of(run),
             "command": run["command"]}
     if args.gpu_pool:
         summary["gpu_4jobs_pooled"] = pooled_rounds([args.gpu] + args.gpu_pool)
