@@ -347,7 +347,10 @@ def run_under_scheduler(args, data, commands):
     watcher = threading.Thread(target=watch_for_producer, args=(stop,), daemon=True)
     watcher.start()
     done = subprocess.run(["taskset", "-c", args.cores, args.colo, "run", jobs_file, "--store", store,
-                           "--mode", args.scheduler_mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           "--mode", args.scheduler_mode]
+                          # Without a GPU `colo run` runs one job at a time unless given slots.
+                          + ([] if args.device.startswith("cuda") else ["--cpu-slots", str(len(commands))]),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stop.set()
     watcher.join()
     sampler = found.get("sampler")

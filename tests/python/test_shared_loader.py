@@ -339,9 +339,11 @@ def test_the_scheduler_runs_one_producer_for_the_jobs_that_name_it_and_stops_it(
     assert set(os.listdir("/dev/shm")) == shm_before
 
 
-def test_jobs_the_scheduler_launches_together_read_their_first_batch_together(tmp_path, colo_executable):
+@pytest.mark.parametrize("host", ["one_gpu", "no_gpu_two_cpu_slots"])
+def test_jobs_the_scheduler_launches_together_read_their_first_batch_together(tmp_path, colo_executable, host):
     """A start group: the job that sets up fast waits at its first batch for
-    the slow one, and both begin at the same samples."""
+    the slow one, and both begin at the same samples; on a host without a
+    GPU too, where `--cpu-slots 2` runs both at once."""
     data = _image_data_file(tmp_path, colo_executable, images=120, chunk=8)
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent("""\
@@ -357,9 +359,10 @@ def test_jobs_the_scheduler_launches_together_read_their_first_batch_together(tm
                    f'loader = "{data}"\nmem = "1GiB"\nsm_share = 0.2\n\n'
                    for name, setup in (("fast", 0), ("slow", 1.5)))
     (tmp_path / "jobs.toml").write_text(jobs)
-    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--poll", "0.05", "--policy", "magm"],
-                         capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, COLO_SIMULATED_GPUS="1"))
+    env = dict(os.environ, COLO_SIMULATED_GPUS="1" if host == "one_gpu" else "0")
+    where = ["--cpu-slots", "2"] if host == "no_gpu_two_cpu_slots" else []
+    run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--poll", "0.05", "--policy", "magm"]
+                         + where, capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     fast, slow = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fast", "slow"))
     assert fast["got"] >= slow["asked"] - 0.05, "the fast job's first batch waited for the slow one to ask"

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
@@ -105,6 +106,35 @@ TEST(Runner, AStoredJobAskingForMoreGpusThanTheHostHasFailsSayingWhyInsteadOfWai
   auto ddp = store.get(2);
   EXPECT_EQ(ddp->state, JobState::kFailed);
   EXPECT_NE(ddp->reason.find("'ddp' asks for 2 GPUs; this host has none"), std::string::npos) << ddp->reason;
+}
+
+TEST(Runner, WithoutAGpuJobsRunOneAtATimeUnlessGivenCpuSlots) {
+  for (int slots : {1, 2}) {
+    testing::TempDir dir;
+    JobStore store(dir.file("jobs.db"));
+    store.submit({shell_job("a", "sleep 1"), shell_job("b", "sleep 1"), shell_job("c", "sleep 1")});
+    RunnerOptions options = quick_options(dir);
+    options.cpu_slots = slots;
+    Runner runner(store, {}, options);  // a host without a GPU
+    runner.step();
+    int running = 0;
+    std::vector<int> slots_used;
+    for (const auto& job : store.list()) {
+      if (job.state != JobState::kRunning) continue;
+      ++running;
+      slots_used.insert(slots_used.end(), job.gpus.begin(), job.gpus.end());
+    }
+    EXPECT_EQ(running, slots) << slots << " slot(s)";
+    std::sort(slots_used.begin(), slots_used.end());
+    EXPECT_EQ(std::unique(slots_used.begin(), slots_used.end()), slots_used.end()) << "one job a slot";
+    runner.run_until_done();
+    for (const auto& job : store.list()) EXPECT_EQ(job.state, JobState::kCompleted) << job.spec.name;
+  }
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  RunnerOptions options = quick_options(dir);
+  options.cpu_slots = 0;
+  EXPECT_THROW(Runner(store, {}, options), InputError);
 }
 
 TEST(Runner, EveryOomDeathIsCountedTheLastOnePastTheRetryLimitToo) {

@@ -6,6 +6,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
   sched::RunnerOptions options =
       sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
   options.predict_shares = !args.no_share_prediction;
+  options.cpu_slots = args.cpu_slots;
   return options;
 }
 
@@ -19,6 +20,10 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
       ->capture_default_str();
   cmd->add_flag("--no-share-prediction", args.no_share_prediction,
                "a job of a new command settles even when the same model was measured under another");
+  cmd->add_option("--cpu-slots", args.cpu_slots,
+                  "on a host without a GPU: jobs that run at once (those reading one shared loader share it)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }
 

@@ -19,9 +19,11 @@ struct SchedulingArgs {
   double poll_s = 0.5;
   double reserve_after_s = 0;
   bool no_share_prediction = false;
+  int cpu_slots = 1;
 };
 
-// --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --summary-json.
+// --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --cpu-slots,
+// --summary-json.
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args);
 
 // Runner options from the flags; validates names before anything is written.

@@ -71,7 +71,8 @@ using DevicePtr = std::shared_ptr<Device>;
 // GPUs, else none (with one log line saying why). When $COLO_SIMULATED_GPUS
 // is N > 0, N simulated 80 GiB GPUs instead (for trying colo without a GPU),
 // following the wall clock: their samples' times advance and their energy
-// integrates power over that time.
+// integrates power over that time. "0" gives none, as on a host without a
+// GPU, even where NVML sees some.
 std::vector<DevicePtr> discover_devices();
 
 }  // namespace colo::gpu

@@ -1,6 +1,7 @@
 // discover_devices(): NVML, or simulated GPUs on request, or none.
 
 #include <cstdlib>
+#include <string>
 
 #include <spdlog/spdlog.h>
 
@@ -20,6 +21,10 @@ std::vector<DevicePtr> discover_devices() {
       }
       spdlog::info("using {} simulated GPU(s) ($COLO_SIMULATED_GPUS)", count);
       return devices;
+    }
+    if (std::string(simulated) == "0") {  // a host without a GPU, where there is one
+      spdlog::info("no GPU: $COLO_SIMULATED_GPUS=0");
+      return {};
     }
   }
   std::string why;

@@ -40,23 +40,30 @@ static gpu::SimulatedDevice* simulated_device(const gpu::DevicePtr& device) {
   return dynamic_cast<gpu::SimulatedDevice*>(device.get());
 }
 
-static std::vector<int64_t> memory_totals(const std::vector<gpu::DevicePtr>& devices) {
+// The ledger's memory per GPU; without a GPU, one empty "no GPU" slot per
+// job that may run at once.
+static std::vector<int64_t> memory_totals(const std::vector<gpu::DevicePtr>& devices, int cpu_slots) {
   std::vector<int64_t> totals;
   for (const auto& d : devices) totals.push_back(d->info().mem_total_bytes);
-  if (totals.empty()) totals.push_back(0);  // the "no GPU" slot
+  if (totals.empty()) totals.assign(static_cast<size_t>(std::max(cpu_slots, 1)), 0);
   return totals;
 }
 
 Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptions options)
     : store_(store), devices_(std::move(devices)), has_gpus_(!devices_.empty()), options_(std::move(options)),
       policy_(make_policy(options_.policy, options_.thresholds)),
-      ledger_(memory_totals(devices_), has_gpus_ ? options_.mode : CollocationMode::kExclusive,
+      ledger_(memory_totals(devices_, options_.cpu_slots), has_gpus_ ? options_.mode : CollocationMode::kExclusive,
               options_.thresholds) {
+  if (options_.cpu_slots < 1) {
+    throw InputError("cpu_slots", "", "must be at least 1, not " + std::to_string(options_.cpu_slots));
+  }
   if (!has_gpus_) {
     gpu::SimulatedGpuSpec cpu;
     cpu.name = "no GPU";
-    devices_.push_back(std::make_shared<gpu::SimulatedDevice>(0, cpu));
-    options_.mode = CollocationMode::kExclusive;  // one job at a time
+    for (int slot = 0; slot < options_.cpu_slots; ++slot) {
+      devices_.push_back(std::make_shared<gpu::SimulatedDevice>(slot, cpu));
+    }
+    options_.mode = CollocationMode::kExclusive;  // one job a slot
   }
   if (options_.log_dir.empty()) options_.log_dir = store_.path() + ".logs";
   std::string error = make_directories(options_.log_dir);
@@ -441,7 +448,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   active_.push_back(std::move(a));
   std::string where;
   for (int g : gpus) where += (where.empty() ? "" : ",") + std::to_string(g);
-  spdlog::info("job {} ({}) started on GPU {}{}", job.id, job.spec.name, where,
+  spdlog::info("job {} ({}) started {} {}{}", job.id, job.spec.name, has_gpus_ ? "on GPU" : "without a GPU, slot", where,
                request.sm_share > 0 ? "" : " (SM share unknown: settling)");
   return std::nullopt;
 }

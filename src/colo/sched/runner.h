@@ -42,6 +42,10 @@ struct RunnerOptions {
   // mode mps: each job may pin at most its estimate plus the margin
   // (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT; see mps_limit.h).
   bool mps_memory_limits = true;
+  // On a host without a GPU: how many jobs run at once, each in a slot of
+  // its own (no GPU memory or SM share accounted), so that jobs reading one
+  // shared loader can share its decoding there too.
+  int cpu_slots = 1;
 };
 
 // Options from the names a user gives (policy, collocation mode, recovery
@@ -69,8 +73,9 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
 // never ran alone. Not thread-safe.
 class Runner {
  public:
-  // With no devices, jobs run one at a time without a GPU. Throws
-  // InputError when the log directory cannot be created.
+  // With no devices, jobs run without a GPU, options.cpu_slots at a time.
+  // Throws InputError when the log directory cannot be created or
+  // cpu_slots is below 1.
   Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptions options);
   ~Runner();
 
