@@ -110,7 +110,8 @@ TEST_F(ColodTest, AJobFileRunsWhereItWasSubmittedFromNotInTheDaemonsDirectory) {
 
 TEST_F(ColodTest, BadOptionsAreExitStatus2) {
   for (const auto& option : std::vector<std::vector<std::string>>{{"--policy", "nope"}, {"--port", "99999"},
-                                                                  {"--poll", "0"}, {"--mode", "shared-ish"}}) {
+                                                                  {"--poll", "0"}, {"--mode", "shared-ish"},
+                                                                  {"--cpu-slots", "0"}}) {
     std::vector<std::string> argv{COLOD_EXECUTABLE};
     argv.insert(argv.end(), option.begin(), option.end());
     auto run = run_process(argv, env(), "", 20);

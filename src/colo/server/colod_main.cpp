@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   std::string store, policy = "magm", mode = "mps", recovery = "alone";
   int port = 0;
   double poll_s = 0.5, reserve_after_s = 0;
+  int cpu_slots = 1;
   bool drain = false;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
@@ -41,6 +42,10 @@ int main(int argc, char** argv) {
   app.add_option("--poll", poll_s, "seconds between scheduling rounds")->capture_default_str();
   app.add_option("--reserve-after", reserve_after_s,
                  "a job waiting this long (s) that does not fit stops later jobs from starting (0: never)")
+      ->capture_default_str();
+  app.add_option("--cpu-slots", cpu_slots,
+                 "on a host without a GPU: jobs that run at once (those reading one shared loader share it)")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_flag("--drain", drain,
                "on SIGTERM/SIGINT, start no new job and wait for the running ones to end (default: leave them "
@@ -60,6 +65,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s, reserve_after_s);
+    options.cpu_slots = cpu_slots;
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
     auto devices = colo::gpu::discover_devices();
