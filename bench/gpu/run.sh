@@ -282,6 +282,9 @@ if want shared; then
       --out "$OUT/shared/gpu_4jobs_${model//,/-}_${size}${amp:+_amp}${tag:+_$tag}.json" ${SHARED_ARGS:-} ${args//,/ } 2>&1 \
       | tee -a "$OUT/shared/bench.log" | grep -E "round:|jobs:|by thread|samples/s|shared over|Error" | tee -a "$summary"
   done
+  # A call returns at most 8 files: the side files go back as one, so that every run's JSON comes back.
+  (cd "$OUT/shared" && tar czf side.tgz --ignore-failed-read images*.json nproc.txt lscpu.txt pytest.log 2>/dev/null \
+    && rm -f images*.json nproc.txt lscpu.txt pytest.log)
 fi
 
 if want compare; then
