@@ -17,6 +17,18 @@ TEST(Table, RowsAreRightAlignedToColumnWidths) {
   std::free(buffer);
 }
 
+TEST(Table, ACellOfNonAsciiTextIsPaddedByItsCharactersNotItsBytes) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  TablePrinter table({{"name", 8}, {"mem", 5}}, out);
+  table.row({"größe", "1"});  // 5 characters in 7 bytes
+  table.row({"sizes", "2"});
+  std::fclose(out);
+  EXPECT_EQ(std::string(buffer, size), "   größe      1\n   sizes      2\n");
+  std::free(buffer);
+}
+
 TEST(Table, FormatsBytesAndPercentages) {
   EXPECT_EQ(bytes_human(1536.0 * 1024 * 1024), "1.5 GiB");
   EXPECT_EQ(bytes_human(512), "512 B");

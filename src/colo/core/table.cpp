@@ -3,6 +3,18 @@
 #include <cmath>
 
 namespace colo {
+namespace {
+
+// Characters of UTF-8 text: every byte but continuation bytes (10xxxxxx),
+// so that a cell of non-ASCII text is padded as wide as it shows (East
+// Asian wide characters, two columns on a terminal, count one).
+int characters(const std::string& text) {
+  int count = 0;
+  for (unsigned char byte : text) count += (byte & 0xC0) != 0x80;
+  return count;
+}
+
+}  // namespace
 
 TablePrinter::TablePrinter(std::vector<Column> columns, std::FILE* out)
     : columns_(std::move(columns)), out_(out) {}
@@ -17,7 +29,7 @@ void TablePrinter::row(const std::vector<std::string>& cells) {
   std::string line;
   for (size_t i = 0; i < columns_.size(); ++i) {
     const std::string& cell = i < cells.size() ? cells[i] : std::string();
-    int pad = columns_[i].width - static_cast<int>(cell.size());
+    int pad = columns_[i].width - characters(cell);
     if (i > 0) line += "  ";
     line += std::string(pad > 0 ? pad : 0, ' ') + cell;
   }

@@ -9,7 +9,7 @@ namespace colo {
 
 struct Column {
   std::string title;
-  int width;           // characters; cells are right-aligned, titles too
+  int width;           // characters (UTF-8 ones count one each); cells are right-aligned, titles too
 };
 
 // Prints a header once, then one aligned row per call. Not thread-safe.
