@@ -132,7 +132,8 @@ TEST(ColoRun, AJobOfMoreGpusThanTheHostHasIsRefusedNotLeftWaiting) {
 
 TEST(ColoSubmit, ValuesNoJobCouldHaveAreRefusedNotStored) {
   TempDir dir;
-  for (const char* option : {"--sm-share -0.5", "--sm-share nan", "--array 0-100000000", "--mem 99999999999999GiB"}) {
+  for (const char* option : {"--sm-share -0.5", "--sm-share nan", "--array 0-100000000", "--array 0-31x",
+                             "--mem 99999999999999GiB"}) {
     auto run = run_colo(dir, "submit --store " + dir.file("jobs.db") + " " + option + " -- true");
     EXPECT_EQ(run.status, 2) << option << ": " << run.err;
     EXPECT_NE(run.err.find(std::string(option).substr(0, std::string(option).find(' '))), std::string::npos) << run.err;

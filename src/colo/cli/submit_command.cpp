@@ -84,14 +84,9 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       spec.model = model;
     }
     if (!args.array.empty()) {
-      int first = 0, last = 0;
-      if (std::sscanf(args.array.c_str(), "%d-%d", &first, &last) != 2 || first < 0 || last < first) {
-        throw InputError("--array", "", "expected FIRST-LAST such as 0-31, got \"" + args.array + "\"");
-      }
-      if (last - first >= sched::kMostArrayJobs) {
-        throw InputError("--array", "", "at most " + std::to_string(sched::kMostArrayJobs) + " jobs, got \"" + args.array + "\"");
-      }
-      spec.array = std::make_pair(first, last);
+      std::string error;
+      spec.array = sched::parse_array_range(args.array, &error);
+      if (!spec.array) throw InputError("--array", "", error);
     }
     specs.push_back(spec);
   }

@@ -36,17 +36,10 @@ std::vector<std::string> read_command(const SpecTable& t) {
 
 std::optional<std::pair<int, int>> parse_array(const SpecTable& t) {
   if (!t.has("array")) return std::nullopt;
-  std::string text = t.string("array");
-  int first = 0, last = 0;
-  char dash = 0;
-  std::istringstream in(text);
-  if (!(in >> first >> dash >> last) || dash != '-' || first < 0 || last < first || !(in >> std::ws).eof()) {
-    t.fail("array", "expected a range \"FIRST-LAST\" such as \"0-31\", got \"" + text + "\"");
-  }
-  if (last - first >= kMostArrayJobs) {
-    t.fail("array", "expected at most " + std::to_string(kMostArrayJobs) + " jobs, got \"" + text + "\"");
-  }
-  return std::make_pair(first, last);
+  std::string error;
+  auto range = parse_array_range(t.string("array"), &error);
+  if (!range) t.fail("array", error);
+  return range;
 }
 
 estimate::PythonModelSource parse_model(const SpecTable& m) {
@@ -134,6 +127,21 @@ std::vector<JobSpec> parse_job_file(const std::string& path) {
     jobs.push_back(parse_job_table(root));
   }
   return jobs;
+}
+
+std::optional<std::pair<int, int>> parse_array_range(const std::string& text, std::string* error) {
+  int first = 0, last = 0;
+  char dash = 0;
+  std::istringstream in(text);
+  if (!(in >> first >> dash >> last) || dash != '-' || first < 0 || last < first || !(in >> std::ws).eof()) {
+    *error = "expected a range \"FIRST-LAST\" such as \"0-31\", got \"" + text + "\"";
+    return std::nullopt;
+  }
+  if (last - first >= kMostArrayJobs) {
+    *error = "expected at most " + std::to_string(kMostArrayJobs) + " jobs, got \"" + text + "\"";
+    return std::nullopt;
+  }
+  return std::make_pair(first, last);
 }
 
 std::vector<JobSpec> expand_array(const JobSpec& spec) {

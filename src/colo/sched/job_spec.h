@@ -54,6 +54,11 @@ inline constexpr int64_t kMostSamples = int64_t{1} << 50;
 // it, a typo (0-100000000) is refused rather than queued.
 inline constexpr int kMostArrayJobs = 100000;
 
+// An array's "FIRST-LAST" (inclusive, 0 <= FIRST <= LAST, at most
+// kMostArrayJobs indices, nothing after it), or nullopt with what is wrong
+// in `error` (the job file's `array` and --array alike).
+std::optional<std::pair<int, int>> parse_array_range(const std::string& text, std::string* error);
+
 // One job per array index (COLO_ARRAY_INDEX in env, "name[i]" as name);
 // a job without an array comes back as is.
 std::vector<JobSpec> expand_array(const JobSpec& spec);
