@@ -503,6 +503,19 @@ JobSpec group_recording_job(const std::string& name, const testing::TempDir& dir
   return job;
 }
 
+// Runs the store's jobs once the first round has started `producers`
+// stand-in producers, which then fill their rings together; every job must
+// complete.
+void run_filling_each_loader_once_started(JobStore& store, const testing::TempDir& dir,
+                                          const testing::FakeLoaderProgram& colo, size_t producers) {
+  auto runner = runner_with_loader_program(store, dir, colo);
+  runner->step();
+  ASSERT_TRUE(colo.wait_for_starts(producers));
+  colo.fill();
+  runner->run_until_done();
+  for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
+}
+
 TEST(Runner, TheJobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndTheirCountIsWritten) {
   testing::TempDir dir;
   testing::FakeLoaderProgram colo(dir);
@@ -510,12 +523,7 @@ TEST(Runner, TheJobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndThei
   store.submit({group_recording_job("a", dir, dir.file("data.toml")),
                 group_recording_job("b", dir, dir.file("data.toml")),
                 group_recording_job("alone", dir, dir.file("other.toml"))});
-  auto runner = runner_with_loader_program(store, dir, colo);
-  runner->step();
-  ASSERT_TRUE(colo.wait_for_starts(2));
-  colo.fill();
-  runner->run_until_done();
-  for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
+  run_filling_each_loader_once_started(store, dir, colo, 2);
   // Producers are numbered as they start: data.toml's first (its jobs came first).
   const std::string ready = dir.file("logs/loader-1.ready"), other = dir.file("logs/loader-2.ready");
   EXPECT_EQ(read_file(dir.file("a.group")), ready + "\n");
@@ -534,12 +542,7 @@ TEST(Runner, AStartGroupCountsOnlyTheJobsTheRoundCouldLaunchNotThoseStillWaiting
   first.mem_bytes = second.mem_bytes = int64_t{50} << 30;  // one at a time on the 80 GiB GPU
   first.command.back() += "; sleep 0.3";
   store.submit({first, second});
-  auto runner = runner_with_loader_program(store, dir, colo);
-  runner->step();
-  ASSERT_TRUE(colo.wait_for_starts(1));
-  colo.fill();
-  runner->run_until_done();
-  for (const auto& job : store.list()) ASSERT_EQ(job.state, JobState::kCompleted) << job.spec.name << job.reason;
+  run_filling_each_loader_once_started(store, dir, colo, 1);
   const std::string ready = dir.file("logs/loader-1.ready");
   EXPECT_EQ(read_file(dir.file("first.group")), ready + "\n");
   EXPECT_EQ(read_file(dir.file("first.size")), "1\n") << "its first chunk waits for no one";
