@@ -251,8 +251,10 @@ def run_mode(args, mode, data):
                 + (["--expect-device-ring"] if device_ring else [])
                 for i in range(args.jobs)]
     launched = time.time()
+    scheduler_mps_cpu = None
     if mode == "shared_scheduler":
-        results, sampler, producer_stats = run_under_scheduler(args, data, [c[len(taskset):] for c in commands])
+        results, sampler, producer_stats, scheduler_mps_cpu = run_under_scheduler(
+            args, data, [c[len(taskset):] for c in commands])
     else:
         results = run_jobs(commands, mode)
     for r in results:
@@ -265,6 +267,11 @@ def run_mode(args, mode, data):
     mps_cpu = pipe and {"pids": mps_server_pids(pipe)}
     if mps_cpu:
         mps_cpu["cpu_core_s"] = sum(process_cpu_s(pid) for pid in mps_cpu["pids"])
+    if scheduler_mps_cpu:
+        # The MPS server colo run started for its jobs alone serves the
+        # shared mode's choice of MPS: its CPU counts in the mode's.
+        mps_cpu = {**scheduler_mps_cpu, "counted": True}
+        cpu += scheduler_mps_cpu["cpu_core_s"]
     producer_cpu = None
     if producer:
         producer.send_signal(2)
@@ -327,12 +334,15 @@ def run_under_scheduler(args, data, commands):
             f.write(f'[[job]]\nname = "job{i}"\ncommand = [{", ".join(json.dumps(a) for a in argv)}]\n'
                     f'loader = {json.dumps(data)}\nmem = "8GiB"\nsm_share = {args.scheduler_sm_share}\n\n')
     store = os.path.join(work, "jobs.db")
-    found = {}
+    # colo run's own MPS daemon (--scheduler-mode mps) listens here; its
+    # server starts with the first client and is gone once colo run ends.
+    mps_pipe = store + ".logs/mps/pipe"
+    found = {"mps": {}}
 
     def watch_for_producer(stop):
         wanted = b"\0".join([b"loader", b"serve", data.encode()])
-        while not stop.is_set() and "sampler" not in found:
-            for entry in os.listdir("/proc"):
+        while not stop.is_set():
+            for entry in os.listdir("/proc") if "sampler" not in found else []:
                 if entry.isdigit():
                     try:
                         with open(f"/proc/{entry}/cmdline", "rb") as f:
@@ -341,6 +351,9 @@ def run_under_scheduler(args, data, commands):
                                 break
                     except OSError:
                         continue
+            if args.scheduler_mode == "mps":
+                for pid in mps_server_pids(mps_pipe):
+                    found["mps"].setdefault(pid, CpuSampler(pid))
             stop.wait(0.02)
 
     stop = threading.Event()
@@ -356,6 +369,12 @@ def run_under_scheduler(args, data, commands):
     sampler = found.get("sampler")
     if sampler:
         sampler.finish()
+    mps_cpu = None
+    if found["mps"]:
+        for server in found["mps"].values():
+            server.finish()
+        mps_cpu = {"pids": sorted(found["mps"]),
+                   "cpu_core_s": sum(sum(s.threads[-1][1].values()) for s in found["mps"].values() if s.threads)}
     logs = sorted(glob.glob(store + ".logs/job-*.log"), key=lambda p: int(re.search(r"job-(\d+)", p).group(1)))
     if done.returncode != 0 or len(logs) != len(commands):
         tails = "".join(open(p).read()[-1500:] for p in logs)
@@ -367,7 +386,7 @@ def run_under_scheduler(args, data, commands):
             producer_stats = json.loads(open(p).read().strip().splitlines()[-1])
         except (ValueError, IndexError):
             pass
-    return results, sampler, producer_stats
+    return results, sampler, producer_stats, mps_cpu
 
 
 def all_running(results):
@@ -413,6 +432,8 @@ def report_mode(m):
                  f"{p.get('waited_for_demand_s', 0):.1f} s for demand, "
                  f"{p.get('waited_for_decoding_s', 0):.1f} s for decoding, {p.get('waited_for_copies_s', 0):.1f} s "
                  f"for {p.get('mirror_rounds', 0)} rounds of device copies, in {p.get('uptime_s', 0):.1f} s")
+    if m.get("mps_server"):
+        where += f"; MPS server {m['mps_server']['cpu_core_s']:.2f} core-s"
     a = m["all_running"] or {}
     together = a and (f"; all {len(m['jobs'])} running ({a['window_s']:.1f} s): {a['samples_per_s']:.0f} samples/s, "
                       f"wait {max(a['wait_pct']):.1f}%")

@@ -731,6 +731,42 @@ TEST(SharedLoader, TheFastestConsumerWaitsForTheSlowestOnlyWithPaceSlowest) {
   }
 }
 
+TEST(SharedLoader, WithPaceFastestASlowInPlaceReaderDoesNotHoldTheFasterOnesToItsPace) {
+  // A slow job reading the ring in place (as GPU consumers do) is never
+  // silent long enough to be left behind: it releases a chunk every step.
+  // Served the chunk whose slot the producer wants next, it would hold the
+  // fast one to its own pace, chunk after chunk (4 jobs, ResNet-18 beside
+  // ResNet-50: the ResNet-18s trained at the ResNet-50s' pace and waited 54%).
+  testing::TempDir dir;
+  Producer producer(dir, 80, 8, 16, {.stall_s = 3, .ahead = 8});
+  SharedLoaderClient slow(producer.spec.address, 8), fast(producer.spec.address, 8);
+  slow.start_reading();
+  fast.start_reading();
+  std::atomic<int> slow_read{0};
+  int slow_read_when_fast_done = -1;
+  std::thread fast_reader([&] {
+    for (int b = 0; b < 64; ++b) {
+      InPlaceBatch batch = read_in_place(fast);
+      fast.release_before(batch.pieces.back().seq + 1);
+    }
+    slow_read_when_fast_done = slow_read.load();
+  });
+  for (int b = 0; b < 24; ++b) {  // a consumer that trains 30 ms a step, holding its chunk meanwhile
+    InPlaceBatch batch = read_in_place(slow);
+    for (size_t i = 0; i < batch.labels.size(); ++i) {
+      EXPECT_NEAR(batch.first_pixels[i], batch.labels[i], 3) << "sample " << i << " of batch " << b;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    slow.release_before(batch.pieces.back().seq + 1);
+    ++slow_read;
+  }
+  fast_reader.join();
+  EXPECT_LE(slow_read_when_fast_done, 16) << "the fast reader read 64 chunks while the slow one read 24";
+  EXPECT_GT(slow.stats()["chunks_skipped"].get<int64_t>(), 0);
+  EXPECT_EQ(fast.stats()["chunks_skipped"].get<int64_t>(), 0);
+  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+}
+
 TEST(SharedLoader, AnInPlaceConsumerLeftBehindSkipsItsOverwrittenChunkInsteadOfReadingIt) {
   // In a ring of 16 it has also been answered chunk 1 ahead (prefetches_in_place),
   // which is overwritten too by the time it reads it.

@@ -48,11 +48,12 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   // Whether consumer c keeps chunk `reused` from being overwritten. With
   // pace slowest, until it is done with it. With pace fastest, only while
   // it reads it in place (copies out are checked, and asked for again when
-  // overwritten); a chunk it has not been given yet is lost to it. (With
+  // overwritten); a chunk it has not been given yet, or was moved past
+  // unread (Consumer::moved_past), is lost to it. (With
   // `ahead` at most half the ring, the newest consumer has moved past any
   // chunk whose slot is wanted.) Called with s.mutex held.
   auto holds_back = [&](const Consumer& c, int64_t reused) {
-    if (c.keep > reused) return false;
+    if (c.keep > reused || c.moved_past(reused)) return false;
     return spec.pace == LoaderPace::slowest || (c.in_place && reused < c.served);
   };
   const int64_t slots = spec.buffer, chunk = spec.chunk;

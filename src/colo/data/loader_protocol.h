@@ -7,9 +7,10 @@
 //                                           "std":[..],"classes":k,"epoch_samples":n,
 //                                           "device_ring":{"handle":hex,"device":"cuda:0","bytes":b}}
 //                                           (device_ring only when the producer mirrors its ring on a GPU)
-//   {"op":"next","consumer":id,"seq":k,"keep":j,"start_group":READY_FILE,"job":JOB_ID}
+//   {"op":"next","consumer":id,"seq":k,"keep":j,"span":m,"start_group":READY_FILE,"job":JOB_ID}
 //                                       -> {"op":"chunk","seq":k2,"slot":s,"count":n,"epoch":e,
-//                                           "skipped":k2-k}   (k2 > k when k was dropped)
+//                                           "skipped":k2-k}   (k2 > k when k was dropped, or,
+//                                           read in place with pace fastest, its slot is wanted soon)
 //                                          (start_group, on a consumer's first "next" only: see
 //                                           LoaderServeSpec::start_group_wait_s)
 //   {"op":"release","consumer":id,"keep":j}
@@ -22,7 +23,8 @@
 //   anything from an unknown consumer   -> {"op":"error","message":...}
 //
 // A consumer still uses chunk `keep` and every later one it was given, and
-// is done with every chunk before; without `keep`, asking for chunk k says
+// is done with every chunk before, and one of its batches spans at most
+// `span` chunks (sent with `keep`); without `keep`, asking for chunk k says
 // it is done with every chunk before k, and that it copies chunks out
 // (checking the slot's header before and after) rather than reading them in
 // place. (Consumers that read the device ring keep chunks whose copies

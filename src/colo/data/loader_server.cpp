@@ -83,6 +83,29 @@ void start_as_late_joiner(LoaderState& s, Consumer& c, const LoaderServeSpec& sp
   c.behind = false;
 }
 
+// Whether chunk c.cursor is one a consumer reading in place must not be
+// given, with pace fastest: its slot is wanted within the producer's decode
+// window (`ahead` past the newest chunk asked for). A slow job that read it
+// in place would hold the faster ones to its own pace, chunk after chunk,
+// without ever stalling long enough to be left behind. Called with s.mutex held.
+bool about_to_be_overwritten(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
+  return spec.pace == LoaderPace::fastest && c.in_place && c.cursor + spec.buffer <= s.newest_asked + spec.ahead;
+}
+
+// Where such a consumer goes on instead: the newest chunk published that
+// has been asked for (at least where a late joiner would start), but no
+// further on than keeps the slots of the chunks its batch may still need
+// (`span` from there) free of the chunks it holds, or it would wait for
+// chunks the producer cannot make until it lets go of them. -1 when no
+// such chunk is clear of the decode window: it reads on in order. Called
+// with s.mutex held.
+int64_t clear_of_overwriting(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
+  const int64_t newest = std::max(rejoin_at(s, spec), std::min(s.newest_asked, s.next_seq - 1));
+  const int64_t target = std::min(newest, c.keep + spec.buffer - c.span);
+  const bool clear = target + spec.buffer > s.newest_asked + spec.ahead;
+  return clear && target > c.cursor ? target : -1;
+}
+
 // Whether pending consumer c still waits for its start group
 // (LoaderServeSpec::start_group_wait_s): until as many jobs have asked as
 // the scheduler last wrote were launched, or the wait is over; then the
@@ -328,6 +351,7 @@ void LoaderServer::serve(double report_s) {
         // skipped only from the ring it found on connecting.
         c.requested = std::max(c.joined_at, request.value("seq", int64_t{0}));
         c.in_place = request.contains("keep");
+        c.span = std::max<int64_t>(1, request.value("span", int64_t{1}));
         c.cursor = std::max(c.cursor, c.requested);
         c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));
         c.pending = true;
@@ -378,6 +402,15 @@ void LoaderServer::serve(double report_s) {
         }
         if (c.pending) {
           if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_);  // fell a ring behind (pace fastest)
+          // One hole at a time: a consumer moved on again before it has
+          // released past its last one would hold the chunks between.
+          if (about_to_be_overwritten(s, spec_, c) && c.keep >= c.hole_to) {
+            const int64_t to = clear_of_overwriting(s, spec_, c);
+            if (to >= 0) {
+              c.hole_from = c.cursor;
+              c.hole_to = c.cursor = to;
+            }
+          }
           auto chunk_at = s.chunks.find(c.cursor);
           if (chunk_at != s.chunks.end()) {
             int64_t skipped = std::max<int64_t>(0, c.cursor - c.requested);

@@ -42,8 +42,16 @@ struct Consumer {
   int64_t served = 0;         // every chunk it was given is before this one
   bool in_place = false;      // it reads the ring in place (its requests say which chunks it keeps)
   bool in_start_group = false;  // its first chunk waits for its start group (LoaderServeSpec)
+  // Chunks [hole_from, hole_to) it was moved past, unread, because their
+  // slots were about to be overwritten (pace fastest, reading in place):
+  // not its to hold, though it still holds chunks before and after them.
+  int64_t hole_from = 0, hole_to = 0;
+  int64_t span = 1;           // the most chunks one of its batches spans (reading in place)
   Stopwatch last_seen;        // since it last sent anything
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
+
+  // Whether it was moved past chunk `seq` without reading it.
+  bool moved_past(int64_t seq) const { return seq >= hole_from && seq < hole_to; }
 };
 
 // A chunk consumers may read: its ring slot, samples and pass over the folder.
