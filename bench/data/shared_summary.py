@@ -47,6 +47,32 @@ def cpu_ratio_floor(run):
     return (loop + decode / run["jobs"]) / (loop + decode)
 
 
+def by_job_kind(run):
+    """For runs whose jobs differ (models or batch sizes), each kind of job
+    ("MODEL/BATCH") in each mode's median round: its jobs' mean samples/s
+    from first step to last, the most any of them waited (% of its time),
+    and shared over own: how the fast and the slow fared apart, which the
+    aggregate over the slowest job's span hides. None for runs of one kind
+    of job."""
+    if "," not in f"{run.get('model', '')}{run.get('batch', '')}":
+        return None
+    kinds = {}
+    for m in run["modes"]:
+        for job in m["jobs"]:
+            kind = kinds.setdefault(f"{job['model']}/{job['batch']}", {}).setdefault(
+                m["mode"], {"samples_per_s": [], "wait_pct_max": 0.0})
+            seconds = job["end"] - job["start"]
+            kind["samples_per_s"].append(job["samples"] / seconds)
+            kind["wait_pct_max"] = max(kind["wait_pct_max"], 100 * job["wait_s"] / seconds)
+    for modes in kinds.values():
+        for figures in modes.values():
+            figures["samples_per_s"] = sum(figures["samples_per_s"]) / len(figures["samples_per_s"])
+        shared = next((modes[name] for name in ("shared", "shared_scheduler") if name in modes), None)
+        if shared and "own_colo" in modes:
+            modes["shared_over_own"] = shared["samples_per_s"] / modes["own_colo"]["samples_per_s"]
+    return kinds
+
+
 def summarize(args):
     """summary.json of issue 19's targets from one GPU run and one CPU run."""
     gpu, cpu = (json.load(open(path)) for path in (args.gpu, args.cpu))
@@ -86,6 +112,7 @@ def summarize(args):
             "cpu_per_sample_ratio_floor": cpu_ratio_floor(run),
             "consumer_wait_pct": run["shared_wait_pct_max"], "best_own": run["best_own"],
             "all_running": run.get("all_running"),
+            "by_job_kind": by_job_kind(run),
             "setup": setup_of(run),
             "command": run["command"]}
     if args.gpu_pool:
