@@ -242,6 +242,8 @@ def test_colo_monitor_samples_the_producer_and_each_consumers_wait(loader, tmp_p
     assert final["left"] and final["samples"] == 480, "its bye carried its totals"
     assert final["samples_per_s"] > 0 and 0 <= final["wait_pct"] < 100
     assert f"loader {address}:" in run.stdout
+    assert f"consumer {final['consumer']}: " in run.stdout and "waiting" in run.stdout
+    assert "0 chunk(s) skipped" in run.stdout, "one consumer alone skips nothing"
 
 
 def test_report_progress_carries_the_data_wait_of_the_jobs_shared_loaders(loader, tmp_path, monkeypatch):

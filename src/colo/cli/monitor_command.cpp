@@ -50,9 +50,10 @@ void print_loaders(const nlohmann::json& loaders) {
                 l["buffer_depth_min"].get<double>(), static_cast<long long>(l["consumers_max"].get<int64_t>()));
     for (const auto& c : l["consumer_stats"]) {
       if (!c.contains("samples_per_s")) continue;
-      std::printf("  consumer %lld: %.0f samples/s, waiting %.1f%% of its time\n",
+      // Skipped: chunks it lost behind faster consumers (pace fastest).
+      std::printf("  consumer %lld: %.0f samples/s, waiting %.1f%% of its time, %lld chunk(s) skipped\n",
                   static_cast<long long>(c["consumer"].get<int64_t>()), c["samples_per_s"].get<double>(),
-                  c["wait_pct"].get<double>());
+                  c["wait_pct"].get<double>(), static_cast<long long>(c.value("chunks_skipped", int64_t{0})));
     }
   }
 }
