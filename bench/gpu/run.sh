@@ -270,17 +270,20 @@ if want shared; then
     done
   fi
   # SHARED_RUNS: "MODEL:SIZE:BATCH:STEPS[:amp[:TAG[:ARGS]]] ..." 4 jobs on cores 0-3 each (amp: bf16
-  # autocast; TAG names the file; ARGS, commas for spaces, come after SHARED_ARGS). MODEL and BATCH
+  # autocast; TAG names the file; ARGS, commas for spaces and "+" for commas within a value
+  # (--modes,own_colo+shared_scheduler), come after SHARED_ARGS). MODEL and BATCH
   # may be comma lists, job by job (resnet18,resnet50: jobs that train at different speeds).
   for run in ${SHARED_RUNS:-resnet18:224:128:120}; do
     IFS=: read -r model size batch steps amp tag args <<<"$run"
-    note "shared loading, 4 jobs on 4 cores: $model at $size px, batch $batch, $steps steps${amp:+, bf16 autocast} ${args//,/ }"
+    args=${args//,/ }
+    args=${args//+/,}
+    note "shared loading, 4 jobs on 4 cores: $model at $size px, batch $batch, $steps steps${amp:+, bf16 autocast} $args"
     # shellcheck disable=SC2086
     PYTHONPATH="$BUILD/python" python3 bench/data/shared_loading.py run --images /tmp/colo-images/train \
       --jobs 4 --cores 0-3 --device cuda --model "$model" --steps "$steps" --batch "$batch" --size "$size" \
       --colo "$BUILD/colo" --threads 2 --producer-threads 4 ${amp:+--amp} \
-      --out "$OUT/shared/gpu_4jobs_${model//,/-}_${size}${amp:+_amp}${tag:+_$tag}.json" ${SHARED_ARGS:-} ${args//,/ } 2>&1 \
-      | tee -a "$OUT/shared/bench.log" | grep -E "round:|jobs:|by thread|samples/s|shared over|Error" | tee -a "$summary"
+      --out "$OUT/shared/gpu_4jobs_${model//,/-}_${size}${amp:+_amp}${tag:+_$tag}.json" ${SHARED_ARGS:-} $args 2>&1 \
+      | tee -a "$OUT/shared/bench.log" | grep -E -i "round:|jobs:|by thread|samples/s|shared over|error" | tee -a "$summary"
   done
   # A call returns at most 8 files: the side files go back as one, so that every run's JSON comes back.
   (cd "$OUT/shared" && tar czf side.tgz --ignore-failed-read images*.json nproc.txt lscpu.txt pytest.log 2>/dev/null \
