@@ -83,13 +83,24 @@ void start_as_late_joiner(LoaderState& s, Consumer& c, const LoaderServeSpec& sp
   c.behind = false;
 }
 
+// Chunks short of the producer's decode window that already count as in
+// it for consumer c: while it reads a batch (up to `span` chunks, held until
+// its copies are done) the faster consumers move on, and the chunks it
+// holds must not be wanted meanwhile. At most half the ring's slack, so
+// that consumers at the others' pace are never moved.
+int64_t overwrite_margin(const LoaderServeSpec& spec, const Consumer& c) {
+  return std::min(c.span, (spec.buffer - spec.ahead) / 2);
+}
+
 // Whether chunk c.cursor is one a consumer reading in place must not be
-// given, with pace fastest: its slot is wanted within the producer's decode
-// window (`ahead` past the newest chunk asked for). A slow job that read it
-// in place would hold the faster ones to its own pace, chunk after chunk,
-// without ever stalling long enough to be left behind. Called with s.mutex held.
+// given, with pace fastest: its slot is wanted within (or, by the margin
+// above, soon after) the producer's decode window, `ahead` past the newest
+// chunk asked for. A slow job that read it in place would hold the faster
+// ones to its own pace, chunk after chunk, without ever stalling long
+// enough to be left behind. Called with s.mutex held.
 bool about_to_be_overwritten(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
-  return spec.pace == LoaderPace::fastest && c.in_place && c.cursor + spec.buffer <= s.newest_asked + spec.ahead;
+  return spec.pace == LoaderPace::fastest && c.in_place &&
+         c.cursor + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(spec, c);
 }
 
 // Where such a consumer goes on instead: the newest chunk published that
@@ -102,7 +113,7 @@ bool about_to_be_overwritten(const LoaderState& s, const LoaderServeSpec& spec, 
 int64_t clear_of_overwriting(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
   const int64_t newest = std::max(rejoin_at(s, spec), std::min(s.newest_asked, s.next_seq - 1));
   const int64_t target = std::min(newest, c.keep + spec.buffer - c.span);
-  const bool clear = target + spec.buffer > s.newest_asked + spec.ahead;
+  const bool clear = target + spec.buffer > s.newest_asked + spec.ahead + overwrite_margin(spec, c);
   return clear && target > c.cursor ? target : -1;
 }
 
