@@ -114,6 +114,8 @@ FIGURES = [
     ("bench/results/data/shared/summary.json",
      "other_gpu_runs.gpu_4jobs_resnet18-resnet50_224_amp_mixed_holes.all_running.speedup", ratio),
     ("bench/results/data/shared/summary.json",
+     "other_gpu_runs.gpu_4jobs_mobilenet_v3_large_224_amp_mnv3_batches_margin.consumer_wait_pct", stated_percent),
+    ("bench/results/data/shared/summary.json",
      "other_gpu_runs.gpu_4jobs_resnet18_224_amp_img320_480steps_lwf.speedup", ratio),
     ("bench/results/data/shared/summary.json",
      "other_gpu_runs.gpu_4jobs_resnet18_224_amp_img320_480steps_lwf.cpu_per_sample_ratio", ratio),
