@@ -731,17 +731,30 @@ TEST(SharedLoader, TheFastestConsumerWaitsForTheSlowestOnlyWithPaceSlowest) {
   }
 }
 
+// A producer of `images` images in chunks of 8, a ring of 16, ahead 8 and
+// pace fastest, and two consumers of batches of 8 (one to read slowly, one
+// fast) that hold the ring from the start.
+struct SlowAndFast {
+  SlowAndFast(int64_t images, double stall_s)
+      : producer(dir, images, 8, 16, {.stall_s = stall_s, .ahead = 8}),
+        slow(producer.spec.address, 8),
+        fast(producer.spec.address, 8) {
+    slow.start_reading();
+    fast.start_reading();
+  }
+  testing::TempDir dir;
+  Producer producer;
+  SharedLoaderClient slow, fast;
+};
+
 TEST(SharedLoader, WithPaceFastestASlowInPlaceReaderDoesNotHoldTheFasterOnesToItsPace) {
   // A slow job reading the ring in place (as GPU consumers do) is never
   // silent long enough to be left behind: it releases a chunk every step.
   // Served the chunk whose slot the producer wants next, it would hold the
   // fast one to its own pace, chunk after chunk (4 jobs, ResNet-18 beside
   // ResNet-50: the ResNet-18s trained at the ResNet-50s' pace and waited 54%).
-  testing::TempDir dir;
-  Producer producer(dir, 80, 8, 16, {.stall_s = 3, .ahead = 8});
-  SharedLoaderClient slow(producer.spec.address, 8), fast(producer.spec.address, 8);
-  slow.start_reading();
-  fast.start_reading();
+  SlowAndFast readers(80, 3);
+  SharedLoaderClient &slow = readers.slow, &fast = readers.fast;
   std::atomic<int> slow_read{0};
   int slow_read_when_fast_done = -1;
   std::thread fast_reader([&] {
@@ -764,7 +777,7 @@ TEST(SharedLoader, WithPaceFastestASlowInPlaceReaderDoesNotHoldTheFasterOnesToIt
   EXPECT_LE(slow_read_when_fast_done, 16) << "the fast reader read 64 chunks while the slow one read 24";
   EXPECT_GT(slow.stats()["chunks_skipped"].get<int64_t>(), 0);
   EXPECT_EQ(fast.stats()["chunks_skipped"].get<int64_t>(), 0);
-  EXPECT_EQ(producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
+  EXPECT_EQ(readers.producer.server->stats()["consumers_left_behind"].get<int64_t>(), 0);
 }
 
 TEST(SharedLoader, AnInPlaceReaderNearTheDecodeWindowIsMovedOnBeforeItsHeldChunksAreWanted) {
@@ -774,11 +787,8 @@ TEST(SharedLoader, AnInPlaceReaderNearTheDecodeWindowIsMovedOnBeforeItsHeldChunk
   // batch it is about to hold (span 3). Given chunk 2, it would hold the
   // fast one up while it read it (MobileNetV3 jobs at batch 64 beside 192
   // waited 11-13% for it); it goes on from the newest chunk asked for.
-  testing::TempDir dir;
-  Producer producer(dir, 200, 8, 16, {.stall_s = 100, .ahead = 8});
-  SharedLoaderClient slow(producer.spec.address, 8), fast(producer.spec.address, 8);
-  slow.start_reading();
-  fast.start_reading();
+  SlowAndFast readers(200, 100);
+  SharedLoaderClient &slow = readers.slow, &fast = readers.fast;
   ASSERT_TRUE(slow.prefetches_in_place());
   ASSERT_EQ(slow.chunks_per_batch(), 3);
   EXPECT_EQ(read_in_place(slow).pieces.front().seq, 0);  // and asks for chunk 1 at once
@@ -786,9 +796,12 @@ TEST(SharedLoader, AnInPlaceReaderNearTheDecodeWindowIsMovedOnBeforeItsHeldChunk
   labels_of(fast, 8);  // chunks 0-7 read, 8 asked for
   EXPECT_EQ(read_in_place(slow).pieces.front().seq, 1);  // answered before; now asks for 2
   slow.release_before(2);
+  // The newest chunk asked for (8) once published, else the newest published.
   InPlaceBatch moved = read_in_place(slow);
-  EXPECT_EQ(moved.pieces.front().seq, 8) << "the newest chunk asked for, not chunk 2";
-  EXPECT_EQ(slow.stats()["chunks_skipped"].get<int64_t>(), 6);
+  const int64_t seq = moved.pieces.front().seq;
+  EXPECT_GT(seq, 2) << "moved on, not given chunk 2";
+  EXPECT_LE(seq, 8);
+  EXPECT_EQ(slow.stats()["chunks_skipped"].get<int64_t>(), seq - 2);
   for (size_t i = 0; i < moved.labels.size(); ++i) EXPECT_NEAR(moved.first_pixels[i], moved.labels[i] % 256, 3);
 }
 
