@@ -426,6 +426,48 @@ TEST(SharedLoader, AStartGroupWhoseSizeDropsAsAMemberDiesIsServedThen) {
   EXPECT_LT(first, 5.0) << "not the 20 s wait";
 }
 
+TEST(SharedLoader, AMemberThatEndsWhileHeldInItsStartGroupNoLongerCountsAsHavingAsked) {
+  // Job 1 asks for its first batch and ends while the group waits (an
+  // exception at its first step, say); the scheduler writes 2 for the two
+  // jobs left. Job 2 then waits for job 3, as if job 1 had never asked.
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100, .ready_file = ready});
+  write_start_group_size(ready, 3);
+  zmq::context_t context;
+  zmq::socket_t ended(context, zmq::socket_type::dealer);
+  ended.set(zmq::sockopt::linger, 0);
+  ended.connect(producer.spec.address);
+  ended.send(zmq::buffer(std::string(R"({"op":"hello"})")), zmq::send_flags::none);
+  zmq::message_t welcome;
+  ASSERT_TRUE(ended.recv(welcome));
+  const int64_t id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
+  ended.send(zmq::buffer(nlohmann::json{{"op", "next"}, {"consumer", id}, {"seq", 0}, {"start_group", ready},
+                                        {"job", "1"}}.dump()),
+             zmq::send_flags::none);
+  ended.send(zmq::buffer(nlohmann::json{{"op", "bye"}, {"consumer", id}}.dump()), zmq::send_flags::none);
+  for (int i = 0; i < 200 && producer.server->stats()["consumers"].get<int64_t>() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 0) << "its bye was heard";
+  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 0);
+  write_start_group_size(ready, 2);
+  StartGroupVariable group(ready);
+  ::setenv("COLO_JOB_ID", "2", 1);
+  SharedLoaderClient second(producer.spec.address, 8);
+  std::atomic<int> got{0};
+  std::thread reading([&] { labels_of(second, 1); ++got; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(got.load(), 0) << "one of the two jobs left has asked";
+  ::setenv("COLO_JOB_ID", "3", 1);
+  SharedLoaderClient third(producer.spec.address, 8);
+  labels_of(third, 1);
+  reading.join();
+  ::unsetenv("COLO_JOB_ID");
+  EXPECT_EQ(got.load(), 1);
+  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
+}
+
 TEST(SharedLoader, AStartGroupOfOneIsServedAtOnceAndAnotherProducersIsIgnored) {
   testing::TempDir dir;
   const std::string ready = dir.file("loader.ready");

@@ -117,6 +117,20 @@ int64_t clear_of_overwriting(const LoaderState& s, const LoaderServeSpec& spec, 
   return clear && target > c.cursor ? target : -1;
 }
 
+// Consumer `id`, about to go (bye, or dropped), no longer counts as having
+// asked in a start group not yet released, unless another consumer of its
+// job is still there: the scheduler writes a smaller size for a job that
+// ended, and counted too, it would let the group go one member early.
+// Called with s.mutex held.
+void leave_held_start_group(LoaderState& s, int64_t id) {
+  const std::string& member = s.consumers.at(id).start_group_member;
+  if (s.start_group.released || member.empty()) return;
+  for (const auto& [other, c] : s.consumers) {
+    if (other != id && c.start_group_member == member) return;
+  }
+  s.start_group.asked.erase(member);
+}
+
 // Whether pending consumer c still waits for its start group
 // (LoaderServeSpec::start_group_wait_s): until as many jobs have asked as
 // the scheduler last wrote were launched, or the wait is over; then the
@@ -349,9 +363,10 @@ void LoaderServer::serve(double report_s) {
           if (s.start_group.asked.empty()) s.start_group.since_first_asked.restart();
           // Counted by job: a job may read through several consumers.
           const auto job = request.find("job");
-          s.start_group.asked.insert(job != request.end() && job->is_string() && !job->get<std::string>().empty()
-                                         ? "job " + job->get<std::string>()
-                                         : "consumer " + std::to_string(found->first));
+          c.start_group_member = job != request.end() && job->is_string() && !job->get<std::string>().empty()
+                                     ? "job " + job->get<std::string>()
+                                     : "consumer " + std::to_string(found->first);
+          s.start_group.asked.insert(c.start_group_member);
           c.in_start_group = true;
         }
         // Held in its start group, it holds nothing back until released (and
@@ -380,6 +395,7 @@ void LoaderServer::serve(double report_s) {
           s.departed.push_back(std::move(report));
           if (s.departed.size() > kDepartedKept) s.departed.pop_front();
         }
+        leave_held_start_group(s, found->first);
         s.consumers.erase(found);
         if (s.consumers.empty()) s.idle_since.restart();
         lock.unlock();
@@ -402,6 +418,7 @@ void LoaderServer::serve(double report_s) {
           std::fprintf(stderr, "colo loader: consumer %lld silent for %.1f s; dropped\n",
                        static_cast<long long>(it->first), spec_.heartbeat_timeout_s);
           ++s.dropped;
+          leave_held_start_group(s, it->first);
           it = s.consumers.erase(it);
           if (s.consumers.empty()) s.idle_since.restart();
           s.changed.notify_all();

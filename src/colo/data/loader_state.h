@@ -42,6 +42,7 @@ struct Consumer {
   int64_t served = 0;         // every chunk it was given is before this one
   bool in_place = false;      // it reads the ring in place (its requests say which chunks it keeps)
   bool in_start_group = false;  // its first chunk waits for its start group (LoaderServeSpec)
+  std::string start_group_member;  // what it counts as in StartGroup::asked ("job N" or "consumer N")
   // Chunks [hole_from, hole_to) it was moved past, unread, because their
   // slots were about to be overwritten (pace fastest, reading in place):
   // not its to hold, though it still holds chunks before and after them.
