@@ -315,6 +315,32 @@ class StartGroupVariable {
   ~StartGroupVariable() { ::unsetenv(kLoaderStartGroupVariable); }
 };
 
+// A consumer speaking the protocol by hand (loader_protocol.h), for what
+// SharedLoaderClient never does: fall silent, or leave mid-request.
+class RawConsumer {
+ public:
+  // Connects and says hello; `id` is what the producer called it.
+  explicit RawConsumer(const std::string& address) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(address);
+    send({{"op", "hello"}});
+    zmq::message_t welcome;
+    if (!socket_.recv(welcome)) throw std::runtime_error("the producer did not welcome a raw consumer");
+    id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
+  }
+  // Sends `request`, with this consumer's id once it has one.
+  void send(nlohmann::json request) {
+    if (id >= 0) request["consumer"] = id;
+    socket_.send(zmq::buffer(request.dump()), zmq::send_flags::none);
+  }
+
+  int64_t id = -1;
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_{context_, zmq::socket_type::dealer};
+};
+
 // The scheduler's word on how many jobs it launched into the group.
 void write_start_group_size(const std::string& ready, int n) {
   write_file_atomically(start_group_size_file(ready), std::to_string(n) + "\n");
@@ -434,18 +460,9 @@ TEST(SharedLoader, AMemberThatEndsWhileHeldInItsStartGroupNoLongerCountsAsHaving
   const std::string ready = dir.file("loader.ready");
   Producer producer(dir, 40, 8, 4, {.stall_s = 100, .ready_file = ready});
   write_start_group_size(ready, 3);
-  zmq::context_t context;
-  zmq::socket_t ended(context, zmq::socket_type::dealer);
-  ended.set(zmq::sockopt::linger, 0);
-  ended.connect(producer.spec.address);
-  ended.send(zmq::buffer(std::string(R"({"op":"hello"})")), zmq::send_flags::none);
-  zmq::message_t welcome;
-  ASSERT_TRUE(ended.recv(welcome));
-  const int64_t id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
-  ended.send(zmq::buffer(nlohmann::json{{"op", "next"}, {"consumer", id}, {"seq", 0}, {"start_group", ready},
-                                        {"job", "1"}}.dump()),
-             zmq::send_flags::none);
-  ended.send(zmq::buffer(nlohmann::json{{"op", "bye"}, {"consumer", id}}.dump()), zmq::send_flags::none);
+  RawConsumer ended(producer.spec.address);
+  ended.send({{"op", "next"}, {"seq", 0}, {"start_group", ready}, {"job", "1"}});
+  ended.send({{"op", "bye"}});
   for (int i = 0; i < 200 && producer.server->stats()["consumers"].get<int64_t>() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -920,17 +937,9 @@ TEST(SharedLoader, ABatchLargerThanTheRingIsNormalisedThroughACopyInsteadOfStopp
 TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4, {.stall_s = 100, .heartbeat_timeout_s = 0.5});
-  zmq::context_t context;
-  zmq::socket_t silent(context, zmq::socket_type::dealer);
-  silent.set(zmq::sockopt::linger, 0);
-  silent.connect(producer.spec.address);
-  silent.send(zmq::buffer(std::string(R"({"op":"hello"})")), zmq::send_flags::none);
-  zmq::message_t welcome;
-  ASSERT_TRUE(silent.recv(welcome));
-  const int64_t id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
+  RawConsumer silent(producer.spec.address);
   // It asks for chunk 0 to read in place, so holds the ring, and is never heard from again.
-  silent.send(zmq::buffer(nlohmann::json{{"op", "next"}, {"consumer", id}, {"seq", 0}, {"keep", 0}}.dump()),
-              zmq::send_flags::none);
+  silent.send({{"op", "next"}, {"seq", 0}, {"keep", 0}});
   SharedLoaderClient busy(producer.spec.address, 8);
   labels_of(busy, 20);
   EXPECT_EQ(producer.server->stats()["consumers_dropped"].get<int64_t>(), 1);
