@@ -339,18 +339,24 @@ def run_under_scheduler(args, data, commands):
     mps_pipe = store + ".logs/mps/pipe"
     found = {"mps": {}}
 
-    def watch_for_producer(stop):
+    def producer_pid():
         wanted = b"\0".join([b"loader", b"serve", data.encode()])
-        while not stop.is_set():
-            for entry in os.listdir("/proc") if "sampler" not in found else []:
-                if entry.isdigit():
-                    try:
-                        with open(f"/proc/{entry}/cmdline", "rb") as f:
-                            if wanted in f.read():
-                                found["sampler"] = CpuSampler(int(entry))
-                                break
-                    except OSError:
-                        continue
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        if wanted in f.read():
+                            return int(entry)
+                except OSError:
+                    continue
+        return None
+
+    def watch_for_producer(stop):
+        # Until both are found: the producer, and (under MPS) its server.
+        while not stop.is_set() and ("sampler" not in found or (args.scheduler_mode == "mps" and not found["mps"])):
+            pid = "sampler" not in found and producer_pid()
+            if pid:
+                found["sampler"] = CpuSampler(pid)
             if args.scheduler_mode == "mps":
                 for pid in mps_server_pids(mps_pipe):
                     found["mps"].setdefault(pid, CpuSampler(pid))

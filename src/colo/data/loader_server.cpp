@@ -92,15 +92,20 @@ int64_t overwrite_margin(const LoaderServeSpec& spec, const Consumer& c) {
   return std::min(c.span, (spec.buffer - spec.ahead) / 2);
 }
 
-// Whether chunk c.cursor is one a consumer reading in place must not be
-// given, with pace fastest: its slot is wanted within (or, by the margin
+// Whether the slot of chunk `seq` is wanted within (or, by the margin
 // above, soon after) the producer's decode window, `ahead` past the newest
-// chunk asked for. A slow job that read it in place would hold the faster
-// ones to its own pace, chunk after chunk, without ever stalling long
-// enough to be left behind. Called with s.mutex held.
+// chunk asked for. Called with s.mutex held.
+bool slot_wanted_soon(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c, int64_t seq) {
+  return seq + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(spec, c);
+}
+
+// Whether chunk c.cursor is one a consumer reading in place must not be
+// given, with pace fastest: its slot is wanted soon. A slow job that read
+// it in place would hold the faster ones to its own pace, chunk after
+// chunk, without ever stalling long enough to be left behind. Called with
+// s.mutex held.
 bool about_to_be_overwritten(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
-  return spec.pace == LoaderPace::fastest && c.in_place &&
-         c.cursor + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(spec, c);
+  return spec.pace == LoaderPace::fastest && c.in_place && slot_wanted_soon(s, spec, c, c.cursor);
 }
 
 // Where such a consumer goes on instead: the newest chunk published that
@@ -113,8 +118,7 @@ bool about_to_be_overwritten(const LoaderState& s, const LoaderServeSpec& spec, 
 int64_t clear_of_overwriting(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
   const int64_t newest = std::max(rejoin_at(s, spec), std::min(s.newest_asked, s.next_seq - 1));
   const int64_t target = std::min(newest, c.keep + spec.buffer - c.span);
-  const bool clear = target + spec.buffer > s.newest_asked + spec.ahead + overwrite_margin(spec, c);
-  return clear && target > c.cursor ? target : -1;
+  return target > c.cursor && !slot_wanted_soon(s, spec, c, target) ? target : -1;
 }
 
 // Consumer `id`, about to go (bye, or dropped), no longer counts as having
@@ -129,6 +133,15 @@ void leave_held_start_group(LoaderState& s, int64_t id) {
     if (other != id && c.start_group_member == member) return;
   }
   s.start_group.asked.erase(member);
+}
+
+// Forgets consumer `it` (it said bye, or was dropped); returns the next.
+// Called with s.mutex held.
+std::map<int64_t, Consumer>::iterator forget_consumer(LoaderState& s, std::map<int64_t, Consumer>::iterator it) {
+  leave_held_start_group(s, it->first);
+  auto next = s.consumers.erase(it);
+  if (s.consumers.empty()) s.idle_since.restart();
+  return next;
 }
 
 // Whether pending consumer c still waits for its start group
@@ -395,9 +408,7 @@ void LoaderServer::serve(double report_s) {
           s.departed.push_back(std::move(report));
           if (s.departed.size() > kDepartedKept) s.departed.pop_front();
         }
-        leave_held_start_group(s, found->first);
-        s.consumers.erase(found);
-        if (s.consumers.empty()) s.idle_since.restart();
+        forget_consumer(s, found);
         lock.unlock();
         s.changed.notify_all();
       } else {
@@ -418,9 +429,7 @@ void LoaderServer::serve(double report_s) {
           std::fprintf(stderr, "colo loader: consumer %lld silent for %.1f s; dropped\n",
                        static_cast<long long>(it->first), spec_.heartbeat_timeout_s);
           ++s.dropped;
-          leave_held_start_group(s, it->first);
-          it = s.consumers.erase(it);
-          if (s.consumers.empty()) s.idle_since.restart();
+          it = forget_consumer(s, it);
           s.changed.notify_all();
           continue;
         }
