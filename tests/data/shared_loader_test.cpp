@@ -324,14 +324,18 @@ class RawConsumer {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect(address);
     send({{"op", "hello"}});
-    zmq::message_t welcome;
-    if (!socket_.recv(welcome)) throw std::runtime_error("the producer did not welcome a raw consumer");
-    id = nlohmann::json::parse(welcome.to_string())["consumer"].get<int64_t>();
+    id = receive()["consumer"].get<int64_t>();
   }
   // Sends `request`, with this consumer's id once it has one.
   void send(nlohmann::json request) {
     if (id >= 0) request["consumer"] = id;
     socket_.send(zmq::buffer(request.dump()), zmq::send_flags::none);
+  }
+  // The producer's next reply.
+  nlohmann::json receive() {
+    zmq::message_t reply;
+    if (!socket_.recv(reply)) throw std::runtime_error("no reply from the producer");
+    return nlohmann::json::parse(reply.to_string());
   }
 
   int64_t id = -1;
@@ -944,6 +948,20 @@ TEST(SharedLoader, ASilentConsumerIsDroppedAndTheOthersGoOn) {
   labels_of(busy, 20);
   EXPECT_EQ(producer.server->stats()["consumers_dropped"].get<int64_t>(), 1);
   EXPECT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 1);
+}
+
+TEST(SharedLoader, ARequestWithAFieldOfTheWrongTypeIsAnsweredWithAnErrorAndTheProducerGoesOn) {
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4);
+  RawConsumer wrong(producer.spec.address);
+  wrong.send({{"op", "next"}, {"seq", "zero"}});
+  nlohmann::json reply = wrong.receive();
+  EXPECT_EQ(reply["op"], "error");
+  EXPECT_NE(reply["message"].get<std::string>().find("\"seq\" must be an integer"), std::string::npos) << reply;
+  wrong.send({{"op", "bye"}, {"samples", "many"}});
+  EXPECT_NE(wrong.receive()["message"].get<std::string>().find("\"samples\" must be a number"), std::string::npos);
+  SharedLoaderClient reader(producer.spec.address, 8);
+  EXPECT_EQ(labels_of(reader, 6).size(), 48u) << "the producer still serves";
 }
 
 TEST(SharedLoader, AProducerThatStopsIsAClearErrorNotAHang) {

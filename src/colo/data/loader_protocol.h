@@ -21,6 +21,9 @@
 //   {"op":"bye","consumer":id,"samples":n,"wait_s":w,"elapsed_s":t}
 //                                       -> (no reply; its last figures stay in `stats`)
 //   anything from an unknown consumer   -> {"op":"error","message":...}
+//   a field of the wrong type (consumer, seq, keep, span: integers; samples,
+//   wait_s, elapsed_s: numbers; op: a string) -> {"op":"error","message":...};
+//                                          the producer goes on
 //
 // A consumer still uses chunk `keep` and every later one it was given, and
 // is done with every chunk before, and one of its batches spans at most

@@ -144,6 +144,24 @@ std::map<int64_t, Consumer>::iterator forget_consumer(LoaderState& s, std::map<i
   return next;
 }
 
+// The first field of a request (loader_protocol.h) whose value has the
+// wrong type, said in words, or "" when all are right (or it is no object:
+// that is answered as from an unknown consumer). A request read as it
+// came would throw, and stop the producer for every consumer.
+std::string malformed_field(const nlohmann::json& request) {
+  if (!request.is_object()) return "";
+  if (request.contains("op") && !request["op"].is_string()) return "\"op\" must be a string";
+  for (const char* key : {"consumer", "seq", "keep", "span"}) {
+    if (request.contains(key) && !request[key].is_number_integer()) {
+      return "\"" + std::string(key) + "\" must be an integer";
+    }
+  }
+  for (const char* key : {"samples", "wait_s", "elapsed_s"}) {
+    if (request.contains(key) && !request[key].is_number()) return "\"" + std::string(key) + "\" must be a number";
+  }
+  return "";
+}
+
 // Whether pending consumer c still waits for its start group
 // (LoaderServeSpec::start_group_wait_s): until as many jobs have asked as
 // the scheduler last wrote were launched, or the wait is over; then the
@@ -319,6 +337,10 @@ void LoaderServer::serve(double report_s) {
       }
       std::string who = route.to_string();
       nlohmann::json request = nlohmann::json::parse(body.to_string(), nullptr, false);
+      if (const std::string wrong = malformed_field(request); !wrong.empty()) {
+        send(who, {{"op", "error"}, {"message", "malformed request: " + wrong}});
+        continue;
+      }
       std::string op = request.is_object() ? request.value("op", "") : "";
       std::unique_lock<std::mutex> lock(s.mutex);
       if (op == "hello") {
