@@ -278,10 +278,10 @@ TEST(SharedLoader, ADataFileWithoutThreadsDecodesOnEveryCoreItMayRunOn) {
 TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanItsPaceAllowsSoTheRestAbsorbsHiccups) {
   // Once the first consumer asked for chunk 15, the producer runs 2 ahead
   // (to 17) and the oldest chunk held is 2. With pace slowest a late joiner
-  // starts half the ring (8) behind 15, at 7; with pace fastest an eighth
-  // of the slack (16 - 2 = 14) after the oldest the ring keeps, 12 behind
-  // 15, at 3.
-  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 7}, std::pair{LoaderPace::fastest, 3}}) {
+  // starts half the ring (8) behind 15, at 7; with pace fastest just clear
+  // of the margin in which a reader in place is moved on (half the slack,
+  // 16 - 2 = 14, so 7): 6 behind 15, at 9.
+  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 7}, std::pair{LoaderPace::fastest, 9}}) {
     testing::TempDir dir;
     Producer producer(dir, 80, 4, 16, {.ahead = 2, .pace = pace});
     SharedLoaderClient early(producer.spec.address, 4);  // a chunk a batch
@@ -716,6 +716,38 @@ TEST(SharedLoader, ConsumersReadingInPlaceSeeTheSameSamplesAsThoseThatCopy) {
       EXPECT_NEAR(read.first_pixels[i], read.labels[i], 3) << "sample " << i << " of batch " << b;
     }
     in_place.release_before(read.pieces.front().seq);
+  }
+}
+
+TEST(SharedLoader, LateJoinersThatReadInPlaceAndThatCopyStartAtTheSameChunk) {
+  // Pace fastest. A late joiner starts behind the newest chunk asked for;
+  // one reading in place must not start so far back that its batch's
+  // chunks reach the margin before the producer's decode window, nor be
+  // moved on while it reads at the others' pace a batch behind, or the two
+  // read different streams. A ring of 8, ahead 4, batches spanning up to 3
+  // chunks (little slack: no margin); a ring of 16, ahead 8, up to 3 (a
+  // margin of 3, which a start an eighth of the slack in would be within).
+  struct Setup {
+    int64_t buffer, ahead, chunk, batch;
+  };
+  for (Setup setup : {Setup{8, 4, 16, 24}, Setup{16, 8, 8, 16}}) {
+    testing::TempDir dir;
+    Producer producer(dir, 200, setup.chunk, setup.buffer, {.ahead = setup.ahead});
+    {
+      SharedLoaderClient first(producer.spec.address, 8);
+      labels_of(first, 3 * setup.buffer * setup.chunk / 8);  // three rings' worth read
+    }
+    SharedLoaderClient copying(producer.spec.address, setup.batch), in_place(producer.spec.address, setup.batch);
+    copying.start_reading();
+    in_place.start_reading();
+    for (int b = 0; b < 12; ++b) {
+      std::vector<int64_t> copied = labels_of(copying, 1);
+      InPlaceBatch read = read_in_place(in_place);
+      ASSERT_EQ(read.labels, copied) << "ring of " << setup.buffer << ", batch " << b;
+      in_place.release_before(read.pieces.back().seq);
+    }
+    // Both skipped the chunks the ring held on connecting, behind where they started; none since.
+    EXPECT_EQ(in_place.stats()["chunks_skipped"], copying.stats()["chunks_skipped"]) << "ring of " << setup.buffer;
   }
 }
 

@@ -26,8 +26,7 @@
 //                                          the producer goes on
 //
 // A consumer still uses chunk `keep` and every later one it was given, and
-// is done with every chunk before, and one of its batches spans at most
-// `span` chunks (sent with `keep`); without `keep`, asking for chunk k says
+// is done with every chunk before; without `keep`, asking for chunk k says
 // it is done with every chunk before k, and that it copies chunks out
 // (checking the slot's header before and after) rather than reading them in
 // place. (Consumers that read the device ring keep chunks whose copies
@@ -35,7 +34,8 @@
 // socket once it has: any of a consumer's sockets may send it.) A slot holds an
 // int64 header (the chunk's seq once it is complete), the chunk's int64
 // labels, then its uint8 samples (C x H x W each); the device ring's slots
-// are laid out the same.
+// are laid out the same. One of a consumer's batches spans at most `span`
+// chunks (1 when not sent).
 
 #include <cstdint>
 

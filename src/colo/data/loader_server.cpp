@@ -86,17 +86,26 @@ void start_as_late_joiner(LoaderState& s, Consumer& c, const LoaderServeSpec& sp
 // Chunks short of the producer's decode window that already count as in
 // it for consumer c: while it reads a batch (up to `span` chunks, held until
 // its copies are done) the faster consumers move on, and the chunks it
-// holds must not be wanted meanwhile. At most half the ring's slack, so
-// that consumers at the others' pace are never moved.
-int64_t overwrite_margin(const LoaderServeSpec& spec, const Consumer& c) {
-  return std::min(c.span, (spec.buffer - spec.ahead) / 2);
+// holds must not be wanted meanwhile. At most most_overwrite_margin, and
+// never so much that a consumer at the others' pace is moved on: one that
+// has read a batch fewer than another lags the newest chunk asked for by
+// up to the widest batch's span (its chunks, and the one asked for ahead),
+// so the margin leaves more than that of the ring's slack. Called with
+// s.mutex held.
+int64_t overwrite_margin(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
+  int64_t widest = c.span;
+  for (const auto& [id, other] : s.consumers) {
+    if (!other.behind) widest = std::max(widest, other.span);
+  }
+  const int64_t same_pace_room = spec.buffer - spec.ahead - widest - 1;
+  return std::max<int64_t>(0, std::min({c.span, most_overwrite_margin(spec), same_pace_room}));
 }
 
 // Whether the slot of chunk `seq` is wanted within (or, by the margin
 // above, soon after) the producer's decode window, `ahead` past the newest
 // chunk asked for. Called with s.mutex held.
 bool slot_wanted_soon(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c, int64_t seq) {
-  return seq + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(spec, c);
+  return seq + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(s, spec, c);
 }
 
 // Whether chunk c.cursor is one a consumer reading in place must not be

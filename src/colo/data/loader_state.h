@@ -47,7 +47,7 @@ struct Consumer {
   // slots were about to be overwritten (pace fastest, reading in place):
   // not its to hold, though it still holds chunks before and after them.
   int64_t hole_from = 0, hole_to = 0;
-  int64_t span = 1;           // the most chunks one of its batches spans (reading in place)
+  int64_t span = 1;           // the most chunks one of its batches spans
   Stopwatch last_seen;        // since it last sent anything
   nlohmann::json reported;    // its last beat's figures (samples, wait_s, elapsed_s), if any
 
@@ -142,18 +142,26 @@ struct LoaderState {
   }
 };
 
+// The most chunks short of the producer's decode window that already count
+// as in it for a consumer reading in place (overwrite_margin in
+// loader_server.cpp: the chunks its batch spans, at most this): half of
+// what `ahead` leaves of the ring, so that consumers at the others' pace
+// are never moved on.
+inline int64_t most_overwrite_margin(const LoaderServeSpec& spec) { return (spec.buffer - spec.ahead) / 2; }
+
 // Where a consumer that joins late, or fell behind, starts: the oldest
 // chunk held, but no further back behind the newest chunk asked for than
 // its pace allows. With pace slowest, half the ring: it holds the others
 // back, so the other half stays slack for hiccups. With pace fastest it
 // holds no one back, and every chunk it skips is one more decoded for it
-// at the end: it starts an eighth of the ring's slack (what `ahead`
-// leaves) after the oldest chunk the producer keeps once it runs `ahead`
-// of the newest asked for, so that a hiccup does not overrun it at once.
-// Called with s.mutex held.
+// at the end, so it starts as far back as it may without being moved on
+// at once: just clear of the margin in which a consumer reading in place
+// is moved on (most_overwrite_margin), so that consumers that read in place
+// and consumers that copy start at the same chunk. Called with s.mutex held.
 inline int64_t rejoin_at(const LoaderState& s, const LoaderServeSpec& spec) {
   const int64_t slack = spec.buffer - spec.ahead;
-  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2 : std::max<int64_t>(0, slack - 1 - slack / 8);
+  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2
+                                                       : std::max<int64_t>(0, slack - 1 - most_overwrite_margin(spec));
   return std::max(s.oldest, s.newest_asked - lag);
 }
 

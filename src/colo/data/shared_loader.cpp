@@ -188,10 +188,8 @@ void SharedLoaderClient::request(int64_t seq) {
   asked_ = true;
   outstanding_ = true;
   asked_in_place_ = in_place_;
-  if (in_place_) {
-    next["keep"] = std::max(keep_, released_soon_.load());
-    next["span"] = chunks_per_batch();
-  }
+  next["span"] = chunks_per_batch();
+  if (in_place_) next["keep"] = std::max(keep_, released_soon_.load());
   send_json(connection_->socket, next);
 }
 
