@@ -996,6 +996,25 @@ TEST(SharedLoader, ARequestWithAFieldOfTheWrongTypeIsAnsweredWithAnErrorAndThePr
   EXPECT_EQ(labels_of(reader, 6).size(), 48u) << "the producer still serves";
 }
 
+TEST(SharedLoader, ASecondProducerAtTheSameAddressIsRefusedAndTheFirstServesOn) {
+  // Binding an ipc:// address takes it over: the first producer would go on
+  // serving its consumers, and no new one could reach it.
+  testing::TempDir dir;
+  Producer first(dir, 40, 8, 4);
+  SharedLoaderClient early(first.spec.address, 8);
+  labels_of(early, 2);
+  try {
+    LoaderServer second(first.spec);
+    ADD_FAILURE() << "a second producer bound " << first.spec.address;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("a producer already serves " + first.spec.address), std::string::npos)
+        << e.what();
+  }
+  SharedLoaderClient late(first.spec.address, 8);  // new consumers still reach the first
+  EXPECT_EQ(labels_of(late, 2).size(), 16u);
+  EXPECT_EQ(labels_of(early, 2).size(), 16u);
+}
+
 TEST(SharedLoader, AProducerThatStopsIsAClearErrorNotAHang) {
   testing::TempDir dir;
   Producer producer(dir, 40, 8, 4);

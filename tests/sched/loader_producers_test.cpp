@@ -11,6 +11,9 @@
 
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
+#include "colo/data/image_folder.h"
+#include "colo/data/loader_server.h"
+#include "colo/data/shared_loader.h"
 #include "sched/fake_loader_program.h"
 #include "support/temp_dir.h"
 
@@ -123,6 +126,34 @@ TEST(LoaderProducers, AProducerThatTakesTooLongToFillItsRingCountsAsReadyAfterTh
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   EXPECT_TRUE(producers.ready(data));
   EXPECT_FALSE(path_exists(dir.file("logs/loader-1.ready")));
+}
+
+TEST(LoaderProducers, JobsOfADataFileAProducerAlreadyServesReadFromItAndNoneIsStartedOrStopped) {
+  // A user's own `colo loader serve`, or one a runner left running before
+  // a restart: started again here, it would have been refused (or, before,
+  // taken its ipc:// address over, leaving its consumers unreachable).
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  data::write_image_folder(dir.file("images"), 20, std::vector<int64_t>(20, 0), 16, 80,
+                           [](int64_t) { return std::vector<uint8_t>(16 * 16 * 3, 100); }, [](int64_t) {});
+  const std::string data = dir.file("data.toml");
+  write_file_atomically(data, "root = \"images\"\nsize = 8\nthreads = 1\nchunk = 4\nbuffer = 4\naddress = \"ipc://" +
+                                  dir.file("loader.sock") + "\"\n");
+  data::LoaderServer other(data::parse_loader_serve_spec(data));
+  std::thread serving([&] { other.serve(0); });
+  producers.acquire(data, 1);
+  EXPECT_TRUE(producers.ready(data)) << "its ring is long full";
+  EXPECT_EQ(producers.start_group_of(data), "");
+  EXPECT_EQ(producers.failure(data), "");
+  EXPECT_EQ(producers.started(), 0);
+  producers.release(1);
+  EXPECT_TRUE(data::query_loader_stats("ipc://" + dir.file("loader.sock"), 2.0).has_value()) << "still serving";
+  other.stop();
+  serving.join();
+  producers.acquire(data, 2);  // gone now: one is started here
+  EXPECT_EQ(producers.started(), 1);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "colo/core/this_thread.h"
 #include "colo/data/loader_protocol.h"
 #include "colo/data/loader_state.h"
+#include "colo/data/shared_loader.h"
 #include "colo/data/shared_ring.h"
 
 namespace colo::data {
@@ -36,6 +37,9 @@ double cpu_core_seconds() {
   auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
+
+// How long a starting producer waits for one already at its address to answer.
+constexpr double kOtherProducerAnswerS = 1.0;
 
 // Departed consumers whose last report `stats` still lists.
 constexpr size_t kDepartedKept = 16;
@@ -233,6 +237,13 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
 
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
+  // Binding an ipc:// address takes it over silently: the producer there
+  // would go on serving its consumers, unreachable to new ones.
+  if (auto other = query_loader_stats(spec_.address, kOtherProducerAnswerS)) {
+    throw std::runtime_error("colo loader: a producer already serves " + spec_.address + " (pid " +
+                             std::to_string(other->value("pid", int64_t{-1})) + ", " + other->value("root", "") +
+                             "); read from it, stop it first, or give this data file another `address`");
+  }
   spec_.ahead = ahead_within_ring(spec_, spec_.ahead);
   state_ = std::make_unique<LoaderState>(spec_);
   state_->mirror = std::move(mirror);
@@ -291,7 +302,9 @@ nlohmann::json LoaderServer::stats() const {
           {"consumer_stats", consumers},
           {"device_ring", s.mirror ? s.mirror->describe() : nlohmann::json(nullptr)},
           {"corrupt_images", s.decoder.corrupt_images()},
-          {"images", s.decoder.folder().size()}};
+          {"images", s.decoder.folder().size()},
+          {"root", spec_.pipeline.root},
+          {"pid", static_cast<int64_t>(getpid())}};
 }
 
 void LoaderServer::serve(double report_s) {

@@ -102,7 +102,8 @@ struct LoaderState;  // loader_state.h
 class LoaderServer {
  public:
   // Scans the folder and binds the address; throws InputError or
-  // std::runtime_error (address in use) before serving anything.
+  // std::runtime_error (address in use, or another producer answers there:
+  // one at an ipc:// address is never taken over) before serving anything.
   // `mirror`, when given, receives every slot the producer fills (spec.device).
   explicit LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror = nullptr);
   ~LoaderServer();

@@ -11,6 +11,7 @@
 
 #include <zmq.hpp>
 
+#include "colo/core/files.h"
 #include "colo/core/loader_start_group.h"
 #include "colo/core/stopwatch.h"
 #include "colo/data/loader_protocol.h"
@@ -74,6 +75,10 @@ void check_loader_address(const std::string& address) {
 }
 
 std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s) {
+  check_loader_address(address);
+  const std::string ipc = "ipc://";
+  const std::string path = address.rfind(ipc, 0) == 0 ? address.substr(ipc.size()) : "";
+  if (!path.empty() && path[0] != '@' && !path_exists(path)) return std::nullopt;  // no one listens there
   zmq::context_t context;
   zmq::socket_t socket = dealer(context, address);
   socket.set(zmq::sockopt::linger, 0);

@@ -32,8 +32,9 @@ struct ProducerLost : std::runtime_error {
 void check_loader_address(const std::string& address);
 
 // The counters of the producer at `address` (LoaderServer::stats), or
-// nullopt when none answers within `timeout_s`. Registers no consumer.
-// Throws std::invalid_argument for a malformed address.
+// nullopt when none answers within `timeout_s` (at once for an ipc:// path
+// that does not exist). Registers no consumer. Throws
+// std::invalid_argument for a malformed address.
 std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s);
 
 // Samples `first` .. `first + count - 1` of chunk `seq`, which lies in ring

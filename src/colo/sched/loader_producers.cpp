@@ -5,6 +5,8 @@
 #include "colo/core/files.h"
 #include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
+#include "colo/data/loader_server.h"
+#include "colo/data/shared_loader.h"
 
 namespace colo::sched {
 namespace {
@@ -15,6 +17,19 @@ std::string last_line_of(const std::string& log) {
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r' || tail.back() == ' ')) tail.pop_back();
   auto start = tail.rfind('\n');
   return start == std::string::npos ? tail : tail.substr(start + 1);
+}
+
+// The address of a producer that already serves `data_file` without this
+// runner (one a user started, or a runner's before a restart left running);
+// "" when none answers there, or the file cannot be read (the producer
+// started for it then reports why).
+std::string address_served_already(const std::string& data_file) {
+  try {
+    const std::string address = data::parse_loader_serve_spec(data_file).address;
+    return data::query_loader_stats(address, 1.0) ? address : "";
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 }  // namespace
@@ -32,7 +47,17 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
   const std::string data_file = resolved_path(named_file);  // one producer for every spelling of the path
   Producer& producer = producers_[data_file];
   const bool held = producer.jobs.count(job_id) > 0;  // it waits for this producer to fill its ring
-  if (!held && (!producer.process || producer.process->poll())) {
+  if (!held && producer.served_by.empty() && (!producer.process || producer.process->poll())) {
+    producer.served_by = address_served_already(data_file);
+    if (!producer.served_by.empty()) {
+      producer.process.reset();
+      producer.failure.clear();
+      producer.ready = true;  // its ring is long full; its jobs join it as late consumers
+      spdlog::info("shared loader for {}: a producer not started here already serves {}; its jobs read from it",
+                   data_file, producer.served_by);
+    }
+  }
+  if (!held && producer.served_by.empty() && (!producer.process || producer.process->poll())) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);
     const std::string name = log_dir_ + "/loader-" + std::to_string(++started_);
     producer.log = name + ".log";
@@ -56,9 +81,10 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
 
 bool LoaderProducers::ready(const std::string& named_file) {
   auto found = producers_.find(resolved_path(named_file));
-  if (found == producers_.end() || !found->second.process) return false;
+  if (found == producers_.end()) return false;
   Producer& producer = found->second;
   if (producer.ready) return true;
+  if (!producer.process) return false;
   if (in_round_) return false;  // begin_round looked: it becomes ready next round
   const double waited_s = producer.since_start.elapsed_s();
   if (path_exists(producer.ready_file)) {

@@ -47,6 +47,11 @@ class LoaderProducers {
   // for a job acquired before and not yet released: the producer it waits
   // for stays the one it gets, so that one that failed is not started
   // again every round). Idempotent for a job that holds the producer.
+  // When a producer not started here already answers at the file's address
+  // (a user's `colo loader serve`, or one a runner before a restart left
+  // running), its jobs read from that one: ready at once, in no start group,
+  // and never stopped here (its jobs end with colo.data.ProducerLost if it
+  // goes); the next job after they all ended looks again.
   // Throws std::runtime_error when the program cannot be started. A
   // producer that fails after starting (a bad data file) is seen by its
   // consumers, which end with a clear error (colo.data.ProducerLost).
@@ -111,6 +116,7 @@ class LoaderProducers {
     std::string failure;  // it exited before filling its ring: why
     bool start_group_open = false;   // in the round its ring was found full: jobs launched join its group
     std::set<int64_t> start_group;   // the jobs in it that have not ended
+    std::string served_by;           // the address of a producer not started here that serves the file
   };
   std::string colo_program_, log_dir_;
   double fill_wait_s_;
