@@ -341,6 +341,57 @@ def test_the_scheduler_runs_one_producer_for_the_jobs_that_name_it_and_stops_it(
     assert set(os.listdir("/dev/shm")) == shm_before
 
 
+def test_two_schedulers_on_one_data_file_share_its_producer_and_the_first_to_end_does_not_stop_it(
+        tmp_path, colo_executable):
+    """Two `colo run` on one host name the same data file: the second's job
+    reads from the first's producer instead of taking its address over, and
+    the first, whose job ends first, leaves it running for the second's."""
+    import sqlite3
+    data = _image_data_file(tmp_path, colo_executable, images=120, chunk=8)
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""\
+        import sys, time, colo.data
+        loader = colo.data.SharedLoader(None, 8)
+        deadline = time.time() + float(sys.argv[1])
+        while time.time() < deadline:
+            loader.next_batch()
+            time.sleep(0.02)
+        """))
+    runs = []
+    for name, seconds in (("first", 2), ("second", 5)):
+        (tmp_path / name).mkdir()
+        jobs = tmp_path / name / "jobs.toml"
+        jobs.write_text(f'[[job]]\nname = "{name}"\ncommand = "{sys.executable} {script} {seconds}"\n'
+                        f'loader = "{data}"\nmem = "1GiB"\nsm_share = 0.2\n')
+        runs.append(subprocess.Popen([colo_executable, "run", str(jobs), "--poll", "0.05"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLO_SIMULATED_GPUS="1")))
+        if name == "first":  # its producer serving, and its job reading
+            address = colo.data._core().loader_spec(str(data))["address"]
+            for _ in range(200):
+                done = subprocess.run([colo_executable, "loader", "status", address, "--timeout", "0.5"],
+                                      capture_output=True, text=True)
+                if done.returncode == 0 and json.loads(done.stdout)["consumers"] > 0:
+                    break
+                time.sleep(0.05)
+    logs = [run.communicate(timeout=120)[0] for run in runs]
+    for name, run, log in zip(("first", "second"), runs, logs):
+        assert run.returncode == 0, log
+        state = sqlite3.connect(str(tmp_path / name / "jobs.toml.colo" / "jobs.db")).execute(
+            "SELECT state FROM jobs").fetchall()
+        assert state == [("COMPLETED",)], (name, log)
+    assert " started (pid" in logs[0] and "already serves" not in logs[0], logs[0]
+    assert " started (pid" not in logs[1] and "a producer not started here already serves" in logs[1], logs[1]
+    assert "still read from it; left running" in logs[0], logs[0]
+    left = _live_producers(data)  # it would exit once idle for 60 s
+    assert len(left) == 1, left
+    os.kill(left[0], signal.SIGINT)
+    for _ in range(100):
+        if not _live_producers(data):
+            break
+        time.sleep(0.05)
+    assert _live_producers(data) == []
+
+
 @pytest.mark.parametrize("host", ["one_gpu", "no_gpu_two_cpu_slots"])
 def test_jobs_the_scheduler_launches_together_read_their_first_batch_together(tmp_path, colo_executable, host):
     """A start group: the job that sets up fast waits at its first batch for

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -128,6 +129,28 @@ TEST(LoaderProducers, AProducerThatTakesTooLongToFillItsRingCountsAsReadyAfterTh
   EXPECT_FALSE(path_exists(dir.file("logs/loader-1.ready")));
 }
 
+// A data file over 20 small images in `dir`, served at ipc://dir/loader.sock.
+std::string write_data_file(const testing::TempDir& dir) {
+  data::write_image_folder(dir.file("images"), 20, std::vector<int64_t>(20, 0), 16, 80,
+                           [](int64_t) { return std::vector<uint8_t>(16 * 16 * 3, 100); }, [](int64_t) {});
+  const std::string data = dir.file("data.toml");
+  write_file_atomically(data, "root = \"images\"\nsize = 8\nthreads = 1\nchunk = 4\nbuffer = 4\naddress = \"ipc://" +
+                                  dir.file("loader.sock") + "\"\n");
+  return data;
+}
+
+// A producer on a thread for `data_file`, as another program's would be.
+struct ProducerElsewhere {
+  explicit ProducerElsewhere(const std::string& data_file)
+      : server(data::parse_loader_serve_spec(data_file)), serving([this] { server.serve(0); }) {}
+  ~ProducerElsewhere() {
+    server.stop();
+    serving.join();
+  }
+  data::LoaderServer server;
+  std::thread serving;
+};
+
 TEST(LoaderProducers, JobsOfADataFileAProducerAlreadyServesReadFromItAndNoneIsStartedOrStopped) {
   // A user's own `colo loader serve`, or one a runner left running before
   // a restart: started again here, it would have been refused (or, before,
@@ -136,24 +159,39 @@ TEST(LoaderProducers, JobsOfADataFileAProducerAlreadyServesReadFromItAndNoneIsSt
   testing::FakeLoaderProgram colo(dir);
   make_directories(dir.file("logs"));
   LoaderProducers producers(colo.program(), dir.file("logs"));
-  data::write_image_folder(dir.file("images"), 20, std::vector<int64_t>(20, 0), 16, 80,
-                           [](int64_t) { return std::vector<uint8_t>(16 * 16 * 3, 100); }, [](int64_t) {});
-  const std::string data = dir.file("data.toml");
-  write_file_atomically(data, "root = \"images\"\nsize = 8\nthreads = 1\nchunk = 4\nbuffer = 4\naddress = \"ipc://" +
-                                  dir.file("loader.sock") + "\"\n");
-  data::LoaderServer other(data::parse_loader_serve_spec(data));
-  std::thread serving([&] { other.serve(0); });
-  producers.acquire(data, 1);
-  EXPECT_TRUE(producers.ready(data)) << "its ring is long full";
-  EXPECT_EQ(producers.start_group_of(data), "");
-  EXPECT_EQ(producers.failure(data), "");
-  EXPECT_EQ(producers.started(), 0);
-  producers.release(1);
-  EXPECT_TRUE(data::query_loader_stats("ipc://" + dir.file("loader.sock"), 2.0).has_value()) << "still serving";
-  other.stop();
-  serving.join();
+  const std::string data = write_data_file(dir);
+  {
+    ProducerElsewhere other(data);
+    producers.acquire(data, 1);
+    EXPECT_TRUE(producers.ready(data)) << "its ring is long full";
+    EXPECT_EQ(producers.start_group_of(data), "");
+    EXPECT_EQ(producers.failure(data), "");
+    EXPECT_EQ(producers.started(), 0);
+    producers.release(1);
+    EXPECT_TRUE(data::query_loader_stats("ipc://" + dir.file("loader.sock"), 2.0).has_value()) << "still serving";
+  }
   producers.acquire(data, 2);  // gone now: one is started here
   EXPECT_EQ(producers.started(), 1);
+}
+
+TEST(LoaderProducers, AProducerWhoseJobsEndedIsLeftRunningWhileConsumersFromElsewhereReadIt) {
+  // Another scheduler's jobs found it serving and read from it (above):
+  // stopping it with this scheduler's last job would end theirs.
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  make_directories(dir.file("logs"));
+  const std::string data = write_data_file(dir);
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  producers.acquire(data, 1);
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  {
+    ProducerElsewhere serving_there(data);  // stands in for what was started, serving at the file's address
+    data::SharedLoaderClient reader("ipc://" + dir.file("loader.sock"), 4);  // another scheduler's job
+    producers.release(1);
+    EXPECT_TRUE(process_alive(colo.starts()[0])) << "left running for its reader";
+    EXPECT_TRUE(producers.running().empty()) << "no longer this scheduler's";
+  }
+  ::kill(colo.starts()[0], SIGKILL);
 }
 
 }  // namespace

@@ -32,15 +32,37 @@ std::string address_served_already(const std::string& data_file) {
   }
 }
 
+// How many consumers read from the producer serving `data_file` now (its
+// `consumers`); 0 when it does not answer within half a second.
+int64_t consumers_reading(const std::string& data_file) {
+  try {
+    auto stats = data::query_loader_stats(data::parse_loader_serve_spec(data_file).address, 0.5);
+    return stats ? stats->value("consumers", int64_t{0}) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 }  // namespace
+
+void LoaderProducers::stop(const std::string& data_file, Producer& producer) {
+  if (!producer.process || producer.process->poll()) return;
+  if (int64_t others = consumers_reading(data_file); others > 0) {
+    spdlog::info("shared loader for {}: {} consumer(s) not among this scheduler's jobs still read from it; "
+                 "left running (it exits once they have all gone for {:g} s)",
+                 data_file, others, kDetachedIdleExitS);
+    producer.process.reset();  // left running
+    return;
+  }
+  producer.process->terminate(10.0);
+  spdlog::info("shared loader for {} stopped: no job reads it", data_file);
+}
 
 LoaderProducers::LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s)
     : colo_program_(std::move(colo_program)), log_dir_(std::move(log_dir)), fill_wait_s_(fill_wait_s) {}
 
 LoaderProducers::~LoaderProducers() {
-  for (auto& [data_file, producer] : producers_) {
-    if (producer.process) producer.process->terminate(10.0);
-  }
+  for (auto& [data_file, producer] : producers_) stop(data_file, producer);
 }
 
 void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, const EnvironmentOverrides& env) {
@@ -164,8 +186,7 @@ void LoaderProducers::release(int64_t job_id) {
     }
     return;
   }
-  if (producer->second.process) producer->second.process->terminate(10.0);
-  spdlog::info("shared loader for {} stopped: no job reads it", producer->first);
+  stop(producer->first, producer->second);
   producers_.erase(producer);
 }
 

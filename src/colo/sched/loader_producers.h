@@ -36,7 +36,7 @@ class LoaderProducers {
   // once its ring is full (`--ready-file`). Starts nothing.
   LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s = kFillWaitS);
   // Stops every producer still running (SIGTERM: each removes its shared
-  // memory as it exits).
+  // memory as it exits), as release() does.
   ~LoaderProducers();
   LoaderProducers(const LoaderProducers&) = delete;
   LoaderProducers& operator=(const LoaderProducers&) = delete;
@@ -91,7 +91,10 @@ class LoaderProducers {
   std::string start_group_of(const std::string& data_file) const;
   void joined_start_group(const std::string& data_file, int64_t job_id);
 
-  // Job `job_id` ended: its producer stops once no other job uses it. No
+  // Job `job_id` ended: its producer stops once no other job uses it,
+  // unless consumers that are not this scheduler's jobs still read from it
+  // (another scheduler's jobs, which found it serving): it is then left
+  // running, and exits once they have all gone for kDetachedIdleExitS. No
   // effect for a job that used none.
   void release(int64_t job_id);
 
@@ -118,6 +121,9 @@ class LoaderProducers {
     std::set<int64_t> start_group;   // the jobs in it that have not ended
     std::string served_by;           // the address of a producer not started here that serves the file
   };
+  // Stops `producer` (release()), or leaves it running for consumers that
+  // are not this scheduler's jobs.
+  static void stop(const std::string& data_file, Producer& producer);
   std::string colo_program_, log_dir_;
   double fill_wait_s_;
   std::map<std::string, Producer> producers_;  // by data file
