@@ -26,7 +26,8 @@
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
 #                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS[:amp] ...", SHARED_ARGS;
 #                               #   SHARED_PROBE=1: first bench/data/consumer_cpu.py, fp32 and bf16;
-#                               #   DECODE_COST=1: first bench/data/decode_cost.py, DECODE_ARGS)
+#                               #   DECODE_COST=1: first bench/data/decode_cost.py, DECODE_ARGS;
+#                               #   DUTY_PROBE=1: first bench/data/duty_cycle_probe.cpp, DUTY_ARGS)
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME;
 #                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
@@ -262,6 +263,13 @@ if want shared; then
     PYTHONPATH="$BUILD/python" python3 bench/data/decode_cost.py run --images /tmp/colo-images/train --cores 0-3 \
       --colo "$BUILD/colo" --processes 4 --threads 2 --producer-threads 4 --producer-device cuda ${DECODE_ARGS:-} \
       --out "$OUT/shared/decode_cost.json" 2>&1 | tail -6 | tee -a "$summary"
+  fi
+  if [ "${DUTY_PROBE:-0}" = 1 ]; then  # CPU time of fixed work on cores 0-3 busy part of the time (DUTY_ARGS)
+    g++ -O2 -pthread bench/data/duty_cycle_probe.cpp -o /tmp/duty_cycle_probe \
+      && /tmp/duty_cycle_probe --cores 0-3 ${DUTY_ARGS:---seconds 3 --burst-ms 10} >"$OUT/shared/duty_cycle.json" \
+      && python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+for k, v in d["kernels"].items(): print("duty cycle probe", k, " ".join("%s:%s" % (x["duty"], x["relative_to_saturated"]) for x in v["duty"]))' \
+        "$OUT/shared/duty_cycle.json" | tee -a "$summary"
   fi
   if [ "${SHARED_PROBE:-0}" = 1 ]; then  # a consumer's own CPU while the GPU is the limit
     for amp in "" --amp; do

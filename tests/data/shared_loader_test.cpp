@@ -37,6 +37,7 @@ struct ProducerOptions {
   LoaderPace pace = LoaderPace::fastest;
   std::string ready_file = "";  // LoaderServeSpec::ready_file
   double start_group_wait_s = 20;
+  double idle_exit_s = 0;
 };
 
 // A producer on a thread, over a folder of `images` one-class-each images
@@ -63,6 +64,7 @@ class Producer {
     spec.heartbeat_timeout_s = options.heartbeat_timeout_s;
     spec.ready_file = options.ready_file;
     spec.start_group_wait_s = options.start_group_wait_s;
+    spec.idle_exit_s = options.idle_exit_s;
     server = std::make_unique<LoaderServer>(spec, std::move(mirror));
     thread = std::thread([this] { server->serve(0); });
   }
@@ -992,8 +994,40 @@ TEST(SharedLoader, ARequestWithAFieldOfTheWrongTypeIsAnsweredWithAnErrorAndThePr
   EXPECT_NE(reply["message"].get<std::string>().find("\"seq\" must be an integer"), std::string::npos) << reply;
   wrong.send({{"op", "bye"}, {"samples", "many"}});
   EXPECT_NE(wrong.receive()["message"].get<std::string>().find("\"samples\" must be a number"), std::string::npos);
+  wrong.send({{"op", "hold"}, {"seconds", "a minute"}});
+  EXPECT_NE(wrong.receive()["message"].get<std::string>().find("\"seconds\" must be a number"), std::string::npos);
   SharedLoaderClient reader(producer.spec.address, 8);
   EXPECT_EQ(labels_of(reader, 6).size(), 48u) << "the producer still serves";
+}
+
+TEST(SharedLoader, AHeldProducerCountsAsReadAndDoesNotExitIdleUntilTheHoldEnds) {
+  // A scheduler launching jobs on a producer another started holds it until
+  // they connect: idle, it would exit (or its scheduler stop it) first.
+  testing::TempDir dir;
+  Producer producer(dir, 40, 8, 4, {.idle_exit_s = 0.2});
+  {
+    SharedLoaderClient gone(producer.spec.address, 8);  // consumers came, and all left
+    labels_of(gone, 1);
+  }
+  std::optional<double> held = hold_loader(producer.spec.address, 1.0, 2.0);
+  ASSERT_TRUE(held.has_value());
+  EXPECT_GT(*held, 0.8);
+  EXPECT_LE(*held, 1.0);
+  EXPECT_GT(query_loader_stats(producer.spec.address, 2.0).value()["held_s"].get<double>(), 0.5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_TRUE(query_loader_stats(producer.spec.address, 2.0).has_value()) << "idle for 0.6 s, but held";
+  bool exited = false;
+  for (int i = 0; i < 100 && !exited; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    exited = !query_loader_stats(producer.spec.address, 0.2).has_value();
+  }
+  EXPECT_TRUE(exited) << "the hold over, it exits idle";
+
+  testing::TempDir other_dir;
+  Producer other(other_dir, 40, 8, 4);
+  EXPECT_NEAR(hold_loader(other.spec.address, 1e9, 2.0).value(), 600, 1) << "at most 600 s";
+  other.stop();
+  EXPECT_FALSE(hold_loader(other.spec.address, 1, 0.3).has_value()) << "no producer, no hold";
 }
 
 TEST(SharedLoader, ASecondProducerAtTheSameAddressIsRefusedAndTheFirstServesOn) {

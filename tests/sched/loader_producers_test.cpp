@@ -8,6 +8,7 @@
 #include <csignal>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "colo/core/files.h"
@@ -163,6 +164,8 @@ TEST(LoaderProducers, JobsOfADataFileAProducerAlreadyServesReadFromItAndNoneIsSt
   {
     ProducerElsewhere other(data);
     producers.acquire(data, 1);
+    EXPECT_GT(data::query_loader_stats("ipc://" + dir.file("loader.sock"), 2.0).value()["held_s"].get<double>(), 30)
+        << "held for the job until it connects";
     EXPECT_TRUE(producers.ready(data)) << "its ring is long full";
     EXPECT_EQ(producers.start_group_of(data), "");
     EXPECT_EQ(producers.failure(data), "");
@@ -174,24 +177,31 @@ TEST(LoaderProducers, JobsOfADataFileAProducerAlreadyServesReadFromItAndNoneIsSt
   EXPECT_EQ(producers.started(), 1);
 }
 
-TEST(LoaderProducers, AProducerWhoseJobsEndedIsLeftRunningWhileConsumersFromElsewhereReadIt) {
-  // Another scheduler's jobs found it serving and read from it (above):
-  // stopping it with this scheduler's last job would end theirs.
-  testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir);
-  make_directories(dir.file("logs"));
-  const std::string data = write_data_file(dir);
-  LoaderProducers producers(colo.program(), dir.file("logs"));
-  producers.acquire(data, 1);
-  ASSERT_TRUE(colo.wait_for_starts(1));
-  {
-    ProducerElsewhere serving_there(data);  // stands in for what was started, serving at the file's address
-    data::SharedLoaderClient reader("ipc://" + dir.file("loader.sock"), 4);  // another scheduler's job
-    producers.release(1);
-    EXPECT_TRUE(process_alive(colo.starts()[0])) << "left running for its reader";
-    EXPECT_TRUE(producers.running().empty()) << "no longer this scheduler's";
+TEST(LoaderProducers, AProducerWhoseJobsEndedIsLeftRunningWhileConsumersFromElsewhereReadOrHoldIt) {
+  // Another scheduler's jobs found it serving and read from it (above), or
+  // are about to: stopping it with this scheduler's last job would end theirs.
+  for (bool reading : {true, false}) {
+    testing::TempDir dir;
+    testing::FakeLoaderProgram colo(dir);
+    make_directories(dir.file("logs"));
+    const std::string data = write_data_file(dir);
+    LoaderProducers producers(colo.program(), dir.file("logs"));
+    producers.acquire(data, 1);
+    ASSERT_TRUE(colo.wait_for_starts(1));
+    {
+      ProducerElsewhere serving_there(data);  // stands in for what was started, serving at the file's address
+      std::optional<data::SharedLoaderClient> reader;
+      if (reading) {
+        reader.emplace("ipc://" + dir.file("loader.sock"), 4);  // another scheduler's job
+      } else {
+        ASSERT_TRUE(data::hold_loader("ipc://" + dir.file("loader.sock"), 30, 2.0));  // its job not connected yet
+      }
+      producers.release(1);
+      EXPECT_TRUE(process_alive(colo.starts()[0])) << (reading ? "left running for its reader" : "held");
+      EXPECT_TRUE(producers.running().empty()) << "no longer this scheduler's";
+    }
+    ::kill(colo.starts()[0], SIGKILL);
   }
-  ::kill(colo.starts()[0], SIGKILL);
 }
 
 }  // namespace

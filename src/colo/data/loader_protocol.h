@@ -18,11 +18,14 @@
 //   {"op":"beat","consumer":id,"samples":n,"wait_s":w,"elapsed_s":t}
 //                                       -> {"op":"alive"}   (the figures so far, optional)
 //   {"op":"stats"}                      -> the producer's counters
+//   {"op":"hold","seconds":s}           -> {"op":"held","held_s":h}   (a scheduler about to launch
+//                                           jobs that will read here: counted as read for s more
+//                                           seconds, at most 600; `stats` says "held_s")
 //   {"op":"bye","consumer":id,"samples":n,"wait_s":w,"elapsed_s":t}
 //                                       -> (no reply; its last figures stay in `stats`)
 //   anything from an unknown consumer   -> {"op":"error","message":...}
 //   a field of the wrong type (consumer, seq, keep, span: integers; samples,
-//   wait_s, elapsed_s: numbers; op: a string) -> {"op":"error","message":...};
+//   wait_s, elapsed_s, seconds: numbers; op: a string) -> {"op":"error","message":...};
 //                                          the producer goes on
 //
 // A consumer still uses chunk `keep` and every later one it was given, and

@@ -38,6 +38,9 @@ double cpu_core_seconds() {
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
+// The longest a "hold" keeps a producer counted as read.
+constexpr double kLongestHoldS = 600;
+
 // How long a starting producer waits for one already at its address to answer.
 constexpr double kOtherProducerAnswerS = 1.0;
 
@@ -169,7 +172,7 @@ std::string malformed_field(const nlohmann::json& request) {
       return "\"" + std::string(key) + "\" must be an integer";
     }
   }
-  for (const char* key : {"samples", "wait_s", "elapsed_s"}) {
+  for (const char* key : {"samples", "wait_s", "elapsed_s", "seconds"}) {
     if (request.contains(key) && !request[key].is_number()) return "\"" + std::string(key) + "\" must be a number";
   }
   return "";
@@ -288,6 +291,7 @@ nlohmann::json LoaderServer::stats() const {
           {"ahead", spec_.ahead},
           {"pace", pace_name(spec_.pace)},
           {"consumers", s.consumers.size()},
+          {"held_s", s.held_for_s()},
           {"consumers_seen", s.consumers_seen},
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
@@ -399,6 +403,14 @@ void LoaderServer::serve(double report_s) {
         send(who, stats());
         continue;
       }
+      if (op == "hold") {
+        const double seconds = std::clamp(request.value("seconds", 0.0), 0.0, kLongestHoldS);
+        s.held_until_s = std::max(s.held_until_s, s.started.elapsed_s() + seconds);
+        const double held = s.held_for_s();
+        lock.unlock();
+        send(who, {{"op", "held"}, {"held_s", held}});
+        continue;
+      }
       auto found = s.consumers.find(request.is_object() ? request.value("consumer", int64_t{-1}) : -1);
       if (found == s.consumers.end()) {
         lock.unlock();
@@ -503,7 +515,7 @@ void LoaderServer::serve(double report_s) {
         }
         ++it;
       }
-      if (spec_.idle_exit_s > 0 && s.consumers_seen > 0 && s.consumers.empty() &&
+      if (spec_.idle_exit_s > 0 && s.consumers_seen > 0 && s.consumers.empty() && s.held_for_s() == 0 &&
           s.idle_since.elapsed_s() > spec_.idle_exit_s) {
         stopping_ = true;
       }

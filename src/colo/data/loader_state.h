@@ -114,6 +114,10 @@ struct LoaderState {
   std::string failure;  // the assembler's (or mirror's) error, ends serve()
   Stopwatch started;
   Stopwatch idle_since;
+  // A scheduler about to launch jobs that will read here ("hold") keeps it
+  // counted as read until `started` reaches this (seconds).
+  double held_until_s = 0;
+  double held_for_s() const { return std::max(0.0, held_until_s - started.elapsed_s()); }
   std::thread assembler;
   // With a mirror: decoded chunks waiting for their device copy, and the
   // thread that copies and then publishes them.

@@ -74,7 +74,13 @@ void check_loader_address(const std::string& address) {
   socket.close();
 }
 
-std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s) {
+namespace {
+
+// The producer at `address`'s answer to `request` when its op is `answer`;
+// nullopt when none comes within `timeout_s` (at once for an ipc:// path
+// that does not exist).
+std::optional<nlohmann::json> ask_producer(const std::string& address, const nlohmann::json& request,
+                                           const std::string& answer, double timeout_s) {
   check_loader_address(address);
   const std::string ipc = "ipc://";
   const std::string path = address.rfind(ipc, 0) == 0 ? address.substr(ipc.size()) : "";
@@ -82,11 +88,22 @@ std::optional<nlohmann::json> query_loader_stats(const std::string& address, dou
   zmq::context_t context;
   zmq::socket_t socket = dealer(context, address);
   socket.set(zmq::sockopt::linger, 0);
-  send_json(socket, {{"op", "stats"}});
+  send_json(socket, request);
   nlohmann::json reply = receive_json(socket, timeout_s, [] { return false; });
   socket.close();
-  if (!reply.is_object() || reply.value("op", "") != "stats") return std::nullopt;
+  if (!reply.is_object() || reply.value("op", "") != answer) return std::nullopt;
   return reply;
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s) {
+  return ask_producer(address, {{"op", "stats"}}, "stats", timeout_s);
+}
+
+std::optional<double> hold_loader(const std::string& address, double seconds, double timeout_s) {
+  auto held = ask_producer(address, {{"op", "hold"}, {"seconds", seconds}}, "held", timeout_s);
+  return held ? std::optional<double>(held->value("held_s", 0.0)) : std::nullopt;
 }
 
 struct SharedLoaderClient::Connection {

@@ -37,6 +37,14 @@ void check_loader_address(const std::string& address);
 // std::invalid_argument for a malformed address.
 std::optional<nlohmann::json> query_loader_stats(const std::string& address, double timeout_s);
 
+// Asks the producer at `address` to count as read for `seconds` more (at
+// most 600): what a scheduler does before launching jobs that will read
+// from a producer it did not start, so that the scheduler that started it
+// does not stop it, nor does it exit idle, before they connect. Returns the
+// seconds it is now held for, or nullopt when none answers within
+// `timeout_s`. Throws std::invalid_argument for a malformed address.
+std::optional<double> hold_loader(const std::string& address, double seconds, double timeout_s);
+
 // Samples `first` .. `first + count - 1` of chunk `seq`, which lies in ring
 // slot `slot`: one piece of a batch read in place (next_batch_pieces).
 struct RingPiece {

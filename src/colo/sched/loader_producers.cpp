@@ -33,11 +33,13 @@ std::string address_served_already(const std::string& data_file) {
 }
 
 // How many consumers read from the producer serving `data_file` now (its
-// `consumers`); 0 when it does not answer within half a second.
+// `consumers`, and one more while a scheduler holds it for jobs it is
+// launching); 0 when it does not answer within half a second.
 int64_t consumers_reading(const std::string& data_file) {
   try {
     auto stats = data::query_loader_stats(data::parse_loader_serve_spec(data_file).address, 0.5);
-    return stats ? stats->value("consumers", int64_t{0}) : 0;
+    if (!stats) return 0;
+    return stats->value("consumers", int64_t{0}) + (stats->value("held_s", 0.0) > 0 ? 1 : 0);
   } catch (const std::exception&) {
     return 0;
   }
@@ -48,8 +50,8 @@ int64_t consumers_reading(const std::string& data_file) {
 void LoaderProducers::stop(const std::string& data_file, Producer& producer) {
   if (!producer.process || producer.process->poll()) return;
   if (int64_t others = consumers_reading(data_file); others > 0) {
-    spdlog::info("shared loader for {}: {} consumer(s) not among this scheduler's jobs still read from it; "
-                 "left running (it exits once they have all gone for {:g} s)",
+    spdlog::info("shared loader for {}: {} consumer(s) not among this scheduler's jobs (or held for some being "
+                 "launched) still read from it; left running (it exits once they have all gone for {:g} s)",
                  data_file, others, kDetachedIdleExitS);
     producer.process.reset();  // left running
     return;
@@ -78,6 +80,11 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
       spdlog::info("shared loader for {}: a producer not started here already serves {}; its jobs read from it",
                    data_file, producer.served_by);
     }
+  }
+  // Until this job connects, the scheduler that started that one must not stop it.
+  if (!held && !producer.served_by.empty() && !data::hold_loader(producer.served_by, kHoldForLaunchS, 1.0)) {
+    spdlog::warn("shared loader at {} (for {}) did not answer; its jobs end if it has gone", producer.served_by,
+                 data_file);
   }
   if (!held && producer.served_by.empty() && (!producer.process || producer.process->poll())) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);

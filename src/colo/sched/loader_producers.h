@@ -51,7 +51,9 @@ class LoaderProducers {
   // (a user's `colo loader serve`, or one a runner before a restart left
   // running), its jobs read from that one: ready at once, in no start group,
   // and never stopped here (its jobs end with colo.data.ProducerLost if it
-  // goes); the next job after they all ended looks again.
+  // goes); the next job after they all ended looks again. Each job acquired
+  // on such a producer holds it for kHoldForLaunchS ("hold"), so that the
+  // scheduler that started it does not stop it before the job connects.
   // Throws std::runtime_error when the program cannot be started. A
   // producer that fails after starting (a bad data file) is seen by its
   // consumers, which end with a clear error (colo.data.ProducerLost).
@@ -103,6 +105,9 @@ class LoaderProducers {
   // kDetachedIdleExitS.
   void detach();
   static constexpr double kDetachedIdleExitS = 60;
+  // How long a producer not started here is held for a job about to read it
+  // (its start-up: importing torch, building its model).
+  static constexpr double kHoldForLaunchS = 60;
 
   // The data files whose producers run now, and how many have been started.
   std::vector<std::string> running();
