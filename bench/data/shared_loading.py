@@ -332,7 +332,10 @@ def run_under_scheduler(args, data, commands):
     with open(jobs_file, "w") as f:
         for i, argv in enumerate(commands):
             f.write(f'[[job]]\nname = "job{i}"\ncommand = [{", ".join(json.dumps(a) for a in argv)}]\n'
-                    f'loader = {json.dumps(data)}\nmem = "8GiB"\nsm_share = {args.scheduler_sm_share}\n\n')
+                    f'loader = {json.dumps(data)}\n'
+                    # Without: what a user's job file that declares neither gets from the scheduler.
+                    + (f'mem = "8GiB"\nsm_share = {args.scheduler_sm_share}\n' if args.scheduler_sm_share > 0 else "")
+                    + "\n")
     store = os.path.join(work, "jobs.db")
     # colo run's own MPS daemon (--scheduler-mode mps) listens here; its
     # server starts with the first client and is gone once colo run ends.
@@ -600,7 +603,8 @@ def main():
     r.add_argument("--scheduler-mode", default="shared", choices=["shared", "mps"],
                    help="`colo run --mode` for mode shared_scheduler")
     r.add_argument("--scheduler-sm-share", type=float, default=0.15,
-                   help="sm_share of each job under shared_scheduler (placement; under MPS also its SM cap)")
+                   help="sm_share of each job under shared_scheduler (placement; under MPS also its SM cap); "
+                        "0: the job file declares neither sm_share nor mem, as a user's may not")
     r.add_argument("--launch-when-full", action="store_true",
                    help="shared modes: launch the jobs once the producer's ring is full (it then idles instead of "
                         "decoding beside their set-up); default: 1 s after starting it")
