@@ -6,8 +6,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-
-#include "colo/core/subprocess.h"
+#include <sqlite3.h>
 
 #include "colo/core/error.h"
 #include "support/temp_dir.h"
@@ -107,15 +106,20 @@ TEST(JobStore, KeepsWaitingReasonsGpusOfAMultiGpuJobAndMeasuredShares) {
 TEST(JobStore, AStoreFromBeforeTheNewColumnsOpensAndKeepsItsJobs) {
   testing::TempDir dir;
   std::string path = dir.file("old.db");
-  run_process({"sqlite3", path,
+  // Through SQLite's C API, not the sqlite3 program (the GPU machine has none).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
                "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, spec TEXT NOT NULL, state TEXT NOT NULL, "
                "priority INTEGER NOT NULL DEFAULT 0, submit_s REAL NOT NULL, start_s REAL, end_s REAL, gpu INTEGER "
                "NOT NULL DEFAULT -1, pid INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, reason TEXT NOT NULL DEFAULT "
                "'', attempts INTEGER NOT NULL DEFAULT 0, oom_deaths INTEGER NOT NULL DEFAULT 0, peak_mem_bytes "
                "INTEGER, energy_j REAL NOT NULL DEFAULT 0, log_path TEXT NOT NULL DEFAULT '');"
                "INSERT INTO jobs (spec, state, submit_s, gpu) VALUES ('{\"name\":\"old\",\"command\":[\"true\"]}', "
-               "'COMPLETED', 1, 2);"},
-              {}, "", 10);
+               "'COMPLETED', 1, 2);",
+               nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
   JobStore store(path);
   auto jobs = store.list();
   ASSERT_EQ(jobs.size(), 1u);
