@@ -159,13 +159,20 @@ TEST(LoaderProducers, JobsOfADataFileAProducerAlreadyServesReadFromItAndNoneIsSt
   testing::TempDir dir;
   testing::FakeLoaderProgram colo(dir);
   make_directories(dir.file("logs"));
-  LoaderProducers producers(colo.program(), dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"), LoaderProducers::kFillWaitS, /*hold_renew_s=*/0.2);
   const std::string data = write_data_file(dir);
   {
     ProducerElsewhere other(data);
+    auto held_s = [&] {
+      return data::query_loader_stats("ipc://" + dir.file("loader.sock"), 2.0).value()["held_s"].get<double>();
+    };
     producers.acquire(data, 1);
-    EXPECT_GT(data::query_loader_stats("ipc://" + dir.file("loader.sock"), 2.0).value()["held_s"].get<double>(), 30)
-        << "held for the job until it connects";
+    EXPECT_GT(held_s(), 30) << "held for the job until it connects";
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const double before = held_s();
+    producers.begin_round();
+    producers.end_round();
+    EXPECT_GT(held_s(), before + 0.2) << "renewed while its job runs";
     EXPECT_TRUE(producers.ready(data)) << "its ring is long full";
     EXPECT_EQ(producers.start_group_of(data), "");
     EXPECT_EQ(producers.failure(data), "");

@@ -60,8 +60,12 @@ void LoaderProducers::stop(const std::string& data_file, Producer& producer) {
   spdlog::info("shared loader for {} stopped: no job reads it", data_file);
 }
 
-LoaderProducers::LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s)
-    : colo_program_(std::move(colo_program)), log_dir_(std::move(log_dir)), fill_wait_s_(fill_wait_s) {}
+LoaderProducers::LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s,
+                                 double hold_renew_s)
+    : colo_program_(std::move(colo_program)),
+      log_dir_(std::move(log_dir)),
+      fill_wait_s_(fill_wait_s),
+      hold_renew_s_(hold_renew_s) {}
 
 LoaderProducers::~LoaderProducers() {
   for (auto& [data_file, producer] : producers_) stop(data_file, producer);
@@ -82,9 +86,12 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
     }
   }
   // Until this job connects, the scheduler that started that one must not stop it.
-  if (!held && !producer.served_by.empty() && !data::hold_loader(producer.served_by, kHoldForLaunchS, 1.0)) {
-    spdlog::warn("shared loader at {} (for {}) did not answer; its jobs end if it has gone", producer.served_by,
-                 data_file);
+  if (!held && !producer.served_by.empty()) {
+    producer.since_hold.restart();
+    if (!data::hold_loader(producer.served_by, kHoldForLaunchS, 1.0)) {
+      spdlog::warn("shared loader at {} (for {}) did not answer; its jobs end if it has gone", producer.served_by,
+                   data_file);
+    }
   }
   if (!held && producer.served_by.empty() && (!producer.process || producer.process->poll())) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);
@@ -135,6 +142,14 @@ bool LoaderProducers::ready(const std::string& named_file) {
 
 void LoaderProducers::begin_round() {
   in_round_ = false;
+  for (auto& [data_file, producer] : producers_) {
+    // While its jobs run, a producer not started here stays held: the
+    // scheduler that started it must not stop it under them.
+    if (!producer.served_by.empty() && !producer.jobs.empty() && producer.since_hold.elapsed_s() >= hold_renew_s_) {
+      producer.since_hold.restart();
+      data::hold_loader(producer.served_by, kHoldForLaunchS, 0.2);
+    }
+  }
   for (auto& [data_file, producer] : producers_) {
     if (!producer.jobs.empty()) ready(data_file);
   }

@@ -34,7 +34,10 @@ class LoaderProducers {
   // `colo_program` runs `loader serve`; producer logs go to
   // `log_dir`/loader-<k>.log, and each writes `log_dir`/loader-<k>.ready
   // once its ring is full (`--ready-file`). Starts nothing.
-  LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s = kFillWaitS);
+  // A producer not started here is held again every `hold_renew_s` while
+  // this scheduler's jobs on it run (begin_round).
+  LoaderProducers(std::string colo_program, std::string log_dir, double fill_wait_s = kFillWaitS,
+                  double hold_renew_s = kHoldRenewS);
   // Stops every producer still running (SIGTERM: each removes its shared
   // memory as it exits), as release() does.
   ~LoaderProducers();
@@ -52,8 +55,9 @@ class LoaderProducers {
   // running), its jobs read from that one: ready at once, in no start group,
   // and never stopped here (its jobs end with colo.data.ProducerLost if it
   // goes); the next job after they all ended looks again. Each job acquired
-  // on such a producer holds it for kHoldForLaunchS ("hold"), so that the
-  // scheduler that started it does not stop it before the job connects.
+  // on such a producer holds it for kHoldForLaunchS ("hold"), and the hold
+  // is renewed while its jobs run, so that the scheduler that started it
+  // does not stop it before they connect or while they read.
   // Throws std::runtime_error when the program cannot be started. A
   // producer that fails after starting (a bad data file) is seen by its
   // consumers, which end with a clear error (colo.data.ProducerLost).
@@ -77,7 +81,7 @@ class LoaderProducers {
   // A scheduling round begins: finds which producers became ready since
   // the last (ready()'s checks, for all of them at once). Until end_round(),
   // ready() answers from that, so that every job of a producer launched in
-  // this round sees it alike.
+  // this round sees it alike. Renews the holds due (hold_renew_s).
   void begin_round();
   // The round's launches are done: writes, for every producer whose start
   // group was open, how many jobs joined it (start_group_size_file).
@@ -108,6 +112,7 @@ class LoaderProducers {
   // How long a producer not started here is held for a job about to read it
   // (its start-up: importing torch, building its model).
   static constexpr double kHoldForLaunchS = 60;
+  static constexpr double kHoldRenewS = 20;
 
   // The data files whose producers run now, and how many have been started.
   std::vector<std::string> running();
@@ -125,12 +130,13 @@ class LoaderProducers {
     bool start_group_open = false;   // in the round its ring was found full: jobs launched join its group
     std::set<int64_t> start_group;   // the jobs in it that have not ended
     std::string served_by;           // the address of a producer not started here that serves the file
+    Stopwatch since_hold;            // since this scheduler last held it (served_by)
   };
   // Stops `producer` (release()), or leaves it running for consumers that
   // are not this scheduler's jobs.
   static void stop(const std::string& data_file, Producer& producer);
   std::string colo_program_, log_dir_;
-  double fill_wait_s_;
+  double fill_wait_s_, hold_renew_s_;
   std::map<std::string, Producer> producers_;  // by data file
   std::map<int64_t, std::string> job_data_;    // job -> data file
   int64_t started_ = 0;
