@@ -491,6 +491,35 @@ TEST(SharedLoader, AMemberThatEndsWhileHeldInItsStartGroupNoLongerCountsAsHaving
   EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
 }
 
+TEST(SharedLoader, AMemberThatCrashedAfterAskingNoLongerCountsOnceTheSchedulerNamesTheOthersOnly) {
+  // Job 1 asks for its first batch and dies without a goodbye (kill -9):
+  // its consumer is dropped only at the heartbeat timeout. The scheduler,
+  // which saw it end, writes the two jobs left by id; job 2 then waits for
+  // job 3 instead of being served with a dead job counted.
+  testing::TempDir dir;
+  const std::string ready = dir.file("loader.ready");
+  Producer producer(dir, 40, 8, 4, {.stall_s = 100, .ready_file = ready});
+  write_file_atomically(start_group_size_file(ready), start_group_size_text(std::vector<int64_t>{1, 2, 3}));
+  RawConsumer crashed(producer.spec.address);
+  crashed.send({{"op", "next"}, {"seq", 0}, {"start_group", ready}, {"job", "1"}});
+  write_file_atomically(start_group_size_file(ready), start_group_size_text(std::vector<int64_t>{2, 3}));
+  StartGroupVariable group(ready);
+  ::setenv("COLO_JOB_ID", "2", 1);
+  SharedLoaderClient second(producer.spec.address, 8);
+  std::atomic<int> got{0};
+  std::thread reading([&] { labels_of(second, 1); ++got; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(got.load(), 0) << "one of the two jobs left has asked";
+  EXPECT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 2) << "the crashed one is not dropped yet";
+  ::setenv("COLO_JOB_ID", "3", 1);
+  SharedLoaderClient third(producer.spec.address, 8);
+  labels_of(third, 1);
+  reading.join();
+  ::unsetenv("COLO_JOB_ID");
+  EXPECT_EQ(got.load(), 1);
+  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
+}
+
 TEST(SharedLoader, AStartGroupOfOneIsServedAtOnceAndAnotherProducersIsIgnored) {
   testing::TempDir dir;
   const std::string ready = dir.file("loader.ready");

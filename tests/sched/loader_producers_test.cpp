@@ -73,7 +73,7 @@ TEST_F(LoaderProducersOnAStandIn, AProducerBecomesReadyBetweenRoundsSoThatARound
   EXPECT_EQ(producers.start_group_of(data), dir.file("logs/loader-1.ready"));
   producers.joined_start_group(data, 1);  // job 1 launched; job 2 could not be (cancelled meanwhile, say)
   producers.end_round();
-  EXPECT_EQ(read_file(dir.file("logs/loader-1.ready.group")), "1\n");
+  EXPECT_EQ(read_file(dir.file("logs/loader-1.ready.group")), "1\n1\n");
   producers.begin_round();
   EXPECT_EQ(producers.start_group_of(data), "") << "a later round's jobs join as late consumers";
   producers.end_round();
@@ -89,9 +89,9 @@ TEST_F(LoaderProducersOnAStandIn, AStartGroupMemberThatEndsLeavesTheGroupSizeWri
   for (int64_t job : {1, 2, 3}) producers.joined_start_group(data, job);
   producers.end_round();
   const std::string size_file = dir.file("logs/loader-1.ready.group");
-  EXPECT_EQ(read_file(size_file), "3\n");
+  EXPECT_EQ(read_file(size_file), "3\n1 2 3\n");
   producers.release(2);  // died while importing torch: the other two need not wait for it
-  EXPECT_EQ(read_file(size_file), "2\n");
+  EXPECT_EQ(read_file(size_file), "2\n1 3\n");
 }
 
 TEST_F(LoaderProducersOnAStandIn, AJobThatLeavesWhileWaitingStopsItsProducer) {

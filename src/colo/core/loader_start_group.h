@@ -7,10 +7,12 @@
 //   (`colo loader serve --ready-file`), which its consumer
 //   (data::SharedLoaderClient) sends with its first request;
 // - once the scheduler has launched every job it can in that round, it
-//   writes start_group_size_file(ready file): how many it launched (one
-//   line, a count), which the producer waits for.
+//   writes start_group_size_file(ready file): how many it launched (a
+//   count on the first line) and their job ids (the second line), which the
+//   producer waits for; it writes them again as members end.
 
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace colo {
@@ -30,6 +32,28 @@ inline size_t read_start_group_size(const std::string& size_file) {
   std::ifstream in(size_file);
   long long n = 0;
   return in >> n && n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+// The job ids a start group's size file names (its second line), empty
+// when it names none (only its count is known).
+inline std::set<std::string> read_start_group_members(const std::string& size_file) {
+  std::ifstream in(size_file);
+  std::string count, id;
+  std::set<std::string> members;
+  if (!std::getline(in, count)) return members;
+  while (in >> id) members.insert(id);
+  return members;
+}
+
+// A start group's size file's text: the count of `job_ids`, then the ids.
+template <typename Ids>
+std::string start_group_size_text(const Ids& job_ids) {
+  std::string text = std::to_string(job_ids.size()) + "\n", separator;
+  for (const auto& id : job_ids) {
+    text += separator + std::to_string(id);
+    separator = " ";
+  }
+  return text + "\n";
 }
 
 }  // namespace colo

@@ -178,6 +178,17 @@ std::string malformed_field(const nlohmann::json& request) {
   return "";
 }
 
+// How many of a start group's members have asked: of those the scheduler
+// names as members now (a job that ended, even one that crashed before its
+// consumers could say goodbye, is named no more), or all that asked when it
+// names none.
+size_t asked_members(const StartGroup& group) {
+  if (group.members.empty()) return group.asked.size();
+  size_t n = 0;
+  for (const std::string& id : group.members) n += group.asked.count("job " + id);
+  return n;
+}
+
 // Whether pending consumer c still waits for its start group
 // (LoaderServeSpec::start_group_wait_s): until as many jobs have asked as
 // the scheduler last wrote were launched, or the wait is over; then the
@@ -190,13 +201,14 @@ bool held_in_start_group(LoaderState& s, Consumer& c, const LoaderServeSpec& spe
     // The scheduler writes the size after its round, and again as members end.
     if (group.since_size_read.elapsed_s() >= 0.1) {
       group.size = read_start_group_size(start_group_size_file(spec.ready_file));
+      group.members = read_start_group_members(start_group_size_file(spec.ready_file));
       group.since_size_read.restart();
     }
-    const bool all_asked = group.size > 0 && group.asked.size() >= group.size;
+    const bool all_asked = group.size > 0 && asked_members(group) >= group.size;
     if (!all_asked && group.since_first_asked.elapsed_s() < spec.start_group_wait_s) return true;
     if (!all_asked) {
       std::fprintf(stderr, "colo loader: %zu of the %s consumers started together asked within %.0f s; serving them\n",
-                   group.asked.size(), group.size > 0 ? std::to_string(group.size).c_str() : "(count not written)",
+                   asked_members(group), group.size > 0 ? std::to_string(group.size).c_str() : "(count not written)",
                    spec.start_group_wait_s);
     }
     group.released = true;
@@ -296,7 +308,7 @@ nlohmann::json LoaderServer::stats() const {
           {"consumers_dropped", s.dropped},
           {"consumers_left_behind", s.left_behind},
           // Consumers started together (LoaderServeSpec::start_group_wait_s): how many, how many asked.
-          {"start_group", {{"size", s.start_group.size}, {"asked", s.start_group.asked.size()},
+          {"start_group", {{"size", s.start_group.size}, {"asked", asked_members(s.start_group)},
                            {"released", s.start_group.released}}},
           {"waited_for_slots_s", s.waited_for_slots_s},
           {"waited_for_demand_s", s.waited_for_demand_s},

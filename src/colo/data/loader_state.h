@@ -71,6 +71,7 @@ struct Decoding {
 // (LoaderServeSpec::start_group_wait_s): one group per producer.
 struct StartGroup {
   size_t size = 0;              // jobs in it, once the scheduler has written how many; 0 until then
+  std::set<std::string> members;  // the job ids the scheduler wrote with its size; empty when none
   std::set<std::string> asked;  // the jobs (or consumers, without a job id) that asked for their first chunk
   Stopwatch since_first_asked;
   Stopwatch since_size_read;    // its size file is read at most every 0.1 s while it waits

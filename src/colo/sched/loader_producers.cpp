@@ -168,10 +168,12 @@ void LoaderProducers::joined_start_group(const std::string& named_file, int64_t 
 
 namespace {
 
-// Writes how many jobs are in a producer's start group (start_group_size_file).
-void write_start_group_size(const std::string& data_file, const std::string& ready_file, size_t jobs) {
+// Writes how many jobs are in a producer's start group, and which
+// (start_group_size_file).
+void write_start_group_size(const std::string& data_file, const std::string& ready_file,
+                            const std::set<int64_t>& jobs) {
   try {
-    write_file_atomically(start_group_size_file(ready_file), std::to_string(jobs) + "\n");
+    write_file_atomically(start_group_size_file(ready_file), start_group_size_text(jobs));
   } catch (const std::exception& e) {  // its jobs then start after the producer's wait
     spdlog::warn("shared loader for {}: cannot write its start group's size: {}", data_file, e.what());
   }
@@ -184,7 +186,7 @@ void LoaderProducers::end_round() {
   for (auto& [data_file, producer] : producers_) {
     if (!producer.start_group_open) continue;
     producer.start_group_open = false;
-    write_start_group_size(data_file, producer.ready_file, producer.start_group.size());
+    write_start_group_size(data_file, producer.ready_file, producer.start_group);
   }
 }
 
@@ -204,7 +206,7 @@ void LoaderProducers::release(int64_t job_id) {
     // Once its size is written, a member that ends no longer counts (a
     // group the producer has served already ignores the change).
     if (producer->second.start_group.erase(job_id) > 0 && !producer->second.start_group_open) {
-      write_start_group_size(producer->first, producer->second.ready_file, producer->second.start_group.size());
+      write_start_group_size(producer->first, producer->second.ready_file, producer->second.start_group);
     }
     return;
   }
