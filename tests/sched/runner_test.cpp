@@ -503,6 +503,14 @@ JobSpec group_recording_job(const std::string& name, const testing::TempDir& dir
   return job;
 }
 
+// The job id of the job named `name` in `store`, as text.
+std::string id_of(JobStore& store, const std::string& name) {
+  for (const auto& job : store.list()) {
+    if (job.spec.name == name) return std::to_string(job.id);
+  }
+  return "(no job " + name + ")";
+}
+
 // Runs the store's jobs once the first round has started `producers`
 // stand-in producers, which then fill their rings together; every job must
 // complete.
@@ -528,9 +536,10 @@ TEST(Runner, TheJobsLaunchedTogetherOnAFilledSharedLoaderAreItsStartGroupAndThei
   const std::string ready = dir.file("logs/loader-1.ready"), other = dir.file("logs/loader-2.ready");
   EXPECT_EQ(read_file(dir.file("a.group")), ready + "\n");
   EXPECT_EQ(read_file(dir.file("b.group")), ready + "\n");
-  EXPECT_EQ(read_file(dir.file("a.size")), "2\n");
+  // The count, then the members' job ids.
+  EXPECT_EQ(read_file(dir.file("a.size")), "2\n" + id_of(store, "a") + " " + id_of(store, "b") + "\n");
   EXPECT_EQ(read_file(dir.file("alone.group")), other + "\n");
-  EXPECT_EQ(read_file(dir.file("alone.size")), "1\n") << "a group of one waits for no one";
+  EXPECT_EQ(read_file(dir.file("alone.size")), "1\n" + id_of(store, "alone") + "\n") << "a group of one waits for no one";
 }
 
 TEST(Runner, AStartGroupCountsOnlyTheJobsTheRoundCouldLaunchNotThoseStillWaitingForRoom) {
@@ -545,7 +554,7 @@ TEST(Runner, AStartGroupCountsOnlyTheJobsTheRoundCouldLaunchNotThoseStillWaiting
   run_filling_each_loader_once_started(store, dir, colo, 1);
   const std::string ready = dir.file("logs/loader-1.ready");
   EXPECT_EQ(read_file(dir.file("first.group")), ready + "\n");
-  EXPECT_EQ(read_file(dir.file("first.size")), "1\n") << "its first chunk waits for no one";
+  EXPECT_EQ(read_file(dir.file("first.size")), "1\n" + id_of(store, "first") + "\n") << "its first chunk waits for no one";
   EXPECT_EQ(read_file(dir.file("second.group")), "none\n") << "launched later, it joins as a late consumer";
 }
 
