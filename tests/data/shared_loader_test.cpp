@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -458,6 +459,28 @@ TEST(SharedLoader, AStartGroupWhoseSizeDropsAsAMemberDiesIsServedThen) {
   EXPECT_LT(first, 5.0) << "not the 20 s wait";
 }
 
+// Jobs 2 and 3 of `ready`'s start group, which the scheduler now counts as
+// two: job 2's first batch waits until job 3 has asked too (`while_waiting`
+// runs meanwhile), then both are served.
+void expect_job_2_waits_for_job_3(Producer& producer, const std::string& ready,
+                                  const std::function<void()>& while_waiting = {}) {
+  StartGroupVariable group(ready);
+  ::setenv("COLO_JOB_ID", "2", 1);
+  SharedLoaderClient second(producer.spec.address, 8);
+  std::atomic<int> got{0};
+  std::thread reading([&] { labels_of(second, 1); ++got; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(got.load(), 0) << "one of the two jobs left has asked";
+  if (while_waiting) while_waiting();
+  ::setenv("COLO_JOB_ID", "3", 1);
+  SharedLoaderClient third(producer.spec.address, 8);
+  labels_of(third, 1);
+  reading.join();
+  ::unsetenv("COLO_JOB_ID");
+  EXPECT_EQ(got.load(), 1);
+  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
+}
+
 TEST(SharedLoader, AMemberThatEndsWhileHeldInItsStartGroupNoLongerCountsAsHavingAsked) {
   // Job 1 asks for its first batch and ends while the group waits (an
   // exception at its first step, say); the scheduler writes 2 for the two
@@ -475,20 +498,7 @@ TEST(SharedLoader, AMemberThatEndsWhileHeldInItsStartGroupNoLongerCountsAsHaving
   ASSERT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 0) << "its bye was heard";
   EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 0);
   write_start_group_size(ready, 2);
-  StartGroupVariable group(ready);
-  ::setenv("COLO_JOB_ID", "2", 1);
-  SharedLoaderClient second(producer.spec.address, 8);
-  std::atomic<int> got{0};
-  std::thread reading([&] { labels_of(second, 1); ++got; });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(got.load(), 0) << "one of the two jobs left has asked";
-  ::setenv("COLO_JOB_ID", "3", 1);
-  SharedLoaderClient third(producer.spec.address, 8);
-  labels_of(third, 1);
-  reading.join();
-  ::unsetenv("COLO_JOB_ID");
-  EXPECT_EQ(got.load(), 1);
-  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
+  expect_job_2_waits_for_job_3(producer, ready);
 }
 
 TEST(SharedLoader, AMemberThatCrashedAfterAskingNoLongerCountsOnceTheSchedulerNamesTheOthersOnly) {
@@ -503,21 +513,9 @@ TEST(SharedLoader, AMemberThatCrashedAfterAskingNoLongerCountsOnceTheSchedulerNa
   RawConsumer crashed(producer.spec.address);
   crashed.send({{"op", "next"}, {"seq", 0}, {"start_group", ready}, {"job", "1"}});
   write_file_atomically(start_group_size_file(ready), start_group_size_text(std::vector<int64_t>{2, 3}));
-  StartGroupVariable group(ready);
-  ::setenv("COLO_JOB_ID", "2", 1);
-  SharedLoaderClient second(producer.spec.address, 8);
-  std::atomic<int> got{0};
-  std::thread reading([&] { labels_of(second, 1); ++got; });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(got.load(), 0) << "one of the two jobs left has asked";
-  EXPECT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 2) << "the crashed one is not dropped yet";
-  ::setenv("COLO_JOB_ID", "3", 1);
-  SharedLoaderClient third(producer.spec.address, 8);
-  labels_of(third, 1);
-  reading.join();
-  ::unsetenv("COLO_JOB_ID");
-  EXPECT_EQ(got.load(), 1);
-  EXPECT_EQ(producer.server->stats()["start_group"]["asked"], 2);
+  expect_job_2_waits_for_job_3(producer, ready, [&] {
+    EXPECT_EQ(producer.server->stats()["consumers"].get<int64_t>(), 2) << "the crashed one is not dropped yet";
+  });
 }
 
 TEST(SharedLoader, AStartGroupOfOneIsServedAtOnceAndAnotherProducersIsIgnored) {
