@@ -281,10 +281,11 @@ TEST(SharedLoader, ADataFileWithoutThreadsDecodesOnEveryCoreItMayRunOn) {
 TEST(SharedLoader, ALateJoinerStartsNoFurtherBackThanItsPaceAllowsSoTheRestAbsorbsHiccups) {
   // Once the first consumer asked for chunk 15, the producer runs 2 ahead
   // (to 17) and the oldest chunk held is 2. With pace slowest a late joiner
-  // starts half the ring (8) behind 15, at 7; with pace fastest just clear
-  // of the margin in which a reader in place is moved on (half the slack,
-  // 16 - 2 = 14, so 7): 6 behind 15, at 9.
-  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 7}, std::pair{LoaderPace::fastest, 9}}) {
+  // starts half the ring (8) behind 15, at 7; with pace fastest near the
+  // oldest chunk the ring keeps, clear of the margin in which a reader in
+  // place would be moved on (its batches span up to 3 chunks; the slack,
+  // 16 - 2 = 14, leaves that whole): 3 after it, 10 behind 15, at 5.
+  for (auto [pace, start] : {std::pair{LoaderPace::slowest, 7}, std::pair{LoaderPace::fastest, 5}}) {
     testing::TempDir dir;
     Producer producer(dir, 80, 4, 16, {.ahead = 2, .pace = pace});
     SharedLoaderClient early(producer.spec.address, 4);  // a chunk a batch

@@ -84,35 +84,17 @@ void write_ready_file(const std::string& path, int64_t chunks, int64_t slots) {
 // Consumer c, new or left behind, starts at the oldest chunk held, up to
 // the lag its pace allows (rejoin_at). Called with s.mutex held.
 void start_as_late_joiner(LoaderState& s, Consumer& c, const LoaderServeSpec& spec) {
-  const int64_t start = rejoin_at(s, spec);
+  const int64_t start = rejoin_at(s, spec, c.span);
   c.cursor = std::max(c.cursor, start);
   c.keep = std::max(c.keep, start);
   c.behind = false;
-}
-
-// Chunks short of the producer's decode window that already count as in
-// it for consumer c: while it reads a batch (up to `span` chunks, held until
-// its copies are done) the faster consumers move on, and the chunks it
-// holds must not be wanted meanwhile. At most most_overwrite_margin, and
-// never so much that a consumer at the others' pace is moved on: one that
-// has read a batch fewer than another lags the newest chunk asked for by
-// up to the widest batch's span (its chunks, and the one asked for ahead),
-// so the margin leaves more than that of the ring's slack. Called with
-// s.mutex held.
-int64_t overwrite_margin(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
-  int64_t widest = c.span;
-  for (const auto& [id, other] : s.consumers) {
-    if (!other.behind) widest = std::max(widest, other.span);
-  }
-  const int64_t same_pace_room = spec.buffer - spec.ahead - widest - 1;
-  return std::max<int64_t>(0, std::min({c.span, most_overwrite_margin(spec), same_pace_room}));
 }
 
 // Whether the slot of chunk `seq` is wanted within (or, by the margin
 // above, soon after) the producer's decode window, `ahead` past the newest
 // chunk asked for. Called with s.mutex held.
 bool slot_wanted_soon(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c, int64_t seq) {
-  return seq + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(s, spec, c);
+  return seq + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(spec, c.span, widest_span(s, c.span));
 }
 
 // Whether chunk c.cursor is one a consumer reading in place must not be
@@ -132,7 +114,7 @@ bool about_to_be_overwritten(const LoaderState& s, const LoaderServeSpec& spec, 
 // such chunk is clear of the decode window: it reads on in order. Called
 // with s.mutex held.
 int64_t clear_of_overwriting(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c) {
-  const int64_t newest = std::max(rejoin_at(s, spec), std::min(s.newest_asked, s.next_seq - 1));
+  const int64_t newest = std::max(rejoin_at(s, spec, c.span), std::min(s.newest_asked, s.next_seq - 1));
   const int64_t target = std::min(newest, c.keep + spec.buffer - c.span);
   return target > c.cursor && !slot_wanted_soon(s, spec, c, target) ? target : -1;
 }
@@ -453,12 +435,12 @@ void LoaderServer::serve(double report_s) {
         // Held in its start group, it holds nothing back until released (and
         // then starts as this does).
         const bool held = c.in_start_group && !s.start_group.released;
+        c.span = std::max<int64_t>(1, request.value("span", int64_t{1}));  // where it starts depends on it
         if (c.behind && !held) start_as_late_joiner(s, c, spec_);
         // Its first request asks for chunk 0: where it starts is counted as
         // skipped only from the ring it found on connecting.
         c.requested = std::max(c.joined_at, request.value("seq", int64_t{0}));
         c.in_place = request.contains("keep");
-        c.span = std::max<int64_t>(1, request.value("span", int64_t{1}));
         c.cursor = std::max(c.cursor, c.requested);
         c.keep = std::max(c.keep, std::min(c.cursor, request.value("keep", c.requested)));
         c.pending = true;
@@ -506,7 +488,7 @@ void LoaderServer::serve(double report_s) {
           continue;
         }
         if (c.pending) {
-          if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_);  // fell a ring behind (pace fastest)
+          if (c.cursor < s.oldest) c.cursor = rejoin_at(s, spec_, c.span);  // fell a ring behind (pace fastest)
           // One hole at a time: a consumer moved on again before it has
           // released past its last one would hold the chunks between.
           if (about_to_be_overwritten(s, spec_, c) && c.keep >= c.hole_to) {

@@ -147,26 +147,45 @@ struct LoaderState {
   }
 };
 
-// The most chunks short of the producer's decode window that already count
-// as in it for a consumer reading in place (overwrite_margin in
-// loader_server.cpp: the chunks its batch spans, at most this): half of
-// what `ahead` leaves of the ring, so that consumers at the others' pace
-// are never moved on.
-inline int64_t most_overwrite_margin(const LoaderServeSpec& spec) { return (spec.buffer - spec.ahead) / 2; }
+// The widest span (chunks one batch may touch) among the consumers not left
+// behind and `span`, a consumer's about to start. Called with s.mutex held.
+inline int64_t widest_span(const LoaderState& s, int64_t span) {
+  for (const auto& [id, c] : s.consumers) {
+    if (!c.behind) span = std::max(span, c.span);
+  }
+  return span;
+}
+
+// Chunks short of the producer's decode window that already count as in it
+// for a consumer reading in place whose batches span `span` chunks: while
+// it reads a batch (held until its copies are done) the faster consumers
+// move on, and the chunks it holds must not be wanted meanwhile. At most
+// half of what `ahead` leaves of the ring (the slack), and never so much
+// that a consumer at the others' pace is moved on: one that has read a
+// batch fewer than another lags the newest chunk asked for by up to the
+// widest batch's span (`widest`), so the margin leaves more than that of
+// the slack.
+inline int64_t overwrite_margin(const LoaderServeSpec& spec, int64_t span, int64_t widest) {
+  const int64_t slack = spec.buffer - spec.ahead;
+  return std::max<int64_t>(0, std::min({span, slack / 2, slack - widest - 1}));
+}
 
 // Where a consumer that joins late, or fell behind, starts: the oldest
 // chunk held, but no further back behind the newest chunk asked for than
 // its pace allows. With pace slowest, half the ring: it holds the others
 // back, so the other half stays slack for hiccups. With pace fastest it
 // holds no one back, and every chunk it skips is one more decoded for it
-// at the end, so it starts as far back as it may without being moved on
-// at once: just clear of the margin in which a consumer reading in place
-// is moved on (most_overwrite_margin), so that consumers that read in place
-// and consumers that copy start at the same chunk. Called with s.mutex held.
-inline int64_t rejoin_at(const LoaderState& s, const LoaderServeSpec& spec) {
+// at the end, so it starts near the oldest chunk the producer keeps once it
+// runs `ahead` of the newest asked for: an eighth of the slack after it, or
+// just clear of the margin in which a consumer reading in place is moved
+// on (for the widest span among the consumers and `span`, the joiner's)
+// when that is more, so that consumers that read in place and consumers
+// that copy start at the same chunk. Called with s.mutex held.
+inline int64_t rejoin_at(const LoaderState& s, const LoaderServeSpec& spec, int64_t span) {
   const int64_t slack = spec.buffer - spec.ahead;
-  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2
-                                                       : std::max<int64_t>(0, slack - 1 - most_overwrite_margin(spec));
+  const int64_t widest = widest_span(s, span);
+  const int64_t clear = std::max(slack / 8, overwrite_margin(spec, widest, widest));
+  const int64_t lag = spec.pace == LoaderPace::slowest ? spec.buffer / 2 : std::max<int64_t>(0, slack - 1 - clear);
   return std::max(s.oldest, s.newest_asked - lag);
 }
 
