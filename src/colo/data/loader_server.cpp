@@ -90,9 +90,9 @@ void start_as_late_joiner(LoaderState& s, Consumer& c, const LoaderServeSpec& sp
   c.behind = false;
 }
 
-// Whether the slot of chunk `seq` is wanted within (or, by the margin
-// above, soon after) the producer's decode window, `ahead` past the newest
-// chunk asked for. Called with s.mutex held.
+// Whether the slot of chunk `seq` is wanted within (or, by consumer c's
+// overwrite_margin in loader_state.h, soon after) the producer's decode
+// window, `ahead` past the newest chunk asked for. Called with s.mutex held.
 bool slot_wanted_soon(const LoaderState& s, const LoaderServeSpec& spec, const Consumer& c, int64_t seq) {
   return seq + spec.buffer <= s.newest_asked + spec.ahead + overwrite_margin(spec, c.span, widest_span(s, c.span));
 }
@@ -173,7 +173,8 @@ size_t asked_members(const StartGroup& group) {
 
 // Whether pending consumer c still waits for its start group
 // (LoaderServeSpec::start_group_wait_s): until as many jobs have asked as
-// the scheduler last wrote were launched, or the wait is over; then the
+// the scheduler last wrote were launched (counting only the jobs it names,
+// asked_members), or the wait is over; then the
 // group is released (said on stderr when not all came) and each of its
 // consumers starts as a late joiner would. Called with s.mutex held.
 bool held_in_start_group(LoaderState& s, Consumer& c, const LoaderServeSpec& spec) {
