@@ -1,5 +1,8 @@
 #include "colo/sched/loader_producers.h"
 
+#include <optional>
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "colo/core/files.h"
@@ -19,30 +22,35 @@ std::string last_line_of(const std::string& log) {
   return start == std::string::npos ? tail : tail.substr(start + 1);
 }
 
-// The address of a producer that already serves `data_file` without this
-// runner (one a user started, or a runner's before a restart left running);
-// "" when none answers there, or the file cannot be read (the producer
-// started for it then reports why).
-std::string address_served_already(const std::string& data_file) {
+// The counters of the producer answering at `data_file`'s address within
+// `timeout_s` (LoaderServer::stats), and that address; nullopt when none
+// answers, or the file cannot be read (a producer started for it then
+// reports why).
+std::optional<std::pair<std::string, nlohmann::json>> producer_at(const std::string& data_file, double timeout_s) {
   try {
     const std::string address = data::parse_loader_serve_spec(data_file).address;
-    return data::query_loader_stats(address, 1.0) ? address : "";
+    if (auto stats = data::query_loader_stats(address, timeout_s)) return std::make_pair(address, *stats);
   } catch (const std::exception&) {
-    return "";
   }
+  return std::nullopt;
+}
+
+// The address of a producer that already serves `data_file` without this
+// runner (one a user started, or a runner's before a restart left running);
+// "" when none answers there.
+std::string address_served_already(const std::string& data_file) {
+  auto found = producer_at(data_file, 1.0);
+  return found ? found->first : "";
 }
 
 // How many consumers read from the producer serving `data_file` now (its
 // `consumers`, and one more while a scheduler holds it for jobs it is
 // launching); 0 when it does not answer within half a second.
 int64_t consumers_reading(const std::string& data_file) {
-  try {
-    auto stats = data::query_loader_stats(data::parse_loader_serve_spec(data_file).address, 0.5);
-    if (!stats) return 0;
-    return stats->value("consumers", int64_t{0}) + (stats->value("held_s", 0.0) > 0 ? 1 : 0);
-  } catch (const std::exception&) {
-    return 0;
-  }
+  auto found = producer_at(data_file, 0.5);
+  if (!found) return 0;
+  const nlohmann::json& stats = found->second;
+  return stats.value("consumers", int64_t{0}) + (stats.value("held_s", 0.0) > 0 ? 1 : 0);
 }
 
 }  // namespace
