@@ -79,9 +79,9 @@ def run_jobs(commands, what):
 
 def build_model(name, classes):
     import torch.nn as nn
-    if name in ("resnet18", "resnet50", "mobilenet_v3_large"):
+    if name != "tiny":  # any torchvision classification model: resnet18, efficientnet_b0, vit_b_16, ...
         import torchvision
-        return getattr(torchvision.models, name)(num_classes=classes)
+        return torchvision.models.get_model(name, num_classes=classes)
     # "tiny": a model whose step costs little next to decoding its batch,
     # as on a GPU, so the CPU run measures the data path.
     return nn.Sequential(nn.AvgPool2d(4), nn.Conv2d(3, 16, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
@@ -629,7 +629,8 @@ def main():
                                                          "once its ring was full), pooled under "
                                                          "gpu_4jobs_pooled_launched_with_producer")
     s.add_argument("--out", required=True)
-    r.add_argument("--model", default="tiny", help="the jobs' model, or a comma list job by job (cycled)")
+    r.add_argument("--model", default="tiny", help="the jobs' model (tiny, or a torchvision model's name), or a comma "
+                   "list job by job (cycled)")
     r.add_argument("--batch", default="64", help="the jobs' batch size, or a comma list job by job (cycled)")
     j = sub.add_parser("job")
     j.add_argument("--model", default="tiny")
