@@ -93,6 +93,10 @@ def summarize(args):
                "gpu_4jobs_cpu_per_sample_ratio_floor": cpu_ratio_floor(gpu),
                "gpu_4jobs_best_own": gpu["best_own"], "gpu_4jobs_speedup_over_own_torch": against_torch(gpu),
                "cpu_2jobs_speedup": cpu["speedup"], "cpu_2jobs_cpu_per_sample_ratio": cpu["cpu_per_sample_ratio"],
+               "cpu_2jobs_cpu_per_sample_ratio_floor": cpu_ratio_floor(cpu),
+               # Both modes keep every core busy there, so samples/s goes as the inverse of CPU per
+               # sample: the most perfect sharing could give.
+               "cpu_2jobs_speedup_ceiling": 1 / cpu_ratio_floor(cpu) if cpu_ratio_floor(cpu) else None,
                "cpu_2jobs_best_own": cpu["best_own"], "cpu_2jobs_speedup_over_own_torch": against_torch(cpu),
                "consumer_wait_pct": {"gpu_4jobs": gpu["shared_wait_pct_max"], "cpu_2jobs": cpu["shared_wait_pct_max"]},
                # The same in the round in which a job waited most.
