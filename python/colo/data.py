@@ -15,7 +15,8 @@ skips what it cannot keep up with; `pace = "slowest"` in DATA.toml makes
 every job read every batch (the fastest waits). A job that joins late
 starts from the batches the producer still holds. If the producer dies, the next
 batch raises `colo.data.ProducerLost` (no silent fallback): save your
-checkpoint and stop. `LocalImageLoader` runs the same pipeline inside the
+checkpoint and stop; or pass `on_producer_lost="load_locally"` and the job
+goes on loading its own batches, with one line on stderr saying so. `LocalImageLoader` runs the same pipeline inside the
 job, for a job that has no producer to share (and as the baseline).
 """
 import atexit
@@ -49,8 +50,7 @@ def data_wait_s():
     scheduler records each job's data wait."""
     if not _had_loader[0]:
         return None
-    live = [loader for loader in list(_live_loaders) if loader.client is not None]
-    return _closed_wait_s[0] + sum(loader.stats()["wait_s"] for loader in live)
+    return _closed_wait_s[0] + sum(loader._open_wait_s() for loader in list(_live_loaders))
 
 
 def sleep_while_waiting(device):
@@ -227,12 +227,20 @@ class SharedLoader:
     until all of them have asked for theirs (at most 20 s), so that they
     train side by side from the same chunk (docs/data.md).
 
+    If the producer dies (silent for `timeout`), reading raises ProducerLost
+    by default (`on_producer_lost="raise"`). With "load_locally" the loader
+    prints one line on stderr and from then on decodes its batches itself,
+    as a LocalImageLoader of the same DATA.toml would (so `source` must be
+    the data file, not only its address): the loop goes on, slower and with
+    its own decoding. `self.loads_locally` says whether that happened, and
+    stats() then counts both parts, with `producer_lost` giving the reason.
+
     close(), or leaving a `with` block on it, says goodbye to the producer
     at once; after it len() and stats() still answer, and reading raises
     ValueError."""
 
     def __init__(self, source, batch_size, *, device=None, pin_memory=True, timeout=10.0, device_ring=True,
-                 sleep_while_waiting=True, **dataloader_options):
+                 sleep_while_waiting=True, on_producer_lost="raise", **dataloader_options):
         _take_dataloader_options("SharedLoader", dataloader_options)
         if source is None:
             source = os.environ.get("COLO_LOADER")
@@ -240,6 +248,17 @@ class SharedLoader:
                 raise ValueError("colo.data.SharedLoader(None, ...): $COLO_LOADER is not set; run the job under colo "
                                  "with `loader = \"DATA.toml\"` in its job file, or pass the loader's address")
         self.address = _loader_address(source)
+        self.data_file = None if "://" in str(os.fspath(source)) else os.path.abspath(os.fspath(source))
+        if on_producer_lost not in ("raise", "load_locally"):
+            raise ValueError(f"colo.data.SharedLoader: on_producer_lost={on_producer_lost!r}; expected \"raise\" "
+                             "or \"load_locally\"")
+        if on_producer_lost == "load_locally" and self.data_file is None:
+            raise ValueError(f"colo.data.SharedLoader: on_producer_lost=\"load_locally\" needs the loader's data file "
+                             f"(DATA.toml: its pipeline), not only its address {self.address!r}")
+        self.on_producer_lost = on_producer_lost
+        self.local = None  # the LocalImageLoader read once the producer was lost (load_locally)
+        self._local_batches = None
+        self.producer_lost = None  # why, once lost with load_locally
         self.batch_size = _take_batch_size("SharedLoader", batch_size)
         self.client = _core().SharedLoaderClient(self.address, self.batch_size, _take_timeout(timeout))
         self.batches_per_epoch = self.client.batches_per_epoch
@@ -258,6 +277,7 @@ class SharedLoader:
                 print(f"colo: the shared loader's device ring cannot be read here ({error}); "
                       "copying through host memory", file=sys.stderr)
         self.reads_device_ring = self.reader is not None
+        self._pin_memory, self._sleep_while_waiting = pin_memory, sleep_while_waiting
         _live_loaders.add(self)
         _had_loader[0] = True
 
@@ -275,9 +295,48 @@ class SharedLoader:
             raise ValueError(f"colo.data.SharedLoader: the loader reading {self.address} is closed")
         return self.client
 
+    @property
+    def loads_locally(self):
+        """Whether the producer was lost and this loader now decodes for itself."""
+        return self.local is not None
+
     def next_batch(self):
         """One batch (inputs, labels), whatever the epoch."""
+        if self.local is not None:
+            return next(self._local_batches)
         self._open_client()
+        try:
+            return self._next_shared_batch()
+        except _core().ProducerLost as lost:
+            if self.on_producer_lost == "raise":
+                raise
+            self._load_locally(lost)
+            return next(self._local_batches)
+
+    def _load_locally(self, lost):
+        """Drops the lost producer and reads on from a LocalImageLoader of the same data file."""
+        print(f"colo: {lost}; this job now loads its own batches from {self.data_file}", file=sys.stderr, flush=True)
+        self.producer_lost = str(lost)
+        self.final_stats = self.stats()
+        self.reader = None
+        self.client = None
+        self._finalise()  # counts the shared part's wait
+        self.local = LocalImageLoader(self.data_file, self.batch_size, device=str(self.normalise.device),
+                                      pin_memory=self._pin_memory, sleep_while_waiting=self._sleep_while_waiting)
+
+        def every_epoch(local):
+            while True:
+                yield from local
+
+        self._local_batches = every_epoch(self.local)
+
+    def _open_wait_s(self):
+        """The data wait of this loader not yet counted in data_wait_s's closed part."""
+        if self.client is not None:
+            return json.loads(self.client.stats())["wait_s"]
+        return self.local.wait_s if self.local is not None else 0.0
+
+    def _next_shared_batch(self):
         if self.reader is not None:
             return self.normalise(*self.reader.next_batch())
         if self.normalise.device.type == "cpu":  # straight from the ring, one pass, no copy
@@ -300,11 +359,26 @@ class SharedLoader:
         A consumer holds nothing while its job starts, and begins at the
         oldest chunk still held when it first reads; loaders that call this
         before any of them reads all see the same stream."""
-        self._open_client().start_reading()
+        if self.local is not None:
+            return
+        try:
+            self._open_client().start_reading()
+        except _core().ProducerLost as lost:
+            if self.on_producer_lost == "raise":
+                raise
+            self._load_locally(lost)
 
     def stats(self):
         """This consumer's counters: batches, samples, wait_s, elapsed_s,
-        samples_per_s, chunks_skipped (once closed, as they were then)."""
+        samples_per_s, chunks_skipped (once closed, as they were then);
+        after the producer was lost with load_locally, the shared and the
+        local part summed, with loads_locally and producer_lost."""
+        if self.local is not None:
+            local, merged = self.local.stats(), dict(self.final_stats)
+            for key in ("batches", "samples", "wait_s", "elapsed_s"):
+                merged[key] += local[key]
+            merged["samples_per_s"] = merged["samples"] / max(merged["elapsed_s"], 1e-9)
+            return {**merged, "loads_locally": True, "producer_lost": self.producer_lost}
         if self.client is None:
             return dict(self.final_stats)
         return json.loads(self.client.stats())
@@ -312,6 +386,12 @@ class SharedLoader:
     def close(self):
         """Says goodbye to the producer (also done when garbage-collected);
         closing again does nothing."""
+        if self.local is not None:
+            self.final_stats = self.stats()
+            _closed_wait_s[0] += self.local.wait_s
+            self._local_batches.close()  # stops its decode thread
+            self.local.close()
+            self.local = None
         if self.client is not None:
             self.final_stats = self.stats()
         self.reader = None

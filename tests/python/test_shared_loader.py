@@ -218,6 +218,43 @@ def test_killing_the_producer_ends_consumers_cleanly_with_nothing_leaked(loader)
     assert set(os.listdir("/dev/shm")) == shm_before  # the ring was a memfd: gone with its last user
 
 
+def test_a_consumer_told_to_load_locally_trains_on_from_the_data_file_once_the_producer_is_killed(loader):
+    data, producer, _ = loader
+    code = textwrap.dedent(f"""\
+        import json, sys, colo.data
+        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=1, on_producer_lost="load_locally")
+        shared, _ = loader.next_batch()
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for b in range(60):  # more than an epoch of the 300 images
+            x, y = loader.next_batch()
+            assert x.shape == shared.shape and x.dtype == shared.dtype, (x.shape, x.dtype)
+            assert 0 <= int(y.min()) and int(y.max()) < loader.classes, y
+        print(json.dumps({{"loads_locally": loader.loads_locally, **loader.stats()}}), flush=True)
+        loader.close()
+        print(json.dumps(loader.stats()), flush=True)
+        """)
+    consumer = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert consumer.stdout.readline().strip() == "ready"
+    producer.send_signal(signal.SIGKILL)
+    producer.wait(10)
+    out, err = consumer.communicate("go\n", timeout=60)
+    assert consumer.returncode == 0, err
+    reading, closed = (json.loads(line) for line in out.strip().splitlines())
+    assert reading["loads_locally"] is True and reading["batches"] == 61 and reading["samples"] == 61 * 8
+    assert "stopped answering" in reading["producer_lost"]
+    assert closed["batches"] == 61  # stats() after close() keep both parts
+    assert err.count("now loads its own batches from") == 1 and str(data) in err
+
+
+def test_loading_locally_needs_the_data_file_and_a_known_choice():
+    with pytest.raises(ValueError, match="needs the loader's data file"):
+        colo.data.SharedLoader("ipc:///nonexistent/colo.sock", 8, on_producer_lost="load_locally")
+    with pytest.raises(ValueError, match="on_producer_lost='retry'"):
+        colo.data.SharedLoader("ipc:///nonexistent/colo.sock", 8, on_producer_lost="retry")
+
+
 def test_colo_monitor_samples_the_producer_and_each_consumers_wait(loader, tmp_path, colo_executable):
     data, _, status = loader
     address = status[3]
