@@ -218,17 +218,21 @@ def test_killing_the_producer_ends_consumers_cleanly_with_nothing_leaked(loader)
     assert set(os.listdir("/dev/shm")) == shm_before  # the ring was a memfd: gone with its last user
 
 
-def test_a_consumer_told_to_load_locally_trains_on_from_the_data_file_once_the_producer_is_killed(loader):
-    data, producer, _ = loader
+def _expect_loading_locally_once_the_producer_is_killed(data, producer, device):
+    """A consumer made with on_producer_lost="load_locally" reads a batch
+    from `producer`, which is then killed, and reads on: 60 batches (more than
+    an epoch of 300 images) like the shared one, on `device`, and one line
+    on stderr."""
     code = textwrap.dedent(f"""\
         import json, sys, colo.data
-        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=1, on_producer_lost="load_locally")
+        loader = colo.data.SharedLoader({str(data)!r}, 8, timeout=1, device={device!r}, on_producer_lost="load_locally")
+        assert loader.reads_device_ring == ({device!r} != "cpu")
         shared, _ = loader.next_batch()
         print("ready", flush=True)
         sys.stdin.readline()
-        for b in range(60):  # more than an epoch of the 300 images
+        for b in range(60):
             x, y = loader.next_batch()
-            assert x.shape == shared.shape and x.dtype == shared.dtype, (x.shape, x.dtype)
+            assert x.shape == shared.shape and x.dtype == shared.dtype and x.device == shared.device, (x, shared)
             assert 0 <= int(y.min()) and int(y.max()) < loader.classes, y
         print(json.dumps({{"loads_locally": loader.loads_locally, **loader.stats()}}), flush=True)
         loader.close()
@@ -236,16 +240,21 @@ def test_a_consumer_told_to_load_locally_trains_on_from_the_data_file_once_the_p
         """)
     consumer = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-    assert consumer.stdout.readline().strip() == "ready"
+    assert consumer.stdout.readline().strip() == "ready", consumer.stderr.read()
     producer.send_signal(signal.SIGKILL)
     producer.wait(10)
-    out, err = consumer.communicate("go\n", timeout=60)
+    out, err = consumer.communicate("go\n", timeout=120)
     assert consumer.returncode == 0, err
     reading, closed = (json.loads(line) for line in out.strip().splitlines())
     assert reading["loads_locally"] is True and reading["batches"] == 61 and reading["samples"] == 61 * 8
     assert "stopped answering" in reading["producer_lost"]
     assert closed["batches"] == 61  # stats() after close() keep both parts
     assert err.count("now loads its own batches from") == 1 and str(data) in err
+
+
+def test_a_consumer_told_to_load_locally_trains_on_from_the_data_file_once_the_producer_is_killed(loader):
+    data, producer, _ = loader
+    _expect_loading_locally_once_the_producer_is_killed(data, producer, "cpu")
 
 
 def test_loading_locally_needs_the_data_file_and_a_known_choice():
@@ -604,6 +613,14 @@ def _gpu_processes():
     out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
                          text=True, check=True).stdout
     return {int(line) for line in out.split() if line.strip().isdigit()}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (bench/gpu/run.sh shared runs it)")
+def test_a_device_ring_reader_told_to_load_locally_trains_on_from_the_data_file(tmp_path, colo_executable):
+    data = small_image_data(colo_executable, tmp_path)
+    producer = _serve(colo_executable, data, 'device = "cuda"\n')
+    assert producer.poll() is None, producer.stderr.read()
+    _expect_loading_locally_once_the_producer_is_killed(data, producer, "cuda")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (bench/gpu/run.sh shared runs it)")
