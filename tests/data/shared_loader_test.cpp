@@ -67,7 +67,14 @@ class Producer {
     spec.start_group_wait_s = options.start_group_wait_s;
     spec.idle_exit_s = options.idle_exit_s;
     server = std::make_unique<LoaderServer>(spec, std::move(mirror));
-    thread = std::thread([this] { server->serve(0); });
+    thread = std::thread([this] {
+      try {
+        server->serve(0);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      ended = true;
+    });
   }
   ~Producer() { stop(); }
   void stop() {
@@ -77,6 +84,8 @@ class Producer {
     server.reset();
   }
 
+  std::string failure;            // what serve() threw, once ended
+  std::atomic<bool> ended{false};  // serve() returned or threw
   LoaderServeSpec spec;
   std::unique_ptr<LoaderServer> server;
   std::thread thread;
@@ -669,6 +678,37 @@ class GatedMirror : public RingMirror {
   std::condition_variable opened_;
   bool open_ = false;
 };
+
+// A mirror whose copies land at once, and whose device reports a fatal
+// error once the test says so.
+class FaultingMirror : public RingMirror {
+ public:
+  void attach_host_ring(uint8_t*, int64_t) override {}
+  void start_copy(int64_t, const uint8_t*, int64_t) override {}
+  void wait_copies() override {}
+  nlohmann::json describe() const override { return nlohmann::json::object(); }
+  std::string fault() const override { return faulted ? "an illegal memory access was encountered" : ""; }
+  std::atomic<bool> faulted{false};
+};
+
+TEST(SharedLoader, AFatalErrorOnItsGpuEndsEvenAnIdleProducerNamingTheError) {
+  testing::TempDir dir;
+  auto owned = std::make_unique<FaultingMirror>();
+  FaultingMirror* mirror = owned.get();
+  Producer producer(dir, 40, 4, 4, {.ahead = 2}, std::move(owned));
+  {
+    SharedLoaderClient reader(producer.spec.address, 4);
+    std::vector<int64_t> labels(4);
+    reader.next_batch_pieces(labels.data());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // idle: its ring full, no one reading
+  EXPECT_FALSE(producer.ended) << producer.failure;
+  mirror->faulted = true;
+  for (int tries = 0; tries < 250 && !producer.ended; ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(producer.ended) << "an idle producer went on serving after its GPU faulted";
+  EXPECT_NE(producer.failure.find("fatal error (an illegal memory access was encountered)"), std::string::npos)
+      << producer.failure;
+}
 
 TEST(SharedLoader, TheProducerWritesItsReadyFileOnceItHasPublishedItsFirstRingFull) {
   testing::TempDir dir;

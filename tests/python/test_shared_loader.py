@@ -4,6 +4,7 @@ others going; kill -9 of the producer ends its consumers with ProducerLost,
 and no shared-memory segment is left behind."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -613,6 +614,47 @@ def _gpu_processes():
     out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
                          text=True, check=True).stdout
     return {int(line) for line in out.split() if line.strip().isdigit()}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or not shutil.which("nvidia-cuda-mps-control"),
+                    reason="needs a GPU and MPS (bench/gpu/run.sh shared runs it)")
+def test_under_mps_a_jobs_gpu_fault_ends_the_idle_producer_so_that_the_gpu_takes_new_processes(
+        tmp_path, colo_executable):
+    # A fatal fault reaches every MPS client on the GPU, and MPS takes no new
+    # client there until all of them have exited: a producer left idle
+    # (its reader dead of the fault) held the GPU so until killed.
+    mps = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "mps-pipe"),
+           "CUDA_MPS_LOG_DIRECTORY": str(tmp_path / "mps-log")}
+    os.makedirs(mps["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(mps["CUDA_MPS_LOG_DIRECTORY"])
+    subprocess.run(["nvidia-cuda-mps-control", "-d"], env=mps, check=True)
+    producer = None
+    try:
+        data = small_image_data(colo_executable, tmp_path)
+        data.write_text(data.read_text().replace("buffer = 4", "buffer = 8") + 'device = "cuda"\n')
+        producer = subprocess.Popen([colo_executable, "loader", "serve", str(data), "--report", "0"], env=mps,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        reader = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""\
+            import colo.data
+            loader = colo.data.SharedLoader({str(data)!r}, 8, device="cuda", timeout=30)
+            assert loader.reads_device_ring
+            loader.next_batch()
+            print("read", flush=True)""")], env=mps, capture_output=True, text=True, timeout=120)
+        assert reader.returncode == 0 and "read" in reader.stdout, reader.stderr
+        fault = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "illegal_address_job.py")],
+                               env=mps, capture_output=True, text=True, timeout=120)
+        assert "synchronize 700" in fault.stdout, (fault.stdout, fault.stderr)  # CUDA_ERROR_ILLEGAL_ADDRESS
+        _, err = producer.communicate(timeout=30)
+        assert producer.returncode not in (0, None)
+        assert "fatal error (an illegal memory access was encountered)" in err, err
+        after = subprocess.run([sys.executable, "-c", "import torch; print(torch.ones(2, device='cuda').sum().item())"],
+                               env=mps, capture_output=True, text=True, timeout=120)
+        assert after.returncode == 0 and after.stdout.strip() == "2.0", after.stderr
+    finally:
+        if producer is not None and producer.poll() is None:
+            producer.kill()
+            producer.wait(10)
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", env=mps, text=True, timeout=60)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (bench/gpu/run.sh shared runs it)")

@@ -84,6 +84,8 @@ nlohmann::json DeviceRingMirror::describe() const {
           {"slot_bytes", slot_bytes_}};
 }
 
+std::string DeviceRingMirror::fault() const { return gpu::fatal_device_error(device_); }
+
 std::unique_ptr<RingMirror> make_ring_mirror(const LoaderServeSpec& spec) {
   if (spec.device.empty()) return nullptr;
   return std::make_unique<DeviceRingMirror>(spec.buffer, loader_slot_bytes(spec.chunk, sample_bytes(spec.pipeline)),

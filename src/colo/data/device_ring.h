@@ -33,6 +33,7 @@ class DeviceRingMirror : public RingMirror {
   void start_copy(int64_t slot, const uint8_t* data, int64_t bytes) override;
   void wait_copies() override;
   nlohmann::json describe() const override;
+  std::string fault() const override;
 
  private:
   c10::Device device_;

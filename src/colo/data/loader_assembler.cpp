@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace colo::data {
@@ -13,8 +15,15 @@ namespace {
 // At most this many chunks are decoded at once (fewer with a ring of few slots).
 constexpr int64_t kChunksInFlight = 3;
 
+// How often an idle mirror asks its GPU for a fatal error.
+constexpr std::chrono::milliseconds kFaultCheckEvery{500};
+
 }  // namespace
 
+// A fatal fault on the GPU (under MPS, any client's: a job's illegal memory
+// access reaches every process there) ends the producer even while it
+// copies nothing: MPS takes no new process on that GPU until every one that
+// saw the fault has exited, and an idle producer would otherwise hold it so.
 void mirror_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   const int64_t slots = spec.buffer, chunk = spec.chunk;
   const int64_t pixels_at = loader_slot_pixels_offset(chunk), per_sample = sample_bytes(spec.pipeline);
@@ -23,7 +32,17 @@ void mirror_chunks(LoaderState& s, const LoaderServeSpec& spec) {
       std::vector<Decoding> round;
       {
         std::unique_lock<std::mutex> lock(s.mutex);
-        s.mirror_wake.wait(lock, [&] { return s.stopping || !s.to_mirror.empty(); });
+        while (!s.mirror_wake.wait_for(lock, kFaultCheckEvery, [&] { return s.stopping || !s.to_mirror.empty(); })) {
+          lock.unlock();
+          const std::string fault = s.mirror->fault();
+          lock.lock();
+          if (!fault.empty()) {
+            s.failure = "its GPU reported a fatal error (" + fault +
+                        "), from this producer's work or, under MPS, any process's on that GPU; stopping, so that "
+                        "the GPU takes new processes again";
+            return;
+          }
+        }
         if (s.stopping) return;
         round.assign(s.to_mirror.begin(), s.to_mirror.end());
         s.to_mirror.clear();

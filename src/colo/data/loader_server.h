@@ -89,6 +89,9 @@ class RingMirror {
   virtual void wait_copies() = 0;
   // What consumers need to map it: the welcome's "device_ring".
   virtual nlohmann::json describe() const = 0;
+  // The fatal error its device reports (gpu::fatal_device_error), empty
+  // while there is none.
+  virtual std::string fault() const { return {}; }
 };
 
 // Reads DATA.toml: the pipeline keys plus address, chunk, buffer, ahead, pace, stall_s,

@@ -64,6 +64,14 @@ void finish_writes_for_other_processes(const c10::Device& device) {
   c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
 }
 
+std::string fatal_device_error(const c10::Device& device) {
+  if (!device.is_cuda()) return {};
+  c10::cuda::CUDAGuard guard(device);
+  const cudaError_t status = cudaStreamQuery(c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  if (status == cudaSuccess || status == cudaErrorNotReady) return {};
+  return cudaGetErrorString(status);
+}
+
 PinnedHostMemory::PinnedHostMemory(void* base, int64_t bytes) {
   const cudaError_t status = cudaHostRegister(base, static_cast<size_t>(bytes), cudaHostRegisterDefault);
   if (status == cudaSuccess) {
@@ -150,6 +158,8 @@ at::Tensor map_shared_device_buffer(const std::string&, int64_t, c10::Device, at
 }
 
 void finish_writes_for_other_processes(const c10::Device&) {}
+
+std::string fatal_device_error(const c10::Device&) { return {}; }
 
 PinnedHostMemory::PinnedHostMemory(void*, int64_t) : why_("a CPU build of colo") {}
 PinnedHostMemory::~PinnedHostMemory() = default;

@@ -55,6 +55,12 @@ at::Tensor map_shared_device_buffer(const std::string& handle, int64_t numel, c1
 // another process may read what it wrote; no effect on the CPU.
 void finish_writes_for_other_processes(const c10::Device& device);
 
+// The fatal error this process's CUDA context on `device` reports now (a
+// sticky one: a fault of this process's work or, under MPS, of any client's
+// on that GPU), as CUDA words it; empty while there is none, and always on
+// the CPU or in a CPU build. Queries without waiting.
+std::string fatal_device_error(const c10::Device& device);
+
 // Host memory made page-locked where it lies (cudaHostRegister), so that
 // copies from it to a device run asynchronously instead of being staged by
 // the CPU. Unregistered when destroyed. pinned() is false, with why(), when
