@@ -274,9 +274,37 @@ TEST(ColoTrain, AProducerKilledMidRunEndsTrainingWithAClearErrorAndKeepsItsCheck
   EXPECT_LT(waited.elapsed_s(), 60);
 }
 
+TEST(ColoTrain, AProducerKilledMidRunIsReplacedByLocalDecodingWhenTheSpecSaysSo) {
+  TempDir dir;
+  testing::SharedProducer producer(dir, 64);
+  std::string spec = dir.write(
+      "spec.toml", "device = \"cpu\"\nepochs = 200\nbatch_size = 16\ncheckpoint_every = 1\n"
+                   "[model]\nname = \"mlp\"\nwidths = [16]\n[data]\nname = \"shared\"\nloader = \"" +
+                       producer.data_file() + "\"\nloader_timeout_s = 1\non_producer_lost = \"load_locally\"\n");
+  ChildProcess train({COLO_EXECUTABLE, "train", spec, "--out", dir.file("out")}, {{"COLO_PROGRESS", "0"}},
+                     dir.file("train.log"));
+  Stopwatch waited;
+  while (read_json_lines_if_any(dir.file("out/metrics.jsonl")) < 1 && waited.elapsed_s() < 30) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  producer.kill_now();
+  int status = train.wait();
+  std::string log = read_file(dir.file("train.log"));
+  ASSERT_EQ(exit_code_of(status), 0) << log;
+  EXPECT_NE(log.find("now loads its own batches from " + producer.data_file()), std::string::npos) << log;
+  auto records = read_json_lines(dir.file("out/metrics.jsonl"));
+  ASSERT_EQ(records.size(), 200u) << log;
+  EXPECT_EQ(records.back()["step"].get<int64_t>(), 800) << "200 passes over 64 images in batches of 16";
+  EXPECT_GT(records.back()["train_accuracy"].get<double>(), 0.0);
+}
+
 TEST(ColoTrain, ASharedDataSetNeedsItsLoaderAndAReadableDataFile) {
   TempDir dir;
   expect_rejected(dir, mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\n"), "loader");
+  expect_rejected(dir,
+                  mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\nloader = \"ipc:///tmp/x.sock\"\n"
+                                            "on_producer_lost = \"load_locally\"\n"),
+                  "on_producer_lost");
   std::string spec = dir.write(
       "spec.toml", mlp_spec(dir.file("out"), "[data]\nname = \"shared\"\nloader = \"" + dir.file("d.toml") + "\"\n"));
   auto run = run_colo(dir, "train " + spec);

@@ -26,6 +26,11 @@ DataSpec parse_data_spec(const SpecTable& table) {
       table.fail("loader", "missing: data set " + spec.name + " needs the producer's DATA.toml or address");
     }
     spec.loader_timeout_s = table.number_or("loader_timeout_s", spec.loader_timeout_s, 0.5, 3600.0);
+    spec.load_locally_if_lost = table.choice_or("on_producer_lost", "raise", {"raise", "load_locally"}) == "load_locally";
+    if (spec.load_locally_if_lost && !loader_is_data_file(spec.loader)) {
+      table.fail("on_producer_lost", "\"load_locally\" needs `loader` to be the producer's DATA.toml (its pipeline), "
+                                     "not only its address");
+    }
   } else {
     spec.path = table.string_or("path", entry.default_path);
     if (spec.path.empty()) table.fail("path", "missing: data set " + spec.name + " needs a path");

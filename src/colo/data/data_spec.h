@@ -30,9 +30,12 @@ struct DataSpec {
   bool on_device = false;   // hold the whole data set on the training device
   // "shared" only: the producer's DATA.toml, or its address (ipc://, tcp://),
   // and the seconds of its silence after which training ends with
-  // ProducerLost (checkpoints already written stay).
+  // ProducerLost (checkpoints already written stay) or, with
+  // load_locally_if_lost (`on_producer_lost = "load_locally"`, a DATA.toml
+  // only), goes on decoding its own batches from that file.
   std::string loader;
   double loader_timeout_s = 30;
+  bool load_locally_if_lost = false;
 };
 
 // Reads a [data] table. Throws InputError for an unknown data set, a field

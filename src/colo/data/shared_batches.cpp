@@ -1,10 +1,15 @@
 #include "colo/data/shared_batches.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
+#include <random>
 
 #include <ATen/ATen.h>
 
 #include "colo/data/dataset_registry.h"
+#include "colo/core/stopwatch.h"
+#include "colo/data/image_folder.h"
 #include "colo/data/loader_server.h"
 
 namespace colo::data {
@@ -17,8 +22,8 @@ std::string address_of(const std::string& loader) {
 }  // namespace
 
 SharedBatches::SharedBatches(const std::string& loader, int64_t batch_size, const c10::Device& device,
-                             double timeout_s)
-    : device_(device) {
+                             double timeout_s, bool load_locally_if_lost)
+    : device_(device), data_file_(load_locally_if_lost && loader_is_data_file(loader) ? loader : "") {
   std::string address = address_of(loader);
   check_loader_address(address);
   client_ = std::make_unique<SharedLoaderClient>(address, batch_size, timeout_s);
@@ -51,19 +56,77 @@ InputShape SharedBatches::shape() const {
 
 std::optional<Batch> SharedBatches::next() {
   if (served_ >= batches_per_epoch()) return std::nullopt;
-  std::vector<int64_t> dims{client_->batch_size()};
-  for (int64_t d : client_->sample_shape()) dims.push_back(d);
+  if (!local_) {
+    try {
+      Batch batch = next_shared();
+      ++served_;
+      return batch;
+    } catch (const ProducerLost& lost) {
+      if (data_file_.empty()) throw;
+      load_locally(lost.what());
+    }
+  }
+  Batch batch = next_local();
+  ++served_;
+  return batch;
+}
+
+nlohmann::json SharedBatches::stats() const {
+  nlohmann::json stats = client_->stats();
+  if (local_) {
+    stats["wait_s"] = stats.value("wait_s", 0.0) + local_wait_s_;
+    stats["loads_locally"] = true;
+    stats["producer_lost"] = lost_;
+  }
+  return stats;
+}
+
+Batch SharedBatches::to_device(const at::Tensor& pixels, const at::Tensor& labels) const {
+  return Batch{pixels.to(device_).to(at::kFloat).mul_(scale_).add_(shift_), labels.to(device_)};
+}
+
+Batch SharedBatches::next_shared() {
   if (device_ring_) {
     auto [pixels, labels] = device_ring_->next();
-    ++served_;
     return Batch{pixels.to(at::kFloat).mul_(scale_).add_(shift_), labels};
   }
+  std::vector<int64_t> dims{client_->batch_size()};
+  for (int64_t d : client_->sample_shape()) dims.push_back(d);
   at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte));
   at::Tensor labels = at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong));
   client_->next_batch(pixels.data_ptr<uint8_t>(), labels.data_ptr<int64_t>());
-  ++served_;
-  at::Tensor inputs = pixels.to(device_).to(at::kFloat).mul_(scale_).add_(shift_);
-  return Batch{inputs, labels.to(device_)};
+  return to_device(pixels, labels);
+}
+
+void SharedBatches::load_locally(const std::string& why) {
+  std::fprintf(stderr, "colo: %s; this run now loads its own batches from %s\n", why.c_str(), data_file_.c_str());
+  lost_ = why;
+  device_ring_.reset();
+  ImagePipelineSpec pipeline = parse_loader_serve_spec(data_file_).pipeline;
+  local_ = std::make_unique<ImageDecoder>(scan_image_folder(pipeline.root), pipeline);
+}
+
+// Each pass over the images in an order of its own, drawn from the
+// pipeline's seed and the pass, as a job's own loader would.
+Batch SharedBatches::next_local() {
+  const int64_t n = client_->batch_size(), images = local_->folder().size();
+  if (local_order_.empty() || local_next_ + n > images) {
+    local_order_.resize(static_cast<size_t>(images));
+    std::iota(local_order_.begin(), local_order_.end(), int64_t{0});
+    std::mt19937_64 rng(local_->spec().seed + static_cast<uint64_t>(++local_pass_));
+    std::shuffle(local_order_.begin(), local_order_.end(), rng);
+    local_next_ = 0;
+  }
+  std::vector<int64_t> dims{n};
+  for (int64_t d : client_->sample_shape()) dims.push_back(d);
+  at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte));
+  at::Tensor labels = at::empty({n}, at::TensorOptions().dtype(at::kLong));
+  Stopwatch decoding;
+  local_->fill(local_order_.data() + local_next_, n, static_cast<uint64_t>(local_pass_), pixels.data_ptr<uint8_t>(),
+               labels.data_ptr<int64_t>());
+  local_wait_s_ += decoding.elapsed_s();
+  local_next_ += n;
+  return to_device(pixels, labels);
 }
 
 RunData open_run_data(const DataSpec& spec, int64_t batch_size, const c10::Device& device) {
@@ -72,7 +135,8 @@ RunData open_run_data(const DataSpec& spec, int64_t batch_size, const c10::Devic
     data.dataset = load_dataset(spec);
     return data;
   }
-  data.shared = std::make_unique<SharedBatches>(spec.loader, batch_size, device, spec.loader_timeout_s);
+  data.shared = std::make_unique<SharedBatches>(spec.loader, batch_size, device, spec.loader_timeout_s,
+                                                spec.load_locally_if_lost);
   data.dataset.name = spec.name + " (" + spec.loader + ")";
   data.dataset.shape = data.shared->shape();
   return data;
