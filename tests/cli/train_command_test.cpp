@@ -252,48 +252,55 @@ TEST(ColoTrain, ModelsSideBySideReadASharedLoadersProducerTogetherOrEachOnItsOwn
   EXPECT_EQ(last_step("ac/1-mlp/metrics.jsonl"), 24) << "batches of 8";
 }
 
-TEST(ColoTrain, AProducerKilledMidRunEndsTrainingWithAClearErrorAndKeepsItsCheckpoints) {
-  TempDir dir;
-  testing::SharedProducer producer(dir, 64);
+// What a `colo train` on a shared producer did when the producer was killed.
+struct RunWithProducerKilled {
+  int exit_code = 0;
+  std::string log;
+  double ended_after_s = 0;  // since the run started
+};
+
+// Trains an MLP for `epochs` on `producer`'s batches, with `data_lines` added
+// to its [data], and kills the producer once `epochs_before` epochs are
+// written (or after 30 s).
+RunWithProducerKilled train_and_kill_the_producer(const TempDir& dir, testing::SharedProducer& producer, int epochs,
+                                                  const std::string& data_lines, size_t epochs_before) {
   std::string spec = dir.write(
-      "spec.toml", "device = \"cpu\"\nepochs = 100000\nbatch_size = 16\ncheckpoint_every = 1\n"
-                   "[model]\nname = \"mlp\"\nwidths = [16]\n[data]\nname = \"shared\"\nloader = \"" +
-                       producer.data_file() + "\"\nloader_timeout_s = 2\n");
+      "spec.toml", "device = \"cpu\"\nepochs = " + std::to_string(epochs) +
+                       "\nbatch_size = 16\ncheckpoint_every = 1\n[model]\nname = \"mlp\"\nwidths = [16]\n"
+                       "[data]\nname = \"shared\"\nloader = \"" + producer.data_file() + "\"\n" + data_lines);
   ChildProcess train({COLO_EXECUTABLE, "train", spec, "--out", dir.file("out")}, {{"COLO_PROGRESS", "0"}},
                      dir.file("train.log"));
   Stopwatch waited;
-  while (read_json_lines_if_any(dir.file("out/metrics.jsonl")) < 2 && waited.elapsed_s() < 30) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (read_json_lines_if_any(dir.file("out/metrics.jsonl")) < epochs_before && waited.elapsed_s() < 30) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   producer.kill_now();
-  int status = train.wait();
-  std::string log = read_file(dir.file("train.log"));
-  EXPECT_NE(exit_code_of(status), 0) << log;
-  EXPECT_NE(log.find("producer"), std::string::npos) << log;
+  RunWithProducerKilled run;
+  run.exit_code = exit_code_of(train.wait());
+  run.ended_after_s = waited.elapsed_s();
+  run.log = read_file(dir.file("train.log"));
+  return run;
+}
+
+TEST(ColoTrain, AProducerKilledMidRunEndsTrainingWithAClearErrorAndKeepsItsCheckpoints) {
+  TempDir dir;
+  testing::SharedProducer producer(dir, 64);
+  RunWithProducerKilled run = train_and_kill_the_producer(dir, producer, 100000, "loader_timeout_s = 2\n", 2);
+  EXPECT_NE(run.exit_code, 0) << run.log;
+  EXPECT_NE(run.log.find("producer"), std::string::npos) << run.log;
   EXPECT_TRUE(path_exists(dir.file("out/checkpoint.pt"))) << "epochs finished before the loss stay saved";
-  EXPECT_LT(waited.elapsed_s(), 60);
+  EXPECT_LT(run.ended_after_s, 60);
 }
 
 TEST(ColoTrain, AProducerKilledMidRunIsReplacedByLocalDecodingWhenTheSpecSaysSo) {
   TempDir dir;
   testing::SharedProducer producer(dir, 64);
-  std::string spec = dir.write(
-      "spec.toml", "device = \"cpu\"\nepochs = 200\nbatch_size = 16\ncheckpoint_every = 1\n"
-                   "[model]\nname = \"mlp\"\nwidths = [16]\n[data]\nname = \"shared\"\nloader = \"" +
-                       producer.data_file() + "\"\nloader_timeout_s = 1\non_producer_lost = \"load_locally\"\n");
-  ChildProcess train({COLO_EXECUTABLE, "train", spec, "--out", dir.file("out")}, {{"COLO_PROGRESS", "0"}},
-                     dir.file("train.log"));
-  Stopwatch waited;
-  while (read_json_lines_if_any(dir.file("out/metrics.jsonl")) < 1 && waited.elapsed_s() < 30) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  producer.kill_now();
-  int status = train.wait();
-  std::string log = read_file(dir.file("train.log"));
-  ASSERT_EQ(exit_code_of(status), 0) << log;
-  EXPECT_NE(log.find("now loads its own batches from " + producer.data_file()), std::string::npos) << log;
+  RunWithProducerKilled run = train_and_kill_the_producer(
+      dir, producer, 200, "loader_timeout_s = 1\non_producer_lost = \"load_locally\"\n", 1);
+  ASSERT_EQ(run.exit_code, 0) << run.log;
+  EXPECT_NE(run.log.find("now loads its own batches from " + producer.data_file()), std::string::npos) << run.log;
   auto records = read_json_lines(dir.file("out/metrics.jsonl"));
-  ASSERT_EQ(records.size(), 200u) << log;
+  ASSERT_EQ(records.size(), 200u) << run.log;
   EXPECT_EQ(records.back()["step"].get<int64_t>(), 800) << "200 passes over 64 images in batches of 16";
   EXPECT_GT(records.back()["train_accuracy"].get<double>(), 0.0);
 }
