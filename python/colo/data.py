@@ -308,13 +308,14 @@ class SharedLoader:
         try:
             return self._next_shared_batch()
         except _core().ProducerLost as lost:
-            if self.on_producer_lost == "raise":
-                raise
             self._load_locally(lost)
             return next(self._local_batches)
 
     def _load_locally(self, lost):
-        """Drops the lost producer and reads on from a LocalImageLoader of the same data file."""
+        """Re-raises `lost` (on_producer_lost="raise"); else drops the lost
+        producer and reads on from a LocalImageLoader of the same data file."""
+        if self.on_producer_lost == "raise":
+            raise lost
         print(f"colo: {lost}; this job now loads its own batches from {self.data_file}", file=sys.stderr, flush=True)
         self.producer_lost = str(lost)
         self.final_stats = self.stats()
@@ -364,8 +365,6 @@ class SharedLoader:
         try:
             self._open_client().start_reading()
         except _core().ProducerLost as lost:
-            if self.on_producer_lost == "raise":
-                raise
             self._load_locally(lost)
 
     def stats(self):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,14 @@ uint64_t mix(uint64_t a, uint64_t b) {
 
 uint64_t image_sample_seed(uint64_t seed, uint64_t draw, int64_t index) {
   return mix(mix(seed, draw), static_cast<uint64_t>(index));
+}
+
+std::vector<int64_t> image_pass_order(int64_t images, uint64_t seed, int64_t pass) {
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(images, 0)));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(pass));
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
 }
 
 ImagePipelineSpec parse_image_pipeline(const SpecTable& table) {

@@ -102,6 +102,11 @@ class ImageDecoder {
 // seeded `seed` (what choose_crop gets).
 uint64_t image_sample_seed(uint64_t seed, uint64_t draw, int64_t index);
 
+// The order of pass `pass` over `images` images for a pipeline seeded
+// `seed`: a permutation of 0..images-1, the same for the same arguments
+// (a producer's epochs, and a job that decodes for itself once it lost one).
+std::vector<int64_t> image_pass_order(int64_t images, uint64_t seed, int64_t pass);
+
 // One sample's crop of a width x height image, in its pixels, and whether
 // it is flipped.
 struct CropBox {

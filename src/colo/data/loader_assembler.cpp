@@ -4,8 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -78,7 +76,7 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
   const int64_t slots = spec.buffer, chunk = spec.chunk;
   const int64_t ahead = spec.ahead;  // within the ring (LoaderServer's constructor)
   const int64_t images = s.decoder.folder().size();
-  std::vector<int64_t> order(static_cast<size_t>(images));
+  std::vector<int64_t> order;  // this epoch's (image_pass_order)
   int64_t epoch = -1, offset = images;
   std::vector<int64_t> indices;
   const int64_t pixels_at = loader_slot_pixels_offset(chunk);
@@ -164,9 +162,7 @@ void assemble_chunks(LoaderState& s, const LoaderServeSpec& spec) {
     if (offset >= images) {
       ++epoch;
       offset = 0;
-      std::iota(order.begin(), order.end(), 0);
-      std::mt19937_64 rng(spec.pipeline.seed * 1000003 + static_cast<uint64_t>(epoch));
-      std::shuffle(order.begin(), order.end(), rng);
+      order = image_pass_order(images, spec.pipeline.seed, epoch);
     }
     const int64_t n = std::min(chunk, images - offset);
     indices.assign(order.begin() + offset, order.begin() + offset + n);

@@ -1,9 +1,7 @@
 #include "colo/data/shared_batches.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <numeric>
-#include <random>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -85,15 +83,19 @@ Batch SharedBatches::to_device(const at::Tensor& pixels, const at::Tensor& label
   return Batch{pixels.to(device_).to(at::kFloat).mul_(scale_).add_(shift_), labels.to(device_)};
 }
 
+std::pair<at::Tensor, at::Tensor> SharedBatches::host_batch() const {
+  std::vector<int64_t> dims{client_->batch_size()};
+  for (int64_t d : client_->sample_shape()) dims.push_back(d);
+  return {at::empty(dims, at::TensorOptions().dtype(at::kByte)),
+          at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong))};
+}
+
 Batch SharedBatches::next_shared() {
   if (device_ring_) {
     auto [pixels, labels] = device_ring_->next();
-    return Batch{pixels.to(at::kFloat).mul_(scale_).add_(shift_), labels};
+    return to_device(pixels, labels);  // already there: normalised in place of a copy
   }
-  std::vector<int64_t> dims{client_->batch_size()};
-  for (int64_t d : client_->sample_shape()) dims.push_back(d);
-  at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte));
-  at::Tensor labels = at::empty({client_->batch_size()}, at::TensorOptions().dtype(at::kLong));
+  auto [pixels, labels] = host_batch();
   client_->next_batch(pixels.data_ptr<uint8_t>(), labels.data_ptr<int64_t>());
   return to_device(pixels, labels);
 }
@@ -106,21 +108,15 @@ void SharedBatches::load_locally(const std::string& why) {
   local_ = std::make_unique<ImageDecoder>(scan_image_folder(pipeline.root), pipeline);
 }
 
-// Each pass over the images in an order of its own, drawn from the
-// pipeline's seed and the pass, as a job's own loader would.
+// Each pass over the images in the order a producer of the same pipeline
+// gives its passes.
 Batch SharedBatches::next_local() {
   const int64_t n = client_->batch_size(), images = local_->folder().size();
   if (local_order_.empty() || local_next_ + n > images) {
-    local_order_.resize(static_cast<size_t>(images));
-    std::iota(local_order_.begin(), local_order_.end(), int64_t{0});
-    std::mt19937_64 rng(local_->spec().seed + static_cast<uint64_t>(++local_pass_));
-    std::shuffle(local_order_.begin(), local_order_.end(), rng);
+    local_order_ = image_pass_order(images, local_->spec().seed, ++local_pass_);
     local_next_ = 0;
   }
-  std::vector<int64_t> dims{n};
-  for (int64_t d : client_->sample_shape()) dims.push_back(d);
-  at::Tensor pixels = at::empty(dims, at::TensorOptions().dtype(at::kByte));
-  at::Tensor labels = at::empty({n}, at::TensorOptions().dtype(at::kLong));
+  auto [pixels, labels] = host_batch();
   Stopwatch decoding;
   local_->fill(local_order_.data() + local_next_, n, static_cast<uint64_t>(local_pass_), pixels.data_ptr<uint8_t>(),
                labels.data_ptr<int64_t>());

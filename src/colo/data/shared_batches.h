@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <c10/core/Device.h>
@@ -57,8 +58,10 @@ class SharedBatches {
   Batch next_shared();
   Batch next_local();
   void load_locally(const std::string& why);
-  // uint8 pixels and labels on the host to a normalised batch on the device.
+  // uint8 pixels and labels to a normalised batch on the device.
   Batch to_device(const at::Tensor& pixels, const at::Tensor& labels) const;
+  // Empty uint8 pixels and int64 labels of one batch, on the host.
+  std::pair<at::Tensor, at::Tensor> host_batch() const;
 
   std::unique_ptr<SharedLoaderClient> client_;
   std::unique_ptr<DeviceRingReader> device_ring_;  // destroyed before client_
