@@ -188,10 +188,16 @@ TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ::kill(first.pid(), SIGKILL);
   first.wait();
-  auto second = run_colo(dir, "run --store " + dir.file("jobs.db") + " --poll 0.1 --summary-json " + dir.file("sum.json"),
+  // Restarted as it was first started, the file given again: its jobs are
+  // resumed, not submitted a second time.
+  auto second = run_colo(dir, "run " + dir.file("jobs.toml") + " --store " + dir.file("jobs.db") +
+                                  " --poll 0.1 --summary-json " + dir.file("sum.json"),
                          "COLO_SIMULATED_GPUS=1");
   ASSERT_EQ(second.status, 0) << second.err << read_file(dir.file("first.log"));
+  EXPECT_NE(second.err.find("was submitted to " + dir.file("jobs.db") + " before (8 job(s), ids 1-8); resuming them"),
+            std::string::npos) << second.err;
   EXPECT_EQ(summary_of(dir)["completed"], 8);
+  EXPECT_EQ(summary_of(dir)["jobs"], 8) << "nothing submitted twice";
   std::map<int, int> runs;
   std::istringstream ledger(read_file(dir.file("ledger")));
   for (int index; ledger >> index;) ++runs[index];

@@ -19,7 +19,27 @@ Thresholds thresholds() {
   t.settle_active_s = 4;
   t.min_sm_gain = 0.03;
   t.saturation_floor = 0.5;
+  t.max_settling_per_gpu = 1;
+  t.settle_quiet_s = 4;
   return t;
+}
+
+// Several jobs settle at once on a GPU; a job of unknown memory may join a busy one.
+Thresholds sharing_thresholds() {
+  Thresholds t = thresholds();
+  t.settle_active_s = 3;
+  t.settle_warmup_s = 1;
+  t.settle_quiet_s = 9;
+  t.settle_s = 60;
+  t.max_settling_per_gpu = 2;
+  t.mem_margin_bytes = kGiB;
+  return t;
+}
+
+JobRequest provisional(int64_t id, int gpus = 1) {
+  JobRequest r{id, std::nullopt, 0, false, 0, gpus};
+  r.provisional = true;
+  return r;
 }
 
 TEST(GpuLedger, AGpuIsSteadyWhileItsReadingsAreOneValueAndNoJobSettles) {
@@ -136,6 +156,85 @@ TEST(GpuLedger, ExclusiveModeHoldsABusyGpu) {
   ledger.place(request(1, 4), {0}, 0);
   EXPECT_TRUE(ledger.views(0)[0].held_exclusively);
   EXPECT_EQ(ledger.views(0)[0].closed_reason, "") << "nothing settles when nothing can join";
+}
+
+TEST(GpuLedger, AJobThatReportsProgressIsMeasuredFromItsFirstReportNotItsStartUp) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, sharing_thresholds());
+  ledger.place(request(1, 4, 0.2), {0}, 0);  // a neighbour already training
+  for (double t = 0; t <= 4; t += 1) ledger.observe(0, t, 0.2, std::nullopt);
+  ledger.place(request(2, 4), {0}, 4);
+  ledger.observe_peak(2, kGiB, 5);  // its CUDA context: start-up
+  for (double t = 5; t <= 12; t += 1) ledger.observe(0, t, 0.22, std::nullopt);
+  ledger.observe_peak(2, 6 * kGiB, 12);  // it builds its model
+  for (double t = 13; t <= 15; t += 1) ledger.observe(0, t, 0.22, std::nullopt);
+  ledger.started_training(2, 15);
+  for (double t = 16; t <= 19; t += 1) ledger.observe(0, t, 0.6, std::nullopt);
+  EXPECT_TRUE(ledger.settle(18.9).empty()) << "1 s of warm-up and 3 s of training are not over";
+  auto measured = ledger.settle(19);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(measured[0].share, 0.38, 1e-9) << "0.6 while training against 0.22 just before; the neighbour "
+                                             << "began long before that baseline";
+}
+
+TEST(GpuLedger, AJobThatReportsNoProgressSettlesOnceItsMemoryHasBeenQuietLongEnough) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, sharing_thresholds());
+  ledger.place(request(1, 4), {0}, 0);
+  ledger.observe_peak(1, kGiB, 1);
+  ledger.observe_peak(1, 5 * kGiB, 4);
+  EXPECT_DOUBLE_EQ(ledger.next_settle_s(), 13) << "quiet 9 s after its last growth";
+}
+
+TEST(GpuLedger, TwoJobsSettlingTogetherShareTheRiseTheyCausedAndAThirdWaits) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, sharing_thresholds());
+  ledger.observe(0, 0, 0.0, std::nullopt);
+  ledger.place(request(1, 4), {0}, 0);
+  EXPECT_EQ(ledger.views(0)[0].settling_reason, "") << "one of two settling places taken: another may join";
+  ledger.place(request(2, 4), {0}, 0);
+  EXPECT_NE(ledger.views(0)[0].settling_reason.find("2 jobs settling"), std::string::npos);
+  EXPECT_FALSE(common_rules(request(3, 4), ledger.views(0)[0])) << "a third of unknown share waits";
+  EXPECT_TRUE(common_rules(request(3, 4, 0.2), ledger.views(0)[0])) << "one of known share may join";
+  for (double t = 1; t <= 10; t += 1) ledger.observe(0, t, 0.0, std::nullopt);
+  ledger.started_training(1, 10);
+  ledger.started_training(2, 10);
+  for (double t = 11; t <= 14; t += 1) ledger.observe(0, t, 0.6, std::nullopt);
+  auto measured = ledger.settle(14);
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_NEAR(measured[0].share, 0.3, 1e-9) << "both began training at once: the 0.6 rise is split";
+  EXPECT_NEAR(measured[1].share, 0.3, 1e-9) << "job 1, measured by now, is taken off job 2's rise";
+}
+
+TEST(GpuLedger, AProvisionalJobReservesWhatItWasGivenUntilItsPeakIsMeasuredThenThatPeakPlusATenth) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, sharing_thresholds());
+  ledger.place(request(1, 9, 0.3), {0}, 0);  // reserves 10 GiB with the margin
+  JobRequest job = provisional(2);
+  job.mem_bytes = provisional_reservation(ledger.view(0, 0), sharing_thresholds());
+  EXPECT_EQ(*job.mem_bytes, 69 * kGiB) << "70 GiB free less the margin";
+  ledger.place(job, {0}, 0);
+  EXPECT_EQ(ledger.view(0, 0).mem_free_bytes, 0);
+  ledger.observe_peak(2, 2 * kGiB, 1);
+  ledger.observe_peak(2, 8 * kGiB, 5);
+  EXPECT_TRUE(ledger.measure_provisional(13).empty()) << "without progress reports: 9 s quiet after 5 s";
+  ledger.started_training(2, 6);
+  EXPECT_TRUE(ledger.measure_provisional(8.9).empty());
+  auto measured = ledger.measure_provisional(9);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].peak_bytes, 8 * kGiB);
+  EXPECT_EQ(ledger.view(0, 9).mem_free_bytes, 80 * kGiB - 10 * kGiB - (8 * kGiB + 8 * kGiB / 10) - kGiB);
+  EXPECT_TRUE(ledger.measure_provisional(20).empty()) << "measured once";
+}
+
+TEST(GpuLedger, AProvisionalJobJoinsABusyGpuOnlyWithRoomAndAJobOfUnknownMemoryOtherwiseOnlyAnEmptyOne) {
+  Thresholds t = sharing_thresholds();
+  t.min_provisional_bytes = 4 * kGiB;
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
+  ledger.place(request(1, 70, 0.3), {0}, 0);  // 71 GiB reserved, 9 GiB free
+  JobRequest opaque{2, std::nullopt, 0.1, false, 0, 1};
+  EXPECT_EQ(collocation_thresholds(opaque, ledger.view(0, 0), t).why, Fit::Why::kMemoryUnknown);
+  EXPECT_TRUE(collocation_thresholds(provisional(2), ledger.view(0, 0), t));
+  ledger.place(request(3, 5, 0.1), {0}, 0);  // 6 GiB more: 3 GiB free
+  Fit full = collocation_thresholds(provisional(2), ledger.view(0, 0), t);
+  EXPECT_EQ(full.why, Fit::Why::kProvisional);
+  EXPECT_NE(full.reason().find("at least 4.0 GiB free"), std::string::npos) << full.reason();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -92,6 +93,44 @@ TEST(Runner, AMultiGpuJobSeesAllItsGpusAndStartsOnlyWhenAllAreFree) {
       << "never partly started: it waited for both GPUs";
   std::string visible = read_file(dir.file("two.gpus"));
   EXPECT_EQ(std::count(visible.begin(), visible.end(), ','), 1) << "both GPUs listed: " << visible;
+}
+
+JobSpec model_table_job(const std::string& name, const std::string& builder) {
+  JobSpec spec = shell_job(name, "sleep 0.2");
+  spec.mem_bytes.reset();
+  spec.model = estimate::PythonModelSource{builder, {3, 224, 224}, 0, 64, "adam", 0};
+  return spec;
+}
+
+TEST(Runner, ModelEstimatesRunInTheBackgroundOnceEachAndJobsJoinAsTheirsArrive) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  gpu::SimulatedGpuSpec spec;
+  std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, spec)};
+  std::atomic<bool> release{false};
+  std::atomic<int> calls{0};
+  RunnerOptions options = quick_options(dir);
+  options.estimate_model = [&](const JobSpec&) {
+    ++calls;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return ModelEstimate{int64_t{10} << 30, "fake"};
+  };
+  store.submit({model_table_job("first", "models:a"), model_table_job("second", "models:b"),
+                model_table_job("same as second", "models:b"), shell_job("known", "sleep 0.2")});
+  Runner runner(store, devices, options);
+  runner.step();
+  EXPECT_EQ(store.get(1)->state, JobState::kRunning) << "the GPU was empty: it starts before its estimate";
+  EXPECT_FALSE(store.get(1)->spec.mem_bytes.has_value());
+  auto second = store.get(2);
+  EXPECT_EQ(second->state, JobState::kPending);
+  EXPECT_NE(second->reason.find("waiting for its memory estimate"), std::string::npos) << second->reason;
+  EXPECT_EQ(store.get(4)->state, JobState::kRunning) << "a job of known memory is not held back";
+  release = true;
+  runner.run_until_done();
+  for (const auto& job : store.list()) EXPECT_EQ(job.state, JobState::kCompleted) << job.spec.name << " " << job.reason;
+  EXPECT_EQ(store.get(2)->spec.mem_bytes, (int64_t{11} << 30)) << "the estimate plus 10%, kept with the job";
+  EXPECT_EQ(store.get(3)->spec.mem_bytes, (int64_t{11} << 30));
+  EXPECT_EQ(calls.load(), 2) << "models:a and models:b, once each";
 }
 
 TEST(Runner, AStoredJobAskingForMoreGpusThanTheHostHasFailsSayingWhyInsteadOfWaitingForEver) {
@@ -195,7 +234,9 @@ TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
   other.sm_share.reset();
   auto ids = store.submit({settling, same_model, other});
   std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})};
-  Runner runner(store, devices, quick_options(dir));
+  RunnerOptions one_settles = quick_options(dir);
+  one_settles.thresholds.max_settling_per_gpu = 1;  // so that a job of unknown share is seen to wait
+  Runner runner(store, devices, one_settles);
   runner.step();
   EXPECT_EQ(store.get(ids[0])->state, JobState::kRunning);
   EXPECT_EQ(store.get(ids[1])->state, JobState::kRunning) << "predicted 0.3 from the same model: " << store.get(ids[1])->reason;
@@ -212,7 +253,7 @@ TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {
   again.record_sm_share(measured, 0.3);
   again.mark_finished(measured, JobState::kCompleted, 0, "", std::nullopt, 0);
   auto later = again.submit({settling, same_model});
-  RunnerOptions options = quick_options(dir);
+  RunnerOptions options = one_settles;
   options.predict_shares = false;
   Runner cautious(again, devices, options);
   cautious.step();

@@ -13,6 +13,7 @@
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/interrupt_cleanup.h"
+#include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
 #include "colo/gpu/device.h"
 #include "colo/sched/batch_totals.h"
@@ -28,6 +29,16 @@ struct RunArgs {
   bool serve = false;
   std::string out;  // a `colo report` directory, with the GPU timeline of the batch
 };
+
+// What names a job file in a store: its absolute path and a digest of its
+// content (FNV-1a), so that an edited file counts as new work.
+std::string job_file_source(const std::string& path) {
+  uint64_t digest = 1469598103934665603ull;
+  for (unsigned char c : read_file(path)) digest = (digest ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  return absolute_path(path) + "#" + hex;
+}
 
 int run_batch(const RunArgs& args) {
   std::string store_path = args.scheduling.store;
@@ -47,9 +58,16 @@ int run_batch(const RunArgs& args) {
   }
   if (!args.out.empty()) ensure_writable_dir(args.out, "--out", "");  // before anything is submitted
   sched::JobStore store(store_path);
-  if (!specs.empty()) {
-    server::fill_memory_estimates(specs, &store);
-    auto ids = store.submit(specs);
+  std::string source = args.jobs_file.empty() ? "" : job_file_source(args.jobs_file);
+  std::vector<int64_t> earlier = source.empty() ? std::vector<int64_t>{} : store.submitted_from(source);
+  if (!earlier.empty()) {
+    // A restart after a crash: the file's jobs are in the store already.
+    std::fprintf(stderr, "colo run: %s was submitted to %s before (%zu job(s), ids %lld-%lld); resuming them\n",
+                 args.jobs_file.c_str(), store_path.c_str(), earlier.size(), static_cast<long long>(earlier.front()),
+                 static_cast<long long>(earlier.back()));
+  } else if (!specs.empty()) {
+    server::fill_memory_estimates(specs, &store, server::PythonModels::kByScheduler);
+    auto ids = store.submit(specs, source);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }
   double t0 = unix_time_s();
@@ -103,7 +121,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", args->out,
                   "write summary.json, jobs_<policy>_<mode>.jsonl and timeline_gpus.csv here (for colo report)");
   cmd->footer("\nKilled and restarted with the same --store, it adopts jobs still running, settles those\n"
-              "that ended (from their status files) and requeues the rest: no job is lost or run twice.");
+              "that ended (from their status files) and requeues the rest: no job is lost or run twice.\n"
+              "Given the same jobs file again (unchanged), it submits nothing new and resumes its jobs.");
   cmd->callback([args, &exit_code] { exit_code = run_batch(*args); });
 }
 

@@ -32,10 +32,12 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
-PythonModelEstimator::PythonModelEstimator(std::string python, std::string package_dir, double timeout_s)
+PythonModelEstimator::PythonModelEstimator(std::string python, std::string package_dir, double timeout_s,
+                                           int threads)
     : python_(python.empty() ? env_or("COLO_PYTHON", COLO_BUILD_PYTHON) : std::move(python)),
       package_dir_(package_dir.empty() ? env_or("COLO_PYTHONPATH", COLO_BUILD_PYTHONPATH) : std::move(package_dir)),
-      timeout_s_(timeout_s) {}
+      timeout_s_(timeout_s),
+      threads_(threads) {}
 
 MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
   if (!request.python_model) return MemoryEstimate::unknown(name(), "needs the job's model ([job.model])");
@@ -47,6 +49,11 @@ MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
                                 "--optimizer", m.optimizer, "--eval-batch", std::to_string(m.eval_batch_size)};
   EnvironmentOverrides env{{"PYTHONPATH", package_dir_ + ":" + env_or("PYTHONPATH", "")},
                            {"CUDA_VISIBLE_DEVICES", ""}};
+  if (threads_ > 0) {
+    for (const char* variable : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+      env[variable] = std::to_string(threads_);
+    }
+  }
   ProcessResult run = run_process(argv, env, "", timeout_s_);
   if (run.timed_out) return MemoryEstimate::unknown(name(), "estimating " + m.builder + " took over the time limit");
   std::string line = last_line(run.output);

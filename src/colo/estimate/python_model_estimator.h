@@ -15,7 +15,10 @@ class PythonModelEstimator : public Estimator {
   // `python`: the interpreter whose torch colo._core was built for;
   // `package_dir`: the directory holding the colo package (build/python).
   // Defaults: $COLO_PYTHON and $COLO_PYTHONPATH, else the build's own.
-  PythonModelEstimator(std::string python = "", std::string package_dir = "", double timeout_s = 300);
+  // `threads` > 0 caps the child's CPU threads (OMP_NUM_THREADS), so that
+  // several estimates at once do not each take every core.
+  PythonModelEstimator(std::string python = "", std::string package_dir = "", double timeout_s = 300,
+                       int threads = 0);
   std::string name() const override { return "python-model"; }
   // Needs request.python_model; unknown (with the child's last error line)
   // when the model cannot be imported, built or run.
@@ -24,6 +27,7 @@ class PythonModelEstimator : public Estimator {
  private:
   std::string python_, package_dir_;
   double timeout_s_;
+  int threads_;
 };
 
 }  // namespace colo::estimate

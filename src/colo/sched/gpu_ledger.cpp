@@ -52,6 +52,7 @@ void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, d
   remove(request.id, now_s);
   jobs_[request.id] = entry;
   if (entry.settling) ++settling_;
+  if (request.provisional) ++provisional_;
   for (int g : gpus) {
     on_gpu_.at(static_cast<size_t>(g)).push_back(request.id);
     if (entry.settling) ++gpus_.at(static_cast<size_t>(g)).settling_jobs;
@@ -79,6 +80,7 @@ std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   }
   if (job.settling) --settling_;
+  if (job.request.provisional) --provisional_;
   jobs_.erase(it);
   return measured;
 }
@@ -92,21 +94,51 @@ void GpuLedger::observe_peak(int64_t id, int64_t bytes, double now_s) {
   job.peak_bytes = std::max(job.peak_bytes, bytes);
 }
 
+void GpuLedger::started_training(int64_t id, double now_s) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.training_since_s >= 0) return;
+  LedgerEntry& job = it->second;
+  job.training_since_s = now_s;
+  if (job.active_since_s < 0) job.active_since_s = now_s;
+  // Its baseline is the GPU as it was just before it began to train, so
+  // that neighbours which joined during its start-up are not counted as its.
+  if (job.settling && !job.gpus.empty()) {
+    job.activity_before = mean_activity(gpus_.at(static_cast<size_t>(job.gpus[0])), now_s);
+  }
+}
+
+double GpuLedger::began_s(const LedgerEntry& job) {
+  if (job.training_since_s >= 0) return job.training_since_s;
+  return job.active_since_s >= 0 ? job.active_since_s : job.start_s;
+}
+
 double GpuLedger::settles_at(const LedgerEntry& job) const {
+  if (job.training_since_s >= 0) {
+    return job.training_since_s + thresholds_.settle_warmup_s + thresholds_.settle_active_s;
+  }
   double latest = job.start_s + thresholds_.settle_s;
   if (job.active_since_s < 0) return latest;
-  return std::min(latest, std::max(job.active_since_s, job.last_growth_s) + thresholds_.settle_active_s);
+  return std::min(latest, std::max(job.active_since_s, job.last_growth_s) + thresholds_.settle_quiet_s);
 }
 
 MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_s) {
   int first = job.gpus.at(0);
-  double activity = mean_activity(gpus_.at(static_cast<size_t>(first)), now_s, job.active_since_s);
+  const double began = began_s(job);
+  const double baseline_at = job.training_since_s >= 0 ? job.training_since_s : job.start_s;
+  double activity = mean_activity(gpus_.at(static_cast<size_t>(first)), now_s, began + thresholds_.settle_warmup_s);
   double rise = activity - job.activity_before;
+  int rising = 1;  // settling jobs whose activity rose with its own
   for (int64_t other : on_gpu_.at(static_cast<size_t>(first))) {
     const LedgerEntry& o = jobs_.at(other);
-    if (other != id && o.start_s > job.start_s && !o.settling) rise -= o.sm_share;
+    // Jobs that began within its baseline's window or later rose with it.
+    if (other == id || began_s(o) <= baseline_at - averaging_window_s(thresholds_)) continue;
+    if (o.settling) {
+      ++rising;
+    } else {
+      rise -= o.sm_share;
+    }
   }
-  MeasuredShare m{id, std::clamp(rise, kMinMeasuredShare, 1.0), false};
+  MeasuredShare m{id, std::clamp(rise / rising, kMinMeasuredShare, 1.0), false};
   bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
   m.saturated = had_others && rise < thresholds_.min_sm_gain && activity >= thresholds_.saturation_floor;
   return m;
@@ -159,6 +191,24 @@ double GpuLedger::next_settle_s() const {
   return next;
 }
 
+std::vector<MeasuredPeak> GpuLedger::measure_provisional(double now_s) {
+  std::vector<MeasuredPeak> measured;
+  if (provisional_ == 0) return measured;
+  for (auto& [id, job] : jobs_) {
+    if (!job.request.provisional || job.active_since_s < 0) continue;
+    double quiet_since = std::max(job.active_since_s, job.last_growth_s);
+    double due = job.training_since_s >= 0
+                     ? std::max(job.training_since_s, quiet_since) + thresholds_.settle_active_s
+                     : quiet_since + thresholds_.settle_quiet_s;
+    if (now_s < due - 1e-9) continue;
+    job.request.provisional = false;
+    job.request.mem_bytes = job.peak_bytes + job.peak_bytes / 10;
+    --provisional_;
+    measured.push_back({id, job.peak_bytes});
+  }
+  return measured;
+}
+
 std::vector<int64_t> GpuLedger::jobs_on(int gpu) const { return on_gpu_.at(static_cast<size_t>(gpu)); }
 
 double GpuLedger::energy_share(int64_t id) const {
@@ -192,6 +242,7 @@ GpuView GpuLedger::view(int index, double now_s) const {
     v.mem_total_bytes = state.mem_total_bytes;
     int64_t reserved = 0;
     double shares = 0;
+    int settling = 0;
     for (int64_t id : on_gpu_[g]) {
       const LedgerEntry& job = jobs_.at(id);
       ++v.jobs;
@@ -199,10 +250,12 @@ GpuView GpuLedger::view(int index, double now_s) const {
       reserved += std::max(reservation, job.peak_bytes);
       shares += job.sm_share;
       if (job.request.must_run_alone) v.held_exclusively = true;
-      if (job.settling && v.settling_reason.empty()) {
-        double left = settles_at(job) - now_s;
-        v.settling_reason = "job " + std::to_string(id) + " settling (SM share unknown, at most " +
-                            fixed(std::max(left, 0.0), 1) + " s left)";
+      if (job.settling && ++settling >= std::max(thresholds_.max_settling_per_gpu, 1) && v.settling_reason.empty()) {
+        v.settling_reason = (settling == 1 ? "job " + std::to_string(id) + " settling"
+                                           : std::to_string(settling) + " jobs settling, the last job " +
+                                                 std::to_string(id)) +
+                            " (SM share unknown, at most " + fixed(std::max(settles_at(job) - now_s, 0.0), 1) +
+                            " s left)";
       }
     }
     v.closed_reason = state.saturated;

@@ -8,11 +8,15 @@
 // its measured peak; a reading of the device's free memory caps what is left.
 // SM activity: the larger of the measured activity (mean over the last
 // `settle_active_s` seconds) and the sum of the shares known for its jobs.
-// A job of unknown share settles: its GPUs take no other job of unknown
-// share until its memory there has stopped growing for `settle_active_s`
-// (it trains), at most `settle_s` after it starts; then its share is the
-// rise of their activity since it started, less the known shares of jobs
-// that joined meanwhile. When that rise is below `min_sm_gain` on a GPU at
+// A job of unknown share settles; up to `max_settling_per_gpu` settle on a
+// GPU at once. A job that reports training progress settles over the
+// `settle_active_s` after its first report (started_training); one that
+// does not, once its memory has stopped growing for three times that, at
+// most `settle_s` after it starts. Its share is the rise of its first GPU's
+// activity over its baseline (the mean just before it began training, or
+// at launch), less the known shares of jobs that began after that
+// baseline; a rise shared with other settling jobs that began meanwhile is
+// split evenly between them. When that rise is below `min_sm_gain` on a GPU at
 // least `saturation_floor` busy that had other jobs, the GPU's aggregate has
 // stopped growing and it takes no job until one leaves it. A job that ends
 // while settling, after some active time, is measured as it ends.
@@ -41,6 +45,15 @@ struct LedgerEntry {
   int64_t peak_bytes = 0;      // largest measured use on one of its GPUs
   double active_since_s = -1;  // when its memory first showed on a GPU; -1 = not yet
   double last_growth_s = -1;   // when its measured memory last grew
+  double training_since_s = -1;  // its first progress report; -1 = none yet
+};
+
+// The peak a provisional job (JobRequest::provisional) reached once its
+// memory stopped growing: what it reserves from then on, and what a later
+// job of the same command may be given.
+struct MeasuredPeak {
+  int64_t id = 0;
+  int64_t peak_bytes = 0;
 };
 
 // A share measured when a job's settle window ended.
@@ -65,6 +78,14 @@ class GpuLedger {
   // The job's measured use on one GPU at `now_s`; the largest is kept, and
   // the first use above zero starts its active time.
   void observe_peak(int64_t id, int64_t bytes, double now_s);
+  // The job reported training progress for the first time at `now_s`: its
+  // share is measured from here (see above). Later calls change nothing.
+  void started_training(int64_t id, double now_s);
+  // Provisional jobs whose memory has stopped growing by `now_s` (for
+  // settle_active_s after their first progress report, else for three
+  // times that) reserve their measured peak plus 10% from now on, and
+  // come back with it.
+  std::vector<MeasuredPeak> measure_provisional(double now_s);
   // A reading of GPU `gpu` at `now_s`; nullopt where the device cannot tell.
   void observe(int gpu, double now_s, std::optional<double> sm_activity, std::optional<int64_t> mem_free_bytes);
   // Closes GPU `gpu` to further jobs, for `why`, until one of its jobs
@@ -100,6 +121,9 @@ class GpuLedger {
   // Mean reading over the averaging window, counting none before `since_s`.
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
   double settles_at(const LedgerEntry& job) const;
+  // When a job's own activity began to count: its first progress report,
+  // else its first memory on the GPU, else its launch.
+  static double began_s(const LedgerEntry& job);
   // The settling job's share now: the rise of its first GPU's activity less
   // the known shares of jobs that joined it since.
   MeasuredShare measure(int64_t id, const LedgerEntry& job, double now_s);
@@ -108,6 +132,7 @@ class GpuLedger {
   CollocationMode mode_;
   Thresholds thresholds_;
   std::map<int64_t, LedgerEntry> jobs_;
+  int provisional_ = 0;  // provisional jobs not yet measured
   int settling_ = 0;  // jobs whose share is being measured (settle() and next_settle_s() skip the walk at 0)
   std::vector<std::vector<int64_t>> on_gpu_;  // job ids by GPU
 };

@@ -37,6 +37,9 @@ std::string Fit::reason() const {
     case Why::kRecoveryMinimum:
       return "held for recovery: needs " + bytes_human(need) + " free, " + bytes_human(have) + " free";
     case Why::kMemoryUnknown: return "memory unknown: waits for an empty GPU";
+    case Why::kProvisional:
+      return "memory unknown: joins a busy GPU with at least " + bytes_human(need) + " free, " +
+             bytes_human(std::max(have, 0.0)) + " free";
     case Why::kSmActivity: return "SM activity " + fixed(have, 2) + " > " + fixed(need, 2);
     case Why::kMemory:
       return "memory: needs " + bytes_human(need) + " with margin, " + bytes_human(std::max(have, 0.0)) + " free";
@@ -59,12 +62,22 @@ Fit common_rules(const JobRequest& job, const GpuView& gpu) {
 
 Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t) {
   if (gpu.jobs == 0) return Fit::yes();  // an empty GPU always takes a job
-  if (!job.mem_bytes) return Fit::no(Fit::Why::kMemoryUnknown);
+  if (!job.mem_bytes && !job.provisional) return Fit::no(Fit::Why::kMemoryUnknown);
   if (gpu.sm_activity > t.max_sm_activity) return Fit::no(Fit::Why::kSmActivity, t.max_sm_activity, gpu.sm_activity);
+  if (!job.mem_bytes) {
+    if (gpu.mem_free_bytes < t.min_provisional_bytes) {
+      return Fit::no(Fit::Why::kProvisional, double(t.min_provisional_bytes), double(gpu.mem_free_bytes));
+    }
+    return Fit::yes();
+  }
   if (gpu.mem_free_bytes < *job.mem_bytes + t.mem_margin_bytes) {
     return Fit::no(Fit::Why::kMemory, double(*job.mem_bytes + t.mem_margin_bytes), double(gpu.mem_free_bytes));
   }
   return Fit::yes();
+}
+
+int64_t provisional_reservation(const GpuView& gpu, const Thresholds& t) {
+  return std::max<int64_t>(gpu.mem_free_bytes - t.mem_margin_bytes, 0);
 }
 
 GpuRoom room_of(const std::vector<GpuView>& gpus, const Thresholds& t) {
@@ -79,7 +92,7 @@ GpuRoom room_of(const std::vector<GpuView>& gpus, const Thresholds& t) {
 
 bool might_fit(const JobRequest& job, const GpuRoom& room, const Thresholds& t) {
   if (room.empty >= job.gpus) return true;
-  if (!job.mem_bytes) return false;
+  if (!job.mem_bytes) return job.provisional && room.most_free_open_bytes >= t.min_provisional_bytes;
   return std::max(*job.mem_bytes + t.mem_margin_bytes, job.min_free_bytes) <= room.most_free_open_bytes;
 }
 

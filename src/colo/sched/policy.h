@@ -25,8 +25,9 @@ struct GpuView {
   // Non-empty while the GPU takes no further job whatever its load: the last
   // job added did not raise its SM activity (gpu_ledger.h). Says why.
   std::string closed_reason;
-  // Non-empty while a job of unknown SM share settles on it: it takes no
-  // other job of unknown share until that share is measured. Says why.
+  // Non-empty while Thresholds::max_settling_per_gpu jobs of unknown SM
+  // share settle on it: it takes no other job of unknown share until one of
+  // those shares is measured. Says why.
   std::string settling_reason;
 };
 
@@ -38,6 +39,12 @@ struct JobRequest {
   bool must_run_alone = false;       // OOM recovery under RAD-RM's rule
   int64_t min_free_bytes = 0;        // OOM recovery under the peak + margin rule
   int gpus = 1;                      // placed on this many GPUs at once, all or none
+  // Its memory is unknown (no estimate, model or history) and it may share
+  // a GPU anyway: it reserves what is free there, less the margin, until
+  // its peak is measured (GpuLedger::measure_provisional); OOM recovery is
+  // the safety net, as in RAD-RM. Unset, a job of unknown memory only goes
+  // on an empty GPU.
+  bool provisional = false;
 };
 
 // Thresholds RAD-RM uses for collocation.
@@ -48,8 +55,23 @@ struct Thresholds {
   // until its memory on the GPU has stopped growing for settle_active_s (it
   // trains), at most settle_s after it starts; then its share is measured as
   // the rise of the GPU's activity, averaged over the last settle_active_s.
-  double settle_s = 20.0;
+  // A job that reports its training progress (job_progress.h) is measured
+  // over the settle_active_s after its first report instead, whenever that
+  // comes: start-up (imports, building the model) never counts.
+  double settle_s = 60.0;
   double settle_active_s = 3.0;
+  // Seconds after a first progress report that are not yet counted (the
+  // first steps' compilation and allocation).
+  double settle_warmup_s = 1.0;
+  // A job that reports no progress settles once its memory has been quiet
+  // this long (start-up often pauses shorter than this).
+  double settle_quiet_s = 9.0;
+  // Jobs of unknown share that may settle on one GPU at once; a share
+  // measured while others rose too is split between them.
+  int max_settling_per_gpu = 3;
+  // A job of unknown memory (JobRequest::provisional) joins a busy GPU only
+  // where at least this much is free as the scheduler accounts it.
+  int64_t min_provisional_bytes = int64_t{4} << 30;
   // A GPU at least `saturation_floor` busy whose SM activity rose by less
   // than min_sm_gain when its last job settled has stopped growing: it takes
   // no further job until one leaves.
@@ -73,6 +95,7 @@ struct Fit {
     kMustRunAlone,     // the job recovers alone and the GPU is busy
     kRecoveryMinimum,  // need: bytes free the recovery asks, have: bytes free
     kMemoryUnknown,    // a job of unknown memory waits for an empty GPU
+    kProvisional,      // need: free bytes a provisional job joins with, have: bytes free
     kSmActivity,       // have: the GPU's activity, need: the ceiling
     kMemory,           // need: estimate + margin, have: bytes free
     kSmHeadroom,       // have: the GPU's activity, need: the job's share
@@ -122,8 +145,13 @@ Fit common_rules(const JobRequest& job, const GpuView& gpu);
 
 // RAD-RM's collocation thresholds: SM activity at most the maximum, and free
 // memory at least the estimate plus the margin. A job of unknown memory
-// only goes on an empty GPU.
+// only goes on an empty GPU, unless it is provisional: then on any GPU with
+// at least Thresholds::min_provisional_bytes free.
 Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t);
+
+// What a provisional job (JobRequest::provisional) placed on `gpu` reserves
+// there: its free memory less the margin (never below zero).
+int64_t provisional_reservation(const GpuView& gpu, const Thresholds& t);
 
 // What a set of GPUs has room for, summed up once: how many are empty, and
 // the most free memory on one that is open (not held or closed, SM activity

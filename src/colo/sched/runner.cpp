@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -66,12 +67,17 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
     options_.mode = CollocationMode::kExclusive;  // one job a slot
   }
   if (options_.log_dir.empty()) options_.log_dir = store_.path() + ".logs";
+  // Jobs run in their own directories: a relative --store must not move their status files.
+  options_.log_dir = absolute_path(options_.log_dir);
   std::string error = make_directories(options_.log_dir);
   if (!error.empty()) throw InputError(options_.log_dir, "", "cannot create the job log directory: " + error);
   learn_shares();
   loaders_ = std::make_unique<LoaderProducers>(
       options_.colo_program.empty() ? colo_program_beside_this_one() : options_.colo_program, options_.log_dir);
   throughput_watch_ = ThroughputWatch(options_.thresholds.min_throughput_gain, options_.thresholds.settle_s);
+  if (options_.estimate_model) {
+    estimates_ = std::make_unique<ModelEstimates>(store_, options_.estimate_model, options_.parallel_estimates);
+  }
 }
 
 Runner::~Runner() = default;  // quits an MPS daemon it started, unless detach() left it to the jobs
@@ -117,7 +123,13 @@ void Runner::observe_progress(Active& job) {
            std::any_of(other.gpus.begin(), other.gpus.end(),
                        [&](int g) { return std::find(job.gpus.begin(), job.gpus.end(), g) != job.gpus.end(); });
   });
-  if (auto reading = read_progress_file(progress_path(job.id))) job.progress.observe(*reading, job.alone && alone);
+  if (auto reading = read_progress_file(progress_path(job.id))) {
+    job.progress.observe(*reading, job.alone && alone);
+    if (!job.training_seen && reading->samples > 0) {
+      job.training_seen = true;
+      ledger_.started_training(job.id, clock_.elapsed_s());
+    }
+  }
   job.alone = alone;
 }
 
@@ -193,6 +205,10 @@ JobRequest Runner::request_for(const JobRecord& job) const {
     auto learned = learned_peak_.find(command_key(job.spec));
     if (learned != learned_peak_.end()) request.mem_bytes = learned->second + learned->second / 10;
   }
+  // A simulated GPU shows no process's memory, so no peak could be measured.
+  request.provisional = !request.mem_bytes && has_gpus_ && options_.provisional_memory &&
+                        options_.mode != CollocationMode::kExclusive &&
+                        simulated_device(devices_.front()) == nullptr;
   if (job.state == JobState::kOutOfMemory && job.oom_deaths > 0) {
     request = recovery_request(request, options_.recovery, job.oom_deaths, job.peak_mem_bytes.value_or(0));
   }
@@ -328,6 +344,30 @@ void Runner::observe_devices() {
     }
   }
   for (const auto& m : ledger_.settle(now)) remember_share(m);
+  for (const auto& m : ledger_.measure_provisional(now)) remember_provisional_peak(m);
+}
+
+void Runner::remember_provisional_peak(const MeasuredPeak& m) {
+  auto record = store_.get(m.id);
+  if (!record) return;
+  learn_peak(record->spec, m.peak_bytes);
+  spdlog::info("job {}: memory measured at {} once it stopped growing; it reserves that plus 10% from now on", m.id,
+               bytes_human(double(m.peak_bytes)));
+}
+
+std::string Runner::apply_model_estimate(JobRecord& job) {
+  if (!estimates_ || !job.spec.model || job.spec.mem_bytes) return "";
+  ModelEstimates::Answer answer = estimates_->lookup(job.spec);
+  if (answer.status == ModelEstimates::Status::kPending) return answer.reason;
+  if (answer.status == ModelEstimates::Status::kKnown) {
+    int64_t with_margin = answer.bytes + answer.bytes / 10;
+    if (store_.set_memory_estimate(job.id, with_margin)) {
+      spdlog::info("job {} ({}) needs about {} ({})", job.id, job.spec.name, bytes_human(double(with_margin)),
+                   answer.reason);
+    }
+    job.spec.mem_bytes = with_margin;
+  }
+  return "";  // known, or never: placed as of unknown memory
 }
 
 gpu::MpsDaemon* Runner::mps() {
@@ -362,11 +402,21 @@ EnvironmentOverrides Runner::producer_environment() {
   return env;
 }
 
-std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
+std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std::string& estimate_pending) {
   JobRequest request = request_for(job);
-  Placement placement = pick_gpus(*policy_, request, ledger_.views(clock_.elapsed_s()));
+  std::vector<GpuView> views = ledger_.views(clock_.elapsed_s());
+  if (!estimate_pending.empty() &&
+      std::none_of(views.begin(), views.end(), [](const GpuView& v) { return v.jobs == 0; })) {
+    return NotStarted{estimate_pending, false};
+  }
+  Placement placement = pick_gpus(*policy_, request, views);
   if (!placement.placed()) return NotStarted{placement.reason};
   const std::vector<int>& gpus = placement.gpus;
+  if (request.provisional) {
+    int64_t reservation = std::numeric_limits<int64_t>::max();
+    for (int g : gpus) reservation = std::min(reservation, provisional_reservation(views.at(size_t(g)), options_.thresholds));
+    request.mem_bytes = reservation;
+  }
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   std::string start_group;  // the start group it joins, if launched
   env[kJobIdVariable] = std::to_string(job.id);
@@ -449,7 +499,10 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job) {
   std::string where;
   for (int g : gpus) where += (where.empty() ? "" : ",") + std::to_string(g);
   spdlog::info("job {} ({}) started {} {}{}", job.id, job.spec.name, has_gpus_ ? "on GPU" : "without a GPU, slot", where,
-               request.sm_share > 0 ? "" : " (SM share unknown: settling)");
+               std::string(request.sm_share > 0 ? "" : " (SM share unknown: settling)") +
+                   (request.provisional ? " (memory unknown: reserves " + bytes_human(double(*request.mem_bytes)) +
+                                              " until its peak is measured)"
+                                        : ""));
   return std::nullopt;
 }
 
@@ -549,7 +602,7 @@ size_t Runner::step() {
   double now = unix_time_s();
   std::optional<int64_t> reserved_for;
   std::map<int64_t, std::string> reasons;
-  for (const auto& job : waiting) {
+  for (auto& job : waiting) {
     // Submitted elsewhere (another host's colo submit): it would wait for ever.
     if (auto beyond = gpus_beyond_host(job.spec, has_gpus_ ? devices_.size() : 0)) {
       store_.fail_waiting(job.id, *beyond);
@@ -560,7 +613,7 @@ size_t Runner::step() {
       reasons[job.id] = "held: the scheduler is draining";
     } else if (reserved_for) {
       reasons[job.id] = "reserved for job " + std::to_string(*reserved_for);
-    } else if (auto waits = start(job)) {
+    } else if (auto waits = start(job, apply_model_estimate(job))) {
       reasons[job.id] = waits->reason;
       if (waits->for_gpus && options_.backfill.holds_back_later_jobs(now - job.submit_s, job.spec.gpus)) {
         reserved_for = job.id;

@@ -17,6 +17,7 @@
 #include "colo/sched/gpu_ledger.h"
 #include "colo/sched/job_progress.h"
 #include "colo/sched/loader_producers.h"
+#include "colo/sched/model_estimates.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
 #include "colo/sched/simulator.h"
@@ -46,6 +47,13 @@ struct RunnerOptions {
   // its own (no GPU memory or SM share accounted), so that jobs reading one
   // shared loader can share its decoding there too.
   int cpu_slots = 1;
+  // Estimates a waiting job's [job.model] table when it states no `mem`
+  // (model_estimates.h); empty: such jobs are placed as of unknown memory.
+  EstimateModel estimate_model;
+  int parallel_estimates = 4;  // at most this many at once
+  // A job of unknown memory may share a GPU with a provisional reservation
+  // (JobRequest::provisional); false: it only starts on an empty GPU.
+  bool provisional_memory = true;
 };
 
 // Options from the names a user gives (policy, collocation mode, recovery
@@ -70,7 +78,12 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
 // $COLO_PROGRESS_FILE (`<log_dir>/job-<id>.progress`; colo train does) gets
 // its samples/s, alone and overall, and its slowdown in the store; its alone
 // figure comes from an earlier job of the same command or model when it
-// never ran alone. Not thread-safe.
+// never ran alone. A job that names its model ([job.model]) but no `mem`
+// waits for its estimate, which runs in the background (model_estimates.h),
+// unless a GPU is empty: then it starts as one of unknown memory. A job of
+// unknown memory reserves what is free on its GPU, less the margin (its MPS
+// pinned-memory limit too), until its peak is measured; then it reserves
+// that peak plus 10%, and later jobs of its command are given it. Not thread-safe.
 class Runner {
  public:
   // With no devices, jobs run without a GPU, options.cpu_slots at a time.
@@ -127,6 +140,7 @@ class Runner {
     JobProgress progress;                // from its $COLO_PROGRESS_FILE
     bool alone = false;                  // had its GPUs to itself at the last reading
     std::optional<double> learned_alone; // samples/s alone of an earlier job of its command or model
+    bool training_seen = false;          // it has reported training progress
   };
 
   void settle(Active& job, int exit_code);
@@ -142,7 +156,13 @@ class Runner {
   // Starts `job` when the policy finds it GPUs and its shared loader, if it
   // names one, has filled its ring (LoaderProducers::ready); else returns
   // why it waits.
-  std::optional<NotStarted> start(const JobRecord& job);
+  // A job still waiting for its model's estimate starts only on an empty GPU.
+  std::optional<NotStarted> start(const JobRecord& job, const std::string& estimate_pending = "");
+  // Fills in a waiting job's memory from its model's estimate when that is
+  // known; returns why it still waits for it ("" when it does not).
+  std::string apply_model_estimate(JobRecord& job);
+  // Logs and learns the peak a provisional job reached.
+  void remember_provisional_peak(const MeasuredPeak& m);
   // Lets go of the producers of jobs that waited for them and are no longer
   // waiting (cancelled, or failed, meanwhile): `waiting` is every job still waiting.
   void release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting);
@@ -186,6 +206,7 @@ class Runner {
   std::vector<Active> active_;
   std::unique_ptr<gpu::MpsDaemon> mps_;
   std::unique_ptr<LoaderProducers> loaders_;  // jobs' shared-loader producers
+  std::unique_ptr<ModelEstimates> estimates_;  // null without options_.estimate_model
   std::set<int64_t> waiting_for_loader_;      // jobs that hold a producer they wait for
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;

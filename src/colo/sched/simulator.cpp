@@ -263,6 +263,7 @@ class Simulation {
     }
     ledger_.place(request, placement.gpus, now_);
     ledger_.observe_peak(id, held_most, now_);
+    ledger_.started_training(id, now_);  // a simulated job trains from its first moment
     for (int g : placement.gpus) views_[static_cast<size_t>(g)] = ledger_.view(g, now_);
     mark_stale(placement.gpus);  // the next round's readings (free memory) include this job
     room_ = room_of(views_, options_.thresholds);

@@ -35,6 +35,18 @@ CREATE TABLE IF NOT EXISTS jobs (
   log_path TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS submitted_from (
+  source TEXT NOT NULL,
+  job_id INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS submitted_from_source ON submitted_from(source);
+CREATE TABLE IF NOT EXISTS model_estimates (
+  key TEXT PRIMARY KEY,
+  bytes INTEGER,
+  reason TEXT NOT NULL DEFAULT '',
+  seconds REAL NOT NULL DEFAULT 0,
+  made_s REAL NOT NULL
+);
 )";
 
 // A prepared statement, finalised on scope exit.
@@ -229,7 +241,15 @@ void JobStore::exec(const std::string& sql, double retry_locked_s) const {
   }
 }
 
-std::vector<int64_t> JobStore::submit(const std::vector<JobSpec>& specs) {
+std::vector<int64_t> JobStore::submitted_from(const std::string& source) const {
+  std::vector<int64_t> ids;
+  Statement s(db_, "SELECT job_id FROM submitted_from WHERE source = ? ORDER BY job_id");
+  s.bind(1, source);
+  while (s.step()) ids.push_back(s.integer(0));
+  return ids;
+}
+
+std::vector<int64_t> JobStore::submit(const std::vector<JobSpec>& specs, const std::string& source) {
   std::vector<int64_t> ids;
   exec("BEGIN IMMEDIATE;");
   try {
@@ -239,6 +259,10 @@ std::vector<int64_t> JobStore::submit(const std::vector<JobSpec>& specs) {
         Statement s(db_, "INSERT INTO jobs (spec, state, priority, submit_s) VALUES (?, 'PENDING', ?, ?)");
         s.bind(1, to_json(one).dump()).bind(2, int64_t{one.priority}).bind(3, now).step();
         ids.push_back(sqlite3_last_insert_rowid(db_));
+        if (!source.empty()) {
+          Statement from(db_, "INSERT INTO submitted_from (source, job_id) VALUES (?, ?)");
+          from.bind(1, source).bind(2, ids.back()).step();
+        }
       }
     }
     exec("COMMIT;");
@@ -357,6 +381,51 @@ std::optional<JobState> JobStore::cancel(int64_t id) {
     }
     exec("COMMIT;");
     return job ? std::optional<JobState>(job->state) : std::nullopt;
+  } catch (...) {
+    exec("ROLLBACK;");
+    throw;
+  }
+}
+
+std::optional<ModelEstimate> JobStore::model_estimate(const std::string& key) const {
+  Statement s(db_, "SELECT bytes, reason FROM model_estimates WHERE key = ?");
+  s.bind(1, key);
+  if (!s.step()) return std::nullopt;
+  ModelEstimate e;
+  if (!s.null(0)) e.bytes = s.integer(0);
+  e.reason = s.text(1);
+  return e;
+}
+
+void JobStore::record_model_estimate(const std::string& key, const ModelEstimate& estimate, double seconds) {
+  Statement s(db_, "INSERT OR REPLACE INTO model_estimates (key, bytes, reason, seconds, made_s) VALUES (?, ?, ?, ?, ?)");
+  s.bind(1, key);
+  if (estimate.bytes) {
+    s.bind(2, *estimate.bytes);
+  } else {
+    s.bind_null(2);
+  }
+  s.bind(3, estimate.reason).bind(4, seconds).bind(5, unix_time_s()).step();
+}
+
+bool JobStore::set_memory_estimate(int64_t id, int64_t mem_bytes) {
+  exec("BEGIN IMMEDIATE;");
+  try {
+    Statement read(db_, "SELECT spec FROM jobs WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+    read.bind(1, id);
+    bool waiting = read.step();
+    if (waiting) {
+      JobSpec spec = job_spec_from_json(nlohmann::json::parse(read.text(0)));
+      if (!spec.mem_bytes) {
+        spec.mem_bytes = mem_bytes;
+        Statement write(db_, "UPDATE jobs SET spec = ? WHERE id = ?");
+        write.bind(1, to_json(spec).dump()).bind(2, id).step();
+      } else {
+        waiting = false;
+      }
+    }
+    exec("COMMIT;");
+    return waiting;
   } catch (...) {
     exec("ROLLBACK;");
     throw;

@@ -8,6 +8,7 @@
 
 #include "colo/sched/job.h"
 #include "colo/sched/job_spec.h"
+#include "colo/sched/model_estimate.h"
 
 struct sqlite3;
 
@@ -65,7 +66,11 @@ class JobStore {
   JobStore& operator=(const JobStore&) = delete;
 
   // Adds the jobs (arrays expanded) as PENDING, all or none; returns their ids.
-  std::vector<int64_t> submit(const std::vector<JobSpec>& specs);
+  // With a `source` (a job file's path and content, as colo run names it),
+  // the store remembers which ids came from it, in the same transaction.
+  std::vector<int64_t> submit(const std::vector<JobSpec>& specs, const std::string& source = "");
+  // The ids submitted from `source` before, by id; empty when none were.
+  std::vector<int64_t> submitted_from(const std::string& source) const;
 
   std::optional<JobRecord> get(int64_t id) const;
   // All jobs, or those in `states`, by id.
@@ -103,6 +108,15 @@ class JobStore {
   // Any non-final state -> CANCELLED (a runner watching the job stops it);
   // returns the previous state, nullopt for an unknown id.
   std::optional<JobState> cancel(int64_t id);
+
+  // The estimate made before for the [job.model] table of content `key`
+  // (model_estimates.h), known or not; nullopt when none was made.
+  std::optional<ModelEstimate> model_estimate(const std::string& key) const;
+  // Keeps the estimate of table `key`, made in `seconds`, replacing any before.
+  void record_model_estimate(const std::string& key, const ModelEstimate& estimate, double seconds);
+  // A waiting job that states no memory gets `mem_bytes` as its estimate;
+  // false (and no change) for a job not waiting or one that states one.
+  bool set_memory_estimate(int64_t id, int64_t mem_bytes);
 
   const std::string& path() const { return path_; }
 

@@ -314,14 +314,14 @@ void HttpApi::mount(httplib::Server& server) {
     } catch (const std::invalid_argument& e) {
       return reply_error(res, 400, e.what());
     }
-    // Jobs without `mem` get the default chain's estimate; a Python
-    // model's takes seconds, so the store is not held meanwhile.
+    // Jobs without `mem` get the default chain's estimate, but for a
+    // Python model's, which the scheduler makes once they are queued.
     std::vector<estimate::PastRun> history;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       history = past_runs(store_);
     }
-    fill_memory_estimates(specs, std::move(history));
+    fill_memory_estimates(specs, std::move(history), PythonModels::kByScheduler);
     std::vector<int64_t> ids;
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -6,6 +6,7 @@
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/estimate/default_chain.h"
+#include "colo/estimate/python_model_estimator.h"
 
 namespace colo::server {
 
@@ -17,11 +18,24 @@ std::vector<estimate::PastRun> past_runs(const sched::JobStore& store) {
   return past;
 }
 
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history) {
-  fill_memory_estimates(specs, history ? past_runs(*history) : std::vector<estimate::PastRun>{});
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history, PythonModels models) {
+  fill_memory_estimates(specs, history ? past_runs(*history) : std::vector<estimate::PastRun>{}, models);
 }
 
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history) {
+sched::EstimateModel python_model_estimate(int threads, double timeout_s) {
+  auto estimator = std::make_shared<estimate::PythonModelEstimator>("", "", timeout_s, threads);
+  return [estimator](const sched::JobSpec& job) {
+    estimate::EstimateRequest request;
+    request.python_model = job.model;
+    request.workdir = job.workdir;
+    request.command = job.command;
+    estimate::MemoryEstimate e = estimator->estimate(request);
+    return sched::ModelEstimate{e.known ? std::optional<int64_t>(e.bytes) : std::nullopt, e.reason};
+  };
+}
+
+void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history,
+                           PythonModels models) {
   estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(history));
   for (auto& job : specs) {
     try {
@@ -36,6 +50,8 @@ void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estim
         }
       }
       if (job.mem_bytes) continue;
+      // The scheduler estimates the model once the job is queued.
+      if (models == PythonModels::kByScheduler && job.model && !request.spec) continue;
       if (request.spec && request.spec->device == "cpu") continue;  // needs no GPU memory
       estimate::MemoryEstimate e = estimator->estimate(request);
       if (e.known) {

@@ -1,0 +1,107 @@
+#include "colo/sched/model_estimates.h"
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "colo/core/stopwatch.h"
+#include "colo/core/table.h"
+
+namespace colo::sched {
+
+std::string model_table_key(const JobSpec& job) {
+  if (!job.model) return "";
+  const estimate::PythonModelSource& m = *job.model;
+  return nlohmann::json({m.builder, m.input, m.vocab, m.batch_size, m.optimizer, m.eval_batch_size, job.workdir})
+      .dump();
+}
+
+// What the scheduler's thread and the estimating threads share.
+struct ModelEstimates::Shared {
+  std::mutex mutex;
+  EstimateModel estimate;
+  int parallel = 1;
+  int running = 0;
+  bool stopped = false;                            // the owner is gone: take nothing more
+  std::deque<std::pair<std::string, JobSpec>> queue;
+  std::set<std::string> asked;                     // queued or running
+  std::map<std::string, double> asked_at_s;        // unix time it was asked for
+  std::map<std::string, std::pair<ModelEstimate, double>> done;  // answer, seconds it took
+
+  // One thread's work: estimates until the queue is empty.
+  static void work(const std::shared_ptr<Shared>& self, std::string key, JobSpec job) {
+    for (;;) {
+      Stopwatch took;
+      ModelEstimate answer;
+      try {
+        answer = self->estimate(job);
+      } catch (const std::exception& e) {
+        answer = ModelEstimate{std::nullopt, e.what()};
+      }
+      std::lock_guard lock(self->mutex);
+      self->done[key] = {answer, took.elapsed_s()};
+      if (self->stopped || self->queue.empty()) {
+        --self->running;
+        return;
+      }
+      std::tie(key, job) = std::move(self->queue.front());
+      self->queue.pop_front();
+    }
+  }
+};
+
+ModelEstimates::ModelEstimates(JobStore& store, EstimateModel estimate, int parallel)
+    : store_(store), shared_(std::make_shared<Shared>()) {
+  shared_->estimate = std::move(estimate);
+  shared_->parallel = std::max(parallel, 1);
+}
+
+ModelEstimates::~ModelEstimates() {
+  std::lock_guard lock(shared_->mutex);
+  shared_->stopped = true;
+}
+
+int ModelEstimates::in_flight() const {
+  std::lock_guard lock(shared_->mutex);
+  return static_cast<int>(shared_->asked.size());
+}
+
+void ModelEstimates::start_queued() {
+  while (shared_->running < shared_->parallel && !shared_->queue.empty()) {
+    auto [key, job] = std::move(shared_->queue.front());
+    shared_->queue.pop_front();
+    ++shared_->running;
+    std::thread(Shared::work, shared_, std::move(key), std::move(job)).detach();
+  }
+}
+
+ModelEstimates::Answer ModelEstimates::lookup(const JobSpec& job) {
+  std::string key = model_table_key(job);
+  if (key.empty()) return {Status::kUnknown, 0, "it names no model"};
+  std::map<std::string, std::pair<ModelEstimate, double>> done;
+  {
+    std::lock_guard lock(shared_->mutex);
+    done.swap(shared_->done);
+    for (const auto& [k, answer] : done) shared_->asked.erase(k);
+  }
+  for (const auto& [k, answer] : done) store_.record_model_estimate(k, answer.first, answer.second);
+  if (auto stored = store_.model_estimate(key)) {
+    if (stored->bytes) return {Status::kKnown, *stored->bytes, stored->reason};
+    return {Status::kUnknown, 0, stored->reason};
+  }
+  std::lock_guard lock(shared_->mutex);
+  if (shared_->asked.insert(key).second) {
+    shared_->asked_at_s[key] = unix_time_s();
+    shared_->queue.emplace_back(key, job);
+    start_queued();
+  }
+  double waited = unix_time_s() - shared_->asked_at_s[key];
+  return {Status::kPending, 0, "waiting for its memory estimate (" + fixed(waited, 0) + " s so far)"};
+}
+
+}  // namespace colo::sched

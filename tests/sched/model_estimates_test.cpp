@@ -1,0 +1,108 @@
+// Estimates of [job.model] tables in the background, once per table, kept
+// in a real SQLite store across runs.
+
+#include "colo/sched/model_estimates.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "support/temp_dir.h"
+
+namespace colo::sched {
+namespace {
+
+JobSpec model_job(const std::string& builder, int64_t batch = 32) {
+  JobSpec spec;
+  spec.name = builder;
+  spec.command = {"python3", "train.py"};
+  spec.workdir = "/work";
+  spec.model = estimate::PythonModelSource{builder, {3, 224, 224}, 0, batch, "sgd", 0};
+  return spec;
+}
+
+// Looks `job` up until its estimate is no longer pending (at most 10 s).
+ModelEstimates::Answer wait_for(ModelEstimates& estimates, const JobSpec& job) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    ModelEstimates::Answer answer = estimates.lookup(job);
+    if (answer.status != ModelEstimates::Status::kPending || std::chrono::steady_clock::now() > deadline) return answer;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+TEST(ModelEstimates, IdenticalTablesAreEstimatedOnceAndLaterRunsOnTheStoreAskNothing) {
+  testing::TempDir dir;
+  std::atomic<int> calls{0};
+  {
+    JobStore store(dir.file("jobs.db"));
+    ModelEstimates estimates(store, [&](const JobSpec& job) {
+      ++calls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return ModelEstimate{job.model->batch_size * int64_t{1000}, "fake of " + job.model->builder};
+    }, 4);
+    JobSpec a = model_job("models:resnet18"), same = model_job("models:resnet18");
+    same.name = "another name, same table";
+    same.command = {"python3", "train.py", "--lr", "0.1"};
+    EXPECT_EQ(estimates.lookup(a).status, ModelEstimates::Status::kPending);
+    EXPECT_EQ(estimates.lookup(same).status, ModelEstimates::Status::kPending);
+    ModelEstimates::Answer answer = wait_for(estimates, same);
+    ASSERT_EQ(answer.status, ModelEstimates::Status::kKnown);
+    EXPECT_EQ(answer.bytes, 32000);
+    EXPECT_EQ(wait_for(estimates, a).bytes, 32000);
+    EXPECT_EQ(calls.load(), 1) << "one estimate for two jobs of one table";
+    EXPECT_EQ(wait_for(estimates, model_job("models:resnet18", 64)).bytes, 64000) << "another batch, another table";
+    EXPECT_EQ(calls.load(), 2);
+  }
+  JobStore reopened(dir.file("jobs.db"));
+  ModelEstimates later(reopened, [&](const JobSpec&) -> ModelEstimate {
+    ADD_FAILURE() << "a table estimated in an earlier run is estimated again";
+    return {};
+  }, 1);
+  ModelEstimates::Answer answer = later.lookup(model_job("models:resnet18"));
+  EXPECT_EQ(answer.status, ModelEstimates::Status::kKnown) << "at once, from the store";
+  EXPECT_EQ(answer.bytes, 32000);
+  EXPECT_EQ(answer.reason, "fake of models:resnet18");
+}
+
+TEST(ModelEstimates, RunsUpToItsParallelLimitAtOnce) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  std::atomic<int> running{0}, most{0};
+  ModelEstimates estimates(store, [&](const JobSpec&) {
+    int now = ++running;
+    for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    --running;
+    return ModelEstimate{int64_t{1} << 30, "fake"};
+  }, 3);
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(model_job("models:net" + std::to_string(i)));
+  for (const auto& job : jobs) estimates.lookup(job);
+  EXPECT_EQ(estimates.in_flight(), 6);
+  for (const auto& job : jobs) EXPECT_EQ(wait_for(estimates, job).status, ModelEstimates::Status::kKnown);
+  EXPECT_EQ(most.load(), 3) << "three at once, never more";
+}
+
+TEST(ModelEstimates, AModelThatCannotBeEstimatedIsUnknownWithItsReasonAndNotAskedAgain) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  std::atomic<int> calls{0};
+  ModelEstimates estimates(store, [&](const JobSpec&) -> ModelEstimate {
+    ++calls;
+    throw std::runtime_error("estimating models:hangs took over the time limit");
+  }, 2);
+  ModelEstimates::Answer answer = wait_for(estimates, model_job("models:hangs"));
+  EXPECT_EQ(answer.status, ModelEstimates::Status::kUnknown);
+  EXPECT_EQ(answer.reason, "estimating models:hangs took over the time limit");
+  EXPECT_EQ(estimates.lookup(model_job("models:hangs")).status, ModelEstimates::Status::kUnknown);
+  EXPECT_EQ(calls.load(), 1);
+  JobSpec plain;
+  EXPECT_EQ(estimates.lookup(plain).status, ModelEstimates::Status::kUnknown) << "no model table";
+}
+
+}  // namespace
+}  // namespace colo::sched
