@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The user trace (issue 49) on a GPU machine: the loop a user runs without
+# colo, then `colo run` of each job-file variant, then the summary.
+#
+#   bench/sched/user_trace/run.sh BUILD OUT [loop] [model] [opaque] [declared] [sim] [summary]
+#
+# BUILD holds the colo binary and its Python package (BUILD/colo,
+# BUILD/python/colo); OUT keeps everything between calls. No step named:
+# all of them in that order. Each step is resumable, so a device's time
+# limit can cut it and a second call goes on:
+#   loop      bash OUT/trace/loop.sh inside `colo monitor` (SM activity and
+#             memory every 0.5 s); jobs already done are skipped
+#   model, opaque, declared
+#             `colo run OUT/trace/VARIANT.toml --store OUT/VARIANT/jobs.db
+#             --policy magm --mode mps` inside `colo monitor`; a run cut off
+#             is continued by `colo run --store` (its time adds up; jobs
+#             that were running start again, which counts against colo)
+#   sim       `colo simulate` of the loop's measurements (magm/MPS, shares
+#             undeclared), for summary.json's sim_error_pct
+#   summary   summarise.py: OUT/summary.json and OUT/README.md
+# declared.toml is written after the loop, from its measured peaks.
+#
+# Environment: TRACE_JOBS (first N jobs), TRACE_SCALE (step multiplier),
+# TRACE_CALIBRATION (calibrate.py's JSON), TRACE_TARGET_S, COLO_RUN_ARGS
+# (more `colo run` options), STEP_TIMEOUT (seconds for one step; default
+# none: a step cut off by it is continued by the next call).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+BUILD=$(cd "${1:?usage: run.sh BUILD OUT [steps...]}" && pwd)
+mkdir -p "${2:?usage: run.sh BUILD OUT [steps...]}"
+OUT=$(cd "$2" && pwd)
+shift 2
+[ $# -gt 0 ] || set -- loop model opaque declared sim summary
+COLO=$BUILD/colo
+# colo.progress needs no compiled part: the source package serves where BUILD has none.
+export PYTHONPATH="$BUILD/python:$root/python${PYTHONPATH:+:$PYTHONPATH}"
+log() { echo "[run.sh $(date +%H:%M:%S)] $*"; }
+# Every command that makes a result, as run, for summary.json.
+record() { printf '%s\n' "$*" >>"$OUT/commands.txt"; }
+limit() { if [ -n "${STEP_TIMEOUT:-}" ]; then timeout --signal=TERM --kill-after=30 "$STEP_TIMEOUT" "$@"; else "$@"; fi; }
+
+# Scripts and colo train read Fashion-MNIST from Debian's path (bench/gpu/run.sh does the same).
+if [ ! -e /usr/share/datasets/fashion-mnist ] && [ -d "$root/.data/fashion-mnist" ]; then
+  mkdir -p /usr/share/datasets && ln -s "$root/.data/fashion-mnist" /usr/share/datasets/fashion-mnist
+fi
+[ -x "$COLO" ] || { echo "run.sh: no colo binary at $COLO" >&2; exit 2; }
+python3 -c 'import colo.progress' 2>/dev/null || log "warning: colo's Python package is not importable: jobs report no progress"
+
+if [ ! -f "$OUT/trace/loop.sh" ]; then
+  cmd=(python3 "$here/make_jobs.py" --out-dir "$OUT/trace" --colo "$COLO" --runs "$OUT/runs"
+       ${TRACE_JOBS:+--jobs "$TRACE_JOBS"} ${TRACE_SCALE:+--scale "$TRACE_SCALE"}
+       ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"})
+  record "${cmd[*]}"
+  "${cmd[@]}" || exit 1
+else
+  log "reusing the trace in $OUT/trace ($(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["what"])' "$OUT/trace/jobs.json"))"
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' >>"$OUT/gpu.txt" 2>&1
+
+run_loop() {
+  mkdir -p "$OUT/loop"
+  local now
+  now=$(date +%s)  # one timeline per call: a loop continued in a second call keeps the first's
+  local cmd=("$COLO" monitor --interval 0.5 --out "$OUT/loop/timeline_$now.csv" --summary-json "$OUT/loop/monitor_$now.json"
+             -- bash "$OUT/trace/loop.sh" "$OUT/loop")
+  record "${cmd[*]}"
+  log "loop: the trace's jobs one after another"
+  limit "${cmd[@]}" 2>&1 | tee "$OUT/loop/loop_$now.txt" | grep --line-buffered '^\[loop\]'
+  # Peaks measured alone, for declared.toml: written whenever the loop has any.
+  python3 "$here/summarise.py" "$OUT" --peaks-out "$OUT/loop/peaks.json"
+}
+
+write_declared() {
+  [ -f "$OUT/trace/declared.from-peaks" ] && return
+  local cmd=(python3 "$here/make_jobs.py" --out-dir "$OUT/trace/declared" --colo "$COLO" --runs "$OUT/runs"
+             ${TRACE_JOBS:+--jobs "$TRACE_JOBS"} ${TRACE_SCALE:+--scale "$TRACE_SCALE"}
+             ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"}
+             --peaks "$OUT/loop/peaks.json")
+  record "${cmd[*]}"
+  "${cmd[@]}" && cp "$OUT/trace/declared/declared.toml" "$OUT/trace/declared.toml" \
+    && [ -f "$OUT/loop/peaks.json" ] && touch "$OUT/trace/declared.from-peaks"
+}
+
+run_variant() {  # VARIANT
+  local v=$1 dir=$OUT/$1
+  mkdir -p "$dir"
+  if [ -f "$dir/done" ]; then log "$v: done before"; return; fi
+  [ "$v" = declared ] && write_declared
+  local seg
+  seg=$(find "$dir" -maxdepth 1 -name 'segment_*.json' | wc -l)
+  # A first call submits the job file; a later one continues the store.
+  local jobs_file=("$OUT/trace/$v.toml")
+  [ "$seg" -gt 0 ] && jobs_file=()
+  # COLO_RUN_ARGS is split into words on purpose.
+  # shellcheck disable=SC2206
+  local cmd=("$COLO" monitor --interval 0.5 --summary-json "$dir/monitor_$seg.json" --out "$dir/timeline_$seg.csv" --
+             "$COLO" run "${jobs_file[@]}" --store "$dir/jobs.db" --policy magm --mode mps --poll 0.5
+             --summary-json "$dir/run_$seg.json" --out "$dir/report" ${COLO_RUN_ARGS:-})
+  record "${cmd[*]}"
+  python3 "$here/store.py" watch "$dir/jobs.db" --label "$v" --first-start "$dir/first_start_$seg.json" &
+  local watcher=$! e0 e1 t0 t1 rc
+  e0=$(python3 "$here/energy.py" 2>/dev/null || echo null)
+  t0=$(date +%s.%N)
+  limit "${cmd[@]}" >"$dir/run_$seg.txt" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  e1=$(python3 "$here/energy.py" 2>/dev/null || echo null)
+  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+  printf '{"invoked_unix_s": %s, "ended_unix_s": %s, "exit": %d, "energy_start_j": %s, "energy_end_j": %s}\n' \
+    "$t0" "$t1" "$rc" "$e0" "$e1" >"$dir/segment_$seg.json"
+  log "$v: colo run exit $rc after $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s; $(tail -n 1 "$dir/run_$seg.txt")"
+  pgrep -f nvidia-cuda-mps >/dev/null && log "warning: an MPS process is still running"
+  # 124/137: cut off by STEP_TIMEOUT; the next call goes on from the store.
+  if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then touch "$dir/done"; fi
+}
+
+run_sim() {
+  mkdir -p "$OUT/sim"
+  python3 "$here/summarise.py" "$OUT" --sim-trace "$OUT/sim/trace.csv" || return
+  local cmd=("$COLO" simulate "$OUT/sim/trace.csv" --gpus 1 --policy magm --mode mps --undeclared-sm-share --out "$OUT/sim")
+  record "${cmd[*]}"
+  "${cmd[@]}" >"$OUT/sim/simulate.txt" 2>&1
+  log "sim: exit $?; $(tail -n 2 "$OUT/sim/simulate.txt" | tr '\n' ' ')"
+}
+
+for step in "$@"; do
+  case $step in
+    loop) run_loop ;;
+    model | opaque | declared) run_variant "$step" ;;
+    sim) run_sim ;;
+    summary)
+      python3 "$here/summarise.py" "$OUT" | tee "$OUT/summary.txt" ;;
+    *) echo "run.sh: unknown step $step (loop model opaque declared sim summary)" >&2; exit 2 ;;
+  esac
+done
