@@ -37,6 +37,8 @@
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh predict    # build + a colo train lr search: SM share predicted by model (PREDICT_ARGS="JOBS STEPS", PREDICT_FLAGS="--no-share-prediction" for the baseline)
 #   bench/gpu/run.sh slurm      # build + colo slurm on a real Slurm with this GPU (.slurm carried)
+#   bench/gpu/run.sh usertrace  # build (BUILD_TARGETS="colo colo_core_module") + bench/sched/user_trace/run.sh
+#                               #   (TRACE_JOBS, TRACE_SCALE, USERTRACE_STEPS, USERTRACE_OUT); $OUT/user_trace.tgz
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
 #                               #   ("TAG:POLICY:MODE ...", default "magm:magm:mps"); REAL_ARGS="--two-gpu"
 #
@@ -123,6 +125,17 @@ fi
 if want slurm; then
   # Needs .slurm (scripts/slurm-carry.sh) carried with the call.
   tests/gpu/slurm_on_gpu.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want usertrace; then
+  # The user trace (issue 49): bench/sched/user_trace/run.sh with TRACE_JOBS,
+  # TRACE_SCALE and USERTRACE_STEPS (default: every step). Its OUT stays in
+  # USERTRACE_OUT between calls on a warm machine (each step resumes);
+  # everything but the jobs' own outputs comes back as $OUT/user_trace.tgz.
+  ut=${USERTRACE_OUT:-/tmp/user-trace}
+  # shellcheck disable=SC2086
+  bench/sched/user_trace/run.sh "$BUILD" "$ut" ${USERTRACE_STEPS:-} | tee -a "$summary"
+  tar czf "$OUT/user_trace.tgz" -C "$ut" --exclude=./runs .
 fi
 
 if want sched; then
