@@ -54,8 +54,13 @@ def test_client_submits_lists_shows_logs_and_cancels(colod, tmp_path):
 def test_client_submission_with_a_model_is_stored_with_an_estimate(colod, tmp_path):
     (tmp_path / "netdef.py").write_text("import torch.nn as nn\n\ndef build():\n    return nn.Linear(32, 4)\n")
     client = colo.Client(state_dir=colod)
-    [job] = client.submit("true", workdir=str(tmp_path),
+    # It starts on the empty GPU before its estimate comes, and runs until colod's log shows it.
+    log = tmp_path / "colod.log"
+    [job] = client.submit(f"for i in $(seq 1200); do grep -q 'needs about' {log} && break; sleep 0.1; done",
+                          workdir=str(tmp_path),
                           model={"builder": "netdef:build", "input": [32], "batch_size": 64, "optimizer": "sgd"})
+    # colod's scheduler estimates the model once the job is queued, and keeps it with the job.
+    assert wait_final(client, job)["state"] == "COMPLETED"
     assert client.show(job)["spec"]["mem_bytes"] > 0
 
 

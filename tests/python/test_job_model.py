@@ -1,5 +1,6 @@
 """Jobs that are Python scripts get memory estimates from their model ([job.model])."""
 import json
+import os
 import subprocess
 import textwrap
 
@@ -26,6 +27,25 @@ def submit(colo_executable, tmp_path, job_toml):
                            "--file", str(tmp_path / "jobs.toml")], capture_output=True, text=True)
 
 
+def schedule(colo_executable, tmp_path):
+    """Runs the submitted jobs on a simulated GPU: the scheduler estimates
+    their models in the background once they are queued. Its log is
+    `run.err`, which a job's command may wait on (until_logged)."""
+    log = tmp_path / "run.err"
+    with open(log, "w") as err:
+        run = subprocess.run([colo_executable, "run", "--store", str(tmp_path / "jobs.db"), "--poll", "0.1"],
+                             stderr=err, text=True, env={**os.environ, "COLO_SIMULATED_GPUS": "1"}, timeout=300)
+    text = log.read_text()
+    assert run.returncode == 0, text
+    return text
+
+
+def until_logged(tmp_path, text):
+    """A job's command that ends once the scheduler's log holds `text` (at most 120 s):
+    a job that starts before its estimate arrives still sees it arrive."""
+    return f"for i in $(seq 1200); do grep -q '{text}' {tmp_path}/run.err && break; sleep 0.1; done"
+
+
 def show(colo_executable, tmp_path, job_id):
     run = subprocess.run([colo_executable, "show", "--store", str(tmp_path / "jobs.db"), str(job_id)],
                          capture_output=True, text=True)
@@ -37,7 +57,7 @@ def test_job_file_model_gets_the_python_estimate(tmp_path, colo_executable):
     run = submit(colo_executable, tmp_path, f"""
 [[job]]
 name = "mlp"
-command = "python3 train.py"
+command = "{until_logged(tmp_path, 'needs about')}"
 workdir = "{tmp_path}"
 [job.model]
 builder = "mymodels:build"
@@ -46,7 +66,8 @@ batch_size = 512
 optimizer = "sgd"
 """)
     assert run.returncode == 0, run.stderr
-    assert "mlp needs about" in run.stderr
+    assert "mem_bytes" not in show(colo_executable, tmp_path, 1)["spec"], "submitting does not wait for the estimate"
+    assert "(mlp) needs about" in schedule(colo_executable, tmp_path)
     stored = show(colo_executable, tmp_path, 1)
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
     expected = colo.estimate(model, torch.randn(1, 1, 28, 28), batch_size=512, optimizer="sgd").bytes
@@ -56,14 +77,15 @@ optimizer = "sgd"
 
 def test_model_that_cannot_be_built_leaves_memory_unknown_and_says_why(tmp_path, colo_executable):
     run = submit(colo_executable, tmp_path, f"""
-command = "python3 train.py"
+command = "{until_logged(tmp_path, 'memory need unknown')}"
 workdir = "{tmp_path}"
 [model]
 builder = "mymodels:broken"
 input = [784]
 """)
     assert run.returncode == 0, run.stderr
-    assert "memory need unknown" in run.stderr and "the checkpoint is missing" in run.stderr
+    scheduled = schedule(colo_executable, tmp_path)
+    assert "memory need unknown" in scheduled and "the checkpoint is missing" in scheduled
     assert "mem_bytes" not in show(colo_executable, tmp_path, 1)["spec"]
 
 
@@ -112,7 +134,7 @@ def test_a_bfloat16_builders_model_gets_bfloat16_inputs_and_token_ids_stay_integ
     (tmp_path / "jobs.toml").write_text(f"""
 [[job]]
 name = "bf16-mlp"
-command = "python3 train.py"
+command = "{until_logged(tmp_path, 'fp16-mlp) needs about')}"
 workdir = "{tmp_path}"
 [job.model]
 builder = "halfmodels:build"
@@ -122,7 +144,7 @@ optimizer = "adam"
 
 [[job]]
 name = "bf16-lm"
-command = "python3 train.py"
+command = "true"
 workdir = "{tmp_path}"
 [job.model]
 builder = "halfmodels:build_lm"
@@ -133,7 +155,7 @@ optimizer = "adam"
 
 [[job]]
 name = "fp16-mlp"
-command = "python3 train.py"
+command = "true"
 workdir = "{tmp_path}"
 [job.model]
 builder = "halfmodels:build_half"
@@ -144,7 +166,8 @@ optimizer = "adam"
     run = subprocess.run([colo_executable, "submit", "--store", str(tmp_path / "jobs.db"),
                           "--file", str(tmp_path / "jobs.toml")], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert "memory need unknown" not in run.stderr, run.stderr
+    scheduled = schedule(colo_executable, tmp_path)
+    assert "memory need unknown" not in scheduled, scheduled
     mlp = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10)).to(torch.bfloat16)
     expected = colo.estimate(mlp, torch.randn(1, 64, dtype=torch.bfloat16), batch_size=1024, optimizer="adam").bytes
     stored = show(colo_executable, tmp_path, 1)["spec"]["mem_bytes"]

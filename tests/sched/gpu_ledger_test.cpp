@@ -237,5 +237,59 @@ TEST(GpuLedger, AProvisionalJobJoinsABusyGpuOnlyWithRoomAndAJobOfUnknownMemoryOt
   EXPECT_NE(full.reason().find("at least 4.0 GiB free"), std::string::npos) << full.reason();
 }
 
+TEST(GpuLedger, UnderMpsAGpuOverTheCeilingTakesOneMoreUnknownJobWhileEachItTookAddedWork) {
+  Thresholds t = sharing_thresholds();
+  t.max_sm_activity = 0.8;
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
+  for (double s = 0; s <= 10; s += 1) ledger.observe(0, s, 0.0, std::nullopt);
+  ledger.place(request(1, 8), {0}, 10);
+  ledger.started_training(1, 10);
+  for (double s = 11; s <= 14; s += 1) ledger.observe(0, s, 0.85, std::nullopt);
+  ASSERT_EQ(ledger.settle(14).size(), 1u);
+  GpuView busy = ledger.view(0, 14);
+  EXPECT_GT(busy.sm_activity, 0.8);
+  EXPECT_TRUE(busy.grows_past_ceiling) << "its last job added 0.85";
+  EXPECT_TRUE(collocation_thresholds(request(2, 8), busy, t)) << "an unknown share, measured as it joins";
+  EXPECT_EQ(collocation_thresholds(request(2, 8, 0.3), busy, t).why, Fit::Why::kSmActivity)
+      << "a known share is not measured again: the ceiling holds";
+  ledger.place(request(2, 8), {0}, 14);
+  EXPECT_FALSE(ledger.view(0, 14).grows_past_ceiling) << "one at a time: job 2 settles first";
+  ledger.started_training(2, 20);
+  for (double s = 15; s <= 24; s += 1) ledger.observe(0, s, 0.86, std::nullopt);
+  auto measured = ledger.settle(24);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_TRUE(measured[0].saturated) << "it added 0.01";
+  EXPECT_FALSE(ledger.view(0, 24).grows_past_ceiling);
+  EXPECT_FALSE(collocation_thresholds(request(3, 8), ledger.view(0, 24), t));
+}
+
+TEST(GpuLedger, NoProvisionalJobJoinsAnotherNotYetMeasured) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, sharing_thresholds());
+  JobRequest first = provisional(1);
+  first.mem_bytes = 60 * kGiB;  // given less than all, so that room is left
+  ledger.place(first, {0}, 0);
+  GpuView view = ledger.view(0, 0);  // the refusal's text lives in the view
+  Fit fit = collocation_thresholds(provisional(2), view, sharing_thresholds());
+  EXPECT_EQ(fit.why, Fit::Why::kGpuSays);
+  EXPECT_NE(fit.reason().find("job 1 of unknown memory is not yet measured"), std::string::npos) << fit.reason();
+  EXPECT_TRUE(collocation_thresholds(request(3, 4, 0.1), ledger.view(0, 0), sharing_thresholds()))
+      << "a job of known memory may use the room left";
+}
+
+TEST(GpuLedger, AProvisionalJobsPeakIsNeverBelowTheMemoryTheGpuShowsAndNoOtherJobAccountsFor) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, sharing_thresholds());
+  ledger.place(request(1, 9, 0.3), {0}, 0);
+  ledger.observe_peak(1, 10 * kGiB, 0);
+  JobRequest job = provisional(2);
+  job.mem_bytes = 68 * kGiB;
+  ledger.place(job, {0}, 0);
+  ledger.observe_peak(2, kGiB / 2, 1);        // the process list shows only its context
+  ledger.observe(0, 1, 0.5, 64 * kGiB);       // but the GPU has 16 GiB in use
+  ledger.started_training(2, 2);
+  auto measured = ledger.measure_provisional(5);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].peak_bytes, 6 * kGiB) << "16 GiB in use less job 1's 10";
+}
+
 }  // namespace
 }  // namespace colo::sched

@@ -8,7 +8,7 @@ namespace {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 GpuView gpu(int index, int64_t free_gib, double sm, int jobs) {
-  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false, "", ""};
+  return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false, "", "", false, ""};
 }
 
 JobRequest job(int64_t mem_gib, double sm = 0.3) { return JobRequest{1, mem_gib * kGiB, sm, false, 0}; }

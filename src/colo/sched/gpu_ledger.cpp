@@ -75,6 +75,7 @@ std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
   }
   for (int g : it->second.gpus) {
     gpus_.at(static_cast<size_t>(g)).saturated.clear();
+    gpus_.at(static_cast<size_t>(g)).last_rise = 1;  // room again: the next job is measured afresh
     if (job.settling) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
     auto& ids = on_gpu_.at(static_cast<size_t>(g));
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
@@ -138,6 +139,7 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
       rise -= o.sm_share;
     }
   }
+  gpus_.at(static_cast<size_t>(first)).last_rise = rise;
   MeasuredShare m{id, std::clamp(rise / rising, kMinMeasuredShare, 1.0), false};
   bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
   m.saturated = had_others && rise < thresholds_.min_sm_gain && activity >= thresholds_.saturation_floor;
@@ -201,12 +203,34 @@ std::vector<MeasuredPeak> GpuLedger::measure_provisional(double now_s) {
                      ? std::max(job.training_since_s, quiet_since) + thresholds_.settle_active_s
                      : quiet_since + thresholds_.settle_quiet_s;
     if (now_s < due - 1e-9) continue;
+    // Never low: memory the GPU shows in use that no other job's measured
+    // peak accounts for is counted as this job's (a process list that lags
+    // under MPS once gave a training GPT-2 544 MiB of its 15 GiB).
+    int64_t peak = job.peak_bytes;
+    const GpuState& gpu = gpus_.at(static_cast<size_t>(job.gpus.at(0)));
+    if (gpu.measured_free_bytes) {
+      int64_t unaccounted = gpu.mem_total_bytes - *gpu.measured_free_bytes;
+      for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
+        if (other != id) unaccounted -= jobs_.at(other).peak_bytes;
+      }
+      peak = std::max(peak, unaccounted);
+    }
+    job.peak_bytes = peak;
     job.request.provisional = false;
-    job.request.mem_bytes = job.peak_bytes + job.peak_bytes / 10;
+    job.request.mem_bytes = peak + peak / 10;
     --provisional_;
-    measured.push_back({id, job.peak_bytes});
+    measured.push_back({id, peak});
   }
   return measured;
+}
+
+bool GpuLedger::estimate_arrived(int64_t id, int64_t mem_bytes) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.request.provisional) return false;
+  it->second.request.provisional = false;
+  it->second.request.mem_bytes = std::max(mem_bytes, it->second.peak_bytes);
+  --provisional_;
+  return true;
 }
 
 std::vector<int64_t> GpuLedger::jobs_on(int gpu) const { return on_gpu_.at(static_cast<size_t>(gpu)); }
@@ -250,6 +274,9 @@ GpuView GpuLedger::view(int index, double now_s) const {
       reserved += std::max(reservation, job.peak_bytes);
       shares += job.sm_share;
       if (job.request.must_run_alone) v.held_exclusively = true;
+      if (job.request.provisional && v.provisional_reason.empty()) {
+        v.provisional_reason = "job " + std::to_string(id) + " of unknown memory is not yet measured";
+      }
       if (job.settling && ++settling >= std::max(thresholds_.max_settling_per_gpu, 1) && v.settling_reason.empty()) {
         v.settling_reason = (settling == 1 ? "job " + std::to_string(id) + " settling"
                                            : std::to_string(settling) + " jobs settling, the last job " +
@@ -259,6 +286,8 @@ GpuView GpuLedger::view(int index, double now_s) const {
       }
     }
     v.closed_reason = state.saturated;
+    v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && state.saturated.empty() &&
+                           state.last_rise >= thresholds_.min_sm_gain;
     if (mode_ == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
     v.mem_free_bytes = v.mem_total_bytes - reserved;
     if (state.measured_free_bytes) v.mem_free_bytes = std::min(v.mem_free_bytes, *state.measured_free_bytes);

@@ -86,6 +86,10 @@ class GpuLedger {
   // times that) reserve their measured peak plus 10% from now on, and
   // come back with it.
   std::vector<MeasuredPeak> measure_provisional(double now_s);
+  // The estimate of a provisional job's memory came after it started: it
+  // reserves that (or its peak so far, if larger) from now on, as a job of
+  // known memory. False, and no change, for any other job.
+  bool estimate_arrived(int64_t id, int64_t mem_bytes);
   // A reading of GPU `gpu` at `now_s`; nullopt where the device cannot tell.
   void observe(int gpu, double now_s, std::optional<double> sm_activity, std::optional<int64_t> mem_free_bytes);
   // Closes GPU `gpu` to further jobs, for `why`, until one of its jobs
@@ -117,6 +121,7 @@ class GpuLedger {
     std::optional<int64_t> measured_free_bytes;
     std::string saturated;                            // why it stopped growing; "" = open
     int settling_jobs = 0;                            // jobs on it whose share is being measured
+    double last_rise = 1;                             // what its last measured job added to its activity
   };
   // Mean reading over the averaging window, counting none before `since_s`.
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;

@@ -63,8 +63,11 @@ Fit common_rules(const JobRequest& job, const GpuView& gpu) {
 Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t) {
   if (gpu.jobs == 0) return Fit::yes();  // an empty GPU always takes a job
   if (!job.mem_bytes && !job.provisional) return Fit::no(Fit::Why::kMemoryUnknown);
-  if (gpu.sm_activity > t.max_sm_activity) return Fit::no(Fit::Why::kSmActivity, t.max_sm_activity, gpu.sm_activity);
+  if (gpu.sm_activity > t.max_sm_activity && !(gpu.grows_past_ceiling && job.sm_share <= 0)) {
+    return Fit::no(Fit::Why::kSmActivity, t.max_sm_activity, gpu.sm_activity);
+  }
   if (!job.mem_bytes) {
+    if (!gpu.provisional_reason.empty()) return Fit::gpu_says(gpu.provisional_reason);
     if (gpu.mem_free_bytes < t.min_provisional_bytes) {
       return Fit::no(Fit::Why::kProvisional, double(t.min_provisional_bytes), double(gpu.mem_free_bytes));
     }

@@ -29,6 +29,15 @@ struct GpuView {
   // share settle on it: it takes no other job of unknown share until one of
   // those shares is measured. Says why.
   std::string settling_reason;
+  // Under MPS: its activity is over the ceiling, but no job settles on it
+  // and it is not closed, so the last job it took still raised its activity
+  // by at least min_sm_gain. It takes one more job of unknown share, which
+  // settles: packing goes on while each job adds work, and stops (closed)
+  // at the first that adds less.
+  bool grows_past_ceiling = false;
+  // Non-empty while a provisional job on it has not had its peak measured:
+  // what it reserves is a guess, so no other provisional job joins it.
+  std::string provisional_reason;
 };
 
 // What a policy knows of the job being placed.

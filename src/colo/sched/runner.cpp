@@ -355,6 +355,25 @@ void Runner::remember_provisional_peak(const MeasuredPeak& m) {
                bytes_human(double(m.peak_bytes)));
 }
 
+void Runner::apply_estimates_of_running_jobs() {
+  for (auto& a : active_) {
+    if (!a.awaits_estimate || !estimates_) continue;
+    ModelEstimates::Answer answer = estimates_->lookup(*a.awaits_estimate);
+    if (answer.status == ModelEstimates::Status::kPending) continue;
+    if (answer.status == ModelEstimates::Status::kKnown) {
+      int64_t with_margin = answer.bytes + answer.bytes / 10;
+      store_.set_memory_estimate(a.id, with_margin);
+      if (ledger_.estimate_arrived(a.id, with_margin)) a.request = ledger_.jobs().at(a.id).request;
+      spdlog::info("job {} ({}) needs about {} ({}); it reserves that from now on", a.id, a.awaits_estimate->name,
+                   bytes_human(double(with_margin)), answer.reason);
+    } else {
+      spdlog::warn("job {} ({}): memory need unknown ({}); its peak is measured instead", a.id,
+                   a.awaits_estimate->name, answer.reason);
+    }
+    a.awaits_estimate.reset();
+  }
+}
+
 std::string Runner::apply_model_estimate(JobRecord& job) {
   if (!estimates_ || !job.spec.model || job.spec.mem_bytes) return "";
   ModelEstimates::Answer answer = estimates_->lookup(job.spec);
@@ -366,6 +385,9 @@ std::string Runner::apply_model_estimate(JobRecord& job) {
                    answer.reason);
     }
     job.spec.mem_bytes = with_margin;
+  } else if (told_unknown_.insert(job.id).second) {
+    spdlog::warn("job {} ({}): memory need unknown ({}); placed as a job of unknown memory", job.id, job.spec.name,
+                 answer.reason);
   }
   return "";  // known, or never: placed as of unknown memory
 }
@@ -487,6 +509,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
   a.request = request;
   a.mem_limit = mem_limit;
   a.learned_alone = learned_alone_rate(job.spec);
+  if (!estimate_pending.empty()) a.awaits_estimate = job.spec;
   // Only a job that will have a comparable figure is watched. Its GPUs stay
   // open meanwhile: holding them would start jobs one at a time.
   if (a.learned_alone) {
@@ -592,6 +615,7 @@ size_t Runner::step() {
       ++it;
     }
   }
+  apply_estimates_of_running_jobs();
   auto waiting = store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory});
   release_loaders_of_jobs_gone(waiting);
   loaders_->begin_round();

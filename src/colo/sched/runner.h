@@ -141,6 +141,7 @@ class Runner {
     bool alone = false;                  // had its GPUs to itself at the last reading
     std::optional<double> learned_alone; // samples/s alone of an earlier job of its command or model
     bool training_seen = false;          // it has reported training progress
+    std::optional<JobSpec> awaits_estimate;  // started before its model's estimate came
   };
 
   void settle(Active& job, int exit_code);
@@ -161,6 +162,9 @@ class Runner {
   // Fills in a waiting job's memory from its model's estimate when that is
   // known; returns why it still waits for it ("" when it does not).
   std::string apply_model_estimate(JobRecord& job);
+  // Running jobs that started before their model's estimate came: each that
+  // has it now reserves it (unless its peak was measured first).
+  void apply_estimates_of_running_jobs();
   // Logs and learns the peak a provisional job reached.
   void remember_provisional_peak(const MeasuredPeak& m);
   // Lets go of the producers of jobs that waited for them and are no longer
@@ -207,6 +211,7 @@ class Runner {
   std::unique_ptr<gpu::MpsDaemon> mps_;
   std::unique_ptr<LoaderProducers> loaders_;  // jobs' shared-loader producers
   std::unique_ptr<ModelEstimates> estimates_;  // null without options_.estimate_model
+  std::set<int64_t> told_unknown_;             // jobs whose unknown estimate was logged
   std::set<int64_t> waiting_for_loader_;      // jobs that hold a producer they wait for
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;

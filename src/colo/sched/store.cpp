@@ -411,7 +411,7 @@ void JobStore::record_model_estimate(const std::string& key, const ModelEstimate
 bool JobStore::set_memory_estimate(int64_t id, int64_t mem_bytes) {
   exec("BEGIN IMMEDIATE;");
   try {
-    Statement read(db_, "SELECT spec FROM jobs WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+    Statement read(db_, "SELECT spec FROM jobs WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY', 'RUNNING')");
     read.bind(1, id);
     bool waiting = read.step();
     if (waiting) {

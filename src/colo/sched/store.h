@@ -114,8 +114,8 @@ class JobStore {
   std::optional<ModelEstimate> model_estimate(const std::string& key) const;
   // Keeps the estimate of table `key`, made in `seconds`, replacing any before.
   void record_model_estimate(const std::string& key, const ModelEstimate& estimate, double seconds);
-  // A waiting job that states no memory gets `mem_bytes` as its estimate;
-  // false (and no change) for a job not waiting or one that states one.
+  // A waiting or running job that states no memory gets `mem_bytes` as its
+  // estimate; false (and no change) for a finished job or one that states one.
   bool set_memory_estimate(int64_t id, int64_t mem_bytes);
 
   const std::string& path() const { return path_; }
