@@ -54,7 +54,8 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
     : store_(store), devices_(std::move(devices)), has_gpus_(!devices_.empty()), options_(std::move(options)),
       policy_(make_policy(options_.policy, options_.thresholds)),
       ledger_(memory_totals(devices_, options_.cpu_slots), has_gpus_ ? options_.mode : CollocationMode::kExclusive,
-              options_.thresholds) {
+              options_.thresholds),
+      history_(options_.predict_shares) {
   if (options_.cpu_slots < 1) {
     throw InputError("cpu_slots", "", "must be at least 1, not " + std::to_string(options_.cpu_slots));
   }
@@ -92,25 +93,11 @@ std::string Runner::progress_path(int64_t id) const {
 
 void Runner::learn_shares() {
   for (const auto& job : store_.list()) {  // by id: the latest measurement wins
-    if (job.sm_share) learn_share(job.spec, *job.sm_share);
-    if (job.state == JobState::kCompleted && job.peak_mem_bytes) learn_peak(job.spec, *job.peak_mem_bytes);
-    if (job.alone_measured && job.alone_samples_per_s) learn_alone_rate(job.spec, *job.alone_samples_per_s);
+    JobKeys keys = job_keys(job.spec);
+    if (job.sm_share) history_.learn_share(keys, *job.sm_share);
+    if (job.state == JobState::kCompleted && job.peak_mem_bytes) history_.learn_peak(keys, *job.peak_mem_bytes);
+    if (job.alone_measured && job.alone_samples_per_s) history_.learn_alone_rate(keys, *job.alone_samples_per_s);
   }
-}
-
-void Runner::learn_alone_rate(const JobSpec& spec, double samples_per_s) {
-  learned_alone_rate_[command_key(spec)] = samples_per_s;
-  std::string workload = workload_key(spec);
-  if (!workload.empty()) learned_alone_rate_[workload] = samples_per_s;
-}
-
-std::optional<double> Runner::learned_alone_rate(const JobSpec& spec) const {
-  for (const std::string& key : {command_key(spec), options_.predict_shares ? workload_key(spec) : std::string()}) {
-    if (key.empty()) continue;
-    auto found = learned_alone_rate_.find(key);
-    if (found != learned_alone_rate_.end()) return found->second;
-  }
-  return std::nullopt;
 }
 
 void Runner::observe_progress() {
@@ -168,43 +155,20 @@ void Runner::record_throughput(Active& job) {
   auto own_alone = job.progress.alone_samples_per_s();
   auto record = store_.get(job.id);
   if (!record) return;
-  std::optional<double> alone = own_alone ? own_alone : learned_alone_rate(record->spec);
+  std::optional<double> alone = own_alone ? own_alone : history_.alone_rate(job_keys(record->spec));
   store_.record_throughput(job.id, overall, alone, own_alone.has_value());
-  if (own_alone) learn_alone_rate(record->spec, *own_alone);
-}
-
-void Runner::learn_share(const JobSpec& spec, double share) {
-  learned_share_[command_key(spec)] = share;
-  std::string workload = workload_key(spec);
-  if (!workload.empty()) learned_share_[workload] = share;
-}
-
-std::optional<double> Runner::learned_share(const JobSpec& spec) const {
-  auto same_command = learned_share_.find(command_key(spec));
-  if (same_command != learned_share_.end()) return same_command->second;
-  std::string workload = options_.predict_shares ? workload_key(spec) : "";
-  auto same_model = workload.empty() ? learned_share_.end() : learned_share_.find(workload);
-  if (same_model != learned_share_.end()) return same_model->second;
-  return std::nullopt;
-}
-
-void Runner::learn_peak(const JobSpec& spec, int64_t peak_bytes) {
-  int64_t& learned = learned_peak_[command_key(spec)];
-  learned = std::max(learned, peak_bytes);
+  if (own_alone) history_.learn_alone_rate(job_keys(record->spec), *own_alone);
 }
 
 JobRequest Runner::request_for(const JobRecord& job) const {
   JobRequest request{job.id, job.spec.mem_bytes, job.spec.sm_share.value_or(0), false, 0, job.spec.gpus};
+  JobKeys keys = job_keys(job.spec);
   if (request.sm_share <= 0) {
-    if (auto learned = learned_share(job.spec)) request.sm_share = *learned;
+    if (auto learned = history_.share(keys)) request.sm_share = *learned;
   }
-  if (!request.mem_bytes) {
-    // No estimate: the largest peak a completed run of the same command
-    // reached, plus 10%. Until one has run, the job runs alone (a job of
-    // unknown memory only goes on an empty GPU) and its peak is measured.
-    auto learned = learned_peak_.find(command_key(job.spec));
-    if (learned != learned_peak_.end()) request.mem_bytes = learned->second + learned->second / 10;
-  }
+  // No estimate: the largest peak a run of the same command reached, plus
+  // 10%; failing that the job starts provisionally and its peak is measured.
+  if (!request.mem_bytes) request.mem_bytes = history_.reservation(keys);
   // A simulated GPU shows no process's memory, so no peak could be measured.
   request.provisional = !request.mem_bytes && has_gpus_ && options_.provisional_memory &&
                         options_.mode != CollocationMode::kExclusive &&
@@ -221,7 +185,7 @@ void Runner::adopt(const JobRecord& job) {
   a.gpus = job.gpus.empty() ? std::vector<int>{std::max(job.gpu, 0)} : job.gpus;
   a.pgid = job.pid;
   a.request = request_for(job);
-  a.learned_alone = learned_alone_rate(job.spec);
+  a.learned_alone = history_.alone_rate(job_keys(job.spec));
   if (job.sm_share) a.request.sm_share = *job.sm_share;
   account_on_simulated(a);
   ledger_.place(a.request, a.gpus, clock_.elapsed_s());
@@ -282,7 +246,7 @@ void Runner::remember_share(const MeasuredShare& m) {
   auto record = store_.get(m.id);
   if (!record) return;
   store_.record_sm_share(m.id, m.share);
-  learn_share(record->spec, m.share);
+  history_.learn_share(job_keys(record->spec), m.share);
   spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
@@ -350,7 +314,7 @@ void Runner::observe_devices() {
 void Runner::remember_provisional_peak(const MeasuredPeak& m) {
   auto record = store_.get(m.id);
   if (!record) return;
-  learn_peak(record->spec, m.peak_bytes);
+  history_.learn_peak(job_keys(record->spec), m.peak_bytes);
   spdlog::info("job {}: memory measured at {} once it stopped growing; it reserves that plus 10% from now on", m.id,
                bytes_human(double(m.peak_bytes)));
 }
@@ -508,7 +472,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
   a.child = std::move(child);
   a.request = request;
   a.mem_limit = mem_limit;
-  a.learned_alone = learned_alone_rate(job.spec);
+  a.learned_alone = history_.alone_rate(job_keys(job.spec));
   if (!estimate_pending.empty()) a.awaits_estimate = job.spec;
   // Only a job that will have a comparable figure is watched. Its GPUs stay
   // open meanwhile: holding them would start jobs one at a time.
@@ -550,7 +514,7 @@ void Runner::settle(Active& job, int exit_code) {
   if (kind == ExitKind::kSuccess) {
     store_.mark_finished(job.id, JobState::kCompleted, exit_code, "", peak, job.energy_j);
     auto record = store_.get(job.id);
-    if (record && peak) learn_peak(record->spec, *peak);
+    if (record && peak) history_.learn_peak(job_keys(record->spec), *peak);
   } else if (kind == ExitKind::kFailure) {
     store_.mark_finished(job.id, JobState::kFailed, exit_code, "exit status " + std::to_string(exit_code), peak,
                          job.energy_j);

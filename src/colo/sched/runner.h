@@ -15,6 +15,7 @@
 #include "colo/gpu/mps.h"
 #include "colo/sched/backfill.h"
 #include "colo/sched/gpu_ledger.h"
+#include "colo/sched/job_history.h"
 #include "colo/sched/job_progress.h"
 #include "colo/sched/loader_producers.h"
 #include "colo/sched/model_estimates.h"
@@ -179,17 +180,10 @@ class Runner {
   void observe_progress(Active& job);
   // Stores a finished job's throughput, alone and overall, and learns its own alone figure.
   void record_throughput(Active& job);
-  void learn_alone_rate(const JobSpec& spec, double samples_per_s);
   // The jobs on `gpu` as the throughput watch sees them.
   std::vector<JobThroughput> throughput_on(int gpu) const;
   // Closes GPUs whose training throughput stopped growing (throughput_watch.h).
   void watch_throughput();
-  // The alone throughput measured for the same command, else the same model.
-  std::optional<double> learned_alone_rate(const JobSpec& spec) const;
-  void learn_peak(const JobSpec& spec, int64_t peak_bytes);
-  void learn_share(const JobSpec& spec, double share);
-  // The share measured for the same command, else for the same model (workload_key).
-  std::optional<double> learned_share(const JobSpec& spec) const;
   // A simulated GPU accounts the jobs placed on it (their estimate and SM
   // share); both are no-ops on a real GPU.
   void account_on_simulated(const Active& job);
@@ -215,12 +209,10 @@ class Runner {
   std::set<int64_t> waiting_for_loader_;      // jobs that hold a producer they wait for
   std::map<int, gpu::DeviceSample> last_sample_;
   GpuLedger ledger_;
-  // Measured SM share by command_key, and by workload_key: a job of a new
-  // command that trains a model measured before gets that model's share as
-  // its prediction, and need not settle.
-  std::map<std::string, double> learned_share_;
-  std::map<std::string, int64_t> learned_peak_;  // largest completed peak by command_key
-  std::map<std::string, double> learned_alone_rate_;  // samples/s alone, by command_key and workload_key
+  // Shares, peaks and alone throughputs of earlier jobs, by command and by
+  // model: a job of a new command that trains a model measured before gets
+  // that model's share as its prediction, and need not settle.
+  JobHistory history_;
   ThroughputWatch throughput_watch_{0, 0};
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "colo/sched/gpu_ledger.h"
+#include "colo/sched/job_history.h"
 #include "colo/sched/queue_order.h"
 #include "colo/sched/throughput_watch.h"
 
@@ -134,7 +135,7 @@ class Simulation {
 
   void remember(const MeasuredShare& m) {
     const std::string& command = trace_[m.id].command;
-    if (!command.empty()) learned_share_[command] = m.share;
+    if (!command.empty()) history_.learn_share(JobKeys{command, ""}, m.share);
   }
 
   // The throughput rule, as the runner applies it: a job joining others
@@ -214,8 +215,7 @@ class Simulation {
   JobRequest request_for(int64_t id) const {
     JobRequest request = requests_[id];
     if (request.sm_share <= 0) {
-      auto learned = learned_share_.find(trace_[id].command);
-      if (!trace_[id].command.empty() && learned != learned_share_.end()) request.sm_share = learned->second;
+      if (auto learned = history_.share(JobKeys{trace_[id].command, ""})) request.sm_share = *learned;
     }
     return request;
   }
@@ -449,7 +449,7 @@ class Simulation {
   std::vector<std::vector<int>> gpus_of_;     // by job id: the GPUs of its current attempt
   std::vector<std::vector<int64_t>> on_gpu_;  // running jobs by GPU
   std::vector<JobRequest> requests_;
-  std::map<std::string, double> learned_share_;  // measured SM share by command
+  JobHistory history_;  // measured SM shares, by command (a trace names no model)
   ThroughputWatch watch_;
   std::vector<int> workload_id_;      // by job: its workload (workload_of), numbered
   std::vector<char> alone_known_;     // by workload: a job of it completed, so its throughput alone is known
