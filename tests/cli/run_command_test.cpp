@@ -133,11 +133,28 @@ TEST(ColoRun, AJobOfMoreGpusThanTheHostHasIsRefusedNotLeftWaiting) {
 TEST(ColoSubmit, ValuesNoJobCouldHaveAreRefusedNotStored) {
   TempDir dir;
   for (const char* option : {"--sm-share -0.5", "--sm-share nan", "--array 0-100000000", "--array 0-31x",
-                             "--mem 99999999999999GiB"}) {
+                             "--mem 99999999999999GiB", "--mem 0", "--mem 0GiB"}) {
     auto run = run_colo(dir, "submit --store " + dir.file("jobs.db") + " " + option + " -- true");
     EXPECT_EQ(run.status, 2) << option << ": " << run.err;
     EXPECT_NE(run.err.find(std::string(option).substr(0, std::string(option).find(' '))), std::string::npos) << run.err;
   }
+  auto queue = run_colo(dir, "queue --store " + dir.file("jobs.db"));
+  EXPECT_EQ(queue.out.find("true"), std::string::npos) << "a refused job was stored: " << queue.out;
+}
+
+TEST(ColoSubmit, AJobFileAskingForNoMemoryIsRefusedOnOneLineNothingStored) {
+  TempDir dir;
+  for (const char* mem : {"0", "0GiB", "-1GiB"}) {
+    const std::string file = dir.write("jobs.toml", std::string("[[job]]\ncommand = \"true\"\nmem = \"") + mem + "\"\n");
+    for (const std::string& command : {"run " + file, "submit --store " + dir.file("jobs.db") + " --file " + file}) {
+      auto run = run_colo(dir, command);
+      EXPECT_EQ(run.status, 2) << command << " (mem " << mem << "): " << run.err;
+      EXPECT_NE(run.err.find(file), std::string::npos) << run.err;
+      EXPECT_NE(run.err.find("mem: expected a size above zero"), std::string::npos) << run.err;
+      EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << "one line: " << run.err;
+    }
+  }
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
   auto queue = run_colo(dir, "queue --store " + dir.file("jobs.db"));
   EXPECT_EQ(queue.out.find("true"), std::string::npos) << "a refused job was stored: " << queue.out;
 }

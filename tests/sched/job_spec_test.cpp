@@ -140,6 +140,19 @@ TEST(JobSpec, BadJobFilesAreRejectedClearly) {
   EXPECT_NE(error_of("command = \"true\"\ngpus = 0\n").find("gpus"), std::string::npos);
 }
 
+TEST(JobSpec, AMemOfZeroOrLessIsRefusedNamingTheFileAndField) {
+  testing::TempDir dir;
+  for (const char* mem : {"0", "0GiB", "0 MiB", "0.2", "-1GiB", "-4096"}) {
+    const std::string file = dir.write("jobs.toml", std::string("command = \"true\"\nmem = \"") + mem + "\"\n");
+    const std::string error = testing::input_error_of([&] { parse_job_file(file); });
+    EXPECT_NE(error.find(file), std::string::npos) << mem << ": " << error;
+    EXPECT_NE(error.find("mem: expected a size above zero"), std::string::npos) << mem << ": " << error;
+    EXPECT_NE(error.find(std::string("got \"") + mem + "\""), std::string::npos) << mem << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+  }
+  EXPECT_EQ(parse_job_file(dir.write("one.toml", "command = \"true\"\nmem = \"1\"\n")).front().mem_bytes, 1);
+}
+
 TEST(JobSpec, AWorkdirIsResolvedWhereTheFileIsReadAndMustExist) {
   testing::TempDir dir;
   // Relative to this process's directory, as colo run resolves it, so that

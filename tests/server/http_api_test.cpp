@@ -122,6 +122,8 @@ TEST_F(HttpApiTest, EachFieldIsCheckedBeforeItIsStoredNothingWrapsOrIsIgnored) {
            {R"({"name": "p", "command": ["true"], "priority": -99999999999})", "\"priority\""},
            {R"({"name": "g", "command": ["true"], "gpus": 1.5})", "\"gpus\""},
            {R"({"name": "m", "command": ["true"], "mem_bytes": 1.5})", "\"mem_bytes\""},
+           {R"({"name": "m", "command": ["true"], "mem_bytes": 0})", "\"mem_bytes\" must be a whole number of bytes in [1,"},
+           {R"({"name": "m", "command": ["true"], "mem_bytes": -1})", "\"mem_bytes\""},
            {R"({"name": "m", "command": ["true"], "mem": "6GiB"})", "\"mem\" is not a job field"},
            {R"({"name": "s", "command": ["true"], "samples": -3})", "\"samples\""},
            {R"({"name": "", "command": ["true"]})", "\"name\""},

@@ -51,7 +51,9 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
     spec.workdir = current_directory();
     if (!args.mem.empty()) {
       auto bytes = parse_bytes(args.mem);
-      if (!bytes) throw InputError("--mem", "", "expected a size such as 6GiB, got \"" + args.mem + "\"");
+      if (!bytes || *bytes <= 0) {
+        throw InputError("--mem", "", "expected a size above zero such as 6GiB, got \"" + args.mem + "\"");
+      }
       spec.mem_bytes = *bytes;
     }
     if (!args.sm_share.empty()) {

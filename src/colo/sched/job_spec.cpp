@@ -93,7 +93,10 @@ JobSpec parse_job_table(const SpecTable& t) {
   if (t.has("mem")) {
     std::string text = t.string("mem");
     auto bytes = parse_bytes(text);
-    if (!bytes) t.fail("mem", "expected a size such as \"6GiB\" or \"512MiB\", got \"" + text + "\"");
+    // A job needing no memory is a slip (a 0 or a lost unit): it would be placed anywhere as if it used none.
+    if (!bytes || *bytes <= 0) {
+      t.fail("mem", "expected a size above zero such as \"6GiB\" or \"512MiB\", got \"" + text + "\"");
+    }
     spec.mem_bytes = *bytes;
   }
   if (t.has("sm_share")) spec.sm_share = t.number_or("sm_share", 0.5, 0.0, 1.0);

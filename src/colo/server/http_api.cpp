@@ -108,8 +108,8 @@ sched::JobSpec job_from(const nlohmann::json& given, size_t index) {
   if (j.contains("array_index") && !whole_in(j["array_index"], -1, int64_t{1} << 30)) {
     fail("array_index", "must be a whole number >= -1");
   }
-  if (j.contains("mem_bytes") && !whole_in(j["mem_bytes"], 0, int64_t{1} << 60)) {
-    fail("mem_bytes", "must be a whole number of bytes in [0, 2^60]");
+  if (j.contains("mem_bytes") && !whole_in(j["mem_bytes"], 1, int64_t{1} << 60)) {
+    fail("mem_bytes", "must be a whole number of bytes in [1, 2^60]");
   }
   if (j.contains("sm_share") && !(j["sm_share"].is_number() && j["sm_share"].get<double>() >= 0 &&
                                   j["sm_share"].get<double>() <= 1)) {
