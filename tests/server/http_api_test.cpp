@@ -316,13 +316,18 @@ TEST(HttpApiMetrics, EveryFamilyHasHelpAndTypeAndValuesArePrometheusFloats) {
   client.set_bearer_token_auth("secret");
   auto reply = client.Get("/metrics");
   ASSERT_EQ(reply->status, 200);
-  EXPECT_EQ(reply->get_header_value("Content-Type"), "text/plain; version=0.0.4");
+  EXPECT_EQ(reply->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
   std::vector<std::string> faults = exposition_faults(reply->body);
   std::string all;
   for (const auto& f : faults) all += f + "\n";
   EXPECT_TRUE(faults.empty()) << all << "---\n" << reply->body;
   EXPECT_NE(reply->body.find("colo_job_energy_joules_total 1234567.5\n"), std::string::npos) << "all its digits";
   EXPECT_NE(reply->body.find("colo_gpu_power_watts{gpu=\"1\"} NaN\n"), std::string::npos) << reply->body;
+  // A 0-1 quantity's name ends in _ratio, as Prometheus names units.
+  EXPECT_NE(reply->body.find("# TYPE colo_gpu_sm_activity_ratio gauge\n"), std::string::npos) << reply->body;
+  EXPECT_NE(reply->body.find("\ncolo_gpu_sm_activity_ratio{gpu=\"0\"} "), std::string::npos) << reply->body;
+  EXPECT_EQ(reply->body.find("colo_gpu_sm_activity "), std::string::npos) << "the old name is gone: " << reply->body;
+  EXPECT_EQ(reply->body.find("colo_gpu_sm_activity{"), std::string::npos) << "the old name is gone: " << reply->body;
 }
 
 TEST(HttpApiDashboard, GpuHistoryHasSamplesAndTheJobsPlacedOnEachGpu) {

@@ -226,13 +226,13 @@ std::string HttpApi::metrics() {
       std::string label = "{gpu=\"" + std::to_string(s.index) + "\"}";
       out << "colo_gpu_memory_used_bytes" << label << " " << s.mem_used_bytes << "\n";
       if (s.sm_active || s.gpu_util) {
-        sm << "colo_gpu_sm_activity" << label << " " << prometheus_value(s.sm_active.value_or(*s.gpu_util)) << "\n";
+        sm << "colo_gpu_sm_activity_ratio" << label << " " << prometheus_value(s.sm_active.value_or(*s.gpu_util)) << "\n";
       }
       if (s.power_w) power << "colo_gpu_power_watts" << label << " " << prometheus_value(*s.power_w) << "\n";
     }
     if (!sm.str().empty()) {
-      out << "# HELP colo_gpu_sm_activity Fraction of time the device's SMs were busy (0-1).\n"
-             "# TYPE colo_gpu_sm_activity gauge\n" << sm.str();
+      out << "# HELP colo_gpu_sm_activity_ratio Fraction of time the device's SMs were busy (0-1).\n"
+             "# TYPE colo_gpu_sm_activity_ratio gauge\n" << sm.str();
     }
     if (!power.str().empty()) {
       out << "# HELP colo_gpu_power_watts Device power draw.\n# TYPE colo_gpu_power_watts gauge\n" << power.str();
@@ -399,7 +399,7 @@ void HttpApi::mount(httplib::Server& server) {
     res.set_content(chunk, "text/plain");
   });
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), "text/plain; version=0.0.4");
+    res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");  // the text format's own type
   });
   server.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
     // The page drops ?token= from the address bar; the cookie carries it from then on.
