@@ -178,7 +178,10 @@ TEST_F(ColodTest, DrainWaitsForRunningJobsAndStartsNoNewOne) {
                                            << read_file(dir_.file("colod.log"));
   auto second = show(2);
   EXPECT_EQ(second["state"], "PENDING");
-  EXPECT_NE(colo({"queue"}).output.find("draining"), std::string::npos) << colo({"queue"}).output;
+  EXPECT_EQ(second["reason"], "queued: no scheduler is running (colod drained and stopped)")
+      << "not the drain's hold, which outlived colod";
+  EXPECT_NE(read_file(dir_.file("colod.log")).find("colod: drained: no job runs; 1 job(s) stay queued"),
+            std::string::npos) << read_file(dir_.file("colod.log"));
 }
 
 }  // namespace

@@ -646,7 +646,13 @@ void Runner::stop_all(const std::string& reason) {
   mps_.reset();
 }
 
-void Runner::detach() {
+void Runner::detach(const std::string& why) {
+  // Reasons this runner wrote ("held: the scheduler is draining", "GPU 0:
+  // memory ...") would outlive it and mislead.
+  for (const auto& job : store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory})) {
+    store_.set_waiting_reason(job.id, "queued: no scheduler is running (" + why + ")");
+  }
+  waiting_reason_.clear();
   for (const auto& a : active_) {
     release_on_simulated(a);
     ledger_.remove(a.id, clock_.elapsed_s());

@@ -115,8 +115,9 @@ class Runner {
   // stay RUNNING in the store, and the next runner on the store adopts them
   // (recover()); the MPS daemon and their shared-loader producers are left
   // running for them (a producer only jobs still waiting hold is stopped).
-  // For a graceful stop of colod (an upgrade, a service restart).
-  void detach();
+  // For a graceful stop of colod (an upgrade, a service restart). Waiting
+  // jobs' reasons then say no scheduler runs, and `why` ("colod drained").
+  void detach(const std::string& why = "the scheduler stopped");
 
   // While held, step() settles jobs but starts none (colod --drain).
   void hold_new_jobs(bool hold) { hold_new_jobs_ = hold; }

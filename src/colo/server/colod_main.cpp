@@ -102,11 +102,14 @@ int main(int argc, char** argv) {
         runner.step();
         std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
       }
+      size_t queued = scheduler_store.list({colo::sched::JobState::kPending, colo::sched::JobState::kRequeued,
+                                            colo::sched::JobState::kOutOfMemory}).size();
+      std::fprintf(stderr, "colod: drained: no job runs; %zu job(s) stay queued for the next scheduler\n", queued);
     } else {
       std::fprintf(stderr, "colod: stopping; %zu running job(s) keep running for the next colod to adopt\n",
                    runner.running());
     }
-    runner.detach();
+    runner.detach(drain ? "colod drained and stopped" : "colod stopped; running jobs were left to the next one");
     stopped.set_value();
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // the signal ends the process
   } catch (const colo::InputError& e) {
