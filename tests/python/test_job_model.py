@@ -40,10 +40,12 @@ def schedule(colo_executable, tmp_path):
     return text
 
 
-def until_logged(tmp_path, text):
-    """A job's command that ends once the scheduler's log holds `text` (at most 120 s):
-    a job that starts before its estimate arrives still sees it arrive."""
-    return f"for i in $(seq 1200); do grep -q '{text}' {tmp_path}/run.err && break; sleep 0.1; done"
+def until_logged(tmp_path, *texts):
+    """A job's command that ends once the scheduler's log holds every one of
+    `texts` (at most 120 s): a job that starts before its estimate arrives
+    still sees it arrive."""
+    found = " && ".join(f"grep -q '{text}' {tmp_path}/run.err" for text in texts)
+    return f"for i in $(seq 1200); do {found} && break; sleep 0.1; done"
 
 
 def show(colo_executable, tmp_path, job_id):
@@ -134,7 +136,7 @@ def test_a_bfloat16_builders_model_gets_bfloat16_inputs_and_token_ids_stay_integ
     (tmp_path / "jobs.toml").write_text(f"""
 [[job]]
 name = "bf16-mlp"
-command = "{until_logged(tmp_path, 'fp16-mlp) needs about')}"
+command = "{until_logged(tmp_path, 'bf16-mlp) needs about', 'fp16-mlp) needs about')}"
 workdir = "{tmp_path}"
 [job.model]
 builder = "halfmodels:build"
