@@ -108,6 +108,14 @@ double seconds_to_read(SharedLoaderClient& client, int64_t batches) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+TEST(SharedLoader, AStoppedProducerLeavesNoSocketFileBehind) {
+  testing::TempDir dir;
+  Producer producer(dir, 8, 4, 4);
+  EXPECT_TRUE(path_exists(dir.file("loader.sock"))) << "it listens there while it serves";
+  producer.stop();
+  EXPECT_FALSE(path_exists(dir.file("loader.sock"))) << "a clean stop (SIGTERM's) removes its ipc:// file";
+}
+
 TEST(SharedLoader, TheProducerReportsEachConsumersThroughputAndDataWaitToASampler) {
   testing::TempDir dir;
   Producer producer(dir, 40, 4, 8, {.heartbeat_timeout_s = 2});  // beats every 0.5 s

@@ -249,6 +249,7 @@ LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mir
   state_->router.set(zmq::sockopt::linger, 0);
   try {
     state_->router.bind(spec_.address);
+    bound_ = true;
   } catch (const zmq::error_t& e) {
     throw std::runtime_error("colo loader: cannot listen on " + spec_.address + ": " + e.what() +
                              " (another loader there? choose `address` in the data file)");
@@ -264,6 +265,10 @@ LoaderServer::~LoaderServer() {
   state_->mirror_wake.notify_all();
   if (state_->assembler.joinable()) state_->assembler.join();
   if (state_->mirror_thread.joinable()) state_->mirror_thread.join();
+  // ZeroMQ leaves an ipc:// listener's file behind; a stopped producer removes its own.
+  state_->router.close();
+  const std::string ipc = "ipc://";
+  if (bound_ && spec_.address.compare(0, ipc.size(), ipc) == 0) ::unlink(spec_.address.c_str() + ipc.size());
 }
 
 nlohmann::json LoaderServer::stats() const {

@@ -127,6 +127,7 @@ class LoaderServer {
   LoaderServeSpec spec_;
   std::unique_ptr<LoaderState> state_;
   std::atomic<bool> stopping_{false};
+  bool bound_ = false;  // it listens at spec_.address (its ipc:// file is its own to remove)
 };
 
 }  // namespace colo::data
