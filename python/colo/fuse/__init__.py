@@ -140,7 +140,7 @@ class _Tracer(fx.Tracer):
                 setattr(torch, name, factory)
 
 
-def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
+def fuse(build_model, n=None, *, own_kernels=True, channels_last=False, share_frozen=True):
     """One module that trains n models of one architecture.
 
     `build_model` is a function returning a new nn.Module (called n times,
@@ -155,6 +155,15 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
     `.models` is n. `own_kernels` lets convolutions use colo's CUDA kernels;
     `channels_last` runs 2-D convolutions in NHWC layout (cuDNN's grouped
     convolutions are faster so for wide layers, e.g. ResNets).
+
+    With `share_frozen`, parameters that every model freezes
+    (requires_grad=False) and that are equal in all of them, as after
+    loading one pretrained checkpoint, are held once: a frozen prefix runs
+    once per batch for all models, and a frozen layer on per-model values
+    (a LoRA base projection) runs as one operation over all models' rows.
+    In that shared part one dropout mask serves every model. Each layer
+    keeps the training mode its model gave it. False stacks every parameter
+    N times, frozen or not.
     Raises FuseError naming the layer or operation it cannot fuse."""
     models = _build(build_model, n)
     for model in models:
@@ -162,7 +171,7 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
             raise FuseError(f"colo.fuse: build_model returned {type(model).__name__}, not a torch.nn.Module")
     _check_alike(models)
     check_no_tied_parameters(models[0])
-    training = models[0].training
+    modes = {path: layer.training for path, layer in models[0].named_modules()}
     tracer = _Tracer()
     traced = tracer.trace(models[0])
     others = []
@@ -171,7 +180,7 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
         others.append((other.trace(model), other.constants))
     rates = per_model_dropout_rates(traced, tracer.constants, others)
     rewriter = Rewriter(models, own_kernels=own_kernels, channels_last=channels_last, constants=tracer.constants,
-                        dropout_rates=rates)
+                        dropout_rates=rates, share_frozen=share_frozen)
     root, graph, shared_state = rewriter.run(traced)
     fused = fx.GraphModule(root, graph, class_name="Fused" + type(models[0]).__name__)
     for name in rewriter.not_state:  # GraphModule made them buffers; they stay out of state_dict
@@ -182,8 +191,17 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False):
     _install_unused(fused, models)
     fused.models = len(models)
     fused.colo_shared_state = shared_state
-    fused.train(training)
+    _keep_training_modes(fused, modes)
     return fused
+
+
+def _keep_training_modes(fused, modes):
+    """Every layer of `fused` in the training mode `modes` gives its path (the
+    model's, before fusing: a frozen backbone in eval mode stays so); layers
+    colo added follow the whole model."""
+    fused.train(modes[""])
+    for path, layer in fused.named_modules():
+        layer.training = modes.get(path, modes[""])
 
 
 def _install_unused(fused, models):

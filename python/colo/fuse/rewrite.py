@@ -8,7 +8,7 @@ import inspect
 import torch
 import torch.fx as fx
 
-from colo.fuse import layers, ops
+from colo.fuse import frozen, layers, ops
 from colo.fuse.attention import (MULTI_INPUT_LAYERS, FusedMultiheadAttention, FusedTransformerEncoder,
                                  FusedTransformerEncoderLayer)
 from colo.fuse.layout import MODEL_MAJOR, PLAIN, STACKED, convert
@@ -116,7 +116,8 @@ def per_model_dropout_rates(traced, constants, others):
 class Rewriter:
     """Builds the fused forward of `models` (N models of one architecture)."""
 
-    def __init__(self, models, own_kernels=True, channels_last=False, constants=None, dropout_rates=None):
+    def __init__(self, models, own_kernels=True, channels_last=False, constants=None, dropout_rates=None,
+                 share_frozen=False):
         self.models = models
         self.n = len(models)
         self.own_kernels = own_kernels
@@ -131,6 +132,8 @@ class Rewriter:
         self.constants = constants or {}  # tensors the traced forward made from constants, by name
         self.not_state = set()  # tensors the forward reads that are not in the model's state_dict
         self.dropout_rates = dropout_rates or {}  # functional dropouts' rates where they differ, by node name
+        # Frozen parameters equal in every model: held once (colo.fuse.frozen).
+        self.shared_frozen = frozen.shared_frozen_parameters(models) if share_frozen else set()
 
     def run(self, traced):
         for node in traced.nodes:
@@ -193,6 +196,10 @@ class Rewriter:
         if node.target not in self.models[0].state_dict():  # a tensor attribute, not a parameter or buffer
             self.not_state.add(node.target)
         values = [_fetch(m, node.target) for m in self.models]
+        if node.target in self.shared_frozen:
+            self.root[node.target] = value
+            self.shared_state.add(node.target)
+            return self._copy(node)
         if not isinstance(value, torch.nn.Parameter) and all(torch.equal(v, value) for v in values[1:]):
             # A constant buffer (a mask, position ids) stays one plain tensor.
             self.root[node.target] = value.clone()
@@ -206,6 +213,9 @@ class Rewriter:
 
     def _call_module(self, node):
         module = self.models[0].get_submodule(node.target)
+        if self.shared_frozen and frozen.is_shared_layer(self.models, node.target, self.shared_frozen) \
+                and self._shared_layer(node, module):
+            return None
         for cls, fused_cls in _FUSED_LAYERS:
             if isinstance(module, cls):
                 return self._fused_layer(node, fused_cls)
@@ -296,12 +306,41 @@ class Rewriter:
                 kwargs[name] = self._new(arg)
         self._set(node, self.graph.call_module(node.target, (), kwargs), fused.gives)
 
+    def _shared_layer(self, node, module):
+        """Runs a shared frozen layer once: as it is on the batch every model
+        sees, or over all models' rows at once. False where it cannot run
+        shared on its per-model input (the caller fuses it as usual)."""
+        inputs = node.all_input_nodes
+        if not any(self._is_fused(a) for a in inputs):
+            self._adopt(node.target, module)
+            self._copy(node)
+            return True
+        form = frozen.per_model_form(module)
+        if form is None or len(node.args) != 1 or node.kwargs:
+            return False
+        self._adopt(node.target, module)
+        x = self._as(node.args[0], MODEL_MAJOR)
+        if form == "folded":
+            x = self.graph.call_function(frozen.fold_models, (x,))
+        y = self.graph.call_module(node.target, (x,))
+        if form == "folded":
+            y = self.graph.call_function(frozen.unfold_models, (y, self.n))
+        self._set(node, y, MODEL_MAJOR)
+        return True
+
+    def _adopt(self, path, module):
+        self.root[path] = module
+        self.shared_state |= frozen.state_names(module, path)
+
     def _dropout_layer(self, node, x, rates, channelwise, name=None):
         if name is None:
             name = f"colo_dropout_{self.dropouts}"
             self.dropouts += 1
         fused = layers.FusedDropout(rates, channelwise)
         self.root[name] = fused
+        if self.shared_frozen and not self._is_fused(x) and fused.same_rate:
+            # In the shared frozen part one dropout mask serves every model.
+            return self._set(node, self.graph.call_module(name, (self._new(x), PLAIN)), PLAIN)
         chosen = self._chosen_layout(x, fused.takes)
         self._set(node, self.graph.call_module(name, (self._as(x, chosen), chosen)), chosen)
 

@@ -1,0 +1,197 @@
+"""colo.fuse with frozen parts the models share (fine-tuning one pretrained
+model N ways): a frozen CNN backbone with per-model heads, and hand-written
+LoRA adapters beside frozen attention projections. Trained fused in float64,
+every model's losses and weights equal a separately trained copy's; the
+frozen weights are held once, and the frozen prefix runs once per batch."""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import colo.fuse as cf
+from test_fuse import _OPTIMISERS, image_batches
+
+
+class FrozenBackboneNet(nn.Module):
+    """A small CNN backbone (convolutions, BatchNorm, pooling) and a linear head."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                      nn.Flatten())
+        self.head = nn.Sequential(nn.Dropout(0.0), nn.Linear(16, classes))
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+class LoRALinear(nn.Module):
+    """A frozen projection plus a trainable low-rank update, written the way
+    users write LoRA by hand: base(x) + B(A(dropout(x))) * scaling."""
+
+    def __init__(self, features, rank=4, alpha=8):
+        super().__init__()
+        self.base = nn.Linear(features, features)
+        self.lora_A = nn.Linear(features, rank, bias=False)
+        self.lora_B = nn.Linear(rank, features, bias=False)
+        self.lora_dropout = nn.Dropout(0.0)
+        self.scaling = alpha / rank
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
+
+
+class LoRAAttention(nn.Module):
+    """A hand-written attention block with LoRA on its query and value
+    projections, and a LayerNorm."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.q, self.k, self.v = LoRALinear(dim), nn.Linear(dim, dim), LoRALinear(dim)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        scores = self.q(x) @ self.k(x).transpose(-2, -1) / 4.0
+        return self.norm(x + scores.softmax(-1) @ self.v(x))
+
+
+class LoRAClassifier(nn.Module):
+    """Embeddings, two LoRA attention blocks and a classifier head."""
+
+    def __init__(self, vocab=40, dim=16, classes=5):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.blocks = nn.Sequential(LoRAAttention(dim), LoRAAttention(dim))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        return self.head(self.blocks(self.embed(tokens)).mean(dim=1))
+
+
+def fine_tunes(build, n, trainable):
+    """n copies of one 'pretrained' model, each with its own initial trainable
+    parameters (named by `trainable(name)`), the rest frozen."""
+    torch.manual_seed(0)
+    pretrained = build().double()
+    models = []
+    for i in range(n):
+        torch.manual_seed(100 + i)
+        fresh = build().double()
+        model = copy.deepcopy(pretrained)
+        for name, param in model.named_parameters():
+            if trainable(name):
+                param.data.copy_(dict(fresh.named_parameters())[name].data + 0.01 * i)
+            param.requires_grad_(trainable(name))
+        models.append(model)
+    return models
+
+
+def train_fused_and_alone(models, batches, name, **hyper):
+    """Trains the models fused and each alone; asserts equal losses each step."""
+    alone = [copy.deepcopy(m) for m in models]
+    fused = cf.fuse([copy.deepcopy(m) for m in models])
+    trainer = cf.Trainer(fused, cf.optimizer(fused, name, **hyper))
+    per_model = [{k: (v[i] if isinstance(v, list) else v) for k, v in hyper.items()} for i in range(len(models))]
+    optimisers = [_OPTIMISERS[name]([p for p in m.parameters() if p.requires_grad], **h)
+                  for m, h in zip(alone, per_model)]
+    for inputs, targets in batches:
+        inputs = inputs.double() if inputs.is_floating_point() else inputs
+        fused_losses = trainer.step(inputs, targets)
+        alone_losses = []
+        for model, opt in zip(alone, optimisers):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(inputs), targets)
+            loss.backward()
+            opt.step()
+            alone_losses.append(loss.item())
+        assert fused_losses.tolist() == pytest.approx(alone_losses, rel=1e-9)
+    return fused, alone
+
+
+def worst_difference(fused, alone):
+    worst = 0.0
+    for model, state in zip(alone, cf.unfuse(fused)):
+        assert set(state) == set(model.state_dict())
+        for name, value in state.items():
+            expected = model.state_dict()[name].double()
+            worst = max(worst, ((value.double() - expected).norm() / (expected.norm() + 1e-12)).item())
+    return worst
+
+
+def count_calls(module):
+    calls = []
+    module.register_forward_hook(lambda layer, args, output: calls.append(tuple(args[0].shape)))
+    return calls
+
+
+def test_frozen_backbone_runs_once_and_heads_train_like_separate_models():
+    models = fine_tunes(FrozenBackboneNet, 4, lambda name: name.startswith("head"))
+    batches = image_batches(5, 8, 3, 12)
+    fused, alone = train_fused_and_alone(models, batches, "sgd", lr=[0.1, 0.05, 0.02, 0.01], momentum=0.9)
+    assert worst_difference(fused, alone) < 1e-9
+    backbone_conv = fused.get_submodule("backbone.0")
+    assert backbone_conv.weight.shape == (8, 3, 3, 3)  # held once, not [4, 8, 3, 3, 3]
+    assert fused.get_submodule("head.1").weight.shape == (4, 10, 16)
+    calls = count_calls(backbone_conv)
+    cf.Trainer(fused, cf.optimizer(fused, "sgd", lr=0.1)).step(batches[0][0].double(), batches[0][1])
+    assert calls == [(8, 3, 12, 12)]  # one convolution for all four models, on the shared batch
+    # BatchNorm's running statistics moved (train mode) and equal each alone-trained copy's
+    assert not torch.equal(fine_tunes(FrozenBackboneNet, 1, lambda n: False)[0].backbone[1].running_mean,
+                           alone[0].backbone[1].running_mean)
+
+
+def test_a_frozen_backbone_in_eval_mode_stays_in_eval_mode():
+    models = fine_tunes(FrozenBackboneNet, 2, lambda name: name.startswith("head"))
+    for model in models:
+        model.backbone.eval()
+    fused, alone = train_fused_and_alone(models, image_batches(3, 8, 3, 12), "adam", lr=[1e-2, 1e-3])
+    assert worst_difference(fused, alone) < 1e-9
+    assert not fused.get_submodule("backbone.1").training and fused.get_submodule("head.1").training
+    before = fine_tunes(FrozenBackboneNet, 1, lambda n: False)[0].backbone[1].running_mean
+    assert torch.equal(cf.unfuse(fused, 0)["backbone.1.running_mean"], before)
+
+
+def test_lora_adapters_train_like_separate_models_with_the_base_held_once():
+    models = fine_tunes(LoRAClassifier, 3, lambda name: "lora_" in name or name.startswith("head"))
+    generator = torch.Generator().manual_seed(3)
+    batches = [(torch.randint(0, 40, (6, 7), generator=generator), torch.randint(0, 5, (6,), generator=generator))
+               for _ in range(5)]
+    fused, alone = train_fused_and_alone(models, batches, "adamw", lr=[1e-2, 5e-3, 2e-3], weight_decay=0.01)
+    assert worst_difference(fused, alone) < 1e-9
+    for block in ("blocks.0", "blocks.1"):
+        for path in ("q.base", "v.base", "k", "norm"):
+            shape = models[0].get_submodule(f"{block}.{path}").weight.shape
+            assert fused.get_submodule(f"{block}.{path}").weight.shape == shape
+        assert fused.get_submodule(f"{block}.q.lora_A").weight.shape == (3, 4, 16)
+    first, second = count_calls(fused.get_submodule("blocks.0.v.base")), count_calls(fused.get_submodule("blocks.1.v.base"))
+    fused(batches[0][0])
+    assert first == [(6, 7, 16)]  # the shared batch's embeddings: once for all models
+    assert second == [(3, 6, 7, 16)]  # after the first adapters: one GEMM over all three models' tokens
+
+
+def test_a_frozen_convolution_between_trainable_layers_runs_over_all_models_rows():
+    def build():
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 6, 3), nn.GroupNorm(2, 6), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(6 * 8 * 8, 10))
+    models = fine_tunes(build, 3, lambda name: not name.startswith(("2.", "3.")))
+    fused, alone = train_fused_and_alone(models, image_batches(4, 5, 3, 12), "sgd", lr=[0.05, 0.02, 0.01])
+    assert worst_difference(fused, alone) < 1e-9
+    assert fused.get_submodule("2").weight.shape == (6, 4, 3, 3)
+    calls = count_calls(fused.get_submodule("2"))
+    fused(image_batches(1, 5, 3, 12)[0][0].double())
+    assert calls == [(15, 4, 10, 10)]
+
+
+def test_frozen_parameters_that_differ_or_share_frozen_false_are_stacked():
+    models = fine_tunes(FrozenBackboneNet, 2, lambda name: name.startswith("head"))
+    with torch.no_grad():
+        models[1].backbone[0].weight.add_(0.5)
+    differing = cf.fuse(models)
+    assert differing.get_submodule("backbone.0").weight.shape == (2, 8, 3, 3, 3)
+    assert differing.get_submodule("backbone.4").weight.shape == (16, 8, 3, 3)  # still equal: shared
+    kept_apart = cf.fuse(fine_tunes(FrozenBackboneNet, 2, lambda name: name.startswith("head")), share_frozen=False)
+    assert kept_apart.get_submodule("backbone.4").weight.shape == (2, 16, 8, 3, 3)
+    assert not kept_apart.get_submodule("backbone.4").weight.requires_grad
