@@ -46,3 +46,18 @@ def test_figure_without_a_summary_is_caught(tmp_path):
     result = check(str(changed))
     assert result.returncode == 1
     assert "figure '9.99x'" in result.stdout
+
+
+def test_figure_stated_on_a_results_page_is_checked_there(tmp_path):
+    spec = importlib.util.spec_from_file_location("check_readme_figures", CHECK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page_entries = [entry for entry in module.FIGURES if len(entry) > 3]
+    assert page_entries, "no figure is stated on a results page"
+    path, key, write, page = page_entries[0]
+    figure = write(module.value_at(json.load(open(os.path.join(ROOT, path))), key))
+    changed = tmp_path / "page.md"
+    changed.write_text(open(os.path.join(ROOT, page)).read().replace(figure, "0.01x"))
+    module.FIGURES = [(path, key, write, str(changed))]
+    found = module.problems(os.path.join(ROOT, "README.md"))
+    assert any(f"expected '{figure}'" in line and str(changed) in line for line in found)
