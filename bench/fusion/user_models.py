@@ -17,16 +17,16 @@ over a timed window after warm-up, synchronised at the end."""
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from measure import mps_rows, timed, wait_until  # noqa: E402
+from measure import invoke as invoke_script  # noqa: E402
 
 
 class UserLeNet(nn.Module):
@@ -58,21 +58,6 @@ def build(case):
 
 def input_shape(case):
     return (1, 28, 28) if case == "lenet" else (3, 32, 32)
-
-
-def timed(step, seconds, warmup):
-    """Steps run in a window of at least `seconds` after `warmup` steps."""
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    start, steps = time.perf_counter(), 0
-    while time.perf_counter() - start < seconds:
-        for _ in range(10):
-            step()
-        steps += 10
-        torch.cuda.synchronize()
-    return steps, time.perf_counter() - start
 
 
 def batches(case, batch, device, count=16):
@@ -191,11 +176,7 @@ def one(args):
     else:
         step, extra = run_single(args.case, args.batch, bf16)
     if args.start_at:  # processes under MPS start their window together
-        for _ in range(args.warmup):
-            step()
-        torch.cuda.synchronize()
-        while time.time() < args.start_at:
-            time.sleep(0.001)
+        wait_until(args.start_at, step, args.warmup)
         steps, seconds = timed(step, args.seconds, 0)
     else:
         steps, seconds = timed(step, args.seconds, args.warmup)
@@ -210,33 +191,14 @@ def one(args):
 
 def invoke(argv, env=None, timeout=300):
     """One measurement in its own process; its JSON row, or an error row."""
-    cmd = [sys.executable, os.path.abspath(__file__), "one"] + argv
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    return {"error": (done.stderr or done.stdout)[-800:], "argv": argv}
+    return invoke_script(os.path.abspath(__file__), argv, env, timeout)
 
 
 def mps_processes(case, n, batch, precision, seconds):
     """N single-model processes at once under a private MPS daemon."""
-    pipe = tempfile.mkdtemp(prefix="colo-mps-")
-    env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe, CUDA_MPS_LOG_DIRECTORY=pipe)
-    subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
-    try:
-        start_at = time.time() + 25
-        argv = ["--case", case, "--mode", "single", "--batch", str(batch), "--precision", precision,
-                "--seconds", str(seconds), "--start-at", str(start_at)]
-        cmd = [sys.executable, os.path.abspath(__file__), "one"] + argv
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-                 for _ in range(n)]
-        rows = []
-        for p in procs:
-            out, err = p.communicate(timeout=300)
-            line = [x for x in out.splitlines() if x.startswith("{")]
-            rows.append(json.loads(line[-1]) if line else {"error": err[-400:]})
-    finally:
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
+    argv = ["--case", case, "--mode", "single", "--batch", str(batch), "--precision", precision,
+            "--seconds", str(seconds)]
+    rows = mps_rows(os.path.abspath(__file__), argv, n, start_delay=25, timeout=300)
     ok = [r for r in rows if "samples_per_s" in r]
     return {"case": case, "mode": "mps", "models": n, "batch": batch, "precision": precision,
             "samples_per_s": sum(r["samples_per_s"] for r in ok) if len(ok) == n else None,

@@ -195,3 +195,61 @@ def test_frozen_parameters_that_differ_or_share_frozen_false_are_stacked():
     kept_apart = cf.fuse(fine_tunes(FrozenBackboneNet, 2, lambda name: name.startswith("head")), share_frozen=False)
     assert kept_apart.get_submodule("backbone.4").weight.shape == (2, 16, 8, 3, 3)
     assert not kept_apart.get_submodule("backbone.4").weight.requires_grad
+
+
+class PeftStyleLoRA(nn.Module):
+    """A LoRA layer laid out as peft lays it out (base_layer, lora_A, lora_B,
+    lora_dropout and scaling per adapter name), with a forward that fx
+    cannot trace (it reads its keyword arguments and loops over adapters)."""
+
+    def __init__(self, base, rank, alpha=16):
+        super().__init__()
+        self.base_layer = base
+        self.lora_A = nn.ModuleDict({"default": nn.Linear(base.in_features, rank, bias=False)})
+        self.lora_B = nn.ModuleDict({"default": nn.Linear(rank, base.out_features, bias=False)})
+        self.lora_dropout = nn.ModuleDict({"default": nn.Identity()})
+        self.scaling = {"default": alpha / rank}
+        self.active_adapter = "default"
+        self.merged = False
+
+    def forward(self, x, *args, **kwargs):
+        result = self.base_layer(x)
+        for name in self.lora_A.keys():
+            if len(kwargs.pop("adapter_names", [])) == 0:
+                result = result + self.lora_B[name](self.lora_A[name](self.lora_dropout[name](x))) * self.scaling[name]
+        return result
+
+
+def peft_style_model(rank):
+    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 4))
+    model[2] = PeftStyleLoRA(model[2], rank)
+    model[4] = PeftStyleLoRA(model[4], rank)
+    return model
+
+
+def test_peft_style_adapters_of_different_ranks_train_like_separate_models():
+    torch.manual_seed(0)
+    pretrained = peft_style_model(2).double()
+    models = []
+    for i, rank in enumerate((2, 4, 8)):
+        torch.manual_seed(10 + i)
+        model = peft_style_model(rank).double()
+        base = {k: v for k, v in pretrained.state_dict().items() if "lora_" not in k}
+        model.load_state_dict(base, strict=False)
+        for name, param in model.named_parameters():
+            param.requires_grad_("lora_" in name)
+            if "lora_B" in name:
+                nn.init.normal_(param, std=0.1)
+        models.append(model)
+    generator = torch.Generator().manual_seed(4)
+    batches = [(torch.randn(10, 6, generator=generator), torch.randint(0, 4, (10,), generator=generator))
+               for _ in range(5)]
+    fused, alone = train_fused_and_alone(models, batches, "adam", lr=[1e-2, 5e-3, 2e-2])
+    assert worst_difference(fused, alone) < 1e-9  # each at its own rank, state_dict names unchanged
+    assert fused.get_submodule("2.lora_A.default").weight.shape == (3, 8, 12)  # padded to the largest rank
+    assert fused.get_submodule("2.base_layer").weight.shape == (12, 12)
+    saved = cf.adapter_state(fused, 1)
+    assert sorted(saved) == ["2.lora_A.weight", "2.lora_B.weight", "4.lora_A.weight", "4.lora_B.weight"]
+    assert saved["4.lora_B.weight"].shape == (4, 4)
+    assert (saved["2.lora_A.weight"] - alone[1].state_dict()["2.lora_A.default.weight"]).abs().max() < 1e-12
+    assert isinstance(models[0][2], PeftStyleLoRA)  # the user's models are left as they were

@@ -19,6 +19,7 @@ import traceback
 import torch
 import torch.fx as fx
 
+from colo.fuse.adapters import fusable_adapters, peft_adapter_state, unpad, unwrap_peft
 from colo.fuse.optim import FusedOptimizer, optimizer
 from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter, per_model_dropout_rates
 from colo.fuse.stacking import FuseError, check_no_tied_parameters, per_model_state
@@ -26,8 +27,8 @@ from colo.fuse.sweep import configurations, sweep
 from colo.fuse.trainer import Trainer, per_model_loss
 from colo.fuse.workload import compare_workload
 
-__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "compare_workload", "configurations",
-           "fuse", "optimizer", "per_model_loss", "sweep", "unfuse"]
+__all__ = ["FuseError", "FusedOptimizer", "SUPPORTED_LAYERS", "Trainer", "adapter_state", "compare_workload",
+           "configurations", "fuse", "optimizer", "per_model_loss", "sweep", "unfuse"]
 
 
 def _build(build_model, n):
@@ -164,11 +165,26 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False, share_fr
     In that shared part one dropout mask serves every model. Each layer
     keeps the training mode its model gave it. False stacks every parameter
     N times, frozen or not.
+
+    peft models (get_peft_model) fuse with their LoRA layers: each adapter
+    runs as one batched low-rank GEMM for all N, and adapters whose ranks
+    differ are zero-padded to the largest (exact: the padding stays zero).
+    unfuse gives peft's state_dict names; adapter_state gives what peft saves.
     Raises FuseError naming the layer or operation it cannot fuse."""
     models = _build(build_model, n)
     for model in models:
         if not isinstance(model, torch.nn.Module):
             raise FuseError(f"colo.fuse: build_model returned {type(model).__name__}, not a torch.nn.Module")
+    models, prefix = unwrap_peft(models)
+    with fusable_adapters(models) as padded:
+        fused = _fuse(models, own_kernels, channels_last, share_frozen)
+    fused.colo_padded_adapters = padded
+    fused.colo_state_prefix = prefix
+    return fused
+
+
+def _fuse(models, own_kernels, channels_last, share_frozen):
+    """fuse() of models already built, unwrapped and with fusable adapters."""
     _check_alike(models)
     check_no_tied_parameters(models[0])
     modes = {path: layer.training for path, layer in models[0].named_modules()}
@@ -225,8 +241,23 @@ def unfuse(fused, index=None):
     original class with load_state_dict."""
     state = fused.state_dict()
     shared = getattr(fused, "colo_shared_state", set())
+    padded = getattr(fused, "colo_padded_adapters", {})
+    prefix = getattr(fused, "colo_state_prefix", "")
+
+    def model_state(i):
+        own = unpad(per_model_state(state, i, shared), padded, i)
+        return {prefix + name: value for name, value in own.items()}
     if index is not None:
         if not 0 <= index < fused.models:
             raise IndexError(f"colo.unfuse: model {index} of {fused.models}")
-        return per_model_state(state, index, shared)
-    return [per_model_state(state, i, shared) for i in range(fused.models)]
+        return model_state(index)
+    return [model_state(i) for i in range(fused.models)]
+
+
+def adapter_state(fused, index=None, adapter="default"):
+    """Model `index`'s LoRA adapter weights (or a list of all N) as peft saves
+    them (get_peft_model_state_dict): loadable with set_peft_model_state_dict,
+    each at the model's own rank."""
+    if index is not None:
+        return peft_adapter_state(unfuse(fused, index), adapter)
+    return [peft_adapter_state(state, adapter) for state in unfuse(fused)]

@@ -3,6 +3,7 @@ torch.fx and build the forward of N models from it, node by node. Every
 value gets a layout (colo.fuse.layout); layers become fused layers (layers.py,
 attention.py), functions and methods their per-model forms (ops.py), and
 conversions between layouts are inserted only where an operation needs one."""
+import copy
 import inspect
 
 import torch
@@ -329,7 +330,7 @@ class Rewriter:
         return True
 
     def _adopt(self, path, module):
-        self.root[path] = module
+        self.root[path] = copy.deepcopy(module)  # the user's model stays untouched (running statistics)
         self.shared_state |= frozen.state_names(module, path)
 
     def _dropout_layer(self, node, x, rates, channelwise, name=None):
