@@ -56,17 +56,18 @@ def invoke(script, argv, env=None, timeout=600):
     return row
 
 
-def mps_rows(script, argv, n, start_delay=40, timeout=600):
+def mps_rows(script, argv, n, start_delay=40, timeout=600, per_process=lambda i: []):
     """N processes of `script one ARGV --start-at T` at once under a private
     MPS daemon (always quit afterwards); their JSON rows, in order. Each
-    warms up, then all start their timed windows at T."""
+    warms up, then all start their timed windows at T. Process i gets the
+    extra arguments per_process(i)."""
     pipe = tempfile.mkdtemp(prefix="colo-mps-")
     env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe, CUDA_MPS_LOG_DIRECTORY=pipe)
     subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
     try:
         cmd = [sys.executable, script, "one"] + argv + ["--start-at", str(time.time() + start_delay)]
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-                 for _ in range(n)]
+        procs = [subprocess.Popen(cmd + per_process(i), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=env) for i in range(n)]
         rows = []
         for p in procs:
             try:

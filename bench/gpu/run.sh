@@ -33,6 +33,7 @@
 #                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
 #                               #   bench/compare/agreement.py
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
+#   bench/gpu/run.sh finetune   # build colo._core + fused fine-tuning against MPS, sequential, vmap (FINETUNE_SETUPS)
 #   bench/gpu/run.sh strategies # build colo._core + bench/fusion/resnet_strategies.py (fused ResNet-18 against replicas on streams)
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh predict    # build + a colo train lr search: SM share predicted by model (PREDICT_ARGS="JOBS STEPS", PREDICT_FLAGS="--no-share-prediction" for the baseline)
@@ -68,8 +69,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$OUT/gpu.txt"
 
 start=$(date +%s)
-if [ "${GPU_BINARY_ONLY:-0}" = 1 ] && [ -x .gpubin/colo ] && ! ldd .gpubin/colo | grep -q "not found"; then
-  mkdir -p "$BUILD" && cp .gpubin/colo "$BUILD/colo"
+if [ "${GPU_BINARY_ONLY:-0}" = 1 ] && { [ -x .gpubin/colo ] && ! ldd .gpubin/colo | grep -q "not found" \
+    || ls .gpubin/_core*.so >/dev/null 2>&1; }; then
+  mkdir -p "$BUILD"
+  [ -x .gpubin/colo ] && cp .gpubin/colo "$BUILD/colo"
   # colo._core too, when it came back: the package beside it is this tree's.
   for core in .gpubin/_core*.so; do
     [ -e "$core" ] || continue
@@ -246,6 +249,17 @@ if want userfuse; then
   mkdir -p "$OUT/userfuse"
   PYTHONPATH="$BUILD/python" python3 bench/fusion/user_models.py all --out "$OUT/userfuse" \
     --seconds "${USERFUSE_SECONDS:-3}" 2>"$OUT/userfuse/stderr.log" | tail -14 | tee -a "$summary"
+fi
+
+if want finetune; then
+  # BUILD_TARGETS=colo_core_module is enough. FINETUNE_SETUPS picks set-ups (bench/fusion/finetune.py).
+  PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider tests/python/test_fuse_frozen.py 2>&1 \
+    | tail -3 | tee -a "$summary"
+  mkdir -p "$OUT/finetune"
+  PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune.py check 2>&1 | tail -3 | tee -a "$summary"
+  PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune.py all --out "$OUT/finetune" \
+    --setups "${FINETUNE_SETUPS:-frozen_heads,frozen_blocks,lora,lora_mixed}" --seconds "${FINETUNE_SECONDS:-8}" \
+    2>"$OUT/finetune/stderr.log" | tail -24 | tee -a "$summary"
 fi
 
 if want strategies; then

@@ -1,7 +1,8 @@
 """LoRA adapters as peft writes them, made fusable. A peft LoRA layer (a
 `base_layer` with `lora_A`, `lora_B`, `lora_dropout` and `scaling` per
 adapter) becomes, while colo.fuse traces, a LoRALinear with the same
-state_dict names, whose forward fx can trace. Models whose adapters differ in
+state_dict names, whose forward fx can trace; users may also build
+LoRALinear themselves. Models whose adapters differ in
 rank are padded with zeros to the largest rank: zero rows of A and zero
 columns of B get zero gradients and stay zero under SGD, Adam and AdamW, so
 each model trains exactly as at its own rank; unfuse slices them back."""
@@ -36,6 +37,19 @@ class LoRALinear(torch.nn.Module):
 def _is_peft_lora(module):
     return all(hasattr(module, name) for name in ("base_layer", "lora_A", "lora_B", "lora_dropout", "scaling")) \
         and isinstance(module.lora_A, torch.nn.ModuleDict)
+
+
+def _is_lora(module):
+    return isinstance(module, LoRALinear) or _is_peft_lora(module)
+
+
+def _parts(layer, path):
+    """(adapter name, A, B, dropout, scaling) of a peft LoRA layer or a LoRALinear."""
+    if isinstance(layer, LoRALinear):
+        a = layer.adapter
+        return a, layer.lora_A[a], layer.lora_B[a], layer.lora_dropout[a], layer.lora_scaling.item()
+    a = _active_adapter(layer, path)
+    return a, layer.lora_A[a], layer.lora_B[a], layer.lora_dropout[a], layer.scaling[a]
 
 
 def _active_adapter(module, path):
@@ -83,23 +97,25 @@ def fusable_adapters(models):
     """While open, every peft LoRA layer of `models` is a LoRALinear (ranks
     padded to the largest per layer); on exit the models are as they were.
     Yields {parameter name: (axis, [rank per model])} for padded weights."""
-    paths = [path for path, m in models[0].named_modules() if _is_peft_lora(m)]
+    paths = [path for path, m in models[0].named_modules() if _is_lora(m)]
     originals, padded = [], {}
     try:
         for path in paths:
             layers = [m.get_submodule(path) for m in models]
-            if not all(_is_peft_lora(layer) for layer in layers):
+            if not all(_is_lora(layer) for layer in layers):
                 raise FuseError(f"colo.fuse: '{path}' is a LoRA layer in model 0 but not in every model")
-            adapters = [_active_adapter(layer, path) for layer in layers]
-            ranks = [layer.lora_A[a].weight.shape[0] for layer, a in zip(layers, adapters)]
+            parts = [_parts(layer, path) for layer in layers]
+            adapters = [p[0] for p in parts]
+            ranks = [p[1].weight.shape[0] for p in parts]
             top = max(ranks)
-            for model, layer, adapter, rank in zip(models, layers, adapters, ranks):
-                a, b = layer.lora_A[adapter], layer.lora_B[adapter]
+            for model, layer, (adapter, a, b, dropout, scaling), rank in zip(models, layers, parts, ranks):
                 if b.bias is not None or a.bias is not None:
                     raise FuseError(f"colo.fuse: LoRA layer '{path}' has adapter biases, which colo.fuse does not fuse")
                 if rank != top:
                     a, b = _padded(a, top, 0), _padded(b, top, 1)
-                view = LoRALinear(layer.base_layer, a, b, layer.lora_dropout[adapter], layer.scaling[adapter], adapter)
+                elif isinstance(layer, LoRALinear):
+                    continue
+                view = LoRALinear(layer.base_layer, a, b, dropout, scaling, adapter)
                 view.training = layer.training
                 originals.append((model, path, layer))
                 _replace(model, path, view)

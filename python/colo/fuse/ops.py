@@ -113,7 +113,8 @@ def passes_through_getattr(name):
 
 def kind_of_function(target):
     """'elementwise' | 'dim' | 'spatial' | 'concat' | 'dropout' | 'getitem' |
-    'matmul' | 'linear' | None (unknown) for a call_function target."""
+    'matmul' | 'linear' | 'pad' | 'attention' | None (unknown) for a
+    call_function target."""
     if target is operator.getitem:
         return "getitem"
     if target in (torch.matmul, operator.matmul):
@@ -122,6 +123,8 @@ def kind_of_function(target):
         return "linear"
     if target is F.pad:
         return "pad"
+    if target is getattr(F, "scaled_dot_product_attention", None):
+        return "attention"
     for kind, table in (("elementwise", _ELEMENTWISE_FUNCTIONS), ("dim", _DIM_FUNCTIONS),
                         ("spatial", _SPATIAL_FUNCTIONS), ("concat", _CONCATENATIONS),
                         ("dropout", _DROPOUT_FUNCTIONS)):
@@ -432,3 +435,16 @@ def relu_max_pool_2x2():
         return F.max_pool2d(F.relu(x), 2)
     return _named(run, "relu_max_pool2x2")
 
+
+
+def attention_over_models(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, **kwargs):
+    """F.scaled_dot_product_attention of model-major q, k, v [N, B, ...]: the
+    model axis folded into the batch, one fused attention kernel for all
+    models. A plain mask with the batch axis is repeated for every model; one
+    without it broadcasts."""
+    n, batch = q.shape[0], q.shape[1]
+    if attn_mask is not None and attn_mask.dim() == q.dim() - 1:
+        attn_mask = attn_mask.repeat(n, *([1] * (attn_mask.dim() - 1)))
+    y = F.scaled_dot_product_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), attn_mask=attn_mask,
+                                       dropout_p=dropout_p, is_causal=is_causal, **kwargs)
+    return y.view(n, batch, *y.shape[1:])

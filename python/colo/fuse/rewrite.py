@@ -448,6 +448,17 @@ class Rewriter:
         self._emit(node, fn, [self._as(x, MODEL_MAJOR), *self._new(node.args[1:])], self._new(node.kwargs),
                    MODEL_MAJOR)
 
+    def _attention(self, node, target):
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+        given = dict(zip(names, node.args), **node.kwargs)
+        q, k, v = given.pop("query"), given.pop("key"), given.pop("value")
+        if not any(self._is_fused(t) for t in (q, k, v)):
+            return self._copy(node)
+        if any(isinstance(a, fx.Node) and self._is_fused(a) for a in given.values()):
+            self._fail(node, "an attention mask or setting that differs per model is not supported")
+        qkv = [self._as(t, MODEL_MAJOR) for t in (q, k, v)]
+        self._emit(node, ops.attention_over_models, qkv, self._new(given), MODEL_MAJOR)
+
     def _matmul(self, node, target):
         a, b = node.args[0], node.args[1]
         if not (self._is_fused(a) or self._is_fused(b)):
