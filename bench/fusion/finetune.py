@@ -170,9 +170,11 @@ def one(args):
         steps, seconds = timed(step, args.seconds, 0)
     else:
         steps, seconds = timed(step, args.seconds, args.warmup)
-    row = {"setup": args.setup, "mode": args.mode, "models": n, "batch": spec["batch"], "steps": steps,
+    row = {"gpu": torch.cuda.get_device_name(0), "setup": args.setup, "mode": args.mode, "models": n, "batch": spec["batch"], "steps": steps,
            "seconds": seconds, "samples_per_s": steps * spec["batch"] * n / seconds, "started_late_s": late,
            "peak_allocated_bytes": torch.cuda.max_memory_allocated(), "torch": torch.__version__}
+    if args.setup.startswith("lora"):
+        row["adapters"] = adapters_kind()
     row.update(extra())
     print(json.dumps(row), flush=True)
 
@@ -186,7 +188,8 @@ def measure(setup, mode, seconds):
             rows = mps_rows(os.path.abspath(__file__), argv + ["--mode", "single"], n,
                             per_process=lambda i: ["--index", str(i)])
             ok = [r for r in rows if "samples_per_s" in r]
-            row = {"setup": setup, "mode": "mps", "models": n, "processes_ok": len(ok),
+            row = {"gpu": ok[0]["gpu"] if ok else None, "setup": setup, "mode": "mps", "models": n,
+                   "processes_ok": len(ok),
                    "samples_per_s": sum(r["samples_per_s"] for r in ok) if len(ok) == n else None,
                    "started_late_s_max": max((r["started_late_s"] for r in ok), default=None),
                    "errors": [r["error"] for r in rows if "error" in r][:2]}
@@ -202,8 +205,8 @@ def ratio(a, b):
 
 def summarise(rows, command):
     by = {(r["setup"], r["mode"]): r for r in rows}
-    summary = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "adapters": adapters_kind(),
-               "rows": rows, "command": command}
+    summary = {"gpu": sorted({r["gpu"] for r in rows if r.get("gpu")}), "torch": sorted({r["torch"] for r in rows
+               if r.get("torch")}), "rows": rows, "command": command}
     keys = {"frozen_heads": ("frozen_heads_over_best", "frozen_heads_mem_ratio"),
             "frozen_blocks": ("frozen_blocks_over_best", None), "lora": ("lora_over_best", "lora_mem_ratio"),
             "lora_mixed": ("lora_mixed_rank_over_best", None)}
@@ -221,11 +224,19 @@ def summarise(rows, command):
     return summary
 
 
+def summarise_files(args):
+    rows = [json.loads(line) for path in args.rows for line in open(path) if line.strip()]
+    with open(args.out, "w") as f:
+        json.dump(summarise(rows, args.command), f, indent=2)
+
+
 def run_all(args):
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for setup in args.setups.split(","):
         for mode in MODES[setup]:
+            if args.modes and mode not in args.modes.split(","):
+                continue
             row = measure(setup, mode, args.seconds)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k not in ("errors",)}), flush=True)
@@ -299,6 +310,11 @@ def main():
     a.add_argument("--out", required=True)
     a.add_argument("--setups", default="frozen_heads,frozen_blocks,lora,lora_mixed")
     a.add_argument("--seconds", type=float, default=8.0)
+    a.add_argument("--modes", default="", help="only these modes (comma-separated)")
+    m = sub.add_parser("summarise", help="one summary.json of rows.jsonl files from runs on one machine")
+    m.add_argument("rows", nargs="+")
+    m.add_argument("--out", required=True)
+    m.add_argument("--command", required=True)
     sub.add_parser("check")
     args = p.parse_args()
     {"one": one, "all": run_all, "check": check}[args.command](args)
