@@ -75,11 +75,11 @@ def cycle(x, y, run):
     return step
 
 
-def run_fused(setup, n, batch, ranks):
+def run_fused(setup, n, batch, ranks, graph=True):
     import colo.fuse as cf
     fused = cf.fuse(models_of(setup, n, ranks)).cuda()
     opt = cf.optimizer(fused, "adamw", lr=[1e-4 * (1 + i % 4) for i in range(n)], weight_decay=0.01)
-    trainer = cf.Trainer(fused, opt, loss_fn(setup), cuda_graph=True, bf16=True)
+    trainer = cf.Trainer(fused, opt, loss_fn(setup), cuda_graph=graph, bf16=True)
     x, y = data(setup, batch)
     return cycle(x, y, trainer.step), (lambda: {"graphed": trainer.graph is not None,
                                                 "graph_error": trainer.graph_error[:300]})
@@ -130,10 +130,10 @@ def run_vmap(n, batch):
 def run_by_hand(n, batch):
     """The frozen backbone once under no_grad, then the N heads as one bmm."""
     models = models_of("frozen_heads", n, [8])
-    backbone = models[0].cuda()
-    backbone.fc = nn.Identity()
     weight = nn.Parameter(torch.stack([m.fc.weight.detach() for m in models]).cuda())
     bias = nn.Parameter(torch.stack([m.fc.bias.detach() for m in models]).cuda())
+    backbone = models[0].cuda()
+    backbone.fc = nn.Identity()
     opt = torch.optim.AdamW([weight, bias], lr=1e-4, weight_decay=0.01, fused=True)
     x, y = data("frozen_heads", batch)
 
@@ -256,6 +256,25 @@ def run_all(args):
             print(f"{key:34} {value}")
 
 
+def profile(args):
+    """The GPU kernels of a few eager steps of one mode, the costliest first."""
+    from torch.profiler import ProfilerActivity
+    spec = SETUPS[args.setup]
+    n = args.models or spec["models"]
+    for mode in ("fused", "single"):
+        step, _ = run_fused(args.setup, n, spec["batch"], spec["ranks"], graph=False) if mode == "fused" else \
+            run_single(args.setup, spec["batch"], spec["ranks"], 0)
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+        print(f"== {args.setup} {mode} (3 steps)")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=args.rows, max_name_column_width=70))
+
+
 def check(args):
     """Fused outputs equal each model's own (fp32, eval); after fused
     training steps, peft loads adapter_state and gives the fused outputs."""
@@ -316,8 +335,12 @@ def main():
     m.add_argument("--out", required=True)
     m.add_argument("--command", required=True)
     sub.add_parser("check")
+    f = sub.add_parser("profile")
+    f.add_argument("--setup", choices=sorted(SETUPS), required=True)
+    f.add_argument("--models", type=int, default=0)
+    f.add_argument("--rows", type=int, default=18)
     args = p.parse_args()
-    {"one": one, "all": run_all, "check": check}[args.command](args)
+    {"one": one, "all": run_all, "check": check, "profile": profile, "summarise": summarise_files}[args.command](args)
 
 
 if __name__ == "__main__":
