@@ -85,6 +85,41 @@ TEST(JobStore, TransitionsFollowTheStateMachine) {
   EXPECT_DOUBLE_EQ(job->energy_j, 15.0);
 }
 
+TEST(JobStore, KeepsEveryRunOfAJobWithHowItEnded) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({spec("a"), spec("b")})[0];
+  EXPECT_TRUE(store.runs(id).empty()) << "not started yet";
+  ASSERT_TRUE(store.mark_running(id, {0}, 1, "/log"));
+  store.mark_requeued(id, "its process was lost");
+  ASSERT_TRUE(store.mark_running(id, {0}, 2, "/log"));
+  store.mark_finished(id, JobState::kOutOfMemory, 1, "oom", std::nullopt, 0);
+  ASSERT_TRUE(store.mark_running(id, {1}, 3, "/log"));
+  auto runs = store.runs(id);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].state, JobState::kRequeued);
+  EXPECT_EQ(runs[1].state, JobState::kOutOfMemory);
+  EXPECT_EQ(runs[2].state, JobState::kRunning);
+  EXPECT_FALSE(runs[2].end_s) << "the last one still runs";
+  for (size_t i = 0; i + 1 < runs.size(); ++i) {
+    ASSERT_TRUE(runs[i].end_s);
+    EXPECT_LE(runs[i].start_s, *runs[i].end_s);
+    EXPECT_LE(*runs[i].end_s, runs[i + 1].start_s);
+  }
+  EXPECT_DOUBLE_EQ(runs[2].start_s, store.get(id)->start_s.value_or(0)) << "the record's start is the last run's";
+  store.mark_finished(id, JobState::kCompleted, 0, "", std::nullopt, 0);
+  store.correct_end_time(id, runs[2].start_s);
+  EXPECT_EQ(store.runs(id)[2].state, JobState::kCompleted);
+  EXPECT_DOUBLE_EQ(store.runs(id)[2].end_s.value_or(-1), runs[2].start_s) << "a corrected end corrects the run";
+
+  int64_t cancelled = id + 1;
+  ASSERT_TRUE(store.mark_running(cancelled, {0}, 4, "/log"));
+  store.cancel(cancelled);
+  ASSERT_EQ(store.runs(cancelled).size(), 1u);
+  EXPECT_EQ(store.runs(cancelled)[0].state, JobState::kCancelled);
+  EXPECT_TRUE(store.runs(cancelled)[0].end_s);
+}
+
 TEST(JobStore, KeepsWaitingReasonsGpusOfAMultiGpuJobAndMeasuredShares) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

@@ -93,10 +93,14 @@ TEST_F(DashboardInBrowser, ShowsRunningJobsAChartPerGpuAndAJobPageWithItsLog) {
     EXPECT_EQ(count(overview, "<canvas class=\"" + chart + "\" data-points=\"0\""), 0) << chart;
   }
   EXPECT_NE(overview.find("data-jobs=\"2\">"), std::string::npos) << "both jobs in the Gantt chart";
+  EXPECT_NE(overview.find("<span class=\"key\" data-kind=\"RUNNING\">"), std::string::npos)
+      << "the Gantt's legend names its running bars: " << overview;
   EXPECT_NE(overview.find("<span id=\"status\">updated"), std::string::npos) << "the page refreshed without error";
 
   std::string job = dom("?token=" + token_ + "#/job/1");
   EXPECT_NE(job.find("hello-from-dash-a"), std::string::npos) << "the log tail: " << job;
+  EXPECT_NE(job.find("<code id=\"command\">sh -c 'echo hello-from-dash-a; sleep 30'</code>"), std::string::npos)
+      << "the command as a shell would read it: " << job;
   EXPECT_NE(job.find("6144 MiB"), std::string::npos) << "its estimate";
   EXPECT_NE(job.find("RUNNING"), std::string::npos);
 

@@ -357,6 +357,110 @@ TEST(HttpApiDashboard, GpuHistoryHasSamplesAndTheJobsPlacedOnEachGpu) {
   EXPECT_TRUE(gpus[0]["jobs"][0]["end_s"].is_null()) << "still running";
 }
 
+// The kinds of `row`'s bars, in order, leaving out QUEUED ones.
+std::vector<std::string> run_kinds(const nlohmann::json& row) {
+  std::vector<std::string> kinds;
+  for (const auto& bar : row["bars"]) {
+    if (bar["kind"] != "QUEUED") kinds.push_back(bar["kind"]);
+  }
+  return kinds;
+}
+
+TEST(HttpApiDashboard, TheGanttShowsQueuedJobsEveryRunOfARequeuedJobAndALegendForEachColour) {
+  testing::TempDir dir;
+  std::vector<sched::JobRun> requeued_runs;
+  {
+    sched::JobStore store(dir.file("jobs.db"));
+    auto job = [](const std::string& name) {
+      sched::JobSpec spec;
+      spec.name = name;
+      spec.command = {"true"};
+      return spec;
+    };
+    auto ids = store.submit({job("waits"), job("requeued"), job("oom-then-done"), job("cancelled-waiting")});
+    ASSERT_TRUE(store.mark_running(ids[1], {0}, 1, ""));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    store.mark_requeued(ids[1], "its process was lost");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(store.mark_running(ids[1], {0}, 2, ""));
+    requeued_runs = store.runs(ids[1]);
+    ASSERT_TRUE(store.mark_running(ids[2], {0}, 3, ""));
+    store.mark_finished(ids[2], sched::JobState::kOutOfMemory, 1, "oom", std::nullopt, 0);
+    ASSERT_TRUE(store.mark_running(ids[2], {0}, 4, ""));
+    store.mark_finished(ids[2], sched::JobState::kCompleted, 0, "", std::nullopt, 0);
+    store.cancel(ids[3]);
+  }
+  HttpApi api(dir.file("jobs.db"), "secret", {});
+  HttpServer server(api, "127.0.0.1", 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_bearer_token_auth("secret");
+  auto reply = client.Get("/api/gantt");
+  ASSERT_EQ(reply->status, 200);
+  auto gantt = nlohmann::json::parse(reply->body);
+  ASSERT_EQ(gantt["rows"].size(), 4u) << "queued jobs are rows too: " << gantt.dump();
+  EXPECT_EQ(gantt["left_out"], 0);
+  const auto& rows = gantt["rows"];
+
+  EXPECT_EQ(rows[0]["label"], "1 waits");
+  ASSERT_EQ(rows[0]["bars"].size(), 1u);
+  EXPECT_EQ(rows[0]["bars"][0]["kind"], "QUEUED") << "a waiting job waits until now";
+  EXPECT_DOUBLE_EQ(rows[0]["bars"][0]["from_s"].get<double>(), 0.0) << "from its submission, the chart's start";
+
+  EXPECT_EQ(run_kinds(rows[1]), (std::vector<std::string>{"REQUEUED", "RUNNING"}));
+  const double t0 = gantt["t0_s"];
+  for (const auto& bar : rows[1]["bars"]) {
+    if (bar["kind"] != "REQUEUED") continue;
+    EXPECT_NEAR(bar["from_s"].get<double>() + t0, requeued_runs[0].start_s, 1e-3) << "the first run, not queued time";
+    EXPECT_NEAR(bar["to_s"].get<double>() + t0, requeued_runs[0].end_s.value_or(0), 1e-3);
+  }
+  ASSERT_GE(rows[1]["bars"].size(), 3u);
+  EXPECT_EQ(rows[1]["bars"][rows[1]["bars"].size() - 2]["kind"], "QUEUED") << "it waited again between its runs";
+
+  EXPECT_EQ(run_kinds(rows[2]), (std::vector<std::string>{"OUT_OF_MEMORY", "COMPLETED"}));
+  EXPECT_EQ(rows[2]["label"], "3 oom-then-done (OOM x1)");
+  EXPECT_EQ(run_kinds(rows[3]), std::vector<std::string>{}) << "cancelled before it ran: only queued time";
+
+  std::set<std::string> drawn, named, colours;
+  for (const auto& row : rows) {
+    for (const auto& bar : row["bars"]) {
+      drawn.insert(bar["kind"]);
+      EXPECT_LE(bar["from_s"].get<double>(), bar["to_s"].get<double>());
+    }
+  }
+  for (const auto& key : gantt["legend"]) {
+    named.insert(key["kind"]);
+    colours.insert(key["colour"]);
+    EXPECT_FALSE(key["label"].get<std::string>().empty());
+  }
+  EXPECT_EQ(named, drawn) << "the legend names every kind of bar drawn, and no other: " << gantt["legend"].dump();
+  EXPECT_EQ(colours.size(), named.size()) << "each kind its own colour";
+  EXPECT_EQ(named.size(), 5u) << "queued, running, completed, OOM, requeued";
+}
+
+TEST(HttpApiDashboard, TheGanttKeepsRunningAndQueuedJobsBeforeOldFinishedOnes) {
+  std::vector<sched::JobRecord> jobs(50);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].id = static_cast<int64_t>(i + 1);
+    jobs[i].state = sched::JobState::kCompleted;
+  }
+  jobs[2].state = sched::JobState::kRunning;
+  jobs[45].state = sched::JobState::kRunning;
+  jobs[48].state = sched::JobState::kPending;
+  jobs[49].state = sched::JobState::kRequeued;
+  auto shown = gantt_jobs(jobs, 5);
+  std::vector<int64_t> ids;
+  for (const auto& j : shown) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{3, 46, 48, 49, 50})) << "running, waiting, then the latest finished, by id";
+}
+
+TEST_F(HttpApiTest, AJobsCommandLineIsQuotedAsAShellWouldReadIt) {
+  auto created = client_.Post("/jobs", R"({"name": "q", "command": ["sh", "-c", "echo hi; sleep 30"]})",
+                              "application/json");
+  ASSERT_EQ(created->status, 201) << created->body;
+  auto job = nlohmann::json::parse(client_.Get("/jobs/1")->body);
+  EXPECT_EQ(job["command_line"], "sh -c 'echo hi; sleep 30'");
+}
+
 TEST(HttpApiDashboard, ATrainJobsMetricsComeFromItsOutputDirectory) {
   testing::TempDir dir;
   sched::JobRecord job;

@@ -31,14 +31,6 @@ TEST(GresRequest, MoreThanOneGpuHoldsIsRefused) {
   }
 }
 
-TEST(ShellQuote, QuotesWhatTheShellWouldReadAndEscapesQuotes) {
-  EXPECT_EQ(shell_quote("train.py"), "train.py");
-  EXPECT_EQ(shell_quote("a b"), "'a b'");
-  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
-  EXPECT_EQ(shell_quote("$HOME"), "'$HOME'");
-  EXPECT_EQ(shell_quote(""), "''");
-}
-
 TEST(BatchJob, ScriptAsksForShardsAndRunsTheJobUnderColoSlurmExec) {
   sched::JobSpec spec;
   spec.name = "lr sweep";

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -40,6 +41,13 @@ CREATE TABLE IF NOT EXISTS submitted_from (
   job_id INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS submitted_from_source ON submitted_from(source);
+CREATE TABLE IF NOT EXISTS runs (
+  job_id INTEGER NOT NULL,
+  start_s REAL NOT NULL,
+  end_s REAL,
+  state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id);
 CREATE TABLE IF NOT EXISTS model_estimates (
   key TEXT PRIMARY KEY,
   bytes INTEGER,
@@ -293,14 +301,52 @@ std::vector<JobRecord> JobStore::list(const std::vector<JobState>& states) const
   return out;
 }
 
+void JobStore::transaction(const std::function<void()>& body) {
+  exec("BEGIN IMMEDIATE;");
+  try {
+    body();
+    exec("COMMIT;");
+  } catch (...) {
+    exec("ROLLBACK;");
+    throw;
+  }
+}
+
+void JobStore::close_run(int64_t id, JobState state, double end_s) {
+  Statement s(db_, "UPDATE runs SET end_s = ?, state = ? WHERE job_id = ? AND end_s IS NULL");
+  s.bind(1, end_s).bind(2, to_string(state)).bind(3, id).step();
+}
+
 bool JobStore::mark_running(int64_t id, const std::vector<int>& gpus, int pid, const std::string& log_path) {
-  Statement s(db_,
-              "UPDATE jobs SET state = 'RUNNING', start_s = ?, end_s = NULL, gpu = ?, pid = ?, log_path = ?, "
-              "attempts = attempts + 1, reason = '', gpus = ? "
-              "WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
-  s.bind(1, unix_time_s()).bind(2, int64_t{gpus.empty() ? -1 : gpus.front()}).bind(3, int64_t{pid});
-  s.bind(4, log_path).bind(5, gpu_list(gpus)).bind(6, id).step();
-  return sqlite3_changes(db_) == 1;
+  bool started = false;
+  transaction([&] {
+    double now = unix_time_s();
+    Statement s(db_,
+                "UPDATE jobs SET state = 'RUNNING', start_s = ?, end_s = NULL, gpu = ?, pid = ?, log_path = ?, "
+                "attempts = attempts + 1, reason = '', gpus = ? "
+                "WHERE id = ? AND state IN ('PENDING', 'REQUEUED', 'OUT_OF_MEMORY')");
+    s.bind(1, now).bind(2, int64_t{gpus.empty() ? -1 : gpus.front()}).bind(3, int64_t{pid});
+    s.bind(4, log_path).bind(5, gpu_list(gpus)).bind(6, id).step();
+    started = sqlite3_changes(db_) == 1;
+    if (!started) return;
+    Statement run(db_, "INSERT INTO runs (job_id, start_s, state) VALUES (?, ?, 'RUNNING')");
+    run.bind(1, id).bind(2, now).step();
+  });
+  return started;
+}
+
+std::vector<JobRun> JobStore::runs(int64_t id) const {
+  Statement s(db_, "SELECT start_s, end_s, state FROM runs WHERE job_id = ? ORDER BY rowid");
+  s.bind(1, id);
+  std::vector<JobRun> out;
+  while (s.step()) {
+    JobRun run;
+    run.start_s = s.real(0);
+    if (!s.null(1)) run.end_s = s.real(1);
+    run.state = job_state_from_string(s.text(2)).value_or(JobState::kFailed);
+    out.push_back(run);
+  }
+  return out;
 }
 
 void JobStore::set_waiting_reason(int64_t id, const std::string& reason) {
@@ -340,16 +386,20 @@ void JobStore::record_throughput(int64_t id, std::optional<double> samples_per_s
 
 void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
                              std::optional<int64_t> peak_mem_bytes, double energy_j, bool died_of_oom) {
-  Statement s(db_,
-              "UPDATE jobs SET state = ?1, end_s = ?2, exit_code = ?3, reason = ?4, "
-              "oom_deaths = oom_deaths + ?5, "
-              "peak_mem_bytes = CASE WHEN ?6 IS NULL THEN peak_mem_bytes ELSE MAX(COALESCE(peak_mem_bytes, 0), ?6) END, "
-              "energy_j = energy_j + ?7 WHERE id = ?8 AND state = 'RUNNING'");
-  s.bind(1, to_string(state)).bind(2, unix_time_s());
-  if (exit_code) s.bind(3, int64_t{*exit_code}); else s.bind_null(3);
-  s.bind(4, reason).bind(5, int64_t{state == JobState::kOutOfMemory || died_of_oom ? 1 : 0});
-  if (peak_mem_bytes) s.bind(6, *peak_mem_bytes); else s.bind_null(6);
-  s.bind(7, energy_j).bind(8, id).step();
+  transaction([&] {
+    double now = unix_time_s();
+    Statement s(db_,
+                "UPDATE jobs SET state = ?1, end_s = ?2, exit_code = ?3, reason = ?4, "
+                "oom_deaths = oom_deaths + ?5, "
+                "peak_mem_bytes = CASE WHEN ?6 IS NULL THEN peak_mem_bytes ELSE MAX(COALESCE(peak_mem_bytes, 0), ?6) END, "
+                "energy_j = energy_j + ?7 WHERE id = ?8 AND state = 'RUNNING'");
+    s.bind(1, to_string(state)).bind(2, now);
+    if (exit_code) s.bind(3, int64_t{*exit_code}); else s.bind_null(3);
+    s.bind(4, reason).bind(5, int64_t{state == JobState::kOutOfMemory || died_of_oom ? 1 : 0});
+    if (peak_mem_bytes) s.bind(6, *peak_mem_bytes); else s.bind_null(6);
+    s.bind(7, energy_j).bind(8, id).step();
+    if (sqlite3_changes(db_) == 1) close_run(id, state, now);
+  });
 }
 
 void JobStore::fail_waiting(int64_t id, const std::string& reason) {
@@ -360,15 +410,24 @@ void JobStore::fail_waiting(int64_t id, const std::string& reason) {
 }
 
 void JobStore::correct_end_time(int64_t id, double end_s) {
-  Statement s(db_,
-              "UPDATE jobs SET end_s = ?1 WHERE id = ?2 AND end_s > ?1 AND start_s <= ?1 "
-              "AND state IN ('COMPLETED', 'FAILED', 'OUT_OF_MEMORY', 'CANCELLED')");
-  s.bind(1, end_s).bind(2, id).step();
+  transaction([&] {
+    Statement s(db_,
+                "UPDATE jobs SET end_s = ?1 WHERE id = ?2 AND end_s > ?1 AND start_s <= ?1 "
+                "AND state IN ('COMPLETED', 'FAILED', 'OUT_OF_MEMORY', 'CANCELLED')");
+    s.bind(1, end_s).bind(2, id).step();
+    if (sqlite3_changes(db_) != 1) return;
+    Statement run(db_, "UPDATE runs SET end_s = ?1 WHERE rowid = (SELECT MAX(rowid) FROM runs WHERE job_id = ?2) "
+                       "AND end_s > ?1 AND start_s <= ?1");
+    run.bind(1, end_s).bind(2, id).step();
+  });
 }
 
 void JobStore::mark_requeued(int64_t id, const std::string& reason) {
-  Statement s(db_, "UPDATE jobs SET state = 'REQUEUED', reason = ?, pid = 0 WHERE id = ? AND state = 'RUNNING'");
-  s.bind(1, reason).bind(2, id).step();
+  transaction([&] {
+    Statement s(db_, "UPDATE jobs SET state = 'REQUEUED', reason = ?, pid = 0 WHERE id = ? AND state = 'RUNNING'");
+    s.bind(1, reason).bind(2, id).step();
+    if (sqlite3_changes(db_) == 1) close_run(id, JobState::kRequeued, unix_time_s());
+  });
 }
 
 std::optional<JobState> JobStore::cancel(int64_t id) {
@@ -376,8 +435,10 @@ std::optional<JobState> JobStore::cancel(int64_t id) {
   try {
     auto job = get(id);
     if (job && !is_final(job->state)) {
+      double now = unix_time_s();
       Statement s(db_, "UPDATE jobs SET state = 'CANCELLED', end_s = ?, reason = 'cancelled by user' WHERE id = ?");
-      s.bind(1, unix_time_s()).bind(2, id).step();
+      s.bind(1, now).bind(2, id).step();
+      close_run(id, JobState::kCancelled, now);
     }
     exec("COMMIT;");
     return job ? std::optional<JobState>(job->state) : std::nullopt;

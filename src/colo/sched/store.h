@@ -2,6 +2,7 @@
 // The job store: every job and every state change, in SQLite (WAL mode).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,15 @@ struct JobRecord {
   std::optional<double> slowdown() const;
 };
 
+// One attempt of a job, from its start to its end, and the state it ended
+// in: RUNNING (end_s nullopt) while it runs; REQUEUED when its process was
+// lost; else the state mark_finished or cancel gave the job.
+struct JobRun {
+  double start_s = 0;  // unix time
+  std::optional<double> end_s;
+  JobState state = JobState::kRunning;
+};
+
 // A record as JSON (`colo show`, colod's API): the spec, state, times,
 // placement, attempts, exit code, peak memory, energy, log.
 nlohmann::json to_json(const JobRecord& record);
@@ -77,8 +87,8 @@ class JobStore {
   std::vector<JobRecord> list(const std::vector<JobState>& states = {}) const;
 
   // PENDING/REQUEUED/OUT_OF_MEMORY -> RUNNING on `gpus`; clears the
-  // waiting reason. False if the job was no longer waiting (cancelled
-  // meanwhile): it must not be started.
+  // waiting reason and begins a run (runs()). False if the job was no
+  // longer waiting (cancelled meanwhile): it must not be started.
   bool mark_running(int64_t id, const std::vector<int>& gpus, int pid, const std::string& log_path);
   // Why a waiting job waits ("GPU 0: memory: ..."); no effect on others.
   void set_waiting_reason(int64_t id, const std::string& reason);
@@ -108,6 +118,10 @@ class JobStore {
   // Any non-final state -> CANCELLED (a runner watching the job stops it);
   // returns the previous state, nullopt for an unknown id.
   std::optional<JobState> cancel(int64_t id);
+  // Every run of job `id` in the order they began; empty for a job that
+  // never started or ran only before stores kept runs. A run ends, in the
+  // same transaction, when its job leaves RUNNING.
+  std::vector<JobRun> runs(int64_t id) const;
 
   // The estimate made before for the [job.model] table of content `key`
   // (model_estimates.h), known or not; nullopt when none was made.
@@ -127,6 +141,10 @@ class JobStore {
   void exec(const std::string& sql, double retry_locked_s = 0) const;
   // exec, retried for up to 10 s while another process holds the file.
   void exec_when_free(const std::string& sql) const;
+  // Runs `body` in one write transaction; rolls back and rethrows if it throws.
+  void transaction(const std::function<void()>& body);
+  // Ends job `id`'s open run, if any, at `end_s` in `state`.
+  void close_run(int64_t id, JobState state, double end_s);
   std::string path_;
   sqlite3* db_ = nullptr;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "colo/core/spec_table.h"
@@ -52,6 +53,86 @@ nlohmann::json gpu_history_json(const gpu::DeviceInfo& info, int position,
     out["jobs"].push_back(job);
   }
   return out;
+}
+
+namespace {
+
+struct BarKind {
+  const char* kind;
+  const char* label;
+  const char* colour;
+};
+
+// Every kind of bar, in the legend's order.
+const BarKind kBarKinds[] = {
+    {"QUEUED", "queued", "#ccc"},           {"RUNNING", "running", "#06c"},
+    {"COMPLETED", "completed", "#080"},     {"OUT_OF_MEMORY", "died of GPU OOM, retried", "#e80"},
+    {"REQUEUED", "lost, requeued", "#a60"}, {"FAILED", "failed", "#c00"},
+    {"CANCELLED", "cancelled", "#999"},
+};
+
+// Where the bars of a job without stored runs come from: its record's one
+// start and end, when it is running or has ended.
+std::vector<sched::JobRun> runs_from_record(const sched::JobRecord& job) {
+  if (!job.start_s) return {};
+  if (job.state == sched::JobState::kRunning) return {{*job.start_s, std::nullopt, job.state}};
+  if (sched::is_final(job.state) && job.end_s) return {{*job.start_s, job.end_s, job.state}};
+  return {};
+}
+
+int waiting_rank(const sched::JobRecord& job) {
+  if (job.state == sched::JobState::kRunning) return 0;
+  return sched::is_final(job.state) ? 2 : 1;
+}
+
+}  // namespace
+
+std::vector<sched::JobRecord> gantt_jobs(const std::vector<sched::JobRecord>& jobs, size_t most_rows) {
+  std::vector<sched::JobRecord> chosen = jobs;
+  std::stable_sort(chosen.begin(), chosen.end(), [](const sched::JobRecord& a, const sched::JobRecord& b) {
+    int ra = waiting_rank(a), rb = waiting_rank(b);
+    if (ra != rb) return ra < rb;
+    return ra == 2 ? a.id > b.id : a.id < b.id;
+  });
+  if (chosen.size() > most_rows) chosen.resize(most_rows);
+  std::sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return chosen;
+}
+
+nlohmann::json gantt_json(const std::vector<sched::JobRecord>& jobs,
+                          const std::map<int64_t, std::vector<sched::JobRun>>& runs, double now_s) {
+  double t0 = now_s;
+  for (const auto& j : jobs) t0 = std::min(t0, j.submit_s);
+  std::set<std::string> drawn;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& j : jobs) {
+    nlohmann::json bars = nlohmann::json::array();
+    auto bar = [&](const std::string& kind, double from, double to) {
+      bars.push_back({{"kind", kind}, {"from_s", from - t0}, {"to_s", std::max(from, to) - t0}});
+      drawn.insert(kind);
+    };
+    auto stored = runs.find(j.id);
+    std::vector<sched::JobRun> its_runs =
+        stored != runs.end() && !stored->second.empty() ? stored->second : runs_from_record(j);
+    double waiting_since = j.submit_s;
+    for (const auto& run : its_runs) {
+      if (run.start_s > waiting_since) bar("QUEUED", waiting_since, run.start_s);
+      double end = run.end_s.value_or(now_s);
+      bar(sched::to_string(run.state), run.start_s, end);
+      waiting_since = end;
+    }
+    if (j.state != sched::JobState::kRunning && (!sched::is_final(j.state) || its_runs.empty())) {
+      bar("QUEUED", waiting_since, sched::is_final(j.state) ? j.end_s.value_or(now_s) : now_s);
+    }
+    std::string label = std::to_string(j.id) + " " + j.spec.name;
+    if (j.oom_deaths) label += " (OOM x" + std::to_string(j.oom_deaths) + ")";
+    rows.push_back({{"id", j.id}, {"label", label}, {"state", sched::to_string(j.state)}, {"bars", bars}});
+  }
+  nlohmann::json legend = nlohmann::json::array();
+  for (const auto& k : kBarKinds) {
+    if (drawn.count(k.kind)) legend.push_back({{"kind", k.kind}, {"label", k.label}, {"colour", k.colour}});
+  }
+  return {{"t0_s", t0}, {"now_s", now_s}, {"rows", rows}, {"legend", legend}};
 }
 
 std::string train_metrics_path(const sched::JobRecord& job) {

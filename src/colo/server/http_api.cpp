@@ -18,6 +18,8 @@
 #include <httplib.h>
 
 #include "colo/core/files.h"
+#include "colo/core/shell_words.h"
+#include "colo/core/stopwatch.h"
 #include "colo/sched/job.h"
 #include "colo/sched/job_spec.h"
 
@@ -25,6 +27,9 @@ namespace colo::server {
 namespace {
 
 const char* kJson = "application/json";
+
+// Rows of the dashboard's Gantt chart: more would be too thin to read.
+constexpr size_t kGanttRows = 40;
 
 // The largest request body colod reads (16 MiB: tens of thousands of jobs).
 constexpr size_t kMostBodyBytes = size_t{16} << 20;
@@ -132,7 +137,7 @@ sched::JobSpec job_from(const nlohmann::json& given, size_t index) {
 // route asked with another; keep in step with mount().
 const std::vector<std::pair<std::regex, std::string>>& route_methods() {
   static const std::vector<std::pair<std::regex, std::string>> routes = {
-      {std::regex("/healthz|/metrics|/api/gpus|/|/static/chart\\.min\\.js"), "GET, HEAD"},
+      {std::regex("/healthz|/metrics|/api/gpus|/api/gantt|/|/static/chart\\.min\\.js"), "GET, HEAD"},
       {std::regex("/jobs"), "GET, HEAD, POST"},
       {std::regex("/jobs/[^/]+(/log|/metrics|/sweep)?"), "GET, HEAD"},
       {std::regex("/jobs/[^/]+/cancel"), "POST"},
@@ -256,6 +261,17 @@ nlohmann::json HttpApi::gpu_history() {
   return gpus;
 }
 
+nlohmann::json HttpApi::gantt() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<sched::JobRecord> all = store_.list();
+  std::vector<sched::JobRecord> shown = gantt_jobs(all, kGanttRows);
+  std::map<int64_t, std::vector<sched::JobRun>> runs;
+  for (const auto& j : shown) runs[j.id] = store_.runs(j.id);
+  nlohmann::json chart = gantt_json(shown, runs, unix_time_s());
+  chart["left_out"] = all.size() - shown.size();
+  return chart;
+}
+
 void HttpApi::mount(httplib::Server& server) {
   // An address no route takes (/jobs/abc) gets a body saying so, as every error does.
   // httplib's own errors (a body too large, a request it could not read) say what they are.
@@ -356,7 +372,9 @@ void HttpApi::mount(httplib::Server& server) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto job = store_.get(*id);
     if (!job) return reply_error(res, 404, "no job " + std::to_string(*id));
-    res.set_content(sched::to_json(*job).dump() + "\n", kJson);
+    nlohmann::json record = sched::to_json(*job);
+    record["command_line"] = shell_command_line(job->spec.command);
+    res.set_content(record.dump() + "\n", kJson);
   });
   // Cancelling needs no body, and `curl -X POST` sends none, nor a Content-Length. Such a
   // request's body is empty (RFC 9112 6.3), but httplib 0.11 waits for one until its read
@@ -421,6 +439,9 @@ void HttpApi::mount(httplib::Server& server) {
   });
   server.Get("/api/gpus", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(gpu_history().dump(), kJson);
+  });
+  server.Get("/api/gantt", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(gantt().dump(), kJson);
   });
   server.Get(R"(/jobs/(\d+)/metrics)", [this](const httplib::Request& req, httplib::Response& res) {
     std::optional<sched::JobRecord> job;

@@ -5,13 +5,16 @@
 //   POST /jobs                 body: a job (JSON, as sched::to_json(JobSpec)) or an array of them
 //                              -> {"ids": [...]}; 400 naming the field for a bad job
 //   GET  /jobs[?state=S,...]   -> [record, ...]
-//   GET  /jobs/ID              -> record; 404 for an unknown id
+//   GET  /jobs/ID              -> record, with command_line: its command as a shell would read it
+//                                 (core/shell_words.h); 404 for an unknown id
 //   POST /jobs/ID/cancel       -> {"id", "before", "after"}
 //   GET  /jobs/ID/log?offset=N -> the log from byte N (header X-Colo-Final: 1 once the job is final)
 //   GET  /jobs/ID/metrics      -> a `colo train` job's metrics.jsonl records (its --out); [] otherwise
 //   GET  /jobs/ID/sweep        -> a `colo sweep` job's models ranked with their curves; [] otherwise
 //   GET  /metrics              -> Prometheus text: jobs by state, OOM deaths, energy, GPU telemetry
 //   GET  /api/gpus             -> per GPU: the last 15 min of memory, SM activity and power, and its jobs
+//   GET  /api/gantt            -> the Gantt chart's rows and legend (dashboard_data.h, gantt_json) for
+//                                 up to 40 jobs (gantt_jobs), queued ones included; left_out: the others
 //   GET  /                     -> the dashboard (dashboard/index.html: live charts per GPU, a Gantt
 //                                 view of jobs, a page per job with its log); opened once with
 //                                 ?token=, it gets the token as an HttpOnly cookie and drops it
@@ -50,6 +53,8 @@ class HttpApi {
   std::string metrics();
   // /api/gpus as JSON.
   nlohmann::json gpu_history();
+  // /api/gantt as JSON.
+  nlohmann::json gantt();
 
  private:
   std::mutex mutex_;  // the store connection is used by one handler at a time

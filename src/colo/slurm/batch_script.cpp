@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "colo/core/shell_words.h"
 #include "colo/core/table.h"
 #include "colo/slurm/gres.h"
 
@@ -17,19 +18,6 @@ GresRequest gres_request(int gpus, std::optional<int64_t> mem_bytes, const Submi
                                 std::to_string(options.shards_per_gpu) + " shards)");
   }
   return {"shard:" + std::to_string(shards), shards};
-}
-
-std::string shell_quote(const std::string& word) {
-  bool plain = !word.empty();
-  for (char c : word) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || std::string("-_./=:,+@%").find(c) != std::string::npos)) {
-      plain = false;
-    }
-  }
-  if (plain) return word;
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 BatchJob plan_batch_job(const sched::JobSpec& spec, const SubmitOptions& options) {

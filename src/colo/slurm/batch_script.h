@@ -47,7 +47,4 @@ struct BatchJob {
 // file, and runs `colo slurm exec` with the job's memory and recovery rule.
 BatchJob plan_batch_job(const sched::JobSpec& spec, const SubmitOptions& options);
 
-// `word` quoted for /bin/sh (single quotes), unquoted when it is plain.
-std::string shell_quote(const std::string& word);
-
 }  // namespace colo::slurm
