@@ -185,7 +185,7 @@ def measure(setup, mode, seconds):
     argv = ["--setup", setup, "--seconds", str(seconds)]
     with GpuMemoryPeak() as memory:
         if mode == "mps":
-            rows = mps_rows(os.path.abspath(__file__), argv + ["--mode", "single"], n,
+            rows = mps_rows(os.path.abspath(__file__), argv + ["--mode", "single"], n, start_delay=30,
                             per_process=lambda i: ["--index", str(i)])
             ok = [r for r in rows if "samples_per_s" in r]
             row = {"gpu": ok[0]["gpu"] if ok else None, "setup": setup, "mode": "mps", "models": n,

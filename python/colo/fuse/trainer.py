@@ -34,7 +34,9 @@ def per_model_loss(loss_fn, outputs, targets):
         return flat.view(n, -1).sum(1) / counted
     if loss_fn is F.mse_loss or (isinstance(loss_fn, torch.nn.MSELoss) and loss_fn.reduction == "mean"):
         return (outputs - targets).pow(2).flatten(1).mean(1)
-    return torch.stack([loss_fn(outputs[i], targets) for i in range(n)])
+    # unbind, not outputs[i]: the backward of N selects would fill and add N
+    # zero tensors the size of all outputs (N x the logits of a language model).
+    return torch.stack([loss_fn(output, targets) for output in outputs.unbind(0)])
 
 
 class Trainer:
