@@ -253,3 +253,17 @@ def test_peft_style_adapters_of_different_ranks_train_like_separate_models():
     assert saved["4.lora_B.weight"].shape == (4, 4)
     assert (saved["2.lora_A.weight"] - alone[1].state_dict()["2.lora_A.default.weight"]).abs().max() < 1e-12
     assert isinstance(models[0][2], PeftStyleLoRA)  # the user's models are left as they were
+
+
+def test_a_wide_misaligned_frozen_projection_runs_padded_and_gives_the_same_outputs():
+    def build():
+        return nn.Sequential(nn.Embedding(50, 16), nn.Linear(16, 16), nn.Linear(16, 1030))
+    models = fine_tunes(build, 2, lambda name: name.startswith("1."))
+    fused = cf.fuse(models)
+    head = fused.get_submodule("2")
+    assert head.padded_weight.shape == (1088, 16) and head.weight.shape == (1030, 16)
+    assert set(cf.unfuse(fused, 0)) == {"0.weight", "1.weight", "1.bias", "2.weight", "2.bias"}
+    tokens = torch.randint(0, 50, (3, 5))
+    out = fused(tokens)
+    assert out.shape == (2, 3, 5, 1030)
+    assert (out - torch.stack([m(tokens) for m in models])).abs().max() < 1e-12

@@ -73,3 +73,37 @@ def state_names(layer, path):
     """The state_dict names a shared layer at `path` contributes."""
     return {f"{path}.{name}" for name in layer.state_dict()}
 
+
+
+# Tensor-core GEMMs want every dimension a multiple of 8 elements (16 bytes
+# of bf16); a frozen projection to an odd width (GPT-2's 50257-token
+# vocabulary, BERT's 30522) falls back to far slower kernels.
+_ALIGNED = 64
+
+
+def needs_padding(layer):
+    """Whether a shared frozen Linear is worth running with its output
+    width padded to a multiple of 64 (a wide, misaligned projection)."""
+    return isinstance(layer, torch.nn.Linear) and layer.out_features >= 1024 and layer.out_features % _ALIGNED != 0
+
+
+class PaddedLinear(torch.nn.Module):
+    """A frozen Linear whose GEMM runs on a copy of its weight zero-padded to
+    a multiple of 64 rows, the output cut back to its width. Its state_dict
+    is the Linear's (weight, bias); the padded copy stays out of it."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.out_features = layer.out_features
+        self.weight, self.bias = layer.weight, layer.bias
+        rows = -(-layer.out_features // _ALIGNED) * _ALIGNED
+        self.register_buffer("padded_weight", torch.zeros(rows, layer.in_features, dtype=layer.weight.dtype),
+                             persistent=False)
+        self.padded_weight[:layer.out_features] = layer.weight.detach()
+        self.register_buffer("padded_bias", None if layer.bias is None else torch.zeros(rows, dtype=layer.bias.dtype),
+                             persistent=False)
+        if layer.bias is not None:
+            self.padded_bias[:layer.out_features] = layer.bias.detach()
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.padded_weight, self.padded_bias)[..., :self.out_features]

@@ -320,6 +320,8 @@ class Rewriter:
         if form is None or len(node.args) != 1 or node.kwargs:
             return False
         self._adopt(node.target, module)
+        if frozen.needs_padding(module):
+            self.root[node.target] = frozen.PaddedLinear(self.root[node.target])
         x = self._as(node.args[0], MODEL_MAJOR)
         if form == "folded":
             x = self.graph.call_function(frozen.fold_models, (x,))
