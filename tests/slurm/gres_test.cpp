@@ -15,7 +15,7 @@ TEST(Shards, RoundUpAndNeverZero) {
 }
 
 TEST(Conf, GresLinesListEveryGpuAndTheNodesShards) {
-  NodeGpus node{"n1", {"/dev/nvidia0", "/dev/nvidia1"}, 80 * kGiB, 32, 0};
+  NodeGpus node{"n1", {"/dev/nvidia0", "/dev/nvidia1"}, 80 * kGiB, 32, 0, ""};
   EXPECT_EQ(gres_conf(node, kGiB),
             "NodeName=n1 Name=gpu File=/dev/nvidia0\nNodeName=n1 Name=gpu File=/dev/nvidia1\n"
             "NodeName=n1 Name=shard Count=160\n");
@@ -26,8 +26,8 @@ TEST(Conf, GresLinesListEveryGpuAndTheNodesShards) {
 }
 
 TEST(Conf, ANodeWithoutGpusOrMemoryIsRefused) {
-  EXPECT_THROW(gres_conf({"n1", {}, 80 * kGiB, 0, 0}, kGiB), std::invalid_argument);
-  EXPECT_THROW(gres_conf({"n1", {"/dev/nvidia0"}, 0, 0, 0}, kGiB), std::invalid_argument);
+  EXPECT_THROW(gres_conf({"n1", {}, 80 * kGiB, 0, 0, ""}, kGiB), std::invalid_argument);
+  EXPECT_THROW(gres_conf({"n1", {"/dev/nvidia0"}, 0, 0, 0, ""}, kGiB), std::invalid_argument);
 }
 
 TEST(Sinfo, ShardsPerGpuIsTheSmallestOverNodeGroups) {

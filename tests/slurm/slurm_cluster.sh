@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real one-host Slurm cluster in a private directory, for colo's tests:
-# munged, slurmctld and slurmd on free loopback ports, two GPUs declared to
-# Slurm as character devices that are no GPUs (mknod c 1 3, /dev/null's
-# numbers), each cut into 1 GiB shards by `colo slurm conf`.
+# what `colo slurm conf --standalone DIR` writes (munged, slurmctld and
+# slurmd on free loopback ports, two GPUs declared to Slurm by stand-in
+# device files that are no GPUs, each cut into 1 GiB shards), started by
+# the commands it prints.
 #
 #   slurm_cluster.sh start DIR COLO [GPU_MEM=80GiB]  # prints "export SLURM_CONF=..."
 #   slurm_cluster.sh restart-ctld DIR                # stop slurmctld and start it on its saved state
@@ -31,13 +32,6 @@ daemon() {  # runs a daemon with its own library path, when one is given
   env ${COLO_SLURM_DAEMON_LIBS:+LD_LIBRARY_PATH=$COLO_SLURM_DAEMON_LIBS} "$@"
 }
 
-free_port() {
-  python3 - <<'PY'
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
-PY
-}
-
 start_ctld() {
   SLURM_CONF=$dir/slurm.conf daemon slurmctld "$@"
   wait_for 20 env SLURM_CONF="$dir/slurm.conf" scontrol ping || { tail -20 "$dir/log/slurmctld.log" >&2; return 1; }
@@ -47,64 +41,32 @@ case $action in
 start)
   colo=$3 gpu_mem=${4:-80GiB}
   [ "$(id -u)" = 0 ] || skip "not root (slurmd starts jobs as their user)"
-  for p in munged slurmctld slurmd sbatch squeue scontrol sinfo mknod; do
+  for p in munged slurmctld slurmd sbatch squeue scontrol sinfo; do
     command -v "$p" >/dev/null || skip "$p missing (Debian slurmctld slurmd slurm-client munge)"
   done
-  rm -rf "$dir" && mkdir -p "$dir"/{state,spool,log,munge,dev}
-  if [ "${COLO_SLURM_GPUS:-}" != real ]; then
-    mknod "$dir/dev/nvidia0" c 1 3 && mknod "$dir/dev/nvidia1" c 1 3 || skip "mknod not allowed"
-  fi
-  daemon mungekey -c -k "$dir/munge/munge.key" -b 1024 >/dev/null 2>&1 || skip "mungekey failed"
-  chmod 600 "$dir/munge/munge.key"
-  daemon munged -f --socket="$dir/munge/sock" --key-file="$dir/munge/munge.key" --pid-file="$dir/munge/pid" \
-    --log-file="$dir/munge/log" --seed-file="$dir/munge/seed" || skip "munged does not start"
+  rm -rf "$dir"
   host=$(hostname)
-  if [ "${COLO_SLURM_GPUS:-}" = real ]; then
-    "$colo" slurm conf --node "$host" --cpus 16 >"$dir/colo-conf.txt"
-  else
-    "$colo" slurm conf --node "$host" --gpus 2 --gpu-mem "$gpu_mem" --device-files "$dir/dev/nvidia%d" --cpus 16 \
-      >"$dir/colo-conf.txt"
+  gpus=()  # COLO_SLURM_GPUS=real: the GPUs NVML sees, by their device files
+  if [ "${COLO_SLURM_GPUS:-}" != real ]; then
+    # No such device files: colo links stand-ins for them to /dev/null.
+    gpus=(--gpus 2 --gpu-mem "$gpu_mem" --device-files "$dir/dev/nvidia%d")
   fi
-  sed -n '/^# gres.conf/,/^# slurm.conf/p' "$dir/colo-conf.txt" | grep -v '^#' >"$dir/gres.conf"
-  cat >"$dir/slurm.conf" <<CONF
-ClusterName=colotest
-SlurmctldHost=$host(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$(free_port)
-SlurmdPort=$(free_port)
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/sock
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
-SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SchedulerType=sched/backfill
-SchedulerParameters=sched_interval=1,bf_interval=1
-JobRequeue=1
-ReturnToService=2
-MinJobAge=3600
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-SlurmdParameters=config_overrides
-CONF
+  # The whole set-up, as a user makes it (docs/slurm.md); its lines that
+  # are not comments are the commands that start it.
+  conf=$("$colo" slurm conf --standalone "$dir" --node "$host" --cpus 16 "${gpus[@]}") \
+    || { echo "slurm_cluster: colo slurm conf --standalone failed" >&2; exit 1; }
+  printf '%s\n' "$conf" >"$dir/colo-conf.txt"
+  mapfile -t start_commands < <(grep -v '^#' <<<"$conf")
   [ -n "${COLO_SLURM_PLUGIN_DIR:-}" ] && echo "PluginDir=$COLO_SLURM_PLUGIN_DIR" >>"$dir/slurm.conf"
   # A machine with cgroup v2 and no systemd (a container): slurmd's cgroup
   # plugin must not ask systemd for a scope.
   if [ -n "${COLO_SLURM_CGROUP:-}" ]; then
     printf 'CgroupPlugin=%s\nIgnoreSystemd=yes\n' "$COLO_SLURM_CGROUP" >"$dir/cgroup.conf"
   fi
-  # colo's lines: GRES types, the selector, the node with its gpu and shard counts.
-  sed -n '/^# slurm.conf/,/^# colo/p' "$dir/colo-conf.txt" | grep -v '^#' >>"$dir/slurm.conf"
-  echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$dir/slurm.conf"
-  start_ctld -c -i || skip "slurmctld does not answer"
-  SLURM_CONF=$dir/slurm.conf daemon slurmd -N "$host" || skip "slurmd does not start"
+  daemon sh -c "${start_commands[0]}" || skip "munged does not start"
+  daemon sh -c "${start_commands[1]}" || skip "slurmctld or slurmd does not start"
+  wait_for 20 env SLURM_CONF="$dir/slurm.conf" scontrol ping \
+    || { tail -20 "$dir/log/slurmctld.log" >&2; skip "slurmctld does not answer"; }
   wait_for 20 sh -c "SLURM_CONF=$dir/slurm.conf sinfo -h -o %T | grep -q idle" \
     || { tail -5 "$dir/log/slurmd.log" "$dir/log/slurmctld.log" >&2; skip "the node never became idle"; }
   echo "export SLURM_CONF=$dir/slurm.conf"

@@ -18,6 +18,7 @@
 #include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
 #include "colo/core/table.h"
+#include "colo/core/tcp_port.h"
 #include "colo/dist/rendezvous.h"
 
 namespace colo::dist {

@@ -24,10 +24,6 @@ struct Membership {
 // is the launcher). Throws std::runtime_error for a rank set without the rest.
 std::optional<Membership> membership_from_environment();
 
-// A free TCP port on this host (bound and released; racy only against other
-// programs grabbing ports at the same instant).
-int free_tcp_port();
-
 // The run's store. Construction waits (up to `timeout`) until every member
 // has connected, so a missing member is reported rather than waited on.
 class Rendezvous {

@@ -54,6 +54,7 @@ std::string slurm_conf_lines(const NodeGpus& node, int64_t shard_bytes) {
       << "SelectType=select/cons_tres\n"
       << "SelectTypeParameters=CR_Core\n"
       << "NodeName=" << node.node;
+  if (!node.address.empty()) out << " NodeAddr=" << node.address;
   if (node.cpus > 0) out << " CPUs=" << node.cpus;
   if (node.real_mem_mib > 0) out << " RealMemory=" << node.real_mem_mib;
   out << " Gres=gpu:" << gpus << ",shard:" << shards_per_gpu(node, shard_bytes) * gpus << " State=UNKNOWN\n";

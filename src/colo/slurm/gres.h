@@ -22,6 +22,7 @@ struct NodeGpus {
   int64_t gpu_mem_bytes = 0;               // memory of each GPU (the smallest, if they differ)
   int cpus = 0;                            // 0: leave CPUs to slurmd's own count
   int64_t real_mem_mib = 0;                // 0: leave out
+  std::string address;                     // NodeAddr (how slurmctld reaches slurmd); "": leave out
 };
 
 // Shards of one GPU of `node`.
@@ -32,7 +33,7 @@ int shards_per_gpu(const NodeGpus& node, int64_t shard_bytes);
 std::string gres_conf(const NodeGpus& node, int64_t shard_bytes);
 
 // The slurm.conf lines colo needs: GRES types, the consumable-TRES
-// selector, and the node line with its gpu and shard counts.
+// selector, and the node line with its address, gpu and shard counts.
 std::string slurm_conf_lines(const NodeGpus& node, int64_t shard_bytes);
 
 // The shards of each GPU on the nodes `sinfo -h -o %G` describes (one
