@@ -227,7 +227,7 @@ def summarise(rows, command):
 def summarise_files(args):
     rows = [json.loads(line) for path in args.rows for line in open(path) if line.strip()]
     with open(args.out, "w") as f:
-        json.dump(summarise(rows, args.command), f, indent=2)
+        json.dump(summarise(rows, args.how), f, indent=2)
 
 
 def run_all(args):
@@ -333,7 +333,7 @@ def main():
     m = sub.add_parser("summarise", help="one summary.json of rows.jsonl files from runs on one machine")
     m.add_argument("rows", nargs="+")
     m.add_argument("--out", required=True)
-    m.add_argument("--command", required=True)
+    m.add_argument("--how", required=True, help="the exact commands that made the rows")
     sub.add_parser("check")
     f = sub.add_parser("profile")
     f.add_argument("--setup", choices=sorted(SETUPS), required=True)
