@@ -267,3 +267,16 @@ def test_a_wide_misaligned_frozen_projection_runs_padded_and_gives_the_same_outp
     out = fused(tokens)
     assert out.shape == (2, 3, 5, 1030)
     assert (out - torch.stack([m(tokens) for m in models])).abs().max() < 1e-12
+
+
+def test_colo_estimate_counts_the_shared_frozen_weights_of_a_fused_array_once():
+    import colo
+    models = [m.float() for m in fine_tunes(FrozenBackboneNet, 8, lambda name: name.startswith("head"))]
+    frozen_bytes = sum(p.numel() * 4 for n, p in models[0].named_parameters() if not n.startswith("head"))
+    shared = colo.estimate(cf.fuse(models), torch.randn(2, 3, 32, 32), batch_size=64, optimizer="adam")
+    stacked = colo.estimate(cf.fuse(models, share_frozen=False), torch.randn(2, 3, 32, 32), batch_size=64,
+                            optimizer="adam")
+    # seven fewer copies of the frozen weights, up to the allocator's rounding of each tensor
+    assert stacked.breakdown["parameters"] - shared.breakdown["parameters"] == pytest.approx(7 * frozen_bytes, rel=0.05)
+    assert shared.breakdown["activations"] < stacked.breakdown["activations"]  # the frozen prefix runs once
+    assert shared.bytes < stacked.bytes

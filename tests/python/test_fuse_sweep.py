@@ -131,3 +131,47 @@ def test_what_colo_sweep_refuses_in_a_file_is_refused_here_instead_of_training()
         axes = options.pop("axes", {"lr": [0.1]})
         with pytest.raises(cf.FuseError, match=message):
             colo.sweep(lambda: Mlp().double(), axes, train, test, on_epoch=None, device="cpu", **options)
+
+
+class LoRAMlp(nn.Module):
+    """A 'pretrained' frozen MLP (the same weights for every configuration)
+    with a LoRA adapter of the given rank on its hidden layer, the only part
+    that trains. A noisy adapter saturates tanh and cannot recover."""
+
+    def __init__(self, rank, noisy):
+        super().__init__()
+        from colo.fuse.adapters import LoRALinear
+        torch.manual_seed(1234)  # the pretrained part: one checkpoint
+        base = nn.Linear(10, 16).double().requires_grad_(False)
+        self.out = nn.Linear(16, 3).double().requires_grad_(False)
+        torch.manual_seed(rank)
+        a, b = nn.Linear(10, rank, bias=False).double(), nn.Linear(rank, 16, bias=False).double()
+        nn.init.normal_(b.weight, std=100.0 if noisy else 0.01)
+        self.hidden = LoRALinear(base, a, b, nn.Identity(), 2.0 / rank, "default")
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.hidden(x)))
+
+
+def test_a_fine_tuning_sweep_fuses_adapter_ranks_and_halving_cuts_the_padding(tmp_path):
+    train, test = data(0, 6), data(1, 2)
+    build = (lambda rank: LoRAMlp(rank, noisy=rank == 8))  # rank 8 starts far off: halving stops it
+    ranked = colo.sweep(build, {"rank": [2, 8], "lr": [0.1, 0.05]}, train, test, epochs=3,
+                        optimizer={"optimizer": "adam"}, halving={"rungs": [1], "keep": 0.5}, out=str(tmp_path),
+                        on_epoch=None, device="cpu")
+    assert json.load(open(tmp_path / "results.json"))["array_sizes"] == [4]  # ranks 2 and 8 in one array
+    stopped = [r for r in ranked if r["stopped"]]
+    assert sorted(r["values"]["rank"] for r in stopped) == [8, 8]  # the array's largest rank goes after epoch 1
+    survivor = next(r for r in ranked if not r["stopped"])
+    torch.manual_seed(survivor["model"])
+    alone = build(survivor["values"]["rank"])
+    opt = torch.optim.Adam([p for p in alone.parameters() if p.requires_grad], lr=survivor["values"]["lr"])
+    for _ in range(3):
+        for x, y in train:
+            opt.zero_grad()
+            F.cross_entropy(alone(x), y).backward()
+            opt.step()
+    state = torch.load(os.path.join(tmp_path, f"model-{survivor['model']}", "state.pt"))
+    assert state["hidden.lora_A.default.weight"].shape == (2, 10)
+    for name, value in alone.state_dict().items():
+        assert torch.allclose(state[name], value, rtol=1e-9, atol=1e-12), name

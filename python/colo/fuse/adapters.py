@@ -129,6 +129,21 @@ def fusable_adapters(models):
             _replace(model, path, layer)
 
 
+def adapter_rank_axes(model):
+    """{state_dict name: the axis that is the adapter's rank} for every LoRA
+    weight of `model` (peft's layers or LoRALinear)."""
+    axes = {}
+    for path, module in model.named_modules():
+        if _is_lora(module):
+            prefix = f"{path}." if path else ""
+            for name, _ in module.named_parameters():
+                if name.startswith("lora_A."):
+                    axes[prefix + name] = 0
+                elif name.startswith("lora_B."):
+                    axes[prefix + name] = 1
+    return axes
+
+
 def unpad(state, padded, index):
     """Model `index`'s state_dict with padded adapter weights cut to its rank."""
     for name, (axis, ranks) in padded.items():

@@ -10,6 +10,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from colo.fuse.adapters import adapter_rank_axes
 from colo.fuse.optim import optimizer as make_optimizer
 from colo.fuse.stacking import FuseError
 from colo.fuse.trainer import Trainer
@@ -81,7 +82,11 @@ class _Member:
 
 
 def _signature(model):
-    return tuple((k, tuple(v.shape)) for k, v in model.state_dict().items())
+    """The model's state_dict shapes, LoRA ranks left out: adapters of
+    different ranks fuse into one array (colo.fuse pads them)."""
+    ranks = adapter_rank_axes(model)
+    return tuple((k, tuple("rank" if ranks.get(k) == axis else size for axis, size in enumerate(v.shape)))
+                 for k, v in model.state_dict().items())
 
 
 def _arrays(members, build_model, max_array):
@@ -120,7 +125,7 @@ class _Array:
                                         betas=list(zip(per("beta1"), per("beta2"))), eps=per("eps"))
         if optimizer_state is not None:
             for new, old in zip(self.optimizer.state(), optimizer_state):
-                new.copy_(old)
+                new.copy_(_cut_to(old, new.shape))
         self.trainer = Trainer(self.fused, self.optimizer, options["loss_fn"], cuda_graph=options["cuda_graph"],
                                bf16=options["bf16"])
 
@@ -134,6 +139,16 @@ class _Array:
         carried = [s.index_select(0, index) for s in old_state[:-1]] + [old_state[-1]]
         return _Array([self.members[p] for p in positions], build_model, device, options,
                       [states[p] for p in positions], carried)
+
+
+def _cut_to(state, shape):
+    """Optimiser state of a kept model cut to the new array's shape: an array
+    whose largest adapter rank stopped pads to a smaller rank, and the cut
+    entries (padding) are zero."""
+    for axis, size in enumerate(shape):
+        if state.shape[axis] != size:
+            state = state.narrow(axis, 0, size)
+    return state
 
 
 def _to(batch, device):
