@@ -175,3 +175,19 @@ def test_a_fine_tuning_sweep_fuses_adapter_ranks_and_halving_cuts_the_padding(tm
     assert state["hidden.lora_A.default.weight"].shape == (2, 10)
     for name, value in alone.state_dict().items():
         assert torch.allclose(state[name], value, rtol=1e-9, atol=1e-12), name
+
+
+def test_the_fine_tuning_sweep_example_fuses_each_head_kind_into_one_array(tmp_path):
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "finetune_sweep.py")
+    done = subprocess.run([sys.executable, example, "--epochs", "2", "--subset", "600", "--pretrain-steps", "20",
+                           "--checkpoint", str(tmp_path / "pretrained.pt"), "--out", str(tmp_path / "sweep")],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="2"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.load(open(tmp_path / "sweep" / "results.json"))
+    assert results["array_sizes"] == [9, 9]  # 3 ranks x 3 learning rates per head kind, one array each
+    models = results["models"]
+    assert sum(m["stopped"] for m in models) == 8  # halving after epoch 1 keeps 5 of each 9
+    assert models[0]["test_accuracy"] > 0.5  # five classes: chance is 0.2
+    assert (tmp_path / "pretrained.pt").exists()
