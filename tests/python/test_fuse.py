@@ -58,12 +58,21 @@ def train_both(build, n, batches, name, channels_last=False, **hyper):
     rounding does not grow into different ReLU decisions); returns both."""
     torch.manual_seed(0)
     alone = [build().double() for _ in range(n)]
-    batches = [(x.double() if x.is_floating_point() else x, y) for x, y in batches]
-    fused = cf.fuse([copy.deepcopy(m) for m in alone], channels_last=channels_last)
+    return train_fused_and_alone(alone, batches, name, channels_last=channels_last, **hyper)
+
+
+def train_fused_and_alone(models, batches, name, channels_last=False, **hyper):
+    """Trains copies of `models` fused and each alone with torch.optim (its
+    trainable parameters), floating inputs in float64; asserts equal losses
+    at every step and returns (fused, alone)."""
+    alone = [copy.deepcopy(m) for m in models]
+    fused = cf.fuse([copy.deepcopy(m) for m in models], channels_last=channels_last)
     trainer = cf.Trainer(fused, cf.optimizer(fused, name, **hyper))
-    per_model = [{k: (v[i] if isinstance(v, list) else v) for k, v in hyper.items()} for i in range(n)]
-    optimisers = [_OPTIMISERS[name](m.parameters(), **h) for m, h in zip(alone, per_model)]
+    per_model = [{k: (v[i] if isinstance(v, list) else v) for k, v in hyper.items()} for i in range(len(models))]
+    optimisers = [_OPTIMISERS[name]([p for p in m.parameters() if p.requires_grad], **h)
+                  for m, h in zip(alone, per_model)]
     for inputs, targets in batches:
+        inputs = inputs.double() if inputs.is_floating_point() else inputs
         fused_losses = trainer.step(inputs, targets)
         alone_losses = []
         for model, opt in zip(alone, optimisers):

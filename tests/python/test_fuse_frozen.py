@@ -8,10 +8,9 @@ import copy
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import colo.fuse as cf
-from test_fuse import _OPTIMISERS, image_batches
+from test_fuse import image_batches, train_fused_and_alone
 
 
 class FrozenBackboneNet(nn.Module):
@@ -87,28 +86,6 @@ def fine_tunes(build, n, trainable):
             param.requires_grad_(trainable(name))
         models.append(model)
     return models
-
-
-def train_fused_and_alone(models, batches, name, **hyper):
-    """Trains the models fused and each alone; asserts equal losses each step."""
-    alone = [copy.deepcopy(m) for m in models]
-    fused = cf.fuse([copy.deepcopy(m) for m in models])
-    trainer = cf.Trainer(fused, cf.optimizer(fused, name, **hyper))
-    per_model = [{k: (v[i] if isinstance(v, list) else v) for k, v in hyper.items()} for i in range(len(models))]
-    optimisers = [_OPTIMISERS[name]([p for p in m.parameters() if p.requires_grad], **h)
-                  for m, h in zip(alone, per_model)]
-    for inputs, targets in batches:
-        inputs = inputs.double() if inputs.is_floating_point() else inputs
-        fused_losses = trainer.step(inputs, targets)
-        alone_losses = []
-        for model, opt in zip(alone, optimisers):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(inputs), targets)
-            loss.backward()
-            opt.step()
-            alone_losses.append(loss.item())
-        assert fused_losses.tolist() == pytest.approx(alone_losses, rel=1e-9)
-    return fused, alone
 
 
 def worst_difference(fused, alone):

@@ -46,6 +46,23 @@ def data(seed, batches, batch=32):
     return result
 
 
+def train_alone(model, opt, batches, epochs):
+    """The configuration trained alone with torch.optim, as the sweep would."""
+    for _ in range(epochs):
+        for x, y in batches:
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+
+def assert_saved_state_equals(out, record, model):
+    """The state the sweep saved for `record`'s model equals `model`'s; returns it."""
+    state = torch.load(os.path.join(out, f"model-{record['model']}", "state.pt"))
+    for name, value in model.state_dict().items():
+        assert torch.allclose(state[name], value, rtol=1e-9, atol=1e-12), name
+    return state
+
+
 def test_sweep_halves_and_survivors_train_as_if_alone(tmp_path):
     train, test = data(0, 6), data(1, 2)
     axes = {"width": [8, 16], "lr": [0.3, 0.1, 0.03]}
@@ -66,15 +83,8 @@ def test_sweep_halves_and_survivors_train_as_if_alone(tmp_path):
     survivor = next(r for r in ranked if not r["stopped"])
     torch.manual_seed(survivor["model"])  # a model's seed defaults to its index
     alone = Mlp(survivor["values"]["width"]).double()
-    opt = torch.optim.SGD(alone.parameters(), lr=survivor["values"]["lr"], momentum=0.9)
-    for _ in range(3):
-        for x, y in train:
-            opt.zero_grad()
-            F.cross_entropy(alone(x), y).backward()
-            opt.step()
-    state = torch.load(os.path.join(tmp_path, f"model-{survivor['model']}", "state.pt"))
-    for name, value in alone.state_dict().items():
-        assert torch.allclose(state[name], value, rtol=1e-9, atol=1e-12), name
+    train_alone(alone, torch.optim.SGD(alone.parameters(), lr=survivor["values"]["lr"], momentum=0.9), train, 3)
+    assert_saved_state_equals(tmp_path, survivor, alone)
     with torch.no_grad():
         correct = sum((alone(x).argmax(1) == y).sum().item() for x, y in test)
     assert survivor["test_accuracy"] == pytest.approx(correct / 64)
@@ -163,18 +173,11 @@ def test_a_fine_tuning_sweep_fuses_adapter_ranks_and_halving_cuts_the_padding(tm
     stopped = [r for r in ranked if r["stopped"]]
     assert sorted(r["values"]["rank"] for r in stopped) == [8, 8]  # the array's largest rank goes after epoch 1
     survivor = next(r for r in ranked if not r["stopped"])
-    torch.manual_seed(survivor["model"])
     alone = build(survivor["values"]["rank"])
-    opt = torch.optim.Adam([p for p in alone.parameters() if p.requires_grad], lr=survivor["values"]["lr"])
-    for _ in range(3):
-        for x, y in train:
-            opt.zero_grad()
-            F.cross_entropy(alone(x), y).backward()
-            opt.step()
-    state = torch.load(os.path.join(tmp_path, f"model-{survivor['model']}", "state.pt"))
-    assert state["hidden.lora_A.default.weight"].shape == (2, 10)
-    for name, value in alone.state_dict().items():
-        assert torch.allclose(state[name], value, rtol=1e-9, atol=1e-12), name
+    trainable = [p for p in alone.parameters() if p.requires_grad]
+    train_alone(alone, torch.optim.Adam(trainable, lr=survivor["values"]["lr"]), train, 3)
+    state = assert_saved_state_equals(tmp_path, survivor, alone)
+    assert state["hidden.lora_A.default.weight"].shape == (2, 10)  # back at its own rank
 
 
 def test_the_fine_tuning_sweep_example_fuses_each_head_kind_into_one_array(tmp_path):
