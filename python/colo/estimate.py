@@ -233,7 +233,7 @@ def _keeps_model_buffers(estimate_fn):
 
 @_keeps_model_buffers
 def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
-             eval_batch_size=None, autocast=None, learned=None, keep_output=True):
+             eval_batch_size=None, autocast=None, learned=None, keep_output=True, threads=2):
     """Peak GPU memory of training `model` with `optimizer` at `batch_size`.
 
     model           an nn.Module (moved to nothing: it is run on the CPU, unchanged)
@@ -254,6 +254,8 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     backward (for a language model, the logits: batch x tokens x vocab)
     learned         path of a learned-estimator file (bench/results/estimate/learned.pt):
                     its estimate of the same model goes into Estimate.learned_bytes
+    threads         CPU threads the estimate may use (torch's intra-op threads while
+                    it runs, restored after), so that several run at once side by side
 
     Returns an Estimate. Raises ValueError/TypeError for bad arguments and the
     model's own exception (with colo's note) when its forward or loss fails.
@@ -262,6 +264,20 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
 
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"colo.estimate: model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"colo.estimate: threads must be a positive int, got {threads!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast,
+                         learned, keep_output, _core)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast, learned,
+              keep_output, _core):
+    """estimate()'s work, its arguments' types checked."""
     examples = _as_tuple(example_inputs)
     if any(t.dim() < 1 or t.shape[0] < 1 for t in examples):
         raise ValueError("colo.estimate: every example input needs a batch dimension with at least one sample")

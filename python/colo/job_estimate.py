@@ -49,6 +49,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--optimizer", default="adam")
     parser.add_argument("--eval-batch", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads the estimate may use")
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
     try:
@@ -60,7 +61,8 @@ def main():
         example = (torch.randint(0, args.vocab, [1] + shape) if args.vocab > 0
                    else torch.randn([1] + shape, dtype=input_dtype(model)))
         found = colo.estimate(model, example, batch_size=args.batch, optimizer=args.optimizer,
-                              evaluation=args.eval_batch > 0, eval_batch_size=args.eval_batch or None)
+                              evaluation=args.eval_batch > 0, eval_batch_size=args.eval_batch or None,
+                              threads=args.threads)
     except Exception as exc:  # one line for colo's log, whatever the user's code raised
         print(f"error: {type(exc).__name__}: {exc}".replace("\n", " "))
         return 1

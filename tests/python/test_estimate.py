@@ -566,3 +566,26 @@ def test_estimating_leaves_the_models_batchnorm_statistics_as_they_were():
     colo.estimate(model, torch.randn(1, 3, 8, 8), batch_size=8)
     for name, b in model.named_buffers():
         assert torch.equal(b, before[name]), (name, before[name], b)
+
+
+def test_an_estimate_uses_the_threads_it_is_given_and_gives_the_rest_back():
+    seen = []
+
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            seen.append(torch.get_num_threads())
+            return self.fc(x)
+
+    torch.set_num_threads(3)
+    try:
+        colo.estimate(Counting(), torch.randn(2, 8), threads=1)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 3
+        with pytest.raises(ValueError, match="threads"):
+            colo.estimate(Counting(), torch.randn(2, 8), threads=0)
+    finally:
+        torch.set_num_threads(1)  # conftest's setting for the rest of the suite
