@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "colo/cli/compare_levels.h"
+#include "colo/compare/levels.h"
 
-namespace colo::cli {
+namespace colo::compare {
 
 // Every run of one level, or why it was skipped.
 struct LevelResults {
@@ -60,4 +60,4 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
 nlohmann::json to_json(const LevelResults& results);
 nlohmann::json to_json(const Recommendation& r);
 
-}  // namespace colo::cli
+}  // namespace colo::compare

@@ -1,10 +1,10 @@
-#include "colo/cli/compare_summary.h"
+#include "colo/compare/summary.h"
 
 #include <algorithm>
 
 #include "colo/core/table.h"
 
-namespace colo::cli {
+namespace colo::compare {
 namespace {
 
 std::optional<double> measure_of(const LevelRun& run, const std::string& measure) {
@@ -161,4 +161,4 @@ nlohmann::json to_json(const Recommendation& r) {
   return j;
 }
 
-}  // namespace colo::cli
+}  // namespace colo::compare

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "colo/cli/compare_workload.h"
+#include "colo/compare/workload.h"
 #include "colo/gpu/device.h"
 
-namespace colo::cli {
+namespace colo::compare {
 
 enum class ShareLevel {
   kSequential,  // one process at a time: the baseline
@@ -41,7 +41,7 @@ struct LevelOptions {
 
 // What a level's samples/s and samples/J are counted over.
 enum class ThroughputBasis {
-  kTraining,  // the time some process trained past its warm-up (compare_progress.h): start-up left out
+  kTraining,  // the time some process trained past its warm-up (progress.h): start-up left out
   kWall,      // the wall time from the first process's start to the last one's end
 };
 std::string to_string(ThroughputBasis basis);
@@ -118,4 +118,4 @@ void use_basis(LevelRun& run, ThroughputBasis basis);
 
 nlohmann::json to_json(const LevelRun& run);
 
-}  // namespace colo::cli
+}  // namespace colo::compare

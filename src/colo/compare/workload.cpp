@@ -1,4 +1,4 @@
-#include "colo/cli/compare_workload.h"
+#include "colo/compare/workload.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -17,7 +17,7 @@
 #include "colo/sched/job_spec.h"
 #include "colo/train/train_spec.h"
 
-namespace colo::cli {
+namespace colo::compare {
 namespace {
 
 WorkloadCommand sweep_command(const std::string& colo, const std::string& path, const std::string& name,
@@ -193,4 +193,4 @@ std::optional<int64_t> trained_samples(const WorkloadCommand& command, const std
   return total;
 }
 
-}  // namespace colo::cli
+}  // namespace colo::compare

@@ -1,6 +1,6 @@
-// How colo compare times training apart from start-up (cli/compare_progress.h).
+// How colo compare times training apart from start-up (compare/progress.h).
 
-#include "colo/cli/compare_progress.h"
+#include "colo/compare/progress.h"
 
 #include <chrono>
 #include <thread>
@@ -10,7 +10,7 @@
 #include "colo/core/paths.h"
 #include "support/temp_dir.h"
 
-namespace colo::cli {
+namespace colo::compare {
 namespace {
 
 TEST(TrainingWindow, LeavesEachProcessesWarmUpOutAndCountsTheUnionOfTheRest) {
@@ -190,4 +190,4 @@ TEST(ProgressWatch, KeepsEveryWriteAndCarriesCountsOverAProcesssParts) {
 }
 
 }  // namespace
-}  // namespace colo::cli
+}  // namespace colo::compare

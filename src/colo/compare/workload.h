@@ -10,7 +10,7 @@
 
 #include "colo/core/subprocess.h"
 
-namespace colo::cli {
+namespace colo::compare {
 
 // One command of a workload. "{out}" anywhere in its argv stands for a fresh
 // output directory of each run; a command that writes a sweep log there has its
@@ -56,4 +56,4 @@ std::vector<std::string> with_output(const WorkloadCommand& command, const std::
 // when neither is known.
 std::optional<int64_t> trained_samples(const WorkloadCommand& command, const std::string& out_dir);
 
-}  // namespace colo::cli
+}  // namespace colo::compare

@@ -1,4 +1,4 @@
-#include "colo/cli/compare_levels.h"
+#include "colo/compare/levels.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +15,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "colo/cli/compare_progress.h"
+#include "colo/compare/progress.h"
 #include "colo/core/cpu_share.h"
 #include "colo/core/files.h"
 #include "colo/core/interrupt_cleanup.h"
@@ -28,7 +28,7 @@
 #include "colo/sched/runner.h"
 #include "colo/server/job_memory.h"
 
-namespace colo::cli {
+namespace colo::compare {
 namespace {
 
 const std::map<ShareLevel, std::string>& level_names() {
@@ -563,4 +563,4 @@ nlohmann::json to_json(const LevelRun& run) {
   return j;
 }
 
-}  // namespace colo::cli
+}  // namespace colo::compare

@@ -1,4 +1,4 @@
-#include "colo/cli/compare_progress.h"
+#include "colo/compare/progress.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include "colo/core/progress_file.h"
 #include "colo/core/stopwatch.h"
 
-namespace colo::cli {
+namespace colo::compare {
 
 ProgressWatch::ProgressWatch(std::vector<std::string> paths, double interval_s)
     : paths_(std::move(paths)), interval_s_(interval_s), readings_(paths_.size()), counted_(paths_.size()) {
@@ -252,4 +252,4 @@ std::optional<double> energy_within(const std::vector<std::vector<gpu::DeviceSam
   return joules;
 }
 
-}  // namespace colo::cli
+}  // namespace colo::compare

@@ -17,7 +17,7 @@
 
 #include "colo/gpu/device.h"
 
-namespace colo::cli {
+namespace colo::compare {
 
 // One write of a progress file: samples trained so far, the seconds spent
 // training them (evaluation left out), and when.
@@ -116,4 +116,4 @@ std::optional<TrainingWindow> training_window(const std::vector<std::vector<Time
 std::optional<double> energy_within(const std::vector<std::vector<gpu::DeviceSample>>& devices,
                                     const std::vector<std::pair<double, double>>& intervals);
 
-}  // namespace colo::cli
+}  // namespace colo::compare
