@@ -296,7 +296,9 @@ def compare_plot(directory):
         values = [lv.get(key, 0) for lv in levels]
         low = [v - lv.get(key + "_min", v) for v, lv in zip(values, levels)]
         high = [lv.get(key + "_max", v) - v for v, lv in zip(values, levels)]
-        best = recommendation["best"]
+        # Green only for a level told apart from the runner-up (summaries
+        # before "recommended" existed name just their best).
+        best = recommendation.get("recommended", recommendation.get("best"))
         colours = ["tab:green" if n == best else "tab:blue" for n in names]
         ax.bar(names, values, yerr=[low, high], color=colours, capsize=3)
         for i, lv in enumerate(levels):

@@ -50,7 +50,7 @@ TEST(ColoCompare, SweepRunsAtEveryLevelThatAppliesAndCountsWhatWasTrained) {
             "[model]\nname = \"mlp\"\nwidths = [16]\n"
             "[data]\nname = \"synthetic\"\nshape = [1, 6, 6]\nclasses = 4\ntrain_size = 256\ntest_size = 64\n"
             "[optimizer]\nname = \"sgd\"\nlr = 0.05\n[sweep]\n[sweep.axes]\nlr = [0.01, 0.1]\n");
-  auto run = run_colo(dir, "compare " + dir.file("s.toml") + " --steps 5 --warmup 1 --no-plots --out " +
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("s.toml") + " --steps 5 --warmup 1 --no-plots --out " +
                                dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
@@ -76,7 +76,10 @@ TEST(ColoCompare, SweepRunsAtEveryLevelThatAppliesAndCountsWhatWasTrained) {
   EXPECT_EQ(summary["recommended_for_throughput"]["best"], fastest(summary));
   EXPECT_TRUE(summary["recommended_for_energy"]["best"].is_null()) << "no GPU, no energy counter";
   EXPECT_NE(run.out.find("skipped: no GPU"), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find("recommended for throughput: " + fastest(summary)), std::string::npos) << run.out;
+  nlohmann::json rec = summary["recommended_for_throughput"];
+  EXPECT_EQ(rec["recommended"].is_null(), rec["within_noise"].get<bool>()) << rec.dump();
+  std::string printed = rec["within_noise"].get<bool>() ? "none; " + fastest(summary) + " leads" : fastest(summary);
+  EXPECT_NE(run.out.find("recommended for throughput: " + printed), std::string::npos) << run.out;
 }
 
 TEST(ColoCompare, JobFileLevelsRunAndAFailingLevelNeverStopsTheOthers) {
@@ -111,6 +114,7 @@ TEST(ColoCompare, JobFileLevelsRunAndAFailingLevelNeverStopsTheOthers) {
   nlohmann::json best = level(summary, rec["best"]), next = level(summary, rec["runner_up"]);
   EXPECT_EQ(rec["within_noise"].get<bool>(),
             next["samples_per_s_max"].get<double>() >= best["samples_per_s_min"].get<double>());
+  EXPECT_EQ(rec["recommended"].is_null(), rec["within_noise"].get<bool>()) << "recommended only when told apart";
 }
 
 // A job that sleeps `startup_s`, then "trains" `rate` samples/s for
@@ -142,7 +146,7 @@ TEST(ColoCompare, JobsThatReportProgressAreTimedWithoutTheirStartUp) {
   TempDir dir;
   // Two jobs: 1 s of start-up, then 1.5 s at 2,000 samples/s each.
   dir.write("jobs.toml", reporting_job(dir, "a", 1.0, 2000, 1.5) + reporting_job(dir, "b", 1.0, 2000, 1.5));
-  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") + " --levels sequential,timeslice --no-plots --out " +
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("jobs.toml") + " --levels sequential,timeslice --no-plots --out " +
                                dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
@@ -159,7 +163,7 @@ TEST(ColoCompare, JobsThatReportProgressAreTimedWithoutTheirStartUp) {
   // With a job that does not report, every level falls back to wall time.
   dir.write("mixed.toml", reporting_job(dir, "a", 0.2, 2000, 1.0) +
                               "[[job]]\nname = \"quiet\"\ncommand = \"sleep 1\"\nsamples = 1000\n");
-  auto mixed = run_colo(dir, "compare " + dir.file("mixed.toml") + " --levels sequential,timeslice --no-plots --out " +
+  auto mixed = run_colo(dir, "compare --repeat 1 " + dir.file("mixed.toml") + " --levels sequential,timeslice --no-plots --out " +
                                  dir.file("out2"));
   ASSERT_EQ(mixed.status, 0) << mixed.err;
   auto mixed_summary = nlohmann::json::parse(read_file(dir.file("out2/summary.json")));
@@ -173,7 +177,7 @@ TEST(ColoCompare, ALevelPastItsTimeLimitIsMeasuredFromProgressSoFar) {
   dir.write("jobs.toml", reporting_job(dir, "a", 0.2, 1000, 30) + reporting_job(dir, "b", 0.2, 1000, 30) +
                              "[[job]]\nname = \"quiet\"\ncommand = \"sleep 30\"\nsamples = 1000\n");
   dir.write("reporting.toml", reporting_job(dir, "a", 0.2, 1000, 30) + reporting_job(dir, "b", 0.2, 1000, 30));
-  auto run = run_colo(dir, "compare " + dir.file("reporting.toml") +
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("reporting.toml") +
                                " --levels timeslice --level-timeout 2 --no-plots --out " + dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   nlohmann::json l = level(nlohmann::json::parse(read_file(dir.file("out/summary.json"))), "timeslice");
@@ -185,7 +189,7 @@ TEST(ColoCompare, ALevelPastItsTimeLimitIsMeasuredFromProgressSoFar) {
   EXPECT_LT(r["wall_s"].get<double>(), 10);
   EXPECT_NE(run.out.find("stopped at --level-timeout"), std::string::npos) << run.out;
   // A job that reports nothing cannot be measured before its end: failed, with why.
-  auto quiet = run_colo(dir, "compare " + dir.file("jobs.toml") + " --levels timeslice --level-timeout 2 --no-plots"
+  auto quiet = run_colo(dir, "compare --repeat 1 " + dir.file("jobs.toml") + " --levels timeslice --level-timeout 2 --no-plots"
                                  " --out " + dir.file("out2"));
   nlohmann::json q = level(nlohmann::json::parse(read_file(dir.file("out2/summary.json"))), "timeslice");
   EXPECT_NE(q["failure"].get<std::string>().find("report no progress"), std::string::npos) << q.dump();
@@ -197,7 +201,7 @@ TEST(ColoCompare, ASuccessorCutInItsStartUpByTheBudgetLeavesTheLevelMeasured) {
   // Sequential: a trains 1.5 s; b, started after it, is still starting (5 s)
   // when the 3 s budget ends.
   dir.write("jobs.toml", reporting_job(dir, "a", 0.2, 1000, 1.5) + reporting_job(dir, "b", 5, 1000, 30));
-  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") +
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("jobs.toml") +
                                " --levels sequential --level-timeout 3 --no-plots --out " + dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   nlohmann::json r = level(nlohmann::json::parse(read_file(dir.file("out/summary.json"))), "sequential")["runs"][0];
@@ -211,7 +215,7 @@ TEST(ColoCompare, JobsOfDifferentCostAreWeighedByTheirThroughputAlone) {
   // A cheap job (2,000 samples/s) and a costly one (200 samples/s), neither
   // slowed by the other. One at a time they make 1x; at once, 2x.
   dir.write("jobs.toml", reporting_job(dir, "cheap", 0.2, 2000, 2) + reporting_job(dir, "costly", 0.2, 200, 2));
-  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") +
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("jobs.toml") +
                                " --levels sequential,timeslice --no-plots --out " + dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
@@ -239,7 +243,7 @@ TEST(ColoCompare, ColoTrainJobsAlsoRunSideBySideInOneProcessOnOneDataSetOrEachOn
   dir.write("jobs.toml", "[[job]]\nname = \"mlp\"\ncommand = \"" + colo + " train " + dir.file("mlp.toml") +
                              " --out {out}\"\nsamples = 128\n[[job]]\nname = \"lenet\"\ncommand = \"" + colo +
                              " train " + dir.file("lenet.toml") + " --out {out}\"\nsamples = 128\n");
-  auto run = run_colo(dir, "compare " + dir.file("jobs.toml") + " --levels sequential,streams --no-plots --out " +
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("jobs.toml") + " --levels sequential,streams --no-plots --out " +
                                dir.file("out"));
   ASSERT_EQ(run.status, 0) << run.err << run.out;
   auto summary = nlohmann::json::parse(read_file(dir.file("out/summary.json")));
@@ -257,7 +261,7 @@ TEST(ColoCompare, ColoTrainJobsAlsoRunSideBySideInOneProcessOnOneDataSetOrEachOn
   dir.write("mixed.toml", "[[job]]\nname = \"a\"\ncommand = \"" + colo + " train " + dir.file("mlp.toml") +
                               " --out {out}\"\nsamples = 128\n[[job]]\nname = \"b\"\ncommand = \"" + colo +
                               " train " + dir.file("other.toml") + " --out {out}\"\nsamples = 128\n");
-  auto mixed = run_colo(dir, "compare " + dir.file("mixed.toml") + " --levels streams --no-plots --out " +
+  auto mixed = run_colo(dir, "compare --repeat 1 " + dir.file("mixed.toml") + " --levels streams --no-plots --out " +
                                  dir.file("out2"));
   ASSERT_EQ(mixed.status, 0) << mixed.err << mixed.out;
   nlohmann::json mixed_streams = level(nlohmann::json::parse(read_file(dir.file("out2/summary.json"))), "streams");
@@ -311,14 +315,14 @@ TEST(ColoCompare, ARerunIntoTheSameOutStartsEachLevelsLogsAndProgressAfresh) {
 TEST(ColoCompare, BadWorkloadsAreRejectedWithTheFieldNamed) {
   TempDir dir;
   dir.write("nosamples.toml", "[[job]]\nname = \"a\"\ncommand = \"true\"\n");
-  auto missing_samples = run_colo(dir, "compare " + dir.file("nosamples.toml") + " --out " + dir.file("o1"));
+  auto missing_samples = run_colo(dir, "compare --repeat 1 " + dir.file("nosamples.toml") + " --out " + dir.file("o1"));
   EXPECT_EQ(missing_samples.status, 2);
   EXPECT_NE(missing_samples.err.find("job.samples"), std::string::npos) << missing_samples.err;
-  auto no_file = run_colo(dir, "compare " + dir.file("nope.toml") + " --out " + dir.file("o2"));
+  auto no_file = run_colo(dir, "compare --repeat 1 " + dir.file("nope.toml") + " --out " + dir.file("o2"));
   EXPECT_EQ(no_file.status, 2);
   EXPECT_NE(no_file.err.find("nope.toml"), std::string::npos) << no_file.err;
   dir.write("ok.toml", "[[job]]\ncommand = \"true\"\nsamples = 1\n");
-  auto bad_level = run_colo(dir, "compare " + dir.file("ok.toml") + " --levels sequential,warp --out " + dir.file("o3"));
+  auto bad_level = run_colo(dir, "compare --repeat 1 " + dir.file("ok.toml") + " --levels sequential,warp --out " + dir.file("o3"));
   EXPECT_EQ(bad_level.status, 2);
   EXPECT_NE(bad_level.err.find("unknown level \"warp\""), std::string::npos) << bad_level.err;
   EXPECT_FALSE(path_exists(dir.file("o1")) || path_exists(dir.file("o3"))) << "nothing written for bad input";
@@ -332,7 +336,7 @@ TEST(ColoCompare, CtrlCStopsTheLevelsRunningJobs) {
                 "; exec sleep 60'\"\nsamples = 1\n"
                 "[[job]]\nname = \"b\"\ncommand = \"sh -c 'echo $$ > " + dir.file("b.pid") +
                 "; exec sleep 60'\"\nsamples = 1\n");
-  ChildProcess colo({COLO_EXECUTABLE, "compare", dir.file("jobs.toml"), "--levels", "timeslice", "--no-plots", "--out",
+  ChildProcess colo({COLO_EXECUTABLE, "compare", dir.file("jobs.toml"), "--repeat", "1", "--levels", "timeslice", "--no-plots", "--out",
                      dir.file("out")},
                     {}, dir.file("colo.log"));
   for (int i = 0; i < 200 && !(path_exists(dir.file("a.pid")) && path_exists(dir.file("b.pid"))); ++i) {

@@ -28,8 +28,8 @@ SCRIPT = textwrap.dedent("""
 
 def run_compare(colo_executable, tmp_path, script, *args):
     env = dict(os.environ, COLO_PYTHON=sys.executable)
-    return subprocess.run([colo_executable, "compare", str(script), "--no-plots", "--out", str(tmp_path / "out"),
-                           *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run([colo_executable, "compare", str(script), "--repeat", "1", "--no-plots", "--out",
+                           str(tmp_path / "out"), *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 def level(summary, name):

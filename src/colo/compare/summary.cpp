@@ -80,6 +80,7 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
   const LevelResults& best = *ranked[0];
   rec.best = best.level;
   if (ranked.size() == 1) {
+    rec.recommended = best.level;
     rec.reason = "for " + unit + ": " + to_string(best.level) + " (the only level measured)";
     return rec;
   }
@@ -96,14 +97,17 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
   } else {
     rec.within_noise = rec.margin < single_run_noise;
   }
-  rec.reason = "for " + unit + ": " + to_string(best.level) + ", " + percent(rec.margin) + " ahead of " +
-               to_string(next.level);
-  if (rec.within_noise) {
-    rec.reason += best_rounds > 1 && next_rounds > 1
-                      ? " (within noise: their rounds overlap)"
-                      : " (within noise: one round each, and under " + percent(single_run_noise, 0) +
-                            "; use --repeat)";
+  if (!rec.within_noise) {
+    rec.recommended = best.level;
+    rec.reason = "for " + unit + ": " + to_string(best.level) + ", " + percent(rec.margin) + " ahead of " +
+                 to_string(next.level);
+    return rec;
   }
+  rec.reason = "for " + unit + ": none; " + to_string(best.level) + " leads " + to_string(next.level) + " by " +
+               percent(rec.margin) +
+               (best_rounds > 1 && next_rounds > 1
+                    ? ", within noise (their rounds overlap)"
+                    : ", within noise (one round each, under " + percent(single_run_noise, 0) + "; use --repeat)");
   return rec;
 }
 
@@ -158,6 +162,7 @@ nlohmann::json to_json(const Recommendation& r) {
                       {"reason", r.reason}};
   j["best"] = r.best ? nlohmann::json(to_string(*r.best)) : nlohmann::json(nullptr);
   j["runner_up"] = r.runner_up ? nlohmann::json(to_string(*r.runner_up)) : nlohmann::json(nullptr);
+  j["recommended"] = r.recommended ? nlohmann::json(to_string(*r.recommended)) : nlohmann::json(nullptr);
   return j;
 }
 

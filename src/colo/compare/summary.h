@@ -38,6 +38,10 @@ struct Recommendation {
   std::optional<ShareLevel> runner_up;
   double margin = 0;            // best / runner-up - 1
   bool within_noise = false;    // the two cannot be told apart
+  // The level recommended: the best one, only when its rounds and the
+  // runner-up's do not overlap (or, with one round each, it leads by more
+  // than the single-run noise); none when they cannot be told apart.
+  std::optional<ShareLevel> recommended;
   std::string reason;           // one line saying which, and why
 };
 

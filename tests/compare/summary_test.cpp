@@ -1,0 +1,57 @@
+// What colo compare recommends from measured rounds (compare/summary.h).
+
+#include "colo/compare/summary.h"
+
+#include <gtest/gtest.h>
+
+namespace colo::compare {
+namespace {
+
+LevelResults measured(ShareLevel level, std::vector<double> samples_per_s) {
+  LevelResults results;
+  results.level = level;
+  for (double rate : samples_per_s) {
+    LevelRun run;
+    run.level = level;
+    run.ok = true;
+    run.samples_per_s = rate;
+    results.runs.push_back(run);
+  }
+  summarise(results);
+  return results;
+}
+
+TEST(Recommend, RoundsThatDoNotOverlapRecommendTheBestLevel) {
+  Recommendation rec = recommend({measured(ShareLevel::kMps, {100, 104, 102}),
+                                  measured(ShareLevel::kFused, {120, 118, 125})},
+                                 "samples_per_s");
+  ASSERT_TRUE(rec.recommended.has_value());
+  EXPECT_EQ(*rec.recommended, ShareLevel::kFused);
+  EXPECT_FALSE(rec.within_noise);
+  EXPECT_NE(rec.reason.find("fused"), std::string::npos) << rec.reason;
+}
+
+TEST(Recommend, RoundsThatOverlapRecommendNoLevelAndSaySo) {
+  Recommendation rec = recommend({measured(ShareLevel::kMps, {100, 112, 106}),
+                                  measured(ShareLevel::kStreams, {104, 110, 109})},
+                                 "samples_per_s");
+  EXPECT_FALSE(rec.recommended.has_value());
+  EXPECT_TRUE(rec.within_noise);
+  ASSERT_TRUE(rec.best.has_value());  // the leader is still named, as a leader
+  EXPECT_NE(rec.reason.find("none"), std::string::npos) << rec.reason;
+  EXPECT_EQ(to_json(rec)["recommended"], nullptr);
+}
+
+TEST(Recommend, OneRoundEachRecommendsOnlyPastTheSingleRunNoise) {
+  Recommendation close = recommend({measured(ShareLevel::kMps, {100}), measured(ShareLevel::kStreams, {103})},
+                                   "samples_per_s", 0.05);
+  EXPECT_FALSE(close.recommended.has_value());
+  EXPECT_NE(close.reason.find("--repeat"), std::string::npos) << close.reason;
+  Recommendation clear = recommend({measured(ShareLevel::kMps, {100}), measured(ShareLevel::kStreams, {110})},
+                                   "samples_per_s", 0.05);
+  ASSERT_TRUE(clear.recommended.has_value());
+  EXPECT_EQ(*clear.recommended, ShareLevel::kStreams);
+}
+
+}  // namespace
+}  // namespace colo::compare
