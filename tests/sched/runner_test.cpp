@@ -4,6 +4,7 @@
 #include "colo/sched/runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -207,6 +208,71 @@ TEST(Runner, AJobThatEndedWhileNoRunnerWatchedKeepsItsOwnEndTime) {
   ASSERT_EQ(job->state, JobState::kCompleted) << job->reason;
   ASSERT_TRUE(job->start_s && job->end_s);
   EXPECT_LT(*job->end_s - *job->start_s, 1.5) << "its run time counted the time colod was down";
+}
+
+// A shell command that runs until file `go` exists.
+std::string until_exists(const std::string& go) { return "while [ ! -e " + go + " ]; do sleep 0.02; done"; }
+
+// kill -9 of colod: its runner vanishes without detach(), the job runs on
+// and its load stays on the GPU, whose counter keeps counting.
+TEST(Runner, AnAdoptedJobKeepsItsEnergyFromBeforeACrashAndGetsWhatItsGpuUsedWhileNoRunnerWatched) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({shell_job("long", until_exists(dir.file("go")))}).front();
+  gpu::SimulatedGpuSpec spec;
+  auto device = std::make_shared<gpu::SimulatedDevice>(0, spec);  // its time moves when advanced
+  const double power_w = spec.busy_floor_power_w + (spec.max_power_w - spec.busy_floor_power_w) * 0.1;
+  {
+    Runner first(store, {device}, quick_options(dir));
+    first.step();
+    ASSERT_EQ(store.get(id)->state, JobState::kRunning);
+    device->advance(50);
+    first.step();  // counts those 50 s to the job
+  }
+  device->advance(100);  // no runner watches
+  Runner second(store, {device}, quick_options(dir));
+  second.recover();
+  EXPECT_NEAR(store.get(id)->energy_while_down_j, 100 * power_w, 1e-6);
+  write_file_atomically(dir.file("go"), "");
+  second.run_until_done();
+  auto job = store.get(id);
+  ASSERT_EQ(job->state, JobState::kCompleted) << job->reason;
+  EXPECT_EQ(job->attempts, 1) << "adopted, not rerun";
+  EXPECT_GE(job->energy_j, 150 * power_w - 1e-6) << "the 50 s before the crash and the 100 s after";
+  EXPECT_NEAR(job->energy_while_down_j, 100 * power_w, 1e-6);
+  ::waitpid(job->pid, nullptr, 0);  // the first runner's child, which no runner reaps
+}
+
+// colod stopped gracefully: the job runs on and ends before the next one
+// starts; it is settled from its status file with its part of the energy.
+TEST(Runner, AJobThatEndedWhileNoRunnerWatchedGetsItsPartOfWhatItsGpuUsedMeanwhile) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  int64_t id = store.submit({shell_job("short", until_exists(dir.file("go")))}).front();
+  gpu::SimulatedGpuSpec spec;
+  auto device = std::make_shared<gpu::SimulatedDevice>(0, spec);
+  {
+    Runner first(store, {device}, quick_options(dir));
+    first.step();
+    first.step();
+    ASSERT_EQ(store.get(id)->state, JobState::kRunning);
+    first.detach();
+  }
+  device->advance(100);  // idle power, 7100 J in all
+  write_file_atomically(dir.file("go"), "");
+  const std::string status = dir.file("logs/job-" + std::to_string(id) + ".status");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!path_exists(status) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the GPU runs on without it
+  Runner second(store, {device}, quick_options(dir));
+  second.recover();
+  auto job = store.get(id);
+  ASSERT_EQ(job->state, JobState::kCompleted) << job->reason;
+  EXPECT_GT(job->energy_while_down_j, 0) << "it ran part of the time no runner watched";
+  EXPECT_LT(job->energy_while_down_j, 100 * spec.idle_power_w) << "not the time after it ended";
+  EXPECT_GE(job->energy_j, job->energy_while_down_j);
 }
 
 TEST(Runner, ANewCommandOfAModelMeasuredBeforeGetsThatShareAndNeedNotSettle) {

@@ -179,6 +179,30 @@ TEST(JobStore, KeepsTheDataWaitAJobReported) {
   EXPECT_FALSE(reopened.get(id + 1)->data_wait_pct) << "b reported none";
 }
 
+TEST(JobStore, KeepsEnergyAsItIsCountedWithTheGpuReadingsItWasCountedUpTo) {
+  testing::TempDir dir;
+  int64_t id = 0;
+  {
+    JobStore store(dir.file("jobs.db"));
+    id = store.submit({spec("a")})[0];
+    ASSERT_TRUE(store.mark_running(id, {1}, 1, dir.file("a.log")));
+    store.add_energy({{id, 100}}, {{1, "GPU-x", 5000, 10}});
+    store.add_energy({{id, 40}}, {{1, "GPU-x", 5040, 11}, {0, "GPU-y", 7, 11}}, /*while_down=*/true);
+    store.mark_finished(id, JobState::kCompleted, 0, "", std::nullopt, 2);
+  }
+  JobStore reopened(dir.file("jobs.db"));
+  auto a = reopened.get(id);
+  EXPECT_DOUBLE_EQ(a->energy_j, 142);
+  EXPECT_DOUBLE_EQ(a->energy_while_down_j, 40);
+  EXPECT_DOUBLE_EQ(to_json(*a)["energy_while_down_j"].get<double>(), 40);
+  auto readings = reopened.gpu_energy_readings();
+  ASSERT_EQ(readings.size(), 2u) << "one, the latest, per GPU";
+  EXPECT_EQ(readings[0].uuid, "GPU-y");
+  EXPECT_EQ(readings[1].gpu, 1);
+  EXPECT_DOUBLE_EQ(readings[1].counter_j, 5040);
+  EXPECT_DOUBLE_EQ(readings[1].unix_s, 11);
+}
+
 TEST(JobStore, CancelledJobsCannotStart) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

@@ -235,10 +235,11 @@ bool GpuLedger::estimate_arrived(int64_t id, int64_t mem_bytes) {
 
 std::vector<int64_t> GpuLedger::jobs_on(int gpu) const { return on_gpu_.at(static_cast<size_t>(gpu)); }
 
+double energy_share_for(double sm_share) { return sm_share > 0 ? sm_share : 0.5; }
+
 double GpuLedger::energy_share(int64_t id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.sm_share <= 0) return 0.5;
-  return it->second.sm_share;
+  return energy_share_for(it == jobs_.end() ? 0 : it->second.sm_share);
 }
 
 bool GpuLedger::steady(int gpu) const {

@@ -63,6 +63,10 @@ struct MeasuredShare {
   bool saturated = false;      // the GPU's activity stopped growing with it
 };
 
+// What a job's energy on a GPU is split by among the jobs there: its SM
+// share when known (> 0), else 0.5.
+double energy_share_for(double sm_share);
+
 class GpuLedger {
  public:
   // One GPU per entry of `mem_total_bytes`, indexed from 0.
@@ -111,7 +115,7 @@ class GpuLedger {
   const std::map<int64_t, LedgerEntry>& jobs() const { return jobs_; }
   // Jobs on GPU `gpu`, by id.
   std::vector<int64_t> jobs_on(int gpu) const;
-  // The share a job's energy is split by: its known share, else 0.5.
+  // The share a job's energy is split by: energy_share_for its SM share.
   double energy_share(int64_t id) const;
 
  private:

@@ -20,6 +20,7 @@
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
 #include "colo/core/stopwatch.h"
+#include "colo/sched/energy_while_down.h"
 #include "colo/sched/mps_limit.h"
 #include "colo/sched/oom.h"
 #include "colo/sched/queue_order.h"
@@ -179,14 +180,19 @@ JobRequest Runner::request_for(const JobRecord& job) const {
   return request;
 }
 
+JobRequest Runner::adopted_request(const JobRecord& job) const {
+  JobRequest request = request_for(job);
+  if (job.sm_share) request.sm_share = *job.sm_share;
+  return request;
+}
+
 void Runner::adopt(const JobRecord& job) {
   Active a;
   a.id = job.id;
   a.gpus = job.gpus.empty() ? std::vector<int>{std::max(job.gpu, 0)} : job.gpus;
   a.pgid = job.pid;
-  a.request = request_for(job);
+  a.request = adopted_request(job);
   a.learned_alone = history_.alone_rate(job_keys(job.spec));
-  if (job.sm_share) a.request.sm_share = *job.sm_share;
   account_on_simulated(a);
   ledger_.place(a.request, a.gpus, clock_.elapsed_s());
   mark_active_on_simulated(a);
@@ -194,8 +200,68 @@ void Runner::adopt(const JobRecord& job) {
   spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
 }
 
+void Runner::count_energy_while_down(const std::vector<JobRecord>& running) {
+  if (!has_gpus_) return;
+  std::map<int, GpuEnergyReading> kept;
+  for (const auto& r : store_.gpu_energy_readings()) kept[r.gpu] = r;
+  const double now = unix_time_s();
+  std::vector<GpuEnergyReading> readings;
+  std::map<int64_t, double> energy;
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    const int index = static_cast<int>(g);
+    gpu::DeviceSample sample;
+    try {
+      sample = devices_[g]->sample();
+    } catch (const std::exception& e) {
+      spdlog::warn("GPU {}: no reading ({}); the energy it used while no scheduler watched is not counted", g, e.what());
+      continue;
+    }
+    last_sample_[index] = sample;
+    if (!sample.energy_j) continue;
+    const std::string& uuid = devices_[g]->info().uuid;
+    readings.push_back({index, uuid, *sample.energy_j, now});
+    auto before = kept.find(index);
+    if (before == kept.end()) continue;
+    if (before->second.uuid != uuid || *sample.energy_j < before->second.counter_j) {
+      spdlog::info("GPU {}: its energy counter is not the one last read (another GPU, or the driver reloaded); "
+                   "the energy used while no scheduler watched is not counted", g);
+      continue;
+    }
+    std::vector<UnwatchedRun> runs;
+    for (const auto& job : running) {
+      if (!job.start_s || std::find(job.gpus.begin(), job.gpus.end(), index) == job.gpus.end()) continue;
+      UnwatchedRun run{job.id, *job.start_s, std::nullopt, energy_share_for(adopted_request(job).sm_share)};
+      if (!(job.pid > 0 && process_alive(job.pid))) {
+        run.end_unix_s = file_written_unix_s(status_path(job.id));
+        if (!run.end_unix_s) continue;  // lost: when it ended is unknown
+      }
+      runs.push_back(run);
+    }
+    const double used_j = *sample.energy_j - before->second.counter_j;
+    auto split = split_energy_while_down(used_j, before->second.unix_s, now, runs);
+    for (const auto& [id, joules] : split) energy[id] += joules;
+    if (!split.empty()) {
+      spdlog::info("GPU {}: {:.0f} J used in the {:.0f} s no scheduler watched, split among {} job(s) that ran then",
+                   g, used_j, now - before->second.unix_s, split.size());
+    }
+  }
+  store_.add_energy(energy, readings, /*while_down=*/true);
+}
+
+void Runner::store_energy(const std::vector<GpuEnergyReading>& readings) {
+  if (!has_gpus_ || active_.empty()) return;
+  std::map<int64_t, double> energy;
+  for (const auto& a : active_) {
+    if (a.energy_j > 0) energy[a.id] = a.energy_j;
+  }
+  store_.add_energy(energy, readings);
+  for (auto& a : active_) a.energy_j = 0;
+}
+
 void Runner::recover() {
-  for (const auto& job : store_.list({JobState::kRunning})) {
+  auto running = store_.list({JobState::kRunning});
+  count_energy_while_down(running);
+  for (const auto& job : running) {
     if (job.pid > 0 && process_alive(job.pid)) {
       adopt(job);
     } else if (auto code = read_status(status_path(job.id))) {
@@ -257,6 +323,7 @@ void Runner::observe_devices() {
   double now = clock_.elapsed_s();
   double dt = last_observed_s_ < 0 ? 0 : now - last_observed_s_;
   last_observed_s_ = now;
+  std::vector<GpuEnergyReading> readings;
   for (size_t g = 0; g < devices_.size(); ++g) {
     int index = static_cast<int>(g);
     gpu::SimulatedDevice* sim = simulated_device(devices_[g]);
@@ -278,6 +345,7 @@ void Runner::observe_devices() {
     }
     last_sample_[index] = sample;
     if (!has_gpus_) continue;
+    if (sample.energy_j) readings.push_back({index, devices_[g]->info().uuid, *sample.energy_j, unix_time_s()});
     std::optional<double> activity = sample.sm_active ? sample.sm_active : sample.gpu_util;
     ledger_.observe(index, now, activity,
                     sim != nullptr ? std::optional<int64_t>() : std::optional<int64_t>(sample.mem_free_bytes));
@@ -307,6 +375,7 @@ void Runner::observe_devices() {
       }
     }
   }
+  store_energy(readings);
   for (const auto& m : ledger_.settle(now)) remember_share(m);
   for (const auto& m : ledger_.measure_provisional(now)) remember_provisional_peak(m);
 }

@@ -95,11 +95,17 @@ class Runner {
 
   // After a restart: jobs the store says are RUNNING are adopted when their
   // process group still lives, else settled from their status file, else
-  // REQUEUED. Call once before step().
+  // REQUEUED. What each GPU's energy counter counted since the last reading
+  // in the store (JobStore::add_energy) goes to the jobs that ran on it
+  // meanwhile, as energy_while_down_j (energy_while_down.h); a job whose
+  // process was lost gets none, nor does any job where the counter cannot
+  // be read or went back (another GPU, a driver reload). Call once before step().
   void recover();
 
   // One round: settle finished jobs (OOM deaths to the recovery queue, or
-  // FAILED past the retry limit), then place and start waiting jobs.
+  // FAILED past the retry limit), then place and start waiting jobs. Each
+  // round that has jobs running writes their energy so far to the store,
+  // with the GPUs' counter readings it was counted up to, so a crash loses none.
   // Returns how many jobs are not yet in a final state.
   size_t step();
 
@@ -137,7 +143,7 @@ class Runner {
     std::unique_ptr<ChildProcess> child;  // null for an adopted job
     JobRequest request;
     int64_t peak_bytes = 0;
-    double energy_j = 0;
+    double energy_j = 0;                 // not yet written to the store
     std::optional<int64_t> mem_limit;    // its MPS pinned-memory limit, if any
     JobProgress progress;                // from its $COLO_PROGRESS_FILE
     bool alone = false;                  // had its GPUs to itself at the last reading
@@ -173,7 +179,14 @@ class Runner {
   // waiting (cancelled, or failed, meanwhile): `waiting` is every job still waiting.
   void release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting);
   JobRequest request_for(const JobRecord& job) const;
+  // What a job adopted after a restart asks: its request, with the SM share measured for it.
+  JobRequest adopted_request(const JobRecord& job) const;
   void adopt(const JobRecord& job);
+  // Counts the energy used while no scheduler watched to the `running`
+  // jobs (recover()); this runner's own count starts from these readings.
+  void count_energy_while_down(const std::vector<JobRecord>& running);
+  // Writes the running jobs' energy and the GPUs' counter readings `readings`.
+  void store_energy(const std::vector<GpuEnergyReading>& readings);
   void observe_devices();
   void learn_shares();
   // Reads every running job's progress file (job_progress.h).

@@ -48,6 +48,12 @@ CREATE TABLE IF NOT EXISTS runs (
   state TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id);
+CREATE TABLE IF NOT EXISTS gpu_energy (
+  gpu INTEGER PRIMARY KEY,
+  uuid TEXT NOT NULL,
+  counter_j REAL NOT NULL,
+  unix_s REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS model_estimates (
   key TEXT PRIMARY KEY,
   bytes INTEGER,
@@ -73,6 +79,8 @@ class Statement {
     return *this;
   }
   Statement& bind_null(int i) { sqlite3_bind_null(stmt_, i); return *this; }
+  // Makes it ready to run again with new bindings.
+  void reset() { sqlite3_reset(stmt_); }
   bool step() {
     int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
@@ -101,12 +109,13 @@ const char* kAddedColumns[][2] = {
     {"alone_samples_per_s", "REAL"},       // ... alone: its own, or learned from history
     {"alone_measured", "INTEGER NOT NULL DEFAULT 0"},  // 1: alone_samples_per_s is its own
     {"data_wait_pct", "REAL"},             // percent of its training time waiting for data
+    {"energy_while_down_j", "REAL NOT NULL DEFAULT 0"},  // of energy_j, split while no scheduler watched
 };
 
 const char* kColumns =
     "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
     "peak_mem_bytes, energy_j, log_path, gpus, sm_share, false_ooms, samples_per_s, alone_samples_per_s, "
-    "alone_measured, data_wait_pct";
+    "alone_measured, data_wait_pct, energy_while_down_j";
 
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> gpus;
@@ -151,6 +160,7 @@ JobRecord read_row(const Statement& s) {
   if (!s.null(19)) r.alone_samples_per_s = s.real(19);
   r.alone_measured = s.integer(20) != 0;
   if (!s.null(21)) r.data_wait_pct = s.real(21);
+  r.energy_while_down_j = s.real(22);
   return r;
 }
 
@@ -174,6 +184,7 @@ nlohmann::json to_json(const JobRecord& r) {
   if (r.alone_samples_per_s) j["alone_samples_per_s"] = *r.alone_samples_per_s;
   if (auto factor = r.slowdown()) j["slowdown"] = *factor;
   if (r.data_wait_pct) j["data_wait_pct"] = *r.data_wait_pct;
+  if (r.energy_while_down_j > 0) j["energy_while_down_j"] = r.energy_while_down_j;
   return j;
 }
 
@@ -400,6 +411,30 @@ void JobStore::mark_finished(int64_t id, JobState state, std::optional<int> exit
     s.bind(7, energy_j).bind(8, id).step();
     if (sqlite3_changes(db_) == 1) close_run(id, state, now);
   });
+}
+
+void JobStore::add_energy(const std::map<int64_t, double>& energy_j, const std::vector<GpuEnergyReading>& readings,
+                          bool while_down) {
+  transaction([&] {
+    Statement job(db_, "UPDATE jobs SET energy_j = energy_j + ?1, energy_while_down_j = energy_while_down_j + ?2 "
+                       "WHERE id = ?3");
+    for (const auto& [id, joules] : energy_j) {
+      job.reset();
+      job.bind(1, joules).bind(2, while_down ? joules : 0.0).bind(3, id).step();
+    }
+    Statement gpu(db_, "INSERT OR REPLACE INTO gpu_energy (gpu, uuid, counter_j, unix_s) VALUES (?, ?, ?, ?)");
+    for (const auto& r : readings) {
+      gpu.reset();
+      gpu.bind(1, int64_t{r.gpu}).bind(2, r.uuid).bind(3, r.counter_j).bind(4, r.unix_s).step();
+    }
+  });
+}
+
+std::vector<GpuEnergyReading> JobStore::gpu_energy_readings() const {
+  Statement s(db_, "SELECT gpu, uuid, counter_j, unix_s FROM gpu_energy ORDER BY gpu");
+  std::vector<GpuEnergyReading> readings;
+  while (s.step()) readings.push_back({static_cast<int>(s.integer(0)), s.text(1), s.real(2), s.real(3)});
+  return readings;
 }
 
 void JobStore::fail_waiting(int64_t id, const std::string& reason) {

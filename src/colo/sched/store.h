@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,7 +32,10 @@ struct JobRecord {
   int attempts = 0;
   int oom_deaths = 0;
   std::optional<int64_t> peak_mem_bytes;
-  double energy_j = 0;
+  double energy_j = 0;             // over all its runs, counted while they ran
+  // Of energy_j, what its GPUs used while no scheduler watched, split among
+  // the jobs on them by estimate (energy_while_down.h).
+  double energy_while_down_j = 0;
   std::string log_path;
   std::optional<double> sm_share;  // SM share measured when it settled (gpu_ledger.h)
   int false_ooms = 0;              // OOM deaths at its MPS limit with room left on the GPU
@@ -51,6 +55,16 @@ struct JobRun {
   double start_s = 0;  // unix time
   std::optional<double> end_s;
   JobState state = JobState::kRunning;
+};
+
+// A GPU's total-energy counter (gpu::DeviceSample::energy_j) as the
+// runner read it when it last wrote its jobs' energy to the store: what
+// the GPU used after `unix_s` is counted to no job yet.
+struct GpuEnergyReading {
+  int gpu = 0;            // the runner's GPU index
+  std::string uuid;       // to tell a different GPU at that index
+  double counter_j = 0;
+  double unix_s = 0;
 };
 
 // A record as JSON (`colo show`, colod's API): the spec, state, times,
@@ -106,6 +120,14 @@ class JobStore {
   // past the retry limit), counts one more in oom_deaths.
   void mark_finished(int64_t id, JobState state, std::optional<int> exit_code, const std::string& reason,
                      std::optional<int64_t> peak_mem_bytes, double energy_j, bool died_of_oom = false);
+  // Adds `energy_j` to each job's energy (energy_while_down_j too when
+  // `while_down`) and keeps `readings` in place of earlier ones of the same
+  // GPUs, in one transaction: after a crash, the readings say up to when
+  // the stored energy counts.
+  void add_energy(const std::map<int64_t, double>& energy_j, const std::vector<GpuEnergyReading>& readings,
+                  bool while_down = false);
+  // The last reading kept of each GPU, by GPU index.
+  std::vector<GpuEnergyReading> gpu_energy_readings() const;
   // PENDING | REQUEUED | OUT_OF_MEMORY -> FAILED with `reason`: a waiting
   // job that can never start here. No effect on a job in another state.
   void fail_waiting(int64_t id, const std::string& reason);
