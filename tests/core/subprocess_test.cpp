@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -45,6 +46,50 @@ TEST(ChildProcess, TerminateEndsTheWholeProcessGroup) {
   EXPECT_TRUE(child.poll().has_value());
   EXPECT_EQ(exit_code_of(*child.poll()), 128 + SIGTERM);
   EXPECT_LT(clock.elapsed_s(), 3.0);
+}
+
+TEST(ChildProcess, AHeldChildRunsOnlyOnceReleased) {
+  std::string ran = ::testing::TempDir() + "/colo_held_ran_" + std::to_string(::getpid());
+  std::remove(ran.c_str());
+  ChildProcess child({"sh", "-c", "touch " + ran}, {}, "", false, /*held=*/true);
+  EXPECT_GT(child.pid(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(child.poll().has_value()) << "waiting to be released";
+  EXPECT_FALSE(std::ifstream(ran).good());
+  child.release();
+  EXPECT_EQ(exit_code_of(child.wait()), 0);
+  EXPECT_TRUE(std::ifstream(ran).good());
+  std::remove(ran.c_str());
+}
+
+// A scheduler killed (-9) after starting a job's process but before
+// recording it: the process must not run the job behind the store's back.
+TEST(ChildProcess, AHeldChildWhoseLauncherIsKilledFirstExitsWithoutRunning) {
+  std::string ran = ::testing::TempDir() + "/colo_held_orphan_ran_" + std::to_string(::getpid());
+  std::remove(ran.c_str());
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    ::close(report[0]);
+    ChildProcess child({"sh", "-c", "touch " + ran}, {}, "", false, /*held=*/true);
+    pid_t pid = child.pid();
+    if (::write(report[1], &pid, sizeof pid) != sizeof pid) ::_exit(1);
+    ::kill(::getpid(), SIGKILL);
+  }
+  ::close(report[1]);
+  pid_t held = 0;
+  ASSERT_EQ(::read(report[0], &held, sizeof held), static_cast<ssize_t>(sizeof held));
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(launcher, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  Stopwatch clock;
+  while (process_alive(held) && clock.elapsed_s() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(process_alive(held));
+  EXPECT_FALSE(std::ifstream(ran).good()) << "it ran though never released";
+  std::remove(ran.c_str());
 }
 
 TEST(ProcessAlive, ReportsLiveAndEndedProcesses) {

@@ -63,6 +63,22 @@ class ColodTest : public ::testing::Test {
     return job;
   }
 
+  // A shell command that runs until release(): a test that must find a job
+  // still running cannot count on a fixed sleep outlasting its own steps
+  // under load (each colo command loads LibTorch: a second or more).
+  std::string until_released() const { return "while [ ! -e " + dir_.file("go") + " ]; do sleep 0.05; done"; }
+  void release() const { write_file_atomically(dir_.file("go"), ""); }
+
+  // Polls colod.log until it holds `line`.
+  bool wait_for_log(const std::string& line) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (read_file(dir_.file("colod.log")).find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+
   testing::TempDir dir_;
 };
 
@@ -121,22 +137,32 @@ TEST_F(ColodTest, BadOptionsAreExitStatus2) {
   EXPECT_FALSE(find_daemon(dir_.path() + "/colo"));
 }
 
+// kill -9 of colod: the running job is adopted by the next colod and the
+// queued one starts there, each run once. The first job runs until the
+// test lets it end, not for a fixed time: a 1.5 s sleep could end before the
+// kill under load, and the kill then fell among the queued job's launch.
 TEST_F(ColodTest, KillNineOfTheDaemonLosesNoJob) {
   auto daemon = start_daemon();
-  ASSERT_EQ(colo({"submit", "--name", "slow", "--", "sh", "-c", "sleep 1.5; echo slow done"}).exit_code, 0);
+  std::string ran = dir_.file("ran");
+  std::string slow_job = "echo x >> " + ran + "; " + until_released() + "; echo slow done";
+  ASSERT_EQ(colo({"submit", "--name", "slow", "--", "sh", "-c", slow_job}).exit_code, 0);
   ASSERT_EQ(colo({"submit", "--name", "queued", "--", "sh", "-c", "echo queued done"}).exit_code, 0);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (show(1)["state"] != "RUNNING" && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  wait_for_state(1, "RUNNING");
+  ASSERT_EQ(show(1)["state"], "RUNNING") << read_file(dir_.file("colod.log"));
   ::kill(daemon->pid(), SIGKILL);
   daemon->wait();
   // Without a daemon the commands read the store directly.
   EXPECT_NE(colo({"queue"}).output.find("queued"), std::string::npos);
   auto restarted = start_daemon();
-  EXPECT_EQ(wait_final(1)["state"], "COMPLETED");
+  ASSERT_TRUE(find_daemon(dir_.path() + "/colo")) << read_file(dir_.file("colod.log"));
+  release();  // the restarted colod has adopted it: it may end now
+  auto slow = wait_final(1);
+  EXPECT_EQ(slow["state"], "COMPLETED") << slow.dump();
+  EXPECT_EQ(slow["attempts"], 1) << "adopted, not rerun";
+  EXPECT_EQ(read_file(ran), "x\n");
+  EXPECT_EQ(colo({"logs", "1"}).output, "slow done\n");
   EXPECT_EQ(wait_final(2)["state"], "COMPLETED");
-  EXPECT_EQ(colo({"logs", "2"}).output, "queued done\n");
+  EXPECT_EQ(colo({"logs", "2"}).output, "queued done\n") << "run once";
   restarted->terminate(5);
 }
 
@@ -146,15 +172,16 @@ TEST_F(ColodTest, KillNineOfTheDaemonLosesNoJob) {
 TEST_F(ColodTest, AGracefulStopLeavesRunningJobsForTheNextDaemon) {
   auto daemon = start_daemon();
   std::string marker = dir_.file("ran");
-  ASSERT_EQ(colo({"submit", "--name", "long", "--", "sh", "-c", "echo x >> " + marker + "; sleep 2; echo long done"})
-                .exit_code,
-            0);
+  std::string long_job = "echo x >> " + marker + "; " + until_released() + "; echo long done";
+  ASSERT_EQ(colo({"submit", "--name", "long", "--", "sh", "-c", long_job}).exit_code, 0);
   wait_for_state(1, "RUNNING");
   daemon->terminate(10);
   daemon->wait();
   EXPECT_NE(read_file(dir_.file("colod.log")).find("keep running"), std::string::npos) << read_file(dir_.file("colod.log"));
   EXPECT_EQ(show(1)["state"], "RUNNING") << "the store still says RUNNING; the process lives on";
   auto restarted = start_daemon();
+  ASSERT_TRUE(find_daemon(dir_.path() + "/colo")) << read_file(dir_.file("colod.log"));
+  release();  // adopted by now
   auto job = wait_final(1);
   EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
   EXPECT_EQ(job["attempts"], 1) << "adopted, not rerun";
@@ -167,12 +194,14 @@ TEST_F(ColodTest, AGracefulStopLeavesRunningJobsForTheNextDaemon) {
 // a job that was waiting stays queued, saying why.
 TEST_F(ColodTest, DrainWaitsForRunningJobsAndStartsNoNewOne) {
   auto daemon = start_daemon({"--drain", "--policy", "exclusive", "--mode", "exclusive"});
-  ASSERT_EQ(colo({"submit", "--name", "first", "--", "sh", "-c", "sleep 5"}).exit_code, 0);
+  ASSERT_EQ(colo({"submit", "--name", "first", "--", "sh", "-c", until_released()}).exit_code, 0);
   ASSERT_EQ(colo({"submit", "--name", "second", "--", "true"}).exit_code, 0);
   wait_for_state(1, "RUNNING");
   EXPECT_NE(show(2)["reason"].get<std::string>().find("busy"), std::string::npos)
       << "a waiting job says why: " << show(2).dump();
   ::kill(daemon->pid(), SIGTERM);
+  EXPECT_TRUE(wait_for_log("colod: draining: waiting for 1 running job(s)")) << read_file(dir_.file("colod.log"));
+  release();
   daemon->wait();
   EXPECT_EQ(show(1)["state"], "COMPLETED") << "drained: the running job ended before colod did\n"
                                            << read_file(dir_.file("colod.log"));

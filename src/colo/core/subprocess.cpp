@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,21 +107,42 @@ ProcessResult run_process(const std::vector<std::string>& argv, const Environmen
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
-                           const std::string& log_path, bool end_with_parent) {
+                           const std::string& log_path, bool end_with_parent, bool held) {
   if (argv.empty()) throw std::runtime_error("empty command");
   int log_fd = -1;
   if (!log_path.empty()) {
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) throw std::runtime_error("cannot open " + log_path + ": " + std::strerror(errno));
   }
+  // A socket, not a pipe: release() to a child already gone must not raise SIGPIPE.
+  int hold[2] = {-1, -1};
+  if (held && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hold) != 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+  }
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ < 0) {
+    int error = errno;
+    for (int fd : {log_fd, hold[0], hold[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    throw std::runtime_error(std::string("fork: ") + std::strerror(error));
+  }
   if (pid_ == 0) {
     ::setpgid(0, 0);
     if (end_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(143);  // the parent died before the request took
+    }
+    if (held) {
+      // Released: one byte. End of file: the parent died or dropped it first.
+      ::close(hold[1]);
+      char go = 0;
+      ssize_t got = -1;
+      do got = ::read(hold[0], &go, 1); while (got < 0 && errno == EINTR);
+      if (got != 1) ::_exit(125);
+      ::close(hold[0]);
     }
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
@@ -130,10 +152,29 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const Environme
   }
   ::setpgid(pid_, pid_);
   if (log_fd >= 0) ::close(log_fd);
+  if (held) {
+    ::close(hold[0]);
+    hold_fd_ = hold[1];
+  }
 }
 
-ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), status_(other.status_) {
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), status_(other.status_), hold_fd_(other.hold_fd_) {
   other.pid_ = -1;
+  other.hold_fd_ = -1;
+}
+
+ChildProcess::~ChildProcess() {
+  if (hold_fd_ >= 0) ::close(hold_fd_);
+}
+
+void ChildProcess::release() {
+  if (hold_fd_ < 0) return;
+  const char go = 1;
+  ssize_t wrote = -1;
+  do wrote = ::send(hold_fd_, &go, 1, MSG_NOSIGNAL); while (wrote < 0 && errno == EINTR);
+  ::close(hold_fd_);
+  hold_fd_ = -1;
 }
 
 std::optional<int> ChildProcess::poll() {

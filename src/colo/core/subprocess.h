@@ -36,15 +36,22 @@ class ChildProcess {
   // Starts `argv`; stdout and stderr go to `log_path` (appended) when given,
   // else they are inherited. With `end_with_parent` it gets SIGTERM when
   // this process dies (even by kill -9), so it never outlives its launcher;
-  // otherwise it runs on (jobs a restarted scheduler adopts). Throws
+  // otherwise it runs on (jobs a restarted scheduler adopts). With `held`,
+  // its process exists (pid() is valid) but runs `argv` only once release()
+  // is called; if this process dies or drops it first, it exits without
+  // running it: a launcher can record the pid before anything runs. Throws
   // std::runtime_error if it cannot start.
   ChildProcess(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
-               const std::string& log_path = "", bool end_with_parent = false);
+               const std::string& log_path = "", bool end_with_parent = false, bool held = false);
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
+  // Does not kill it; a held child that was never released exits unrun.
+  ~ChildProcess();
 
   pid_t pid() const { return pid_; }
+  // Lets a held child run `argv`; no effect on one not held or already released.
+  void release();
   // Non-blocking: the wait status once it has ended, else nullopt.
   std::optional<int> poll();
   // Blocks until it ends; returns the wait status.
@@ -55,6 +62,7 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
+  int hold_fd_ = -1;  // held: the pipe end whose one byte releases it
 };
 
 // Shell-style exit code of a wait status: the code, or 128 + signal.

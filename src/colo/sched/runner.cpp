@@ -527,12 +527,16 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
                                 job.spec.workdir};
   argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
   remove_tree(status_path(job.id));
-  auto child = std::make_unique<ChildProcess>(argv, env, log_path(job.id));
+  // Held until the store says RUNNING with its pid: should this process
+  // die in between, it exits unrun, and the job, still waiting, runs once.
+  auto child =
+      std::make_unique<ChildProcess>(argv, env, log_path(job.id), /*end_with_parent=*/false, /*held=*/true);
   if (!store_.mark_running(job.id, gpus, child->pid(), log_path(job.id))) {
     child->terminate(5.0);  // cancelled meanwhile
     loaders_->release(job.id);
     return std::nullopt;
   }
+  child->release();
   if (!start_group.empty()) loaders_->joined_start_group(job.spec.loader, job.id);  // launched: the group waits for it
   Active a;
   a.id = job.id;
