@@ -100,6 +100,24 @@ TEST(ClusterSpec, RejectsBadFilesNamingTheField) {
             std::string::npos);
 }
 
+TEST(ClusterSpec, RejoiningAServerNeedsCheckpointsAndAnAsynchronousMode) {
+  testing::TempDir dir;
+  const std::string ps = "[cluster]\nstrategy = \"param_server\"\n";
+  ClusterSpec spec = parse_cluster_spec(dir.write(
+      "ok.toml", std::string(kBase) + ps + "checkpoint_steps = 5\n[param_server]\nmode = \"ssp\"\nrejoin_s = 20\n"));
+  EXPECT_DOUBLE_EQ(spec.param_server.rejoin_s, 20);
+  ClusterSpec switching = parse_cluster_spec(dir.write(
+      "switch.toml", std::string(kBase) + "[cluster]\nstrategy = \"switch\"\ncheckpoint_steps = 5\n"
+                                         "[param_server]\nmode = \"sync\"\nrejoin_s = 20\n"));
+  EXPECT_EQ(switching.param_server.mode, "async");  // a switch goes to async whatever the file says
+  std::string sync = error_for(dir, ps + "checkpoint_steps = 5\n[param_server]\nmode = \"sync\"\nrejoin_s = 20\n");
+  EXPECT_NE(sync.find("param_server.rejoin_s"), std::string::npos) << sync;
+  EXPECT_NE(sync.find("--resume"), std::string::npos) << sync;
+  std::string unsaved = error_for(dir, ps + "[param_server]\nrejoin_s = 20\n");
+  EXPECT_NE(unsaved.find("param_server.rejoin_s"), std::string::npos) << unsaved;
+  EXPECT_NE(unsaved.find("checkpoint_steps"), std::string::npos) << unsaved;
+}
+
 TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
   train::OptimizerSpec sgd;
   sgd.momentum = 0.9;

@@ -1,12 +1,14 @@
 // Multi-process `colo dist` runs on loopback (Gloo), checked against what
 // the same training does in one process.
 
+#include <netdb.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -17,11 +19,13 @@
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
 #include "colo/core/subprocess.h"
+#include "colo/core/tcp_port.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/data/loader.h"
 #include "colo/dist/cluster_spec.h"
 #include "colo/dist/communicator.h"
 #include "colo/dist/launcher.h"
+#include "colo/dist/ps_transport.h"
 #include "colo/models/model_registry.h"
 #include "colo/train/loader_options.h"
 #include "colo/train/optimizer.h"
@@ -33,11 +37,12 @@ namespace {
 using testing::TempDir;
 
 // A Fashion-MNIST MLP cluster file with `cluster` as its [cluster] table
-// body and `extra` appended.
+// body and `extra` appended: `max_steps` steps, at most `epochs` epochs.
 std::string cluster_file(const TempDir& dir, const std::string& name, const std::string& cluster,
                          const std::string& extra = "", const std::string& limits = "train_limit = 2048\n",
-                         int64_t max_steps = 8) {
-  std::string text = "seed = 4\ndevice = \"cpu\"\noutput = \"" + dir.file(name) + "\"\nepochs = 2\n" +
+                         int64_t max_steps = 8, int64_t epochs = 2) {
+  std::string text = "seed = 4\ndevice = \"cpu\"\noutput = \"" + dir.file(name) + "\"\nepochs = " +
+                     std::to_string(epochs) + "\n" +
                      "max_steps = " + std::to_string(max_steps) + "\nbatch_size = 32\n" +
                      "[model]\nname = \"mlp\"\nwidths = [64, 32]\n"
                      "[data]\nname = \"fashion-mnist\"\nprefetch = 0\n" + limits +
@@ -228,6 +233,177 @@ TEST(DistRun, KilledWorkerFailsParameterServerRunClearly) {
 TEST(DistRun, KilledServerFailsParameterServerRunClearly) {
   SKIP_WITHOUT_GLOO();
   expect_killed_rank_fails_the_run("workers = 2\nstrategy = \"param_server\"\nservers = 1\n", 2, "server 0");
+}
+
+// Several hosts, played on this one: one `colo dist` per rank as srun or
+// torchrun start them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no
+// launcher), rank r offering its peers the address `hosts[r]`
+// (COLO_DIST_HOST; "" offers this host's name). Rank r's output goes to
+// `dir`/rank<r>.log.
+std::vector<ChildProcess> start_ranks_as_on_hosts(const TempDir& dir, const std::string& file,
+                                                  const std::vector<std::string>& hosts,
+                                                  const std::string& master_addr) {
+  std::string port = std::to_string(free_tcp_port());
+  std::vector<ChildProcess> ranks;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    EnvironmentOverrides env{{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(hosts.size())},
+                             {"MASTER_ADDR", master_addr}, {"MASTER_PORT", port}, {"OMP_NUM_THREADS", "1"}};
+    if (!hosts[r].empty()) env["COLO_DIST_HOST"] = hosts[r];
+    ranks.emplace_back(std::vector<std::string>{COLO_EXECUTABLE, "dist", file}, env,
+                       dir.file("rank" + std::to_string(r) + ".log"), /*end_with_parent=*/true);
+  }
+  return ranks;
+}
+
+// Each rank's wait status, or nullopt for one still running after `within_s`.
+std::vector<std::optional<int>> wait_for_ranks(std::vector<ChildProcess>& ranks, double within_s) {
+  std::vector<std::optional<int>> status(ranks.size());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(within_s * 1000));
+  for (bool running = true; running && std::chrono::steady_clock::now() < deadline;) {
+    running = false;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (!status[r]) status[r] = ranks[r].poll();
+      running = running || !status[r];
+    }
+    if (running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (!status[r]) ranks[r].terminate(1.0);
+  }
+  return status;
+}
+
+bool host_name_resolves() {
+  addrinfo* found = nullptr;
+  std::string host = this_host_name();
+  if (host.empty() || ::getaddrinfo(host.c_str(), nullptr, nullptr, &found) != 0) return false;
+  ::freeaddrinfo(found);
+  return true;
+}
+
+// Rank 0 and 3 offer this host's name (the path a run across hosts takes),
+// ranks 1 and 2 loopback addresses of their own: every process reaches
+// every other over TCP at the address it offered, and the synchronous
+// parameter server trains what one process with the summed batch does.
+TEST(DistRun, RanksStartedOnePerHostMeetOverTcpAndTrainAsOneProcessWould) {
+  SKIP_WITHOUT_GLOO();
+  if (!host_name_resolves()) GTEST_SKIP() << "this host's name does not resolve";
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n",
+                                  "[param_server]\nmode = \"sync\"\ntransport = \"zmq\"\n");
+  auto ranks = start_ranks_as_on_hosts(dir, file, {"", "127.0.0.2", "127.0.0.3", ""}, "localhost");
+  auto status = wait_for_ranks(ranks, 120);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ASSERT_TRUE(status[r] && exit_code_of(*status[r]) == 0)
+        << "rank " << r << ": " << read_file(dir.file("rank" + std::to_string(r) + ".log"));
+  }
+  std::string server0 = read_file(dir.file("rank2.log")), server1 = read_file(dir.file("rank3.log"));
+  EXPECT_NE(server0.find("server 0: serving at tcp://127.0.0.3:"), std::string::npos) << server0;
+  EXPECT_NE(server1.find("server 1: serving at tcp://" + this_host_name() + ":"), std::string::npos) << server1;
+  at::Tensor rank0 = parameters_of(dir, "run", 0);
+  EXPECT_TRUE(rank0.equal(parameters_of(dir, "run", 1)));
+  at::Tensor reference = single_process_parameters(file, 2);
+  EXPECT_LT(relative_difference(rank0, reference), 1e-5);
+  EXPECT_GT(relative_difference(single_process_parameters(cluster_file(dir, "one", "workers = 2\n", "",
+                                                                       "train_limit = 2048\n", 1), 2),
+                                reference), 1e-3);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir.file("run/result.json")))["steps"], 8);
+}
+
+// Ranks on three "hosts", a long asynchronous run; once worker 1 has
+// trained a step, rank `victim` is killed. Returns the survivors' logs
+// after checking that every one of them ended, failing, within 30 s.
+std::map<size_t, std::string> kill_a_rank_without_launcher(size_t victim) {
+  TempDir dir;
+  std::string file = cluster_file(dir, "run", "workers = 2\nstrategy = \"param_server\"\nservers = 1\n", "",
+                                  "train_limit = 2048\n", 1000000, 100000);
+  auto ranks = start_ranks_as_on_hosts(dir, file, {"127.0.0.1", "127.0.0.2", "127.0.0.3"}, "127.0.0.1");
+  std::string steps = dir.file("run/steps-rank1.jsonl");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto any_ended = [&] { return std::any_of(ranks.begin(), ranks.end(), [](ChildProcess& r) { return r.poll(); }); };
+  while (!(path_exists(steps) && file_size(steps) > 0) && !any_ended() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::map<size_t, std::string> logs;
+  EXPECT_TRUE(path_exists(steps)) << read_file(dir.file("rank0.log"));
+  if (!path_exists(steps)) return logs;
+  EXPECT_EQ(::kill(ranks[victim].pid(), SIGKILL), 0);
+  auto status = wait_for_ranks(ranks, 30);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (r == victim) continue;
+    logs[r] = read_file(dir.file("rank" + std::to_string(r) + ".log"));
+    EXPECT_TRUE(status[r].has_value()) << "rank " << r << " still running 30 s after rank " << victim << " died";
+    if (status[r]) {
+      EXPECT_EQ(exit_code_of(*status[r]), 1) << logs[r];
+    }
+  }
+  return logs;
+}
+
+TEST(DistRun, WithoutALauncherAKilledServerEndsEveryWorkerWithin30sNamingIt) {
+  SKIP_WITHOUT_GLOO();
+  for (const auto& [rank, log] : kill_a_rank_without_launcher(2)) {
+    EXPECT_NE(log.find("server 0 closed the connection"), std::string::npos) << "rank " << rank << ": " << log;
+  }
+}
+
+TEST(DistRun, WithoutALauncherAKilledWorkerIsNamedByTheServerAndEndsTheRunWithin30s) {
+  SKIP_WITHOUT_GLOO();
+  auto logs = kill_a_rank_without_launcher(1);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_NE(logs[2].find("server 0: the connection of worker 1 closed before it was done"), std::string::npos)
+      << logs[2];
+  EXPECT_NE(logs[0].find("server 0 closed the connection"), std::string::npos) << logs[0];
+}
+
+int64_t committed_step(const TempDir& dir, const std::string& run);
+std::vector<int64_t> steps_of(const std::string& path);
+std::vector<int64_t> one_to(int64_t n);
+
+// With rejoin_s, a server killed mid-run is started again by the launcher
+// from the committed checkpoint; the workers wait for it, connect to its
+// new address and train on: every step once, a trained model, exit 0.
+TEST(DistRun, AKilledServerIsRestartedFromTheCheckpointAndRejoinedByTheWorkers) {
+  SKIP_WITHOUT_GLOO();
+  TempDir dir;
+  const int64_t steps = 600;
+  std::string file = cluster_file(dir, "run",
+                                  "workers = 2\nstrategy = \"param_server\"\nservers = 2\ncheckpoint_steps = 25\n",
+                                  "[param_server]\nrejoin_s = 30\n", "train_limit = 2048\n", steps, 1000);
+  ChildProcess colo({COLO_EXECUTABLE, "dist", file}, {{"OMP_NUM_THREADS", "1"}}, dir.file("colo.log"));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto checkpointed = [&] {
+    return path_exists(dir.file("run/checkpoint/latest.json")) && committed_step(dir, "run") >= 50;
+  };
+  while (!checkpointed() && !colo.poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(checkpointed()) << read_file(dir.file("colo.log"));
+  auto processes = nlohmann::json::parse(read_file(dir.file("run/processes.json")));
+  pid_t server = processes[3]["pid"].get<pid_t>();  // server 1: server 0 keeps its state
+  ASSERT_EQ(::kill(server, SIGKILL), 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  std::optional<int> status;
+  while (!(status = colo.poll()) && std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(90)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!status) colo.terminate(1.0);
+  std::string log = read_file(dir.file("colo.log"));
+  ASSERT_TRUE(status.has_value()) << "colo dist still running 90 s after server 1 died: " << log;
+  ASSERT_EQ(exit_code_of(*status), 0) << log;
+  EXPECT_NE(log.find("rank 3 (server 1, pid " + std::to_string(server) +
+                     ") was killed by signal 9; restarting it from the checkpoint of step"),
+            std::string::npos) << log;
+  EXPECT_NE(log.find("worker 0: server 1 is back at tcp://127.0.0.1:"), std::string::npos) << log;
+  std::string restarted = read_file(dir.file("run/rank3.log"));
+  EXPECT_NE(restarted.find("server 1: restarted from the checkpoint of step"), std::string::npos) << restarted;
+  EXPECT_NE(read_file(dir.file("run/rank1.log")).find("worker 1: server 1 is back"), std::string::npos);
+  EXPECT_NE(nlohmann::json::parse(read_file(dir.file("run/processes.json")))[3]["pid"].get<pid_t>(), server);
+  EXPECT_EQ(steps_of(dir.file("run/steps-rank0.jsonl")), one_to(steps));
+  EXPECT_EQ(steps_of(dir.file("run/steps-rank1.jsonl")), one_to(steps));
+  auto result = nlohmann::json::parse(read_file(dir.file("run/result.json")));
+  EXPECT_EQ(result["steps"], steps);
+  EXPECT_GT(result["test_accuracy"].get<double>(), 0.7);
 }
 
 TEST(DistRun, KillingTheLauncherEndsItsProcessesInsteadOfLeavingThemTraining) {

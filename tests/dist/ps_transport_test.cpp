@@ -1,10 +1,14 @@
 #include "colo/dist/ps_transport.h"
 
+#include <netdb.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -82,6 +86,46 @@ TEST(PsTransport, ServerCountsAClosedWorkerConnection) {
   Stopwatch clock;
   while (server.disconnections() == 0 && clock.elapsed_s() < 10) server.receive(0.2);
   EXPECT_EQ(server.disconnections(), 1);
+}
+
+TEST(PsTransport, ServerNamesTheWorkerWhoseConnectionClosed) {
+  ServerSocket server("127.0.0.1", "server 0");
+  ServerLink first(server.address(), 0, "server 0");
+  auto second = std::make_unique<ServerLink>(server.address(), 2, "server 0");
+  Message hello;
+  hello.type = MessageType::kHello;
+  first.send(hello);
+  second->send(hello);
+  ASSERT_TRUE(receive_within(server, 10));
+  ASSERT_TRUE(receive_within(server, 10));
+  second.reset();
+  Stopwatch clock;
+  while (server.disconnections() == 0 && clock.elapsed_s() < 10) server.receive(0.2);
+  EXPECT_EQ(server.closed_workers(), std::vector<int>{2});
+}
+
+// Several hosts: a server offers its host's name, which ZeroMQ cannot bind.
+TEST(PsTransport, AServerGivenAHostNameListensOnEveryInterfaceAndOffersTheName) {
+  std::string host = this_host_name();
+  addrinfo* found = nullptr;
+  if (host.empty() || ::getaddrinfo(host.c_str(), nullptr, nullptr, &found) != 0) {
+    GTEST_SKIP() << "this host's name \"" << host << "\" does not resolve";
+  }
+  ::freeaddrinfo(found);
+  ServerSocket server(host, "server 0");
+  std::string address = server.address();
+  ASSERT_EQ(address.rfind("tcp://" + host + ":", 0), 0u) << address;
+  std::string port = address.substr(address.rfind(':'));
+  // Reached through the name, and through loopback: every interface listens.
+  for (const std::string& at : {address, "tcp://127.0.0.1" + port}) {
+    ServerLink link(at, 1, "server 0");
+    Message done;
+    done.type = MessageType::kDone;
+    link.send(done);
+    auto got = receive_within(server, 10);
+    ASSERT_TRUE(got) << at;
+    EXPECT_EQ(got->message.type, MessageType::kDone);
+  }
 }
 
 TEST(PsTransport, WorkerWaitingOnAServerThatClosesFailsAtOnceNamingIt) {

@@ -104,6 +104,15 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
     spec.param_server.momentum_compensation =
         t->boolean_or("momentum_compensation", spec.param_server.momentum_compensation);
     spec.param_server.transport = t->choice_or("transport", spec.param_server.transport, {"auto", "zmq"});
+    spec.param_server.rejoin_s = t->number_or("rejoin_s", spec.param_server.rejoin_s, 0, 86400);
+    if (spec.strategy == "switch") spec.param_server.mode = "async";
+    if (spec.param_server.rejoin_s > 0 && spec.param_server.mode == "sync") {
+      t->fail("rejoin_s", "0 with mode = \"sync\" (a synchronous round cannot go on with a server restarted from "
+                          "an older step; resume the whole run with colo dist --resume)");
+    }
+    if (spec.param_server.rejoin_s > 0 && spec.checkpoint_steps == 0) {
+      t->fail("rejoin_s", "0 without [cluster] checkpoint_steps (a server is restarted from the run's checkpoint)");
+    }
     t->reject_unknown();
   }
   if (spec.strategy == "switch") spec.param_server.mode = "async";

@@ -31,6 +31,11 @@ struct ParamServerOptions {
   // through shared device memory (CUDA IPC), every other pair through
   // ZeroMQ via host memory; zmq: every pair through ZeroMQ.
   std::string transport = "auto";
+  // Seconds a worker waits for a server whose connection closed to come
+  // back, restarted from the run's last checkpoint (by `colo dist`'s
+  // launcher; under srun, by whoever starts its rank again), before the run
+  // fails; 0: it fails at once. async and ssp only, with checkpoint_steps.
+  double rejoin_s = 0;
 };
 
 // The optimiser a parameter server applies: the spec's, with momentum

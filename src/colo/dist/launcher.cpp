@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "colo/core/table.h"
 #include "colo/core/tcp_port.h"
 #include "colo/dist/rendezvous.h"
+#include "colo/dist/run_checkpoint.h"
 
 namespace colo::dist {
 namespace {
@@ -28,6 +30,10 @@ namespace {
 // before they are stopped (one of them may have found the bad input that
 // made the first fail).
 constexpr double kPeerExitGraceS = 2.0;
+
+// How many times a server that dies is restarted (with [param_server]
+// rejoin_s) before its death fails the run.
+constexpr int kServerRestarts = 3;
 
 std::string role_of(const ClusterSpec& spec, int64_t rank) {
   return rank < spec.workers ? "worker " + std::to_string(rank)
@@ -65,7 +71,9 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
                spec.uses_servers() ? (" + " + std::to_string(spec.servers) + " servers").c_str() : "",
                spec.strategy.c_str(), rendezvous.c_str());
 
-  std::vector<ChildProcess> children;
+  // optional: a restarted server's process replaces its first in place.
+  std::vector<std::optional<ChildProcess>> children(static_cast<size_t>(spec.world()));
+  std::vector<EnvironmentOverrides> envs;
   std::vector<std::string> logs;
   nlohmann::json listing = nlohmann::json::array();
   for (int64_t rank = 0; rank < spec.world(); ++rank) {
@@ -75,25 +83,45 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
     share_cores(env, static_cast<size_t>(spec.world()));
     std::string log = out + "/rank" + std::to_string(rank) + ".log";
     if (path_exists(log)) remove_tree(log);
-    children.emplace_back(argv, env, rank == 0 ? "" : log, /*end_with_parent=*/true);
     logs.push_back(rank == 0 ? "" : log);
-    listing.push_back({{"rank", rank}, {"role", role_of(spec, rank)}, {"pid", children.back().pid()},
-                       {"log", logs.back()}});
+    envs.push_back(env);
+    children[static_cast<size_t>(rank)].emplace(argv, env, logs.back(), /*end_with_parent=*/true);
+    listing.push_back({{"rank", rank}, {"role", role_of(spec, rank)},
+                       {"pid", children[static_cast<size_t>(rank)]->pid()}, {"log", logs.back()}});
   }
   write_file_atomically(out + "/processes.json", listing.dump(2) + "\n");
   int cleanup = add_interrupt_cleanup([&children] {
-    for (auto& child : children) child.terminate(3.0);
+    for (auto& child : children) child->terminate(3.0);
   });
 
   std::vector<bool> ended(children.size(), false);
+  std::vector<int> restarts(children.size(), 0);
   size_t running = children.size();
   // A failed process's exit status and what it wrote last, on stderr.
-  auto report = [&](size_t rank, int status) {
-    std::fprintf(stderr, "colo dist: rank %zu (%s, pid %d) %s; stopping the other %zu processes\n", rank,
-                 role_of(spec, static_cast<int64_t>(rank)).c_str(), children[rank].pid(),
-                 how_it_ended(status).c_str(), running);
+  auto report = [&](size_t rank, int status, const std::string& then) {
+    std::fprintf(stderr, "colo dist: rank %zu (%s, pid %d) %s; %s\n", rank,
+                 role_of(spec, static_cast<int64_t>(rank)).c_str(), children[rank]->pid(),
+                 how_it_ended(status).c_str(), then.c_str());
     std::string tail = log_tail(logs[rank], 5);
     if (!tail.empty()) std::fprintf(stderr, "--- end of %s ---\n%s", logs[rank].c_str(), tail.c_str());
+  };
+  auto stopping = [&] { return "stopping the other " + std::to_string(running) + " processes"; };
+  // A server that died (not of bad input) is started again where the
+  // workers wait to rejoin it, from the committed checkpoint.
+  auto restart_server = [&](size_t rank, int status) {
+    bool server = static_cast<int64_t>(rank) >= spec.workers;
+    if (!server || spec.param_server.rejoin_s <= 0 || restarts[rank] >= kServerRestarts ||
+        (WIFEXITED(status) && WEXITSTATUS(status) == 2) || !has_committed_checkpoint(out)) {
+      return false;
+    }
+    ++restarts[rank];
+    report(rank, status, "restarting it from the checkpoint of step " +
+                             std::to_string(committed_checkpoint(out)["step"].get<int64_t>()) + " (restart " +
+                             std::to_string(restarts[rank]) + " of " + std::to_string(kServerRestarts) + ")");
+    children[rank].emplace(argv, envs[rank], logs[rank], /*end_with_parent=*/true);
+    listing[rank]["pid"] = children[rank]->pid();
+    write_file_atomically(out + "/processes.json", listing.dump(2) + "\n");
+    return true;
   };
   // Bad input a process found (exit 2: a missing data folder, a resume that
   // does not match) is the run's bad input too.
@@ -102,12 +130,13 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
   while (running > 0 && !failure) {
     for (size_t rank = 0; rank < children.size(); ++rank) {
       if (ended[rank]) continue;
-      auto status = children[rank].poll();
+      auto status = children[rank]->poll();
       if (!status) continue;
+      if (!(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) && restart_server(rank, *status)) continue;
       ended[rank] = true;
       --running;
       if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) continue;
-      report(rank, *status);
+      report(rank, *status, stopping());
       failure = bad_input(*status) ? 2 : 1;
       break;
     }
@@ -119,12 +148,12 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
   for (Stopwatch grace; failure == 1 && running > 0 && grace.elapsed_s() < kPeerExitGraceS;) {
     for (size_t rank = 0; rank < children.size() && failure == 1; ++rank) {
       if (ended[rank]) continue;
-      auto status = children[rank].poll();
+      auto status = children[rank]->poll();
       if (!status) continue;
       ended[rank] = true;
       --running;
       if (bad_input(*status)) {
-        report(rank, *status);
+        report(rank, *status, stopping());
         failure = 2;
       }
     }
@@ -132,7 +161,7 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
   }
   if (failure) {
     for (size_t rank = 0; rank < children.size(); ++rank) {
-      if (!ended[rank]) children[rank].terminate(3.0);
+      if (!ended[rank]) children[rank]->terminate(3.0);
     }
   }
   remove_interrupt_cleanup(cleanup);

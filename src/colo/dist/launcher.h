@@ -18,9 +18,12 @@ namespace colo::dist {
 // the others, and returns 2 when that process found bad input (exited 2),
 // or another did and ended within 2 s of it (a peer often fails first, of
 // the connection the bad input closed), else 1; after `spec.timeout_s` plus the expected run time nothing is
-// waited on forever because every rank times out itself. The processes end
-// with the launcher, even when it is killed (-9). Returns 0 when all
-// finished and prints the run's table.
+// waited on forever because every rank times out itself. With
+// [param_server] rejoin_s, a server that dies once a checkpoint was
+// committed is started again instead (it restarts from the checkpoint and
+// the workers rejoin it), up to 3 times per server, named with its exit
+// status. The processes end with the launcher, even when it is killed (-9).
+// Returns 0 when all finished and prints the run's table.
 int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv);
 
 // The final table of a finished run, from `<output>/result.json`.

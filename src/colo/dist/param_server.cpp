@@ -1,14 +1,18 @@
 #include "colo/dist/param_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
 
+#include "colo/core/error.h"
 #include "colo/core/stopwatch.h"
+#include "colo/dist/flat_model.h"
 #include "colo/dist/flat_optimizer.h"
 #include "colo/dist/ps_transport.h"
+#include "colo/dist/run_checkpoint.h"
 #include "colo/gpu/shared_device_memory.h"
 
 namespace colo::dist {
@@ -36,9 +40,16 @@ constexpr double kDoneGraceS = 2.0;
 class Server {
  public:
   Server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device)
-      : spec_(spec), index_(index), device_(device), name_("server " + std::to_string(index)),
-        socket_(rendezvous.local_host(), name_), workers_(static_cast<size_t>(spec.workers)) {
+      : spec_(spec), rendezvous_(rendezvous), index_(index), device_(device),
+        name_("server " + std::to_string(index)), socket_(rendezvous.local_host(), name_),
+        workers_(static_cast<size_t>(spec.workers)) {
+    restarted_ = rendezvous.has(server_address_key(index));
+    if (restarted_) {
+      if (rendezvous.has(servers_started_key())) restore_from_checkpoint();
+      count_workers_done();
+    }
     rendezvous.set(server_address_key(index), socket_.address());
+    std::fprintf(stderr, "%s: serving at %s\n", name_.c_str(), socket_.address().c_str());
   }
 
   ServerReport serve() {
@@ -48,6 +59,8 @@ class Server {
       check_disconnections();
       if (!envelope) {
         if (initialized_ && silence.elapsed_s() > spec_.timeout_s) check_stalled();
+        // A worker may have finished while this server was down.
+        if (restarted_) count_workers_done();
         continue;
       }
       silence.restart();
@@ -118,6 +131,46 @@ class Server {
       answer.blob = state.shared->inbox.handle() + state.shared->outbox.handle();
     }
     socket_.send(worker, answer);
+  }
+
+  // A restart: the range's parameters and optimiser state as the run's
+  // committed checkpoint holds them (worker 0's file: the parameters, the
+  // workers' optimiser buffers, its step count), through initialise().
+  void restore_from_checkpoint() {
+    const std::string& out = spec_.train.output;
+    int64_t step = committed_checkpoint(out)["step"].get<int64_t>();
+    WorkerCheckpoint run = read_worker_checkpoint(out, 0, step);
+    const size_t moments = static_cast<size_t>(FlatOptimizer::moment_buffers(spec_.train.optimizer));
+    if (run.values.value("replica_tensors", size_t{0}) != moments + 2 || run.tensors.size() < moments + 2) {
+      throw InputError(worker_checkpoint_file(out, 0, step), "", "the run's parameters and optimiser state");
+    }
+    auto [begin, end] = shard_range(run.tensors[0].numel(), spec_.servers, index_);
+    std::vector<at::Tensor> parts;
+    for (size_t m = 0; m <= moments; ++m) parts.push_back(run.tensors[m].reshape({-1}).narrow(0, begin, end - begin));
+    Message init;
+    init.step = run.tensors[moments + 1].item<int64_t>();
+    init.payload = at::cat(parts).to(at::kFloat).contiguous();
+    initialise(init);
+    std::fprintf(stderr, "%s: restarted from the checkpoint of step %lld\n", name_.c_str(),
+                 static_cast<long long>(step));
+  }
+
+  // Marks done the workers that said so in the rendezvous (their kDone may
+  // have gone to this server's first process). The store lives in worker
+  // 0: once that has ended, its kDone came here or to no one.
+  void count_workers_done() {
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      if (workers_[w].done || workers_[w].hello) continue;
+      bool said_done = false;
+      try {
+        said_done = rendezvous_.has(worker_done_key(static_cast<int64_t>(w)));
+      } catch (const std::exception&) {
+        return;
+      }
+      if (!said_done) continue;
+      workers_[w].done = true;
+      ++done_;
+    }
   }
 
   void initialise(const Message& message) {
@@ -244,8 +297,8 @@ class Server {
   }
 
   // A worker connection closed while the worker had not said it was done:
-  // it died. The transport cannot tell which connection closed, so the
-  // message names every worker not done.
+  // it died. The message names it, or every worker not done when the
+  // connection that closed never carried a message.
   void check_disconnections() {
     if (socket_.disconnections() <= done_) {
       closed_early_.restart();
@@ -258,6 +311,15 @@ class Server {
       return;
     }
     if (closed_early_.elapsed_s() < kDoneGraceS) return;
+    std::string gone;
+    for (int w : socket_.closed_workers()) {
+      if (workers_[static_cast<size_t>(w)].done) continue;
+      gone += ' ';
+      gone += std::to_string(w);
+    }
+    if (!gone.empty()) {
+      throw std::runtime_error(name_ + ": the connection of worker" + gone + " closed before it was done");
+    }
     throw std::runtime_error(name_ + ": a worker's connection closed before it was done (workers not done:" +
                              missing_workers([](const WorkerState& w) { return !w.done; }) + ")");
   }
@@ -311,6 +373,8 @@ class Server {
   double clock_now() const { return uptime_.elapsed_s(); }
 
   const ClusterSpec& spec_;
+  Rendezvous& rendezvous_;
+  bool restarted_ = false;
   int64_t index_;
   c10::Device device_;
   std::string name_;
@@ -332,6 +396,10 @@ class Server {
 }  // namespace
 
 std::string server_address_key(int64_t index) { return "ps/server/" + std::to_string(index); }
+
+std::string worker_done_key(int64_t worker) { return "ps/done/" + std::to_string(worker); }
+
+std::string servers_started_key() { return "ps/started"; }
 
 ServerReport run_param_server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device) {
   Server server(spec, rendezvous, index, device);

@@ -16,8 +16,17 @@
 
 namespace colo::dist {
 
-// Rendezvous key under which server `index` publishes its address.
+// Rendezvous key under which server `index` publishes its address; a
+// restarted server publishes its new one there.
 std::string server_address_key(int64_t index);
+
+// Rendezvous key a worker sets before it tells the servers it is done, for
+// a server restarted after that to know.
+std::string worker_done_key(int64_t worker);
+
+// Rendezvous key worker 0 sets once it has sent every server its kInit
+// (a switch run: once it switched).
+std::string servers_started_key();
 
 // What a server did, for its log.
 struct ServerReport {
@@ -35,7 +44,12 @@ struct ServerReport {
 // limit (a switch strategy sends it late); after that, a worker that stays
 // silent for `spec.timeout_s` while others wait on it fails the server with
 // a message naming it, and so does (within a few seconds) a worker whose
-// connection closes before it said it was done.
+// connection closes before it said it was done. A server whose address is
+// already in the rendezvous is a restart (its first process died): it
+// counts the workers done that set worker_done_key and, once the servers
+// had started (servers_started_key), starts from its range of the run's
+// committed checkpoint instead of a kInit; throws InputError naming the
+// checkpoint when there is none.
 ServerReport run_param_server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device);
 
 }  // namespace colo::dist

@@ -1,5 +1,9 @@
 #include "colo/dist/param_server_strategy.h"
 
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
 #include <ATen/ATen.h>
 
 #include "colo/core/stopwatch.h"
@@ -8,10 +12,6 @@
 
 namespace colo::dist {
 namespace {
-
-ServerLink link_to_server(Rendezvous& rendezvous, int64_t server, int worker) {
-  return ServerLink(rendezvous.get(server_address_key(server)), worker, "server " + std::to_string(server));
-}
 
 // A worker waits this many timeout_s for a server's answer: a synchronous
 // round answers only once the slowest worker has pushed, and that one may
@@ -23,7 +23,8 @@ constexpr double kServerAnswerTimeouts = 3;
 
 ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& optimizer,
                                          Rendezvous& rendezvous, const ClusterSpec& spec, int worker)
-    : model_(model), moments_(FlatOptimizer::moment_buffers(spec.train.optimizer)), mode_(spec.param_server.mode),
+    : model_(model), rendezvous_(rendezvous), spec_(spec),
+      moments_(FlatOptimizer::moment_buffers(spec.train.optimizer)), mode_(spec.param_server.mode),
       worker_(worker), timeout_s_(spec.timeout_s) {
   bool cuda = model_.values().is_cuda();
   auto host = at::TensorOptions().dtype(at::kFloat).pinned_memory(cuda);
@@ -31,31 +32,13 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
   host_gradients_ = at::empty({model_.size()}, host);
   auto state = optimizer.state();
   for (int64_t s = 0; s < spec.servers; ++s) {
-    auto [begin, end] = shard_range(model_.size(), spec.servers, s);
-    servers_.push_back(ServerEnd{link_to_server(rendezvous, s, worker_), begin, end, {}, {}});
-    ServerEnd& server = servers_.back();
-    Message hello;
-    hello.type = MessageType::kHello;
-    hello.worker = worker_;
-    hello.count = end - begin;
-    hello.blob = this_host_name() + (cuda ? "\ncuda" : "\ncpu");
-    server.link.send(hello);
-    Message welcome = server.link.receive(kServerAnswerTimeouts * timeout_s_);
-    if (welcome.type != MessageType::kWelcome) throw std::runtime_error("unexpected answer from " + server.link.peer());
-    if (!welcome.blob.empty()) {
-      size_t half = welcome.blob.size() / 2;
-      try {
-        server.inbox = gpu::map_shared_device_buffer(welcome.blob.substr(0, half), end - begin, model_.values().device());
-        server.outbox = gpu::map_shared_device_buffer(welcome.blob.substr(half), end - begin, model_.values().device());
-      } catch (const std::exception& e) {
-        throw std::runtime_error("worker " + std::to_string(worker_) + " cannot map the device memory of " +
-                                 server.link.peer() + " (" + e.what() +
-                                 "); set param_server.transport = \"zmq\" to send through host memory");
-      }
-    }
+    servers_.push_back(connect(s));
     if (worker_ != 0) continue;
-    std::vector<at::Tensor> parts{model_.values().narrow(0, begin, end - begin)};
-    for (size_t m = 0; m + 1 < state.size(); ++m) parts.push_back(state[m].narrow(0, begin, end - begin));
+    ServerEnd& server = servers_.back();
+    std::vector<at::Tensor> parts{model_.values().narrow(0, server.begin, server.end - server.begin)};
+    for (size_t m = 0; m + 1 < state.size(); ++m) {
+      parts.push_back(state[m].narrow(0, server.begin, server.end - server.begin));
+    }
     Message init;
     init.type = MessageType::kInit;
     init.worker = worker_;
@@ -63,7 +46,55 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
     init.payload = at::cat(parts).to(at::kCPU).contiguous();
     server.link.send(init);
   }
+  if (worker_ == 0) rendezvous_.set(servers_started_key(), "1");
   pull();
+}
+
+ParamServerStrategy::ServerEnd ParamServerStrategy::connect(int64_t s) {
+  auto [begin, end] = shard_range(model_.size(), spec_.servers, s);
+  std::string address = rendezvous_.get(server_address_key(s));
+  ServerEnd server{address, ServerLink(address, worker_, "server " + std::to_string(s)), begin, end, {}, {}};
+  bool cuda = model_.values().is_cuda();
+  Message hello;
+  hello.type = MessageType::kHello;
+  hello.worker = worker_;
+  hello.count = end - begin;
+  hello.blob = this_host_name() + (cuda ? "\ncuda" : "\ncpu");
+  server.link.send(hello);
+  Message welcome = server.link.receive(kServerAnswerTimeouts * timeout_s_);
+  if (welcome.type != MessageType::kWelcome) throw std::runtime_error("unexpected answer from " + server.link.peer());
+  if (!welcome.blob.empty()) {
+    size_t half = welcome.blob.size() / 2;
+    try {
+      server.inbox = gpu::map_shared_device_buffer(welcome.blob.substr(0, half), end - begin, model_.values().device());
+      server.outbox = gpu::map_shared_device_buffer(welcome.blob.substr(half), end - begin, model_.values().device());
+    } catch (const std::exception& e) {
+      throw std::runtime_error("worker " + std::to_string(worker_) + " cannot map the device memory of " +
+                               server.link.peer() + " (" + e.what() +
+                               "); set param_server.transport = \"zmq\" to send through host memory");
+    }
+  }
+  return server;
+}
+
+void ParamServerStrategy::rejoin(size_t s, const ServerClosed& lost) {
+  const double wait_s = spec_.param_server.rejoin_s;
+  if (wait_s <= 0) throw lost;
+  const std::string old = servers_[s].address;
+  const std::string peer = servers_[s].link.peer();
+  std::fprintf(stderr, "worker %d: %s; waiting up to %.0f s for it to be restarted\n", worker_, lost.what(), wait_s);
+  Stopwatch waiting;
+  while (rendezvous_.get(server_address_key(static_cast<int64_t>(s))) == old) {
+    if (waiting.elapsed_s() > wait_s) {
+      char within[32];
+      std::snprintf(within, sizeof(within), "%g", wait_s);
+      throw ServerClosed(std::string(lost.what()) + " and was not back within " + within + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  servers_[s] = connect(static_cast<int64_t>(s));
+  std::fprintf(stderr, "worker %d: %s is back at %s after %.1f s\n", worker_, peer.c_str(),
+               servers_[s].address.c_str(), waiting.elapsed_s());
 }
 
 // No kDone here: a worker that fails mid-run must look to the servers like
@@ -74,22 +105,31 @@ void ParamServerStrategy::begin_step() { model_.zero_grad(); }
 
 double ParamServerStrategy::pull() {
   double held = 0;
-  for (auto& server : servers_) {
-    at::Tensor slot = host_values_.narrow(0, server.begin, server.end - server.begin);
-    Message reply = server.link.receive(kServerAnswerTimeouts * timeout_s_, &slot);
-    bool shared = server.outbox.defined();
-    if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
-      throw std::runtime_error("unexpected reply from " + server.link.peer());
-    }
-    if (shared) {
-      model_.values().narrow(0, server.begin, server.end - server.begin).copy_(server.outbox);
-    } else {
-      if (reply.payload.data_ptr() != slot.data_ptr()) slot.copy_(reply.payload);
-      model_.values().narrow(0, server.begin, server.end - server.begin).copy_(slot);  // waits: slot is reused
-    }
-    held = std::max(held, reply.hold_s);
-  }
+  for (size_t s = 0; s < servers_.size(); ++s) held = std::max(held, pull_from(s));
   return held;
+}
+
+double ParamServerStrategy::pull_from(size_t s) {
+  ServerEnd& server = servers_[s];
+  at::Tensor slot = host_values_.narrow(0, server.begin, server.end - server.begin);
+  Message reply;
+  try {
+    reply = server.link.receive(kServerAnswerTimeouts * timeout_s_, &slot);
+  } catch (const ServerClosed& lost) {
+    rejoin(s, lost);
+    return pull_from(s);  // the restarted server's answer to the hello
+  }
+  bool shared = server.outbox.defined();
+  if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
+    throw std::runtime_error("unexpected reply from " + server.link.peer());
+  }
+  if (shared) {
+    model_.values().narrow(0, server.begin, server.end - server.begin).copy_(server.outbox);
+  } else {
+    if (reply.payload.data_ptr() != slot.data_ptr()) slot.copy_(reply.payload);
+    model_.values().narrow(0, server.begin, server.end - server.begin).copy_(slot);  // waits: slot is reused
+  }
+  return reply.hold_s;
 }
 
 ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
@@ -114,8 +154,12 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
     push.step = step;
     push.lr = lr;
     if (!server.inbox.defined()) push.payload = host_gradients_.narrow(0, server.begin, server.end - server.begin);
-    server.link.send(push);
     cost.bytes_sent += (server.end - server.begin) * 4;
+    try {
+      server.link.send(push);
+    } catch (const ServerClosed&) {
+      // Lost with the server; the pull below rejoins it or fails.
+    }
   }
   cost.waiting_s = pull();
   cost.communication_s = std::max(0.0, clock.elapsed_s() - cost.waiting_s);
@@ -127,12 +171,21 @@ std::vector<at::Tensor> ParamServerStrategy::run_state() {
   std::vector<at::Tensor> run;
   for (int m = 0; m <= moments_; ++m) run.push_back(at::empty({size}, at::kFloat));
   at::Tensor step = at::zeros({1}, at::kLong);
-  for (auto& server : servers_) {
+  for (size_t s = 0; s < servers_.size(); ++s) {
     Message ask;
     ask.type = MessageType::kSnapshot;
     ask.worker = worker_;
-    server.link.send(ask);
-    Message state = server.link.receive(kServerAnswerTimeouts * timeout_s_);
+    Message state;
+    try {
+      servers_[s].link.send(ask);
+      state = servers_[s].link.receive(kServerAnswerTimeouts * timeout_s_);
+    } catch (const ServerClosed& lost) {
+      rejoin(s, lost);
+      pull_from(s);
+      servers_[s].link.send(ask);
+      state = servers_[s].link.receive(kServerAnswerTimeouts * timeout_s_);
+    }
+    ServerEnd& server = servers_[s];
     const int64_t range = server.end - server.begin;
     if (state.type != MessageType::kState || state.payload.numel() != range * (1 + moments_)) {
       throw std::runtime_error("unexpected answer to a snapshot from " + server.link.peer());
@@ -149,17 +202,26 @@ std::vector<at::Tensor> ParamServerStrategy::run_state() {
 void ParamServerStrategy::finish() {
   if (finished_) return;
   finished_ = true;
-  for (auto& server : servers_) {
+  if (spec_.param_server.rejoin_s > 0) rendezvous_.set(worker_done_key(worker_), "1");
+  for (size_t s = 0; s < servers_.size(); ++s) {
     Message done;
     done.type = MessageType::kDone;
     done.worker = worker_;
-    server.link.send(done);
+    try {
+      bool rejoining = spec_.param_server.rejoin_s > 0;
+      if (rejoining && servers_[s].link.closed()) throw ServerClosed(servers_[s].link.peer() + " closed the connection");
+      servers_[s].link.send(done);
+    } catch (const ServerClosed& lost) {
+      rejoin(s, lost);
+      servers_[s].link.send(done);
+    }
   }
 }
 
 void release_servers(Rendezvous& rendezvous, const ClusterSpec& spec, int worker) {
+  if (spec.param_server.rejoin_s > 0) rendezvous.set(worker_done_key(worker), "1");
   for (int64_t s = 0; s < spec.servers; ++s) {
-    ServerLink server = link_to_server(rendezvous, s, worker);
+    ServerLink server(rendezvous.get(server_address_key(s)), worker, "server " + std::to_string(s));
     Message done;
     done.type = MessageType::kDone;
     done.worker = worker;

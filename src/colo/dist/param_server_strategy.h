@@ -5,6 +5,10 @@
 // mode; the worker code is the same. A server on this host with its range on
 // a GPU hands out shared device buffers, and the ranges move device to
 // device; any other server gets them through the transport, via host memory.
+// With `rejoin_s`, a server that closed its connection is waited for: once
+// it is back (restarted from the checkpoint, at a new address), the worker
+// connects again, takes its range's parameters and goes on; the step's push
+// to it is lost.
 
 #include <memory>
 #include <vector>
@@ -40,15 +44,28 @@ class ParamServerStrategy : public Strategy {
   // A server's key range and, where it shares device memory, the
   // gradient inbox and parameter outbox this worker maps.
   struct ServerEnd {
+    std::string address;
     ServerLink link;
     int64_t begin = 0, end = 0;
     at::Tensor inbox, outbox;  // undefined: through the transport
   };
 
+  // Links to server `s` at its address in the rendezvous, says hello and
+  // maps the buffers its welcome names.
+  ServerEnd connect(int64_t s);
   // Receives every server's kParams into the model; returns the longest hold.
   double pull();
+  // Receives server `s`'s kParams into the model, rejoining it first if it
+  // closed; returns its hold.
+  double pull_from(size_t s);
+  // Waits up to rejoin_s for server `s` to publish a new address, then
+  // connects to it (its answer to the hello is left to pull_from). Rethrows
+  // `lost` when rejoining is off or the server does not come back.
+  void rejoin(size_t s, const ServerClosed& lost);
 
   FlatModel& model_;
+  Rendezvous& rendezvous_;
+  const ClusterSpec& spec_;
   int moments_;  // [P] buffers of the workers' optimiser (FlatOptimizer::moment_buffers)
   std::string mode_;
   int worker_;

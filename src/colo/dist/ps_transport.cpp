@@ -1,11 +1,13 @@
 #include "colo/dist/ps_transport.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <unordered_map>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
@@ -59,21 +61,32 @@ void stop_watching(zmq::socket_t& socket, zmq::socket_t& monitor) {
   monitor.close();
 }
 
-// Reads every queued event of `monitor`; returns how many disconnections.
-int64_t drain_disconnections(zmq::socket_t& monitor) {
-  int64_t seen = 0;
+// Reads every queued event of `monitor`; returns the file descriptor of
+// each connection that closed.
+std::vector<int> drain_disconnections(zmq::socket_t& monitor) {
+  std::vector<int> closed;
   zmq::message_t event;
   while (monitor.recv(event, zmq::recv_flags::dontwait)) {
     uint16_t id = 0;
-    if (event.size() >= sizeof(id)) std::memcpy(&id, event.data(), sizeof(id));
+    uint32_t fd = 0;  // an event's value: for a disconnection, the connection's descriptor
+    if (event.size() >= sizeof(id) + sizeof(fd)) {
+      std::memcpy(&id, event.data(), sizeof(id));
+      std::memcpy(&fd, static_cast<const char*>(event.data()) + sizeof(id), sizeof(fd));
+    }
     while (event.more()) {
       zmq::message_t rest;
       if (!monitor.recv(rest, zmq::recv_flags::none)) break;
       event = std::move(rest);
     }
-    if (id == ZMQ_EVENT_DISCONNECTED) ++seen;
+    if (id == ZMQ_EVENT_DISCONNECTED) closed.push_back(static_cast<int>(fd));
   }
-  return seen;
+  return closed;
+}
+
+// Whether `host` is an IPv4 address (ZeroMQ binds those, not host names).
+bool is_ipv4_address(const std::string& host) {
+  in_addr parsed{};
+  return ::inet_pton(AF_INET, host.c_str(), &parsed) == 1;
 }
 
 void send_frames(zmq::socket_t& socket, const Message& message) {
@@ -97,8 +110,10 @@ void send_frames(zmq::socket_t& socket, const Message& message) {
   socket.send(frame, zmq::send_flags::none);
 }
 
-// Reads the header, blob and payload frames that follow on `socket`.
-Message read_frames(zmq::socket_t& socket, at::Tensor* into, const std::string& from) {
+// Reads the header, blob and payload frames that follow on `socket`; puts
+// the descriptor of the connection they came over in `source_fd` when given
+// (the header's: a ROUTER's routing-id frame carries none).
+Message read_frames(zmq::socket_t& socket, at::Tensor* into, const std::string& from, int* source_fd = nullptr) {
   zmq::message_t header_frame, blob_frame, payload_frame;
   bool complete = socket.recv(header_frame, zmq::recv_flags::none) && header_frame.more() &&
                   socket.recv(blob_frame, zmq::recv_flags::none) && blob_frame.more() &&
@@ -108,6 +123,7 @@ Message read_frames(zmq::socket_t& socket, at::Tensor* into, const std::string& 
     throw std::runtime_error("malformed message from " + from);
   }
   std::memcpy(&header, header_frame.data(), sizeof(header));
+  if (source_fd != nullptr) *source_fd = zmq_msg_get(header_frame.handle(), ZMQ_SRCFD);
   if (header.magic != kMagic || payload_frame.size() != static_cast<size_t>(header.floats) * sizeof(float)) {
     throw std::runtime_error("malformed message from " + from);
   }
@@ -154,7 +170,19 @@ struct ServerSocket::Sockets {
   zmq::socket_t monitor;
   std::string address;
   int64_t disconnections = 0;
+  std::unordered_map<int, int> worker_on;  // connection descriptor -> the worker whose messages it carried
+  std::vector<int> closed_workers;
   ~Sockets() { stop_watching(router, monitor); }
+
+  void note_disconnections() {
+    for (int fd : drain_disconnections(monitor)) {
+      ++disconnections;
+      auto known = worker_on.find(fd);
+      if (known == worker_on.end()) continue;
+      closed_workers.push_back(known->second);
+      worker_on.erase(known);
+    }
+  }
 };
 
 ServerSocket::ServerSocket(const std::string& host, std::string name)
@@ -166,12 +194,14 @@ ServerSocket::ServerSocket(const std::string& host, std::string name)
   router.set(zmq::sockopt::sndhwm, 0);
   router.set(zmq::sockopt::rcvhwm, 0);
   sockets_->monitor = watch_disconnections(router);
+  const bool numeric = is_ipv4_address(host);
   try {
-    router.bind("tcp://" + host + ":*");
+    router.bind("tcp://" + (numeric ? host : std::string("*")) + ":*");
   } catch (const zmq::error_t& e) {
     throw std::runtime_error(name_ + ": cannot listen on " + host + ": " + e.what());
   }
   sockets_->address = router.get(zmq::sockopt::last_endpoint);
+  if (!numeric) sockets_->address = "tcp://" + host + sockets_->address.substr(sockets_->address.rfind(':'));
 }
 
 ServerSocket::~ServerSocket() = default;
@@ -179,6 +209,8 @@ ServerSocket::~ServerSocket() = default;
 std::string ServerSocket::address() const { return sockets_->address; }
 
 int64_t ServerSocket::disconnections() const { return sockets_->disconnections; }
+
+const std::vector<int>& ServerSocket::closed_workers() const { return sockets_->closed_workers; }
 
 std::optional<Envelope> ServerSocket::receive(double timeout_s, at::Tensor* into) {
   Stopwatch clock;
@@ -191,10 +223,12 @@ std::optional<Envelope> ServerSocket::receive(double timeout_s, at::Tensor* into
       if (id.rfind(kWorkerPrefix, 0) != 0) throw std::runtime_error(name_ + ": message from an unknown peer");
       Envelope envelope;
       envelope.worker = std::stoi(id.substr(std::strlen(kWorkerPrefix)));
-      envelope.message = read_frames(router, into, "worker " + std::to_string(envelope.worker));
+      int fd = -1;
+      envelope.message = read_frames(router, into, "worker " + std::to_string(envelope.worker), &fd);
+      if (fd >= 0) sockets_->worker_on[fd] = envelope.worker;
       return envelope;
     }
-    sockets_->disconnections += drain_disconnections(sockets_->monitor);
+    sockets_->note_disconnections();
     double left = timeout_s < 0 ? -1 : timeout_s - clock.elapsed_s();
     if (timeout_s >= 0 && left <= 0) return std::nullopt;
     wait_for(router, sockets_->monitor, left < 0 ? 0.5 : std::min(left, 0.5));
@@ -238,8 +272,13 @@ ServerLink::ServerLink(ServerLink&& other) noexcept = default;
 ServerLink& ServerLink::operator=(ServerLink&& other) noexcept = default;
 
 void ServerLink::send(const Message& message) {
-  if (sockets_->disconnected) throw std::runtime_error(peer_ + " closed the connection");
+  if (sockets_->disconnected) throw ServerClosed(peer_ + " closed the connection");
   send_frames(sockets_->dealer, message);
+}
+
+bool ServerLink::closed() {
+  if (!drain_disconnections(sockets_->monitor).empty()) sockets_->disconnected = true;
+  return sockets_->disconnected;
 }
 
 Message ServerLink::receive(double timeout_s, at::Tensor* into) {
@@ -247,8 +286,7 @@ Message ServerLink::receive(double timeout_s, at::Tensor* into) {
   auto& dealer = sockets_->dealer;
   while (true) {
     if (has_message(dealer)) return read_frames(dealer, into, peer_);
-    if (drain_disconnections(sockets_->monitor) > 0) sockets_->disconnected = true;
-    if (sockets_->disconnected) throw std::runtime_error(peer_ + " closed the connection");
+    if (closed()) throw ServerClosed(peer_ + " closed the connection");
     double left = timeout_s - clock.elapsed_s();
     if (left <= 0) {
       throw std::runtime_error(peer_ + " sent nothing for " + std::to_string(timeout_s) + " s");

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <ATen/Tensor.h>
 
@@ -44,7 +46,11 @@ struct Envelope {
   Message message;
 };
 
-// A server's end: binds an ephemeral TCP port on `host`. Not thread-safe.
+// A server's end: listens on an ephemeral TCP port at `host`, an IPv4
+// address (that address alone) or a host name (every interface, since
+// ZeroMQ binds no names; the name is what address() gives the workers, for
+// them to resolve). Throws std::runtime_error naming the server when it
+// cannot listen. Not thread-safe.
 class ServerSocket {
  public:
   ServerSocket(const std::string& host, std::string name);
@@ -62,6 +68,10 @@ class ServerSocket {
   // Worker connections that have closed so far (a worker that is done
   // closes its own too). Messages already queued are received first.
   int64_t disconnections() const;
+  // Which workers those were, in the order they closed: each one whose
+  // last message came over a connection that has closed since (a
+  // connection that never carried a message is counted above alone).
+  const std::vector<int>& closed_workers() const;
 
  private:
   struct Sockets;
@@ -69,9 +79,16 @@ class ServerSocket {
   std::string name_;
 };
 
+// What a ServerLink throws once its server closed the connection (it
+// ended, or died: a restarted one listens at a new address).
+struct ServerClosed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // A worker's end of its link to one server. Every call fails with
-// std::runtime_error naming the server when it closed the connection or
-// `timeout_s` passed. Not thread-safe.
+// ServerClosed naming the server when it closed the connection, and
+// receive() with std::runtime_error naming it when `timeout_s` passed. Not
+// thread-safe.
 class ServerLink {
  public:
   ServerLink(const std::string& address, int worker, std::string peer);
@@ -83,6 +100,8 @@ class ServerLink {
   // A payload goes into `into` when it is given and of the same size.
   Message receive(double timeout_s, at::Tensor* into = nullptr);
   const std::string& peer() const { return peer_; }
+  // Whether the server has closed the connection, as known now (no wait).
+  bool closed();
 
  private:
   struct Sockets;

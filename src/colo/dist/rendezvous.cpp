@@ -85,6 +85,7 @@ Rendezvous::~Rendezvous() = default;
 const Membership& Rendezvous::member() const { return impl_->member; }
 
 std::string Rendezvous::local_host() const {
+  if (const char* host = env("COLO_DIST_HOST")) return host;
   if (impl_->member.rendezvous.rfind("tcp://127.", 0) == 0) return "127.0.0.1";
   char name[256] = {};
   ::gethostname(name, sizeof(name) - 1);
@@ -96,6 +97,8 @@ Rendezvous::Impl& Rendezvous::impl() { return *impl_; }
 void Rendezvous::set(const std::string& key, const std::string& value) {
   impl_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
 }
+
+bool Rendezvous::has(const std::string& key) { return impl_->store->check({key}); }
 
 std::string Rendezvous::get(const std::string& key) {
   std::vector<uint8_t> value = impl_->store->get(key);

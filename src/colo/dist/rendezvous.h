@@ -35,13 +35,19 @@ class Rendezvous {
   Rendezvous& operator=(const Rendezvous&) = delete;
 
   const Membership& member() const;
-  // The address this process offers its peers: 127.0.0.1 when the run meets
-  // on a loopback rendezvous (one host), else this host's name.
+  // The address this process offers its peers (its parameter server's
+  // socket, its Gloo device): COLO_DIST_HOST when set (a host whose name
+  // does not resolve to the interface its peers reach, or "hosts" played by
+  // several loopback addresses of one machine); else 127.0.0.1 when the run
+  // meets on a loopback rendezvous (one host); else this host's name, which
+  // the peers on other hosts resolve.
   std::string local_host() const;
   std::chrono::milliseconds timeout() const;
   void set(const std::string& key, const std::string& value);
   // Waits until `key` is set (throws std::runtime_error after the timeout).
   std::string get(const std::string& key);
+  // Whether `key` is set now; does not wait for it.
+  bool has(const std::string& key);
   // The underlying store (a c10::intrusive_ptr<c10d::Store>), for communicator.cpp.
   Impl& impl();
 
