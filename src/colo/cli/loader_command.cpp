@@ -22,8 +22,10 @@ namespace colo::cli {
 namespace {
 
 data::LoaderServer* g_server = nullptr;
+volatile std::sig_atomic_t g_stop_asked = 0;  // a stop that came before the server was up
 
 void stop_server(int) {
+  g_stop_asked = 1;
   if (g_server) g_server->stop();
 }
 
@@ -37,10 +39,13 @@ int serve(const std::string& path, double report_s, double idle_exit_s, const st
   } catch (const std::exception& e) {
     throw InputError(path, "device", std::string("cannot keep the ring on ") + spec.device + ": " + e.what());
   }
-  data::LoaderServer server(spec, std::move(mirror));
-  g_server = &server;
+  // Caught from before the server binds its address, so that a stop during
+  // its start-up check is a clean one too (its socket file removed).
   std::signal(SIGINT, stop_server);
   std::signal(SIGTERM, stop_server);
+  data::LoaderServer server(spec, std::move(mirror));
+  g_server = &server;
+  if (g_stop_asked) server.stop();
   std::fprintf(stderr, "colo loader: serving %s (%lld px, chunks of %lld, %lld slots, %lld threads, pace %s%s) at %s\n",
                spec.pipeline.root.c_str(), static_cast<long long>(spec.pipeline.size),
                static_cast<long long>(spec.chunk), static_cast<long long>(spec.buffer),
