@@ -44,6 +44,14 @@ constexpr double kLongestHoldS = 600;
 // How long a starting producer waits for one already at its address to answer.
 constexpr double kOtherProducerAnswerS = 1.0;
 
+// Whether a producer may be serving `address`: always for tcp://, for
+// ipc:// only while its socket file exists.
+bool may_be_served(const std::string& address) {
+  const std::string ipc = "ipc://";
+  if (address.compare(0, ipc.size(), ipc) != 0) return true;
+  return std::filesystem::exists(address.substr(ipc.size()));
+}
+
 // Departed consumers whose last report `stats` still lists.
 constexpr size_t kDepartedKept = 16;
 
@@ -236,8 +244,10 @@ LoaderServeSpec parse_loader_serve_spec(const std::string& path) {
 
 LoaderServer::LoaderServer(LoaderServeSpec spec, std::unique_ptr<RingMirror> mirror) : spec_(std::move(spec)) {
   // Binding an ipc:// address takes it over silently: the producer there
-  // would go on serving its consumers, unreachable to new ones.
-  if (auto other = query_loader_stats(spec_.address, kOtherProducerAnswerS)) {
+  // would go on serving its consumers, unreachable to new ones. Where no
+  // socket file exists nobody serves it, and the second of asking is saved.
+  if (auto other = may_be_served(spec_.address) ? query_loader_stats(spec_.address, kOtherProducerAnswerS)
+                                                : std::nullopt) {
     throw std::runtime_error("colo loader: a producer already serves " + spec_.address + " (pid " +
                              std::to_string(other->value("pid", int64_t{-1})) + ", " + other->value("root", "") +
                              "); read from it, stop it first, or give this data file another `address`");
