@@ -131,22 +131,33 @@ TEST(ColoMpsRun, RunsEveryClientAndQuitsTheDaemon) {
   EXPECT_NE(ran.find('1'), std::string::npos);
 }
 
-TEST(ColoMpsRun, QuitsTheDaemonWhenInterrupted) {
+// Interrupts `colo mps run ... -- sleep 30` once the daemon's pid file
+// appears plus `after_ms`; expects colo to die by SIGINT with the daemon gone.
+void expect_interrupt_quits_the_daemon(int after_ms, const EnvironmentOverrides& env) {
   TempDir dir;
   ChildProcess colo({COLO_EXECUTABLE, "mps", "run", "--count", "2", "--control", fake_control(), "--dir",
                      dir.file("mps"), "--", "sleep", "30"},
-                    {}, dir.file("colo.log"));
+                    env, dir.file("colo.log"));
   int pid = 0;
-  for (int i = 0; i < 100 && pid == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 400 && pid == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
     pid = daemon_pid(dir);
   }
   ASSERT_GT(pid, 0) << read_file(dir.file("colo.log"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
   ::kill(colo.pid(), SIGINT);
   int status = colo.wait();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << read_file(dir.file("colo.log"));
   EXPECT_FALSE(process_alive(pid)) << "the MPS daemon outlived colo";
+}
+
+TEST(ColoMpsRun, QuitsTheDaemonWhenInterrupted) { expect_interrupt_quits_the_daemon(300, {}); }
+
+// The daemon's pid file exists before `nvidia-cuda-mps-control -d` returns;
+// an interrupt in between (seen once in CI, on a loaded machine) must still
+// quit it.
+TEST(ColoMpsRun, QuitsTheDaemonWhenInterruptedWhileItStarts) {
+  expect_interrupt_quits_the_daemon(0, {{"FAKE_MPS_START_DELAY_S", "1"}});
 }
 
 }  // namespace

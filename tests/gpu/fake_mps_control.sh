@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stands in for nvidia-cuda-mps-control in tests. `-d` starts a detached
 # "daemon" whose pid goes to $CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid;
-# without -d it reads control commands on stdin. Clients are faked with files:
+# FAKE_MPS_START_DELAY_S makes -d return that much after the pid file is
+# written; without -d it reads control commands on stdin. Clients are faked with files:
 # $CUDA_MPS_PIPE_DIRECTORY/servers (pids) and clients_<server> (pids).
 set -u
 pipe=${CUDA_MPS_PIPE_DIRECTORY:?CUDA_MPS_PIPE_DIRECTORY unset}
@@ -11,6 +12,7 @@ if [ "${1:-}" = "-d" ]; then
   setsid bash -c 'while true; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
   echo $! >"$pidfile"
   echo "fake control daemon started" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"
+  sleep "${FAKE_MPS_START_DELAY_S:-0}"  # a slow start: the pid file is there, -d not yet back
   exit 0
 fi
 if [ ! -f "$pidfile" ] || ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then

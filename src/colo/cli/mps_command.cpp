@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -46,15 +47,21 @@ int run_mps(const MpsRunArgs& args) {
   if (args.percentage > 0) percentage = args.percentage;
   std::optional<int64_t> mem_limit;
   if (args.mem_limit_mib > 0) mem_limit = args.mem_limit_mib << 20;
+  // The cleanup is registered before the first client starts, so an
+  // interrupt while they start still ends every one already started.
   std::vector<ChildProcess> children;
+  std::mutex children_mutex;
+  int cleanup = add_interrupt_cleanup([&children, &children_mutex] {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    for (auto& child : children) child.terminate(5.0);
+  });
+  children.reserve(args.count);
   for (int i = 0; i < args.count; ++i) {
     EnvironmentOverrides env = daemon.client_environment(percentage, mem_limit);
     env["COLO_MPS_CLIENT_INDEX"] = std::to_string(i);
+    std::lock_guard<std::mutex> lock(children_mutex);
     children.emplace_back(args.command, env);
   }
-  int cleanup = add_interrupt_cleanup([&children] {
-    for (auto& child : children) child.terminate(5.0);
-  });
 
   std::set<int> clients_seen, servers_seen;
   size_t running = children.size();
@@ -68,7 +75,10 @@ int run_mps(const MpsRunArgs& args) {
       // the daemon may be between servers; the next poll sees it again
     }
     running = 0;
-    for (auto& child : children) running += child.poll() ? 0 : 1;
+    {
+      std::lock_guard<std::mutex> lock(children_mutex);
+      for (auto& child : children) running += child.poll() ? 0 : 1;
+    }
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   remove_interrupt_cleanup(cleanup);

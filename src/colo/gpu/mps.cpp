@@ -48,13 +48,28 @@ MpsDaemon::MpsDaemon(MpsOptions options) : options_(std::move(options)) {
     if (!healthy()) throw MpsError("an MPS daemon on " + options_.pipe_dir + " does not answer");
     return;  // someone else's daemon: use it, leave it running
   }
-  ProcessResult start = run_process({options_.control, "-d"}, control_environment(), "", options_.timeout_s);
-  if (start.exit_code != 0) {
-    throw MpsError("cannot start " + options_.control + " -d (exit " + std::to_string(start.exit_code) +
-                   "): " + start.output);
+  // Registered before the start, so that an interrupt at any moment of it
+  // (the daemon's pid file written, colo not yet told) still quits it.
+  if (options_.quit_on_interrupt) cleanup_id_ = add_interrupt_cleanup([this] { quit_on_interrupt(); });
+  try {
+    start();
+  } catch (...) {
+    if (cleanup_id_ != 0) remove_interrupt_cleanup(cleanup_id_);
+    throw;
   }
-  started_here_ = true;
-  if (options_.quit_on_interrupt) cleanup_id_ = add_interrupt_cleanup([this] { quit(); });
+}
+
+void MpsDaemon::start() {
+  {
+    std::lock_guard<std::mutex> lock(start_mutex_);
+    if (interrupted_) throw MpsError("interrupted before the MPS daemon started");
+    ProcessResult start = run_process({options_.control, "-d"}, control_environment(), "", options_.timeout_s);
+    if (start.exit_code != 0) {
+      throw MpsError("cannot start " + options_.control + " -d (exit " + std::to_string(start.exit_code) +
+                     "): " + start.output);
+    }
+    started_here_ = true;
+  }
   Stopwatch clock;
   while (!healthy()) {
     if (clock.elapsed_s() > options_.timeout_s) {
@@ -64,6 +79,12 @@ MpsDaemon::MpsDaemon(MpsOptions options) : options_(std::move(options)) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+void MpsDaemon::quit_on_interrupt() {
+  std::lock_guard<std::mutex> lock(start_mutex_);
+  interrupted_ = true;
+  quit();
 }
 
 MpsDaemon::~MpsDaemon() {

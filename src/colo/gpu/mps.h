@@ -2,6 +2,7 @@
 // Control of a CUDA MPS daemon with a private pipe and log directory.
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -72,9 +73,16 @@ class MpsDaemon {
 
  private:
   EnvironmentOverrides control_environment() const;
+  // Starts the daemon; an interrupt during the start waits for it to finish
+  // and then quits what it started.
+  void start();
+  // Runs on SIGINT/SIGTERM (core/interrupt_cleanup.h).
+  void quit_on_interrupt();
 
   MpsOptions options_;
-  bool started_here_ = false;
+  std::mutex start_mutex_;  // held while starting; an interrupt waits on it
+  bool interrupted_ = false;  // guarded by start_mutex_
+  std::atomic<bool> started_here_{false};
   std::atomic<bool> quit_{false};
   int cleanup_id_ = 0;
 };
