@@ -62,5 +62,30 @@ function(colo_test name)
     target_precompile_headers(${name} REUSE_FROM colo_torch_pch)
     colo_torch_unity(${name})
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+  colo_gtest_chunks(${name} 600)
+endfunction()
+
+# Registers the tests of GoogleTest executable `target` with CTest in chunks
+# of about COLO_TEST_CHUNK tests, one process each (cmake/ColoGtestChunks.cmake
+# says why), each chunk limited to `timeout` seconds. The list is made after
+# every build of the target.
+set(COLO_TEST_CHUNK 8 CACHE STRING "GoogleTest tests per CTest process")
+function(colo_gtest_chunks target timeout)
+  set(ctest_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_chunks.cmake")
+  # Until the target is built there is no list: CTest then shows one failing
+  # test saying so instead of stopping at a missing file.
+  set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_include.cmake")
+  file(WRITE "${include_file}"
+    "if(EXISTS [==[${ctest_file}]==])\n"
+    "  include([==[${ctest_file}]==])\n"
+    "else()\n"
+    "  add_test([==[${target}_NOT_BUILT]==] [==[${target}_NOT_BUILT]==])\n"
+    "endif()\n")
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND "${CMAKE_COMMAND}" -D "TEST_EXECUTABLE=$<TARGET_FILE:${target}>" -D "CTEST_FILE=${ctest_file}"
+            -D "CHUNK=${COLO_TEST_CHUNK}" -D "TIMEOUT=${timeout}" -D "WORKING_DIRECTORY=${CMAKE_CURRENT_BINARY_DIR}"
+            -P "${CMAKE_SOURCE_DIR}/cmake/ColoGtestChunks.cmake"
+    BYPRODUCTS "${ctest_file}"
+    VERBATIM)
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_file}")
 endfunction()

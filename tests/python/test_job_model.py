@@ -136,7 +136,7 @@ def test_a_bfloat16_builders_model_gets_bfloat16_inputs_and_token_ids_stay_integ
     (tmp_path / "jobs.toml").write_text(f"""
 [[job]]
 name = "bf16-mlp"
-command = "{until_logged(tmp_path, 'bf16-mlp) needs about', 'fp16-mlp) needs about')}"
+command = "{until_logged(tmp_path, 'bf16-mlp) needs about', 'bf16-lm) needs about', 'fp16-mlp) needs about')}"
 workdir = "{tmp_path}"
 [job.model]
 builder = "halfmodels:build"
