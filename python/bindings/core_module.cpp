@@ -47,7 +47,8 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
                         const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& loss,
                         const std::vector<int64_t>& sample_shape, bool tokens, int64_t vocab, int64_t batch_size,
                         int64_t eval_batch_size, const std::string& optimizer, double momentum,
-                        double weight_decay, bool nesterov, bool keeps_output, const std::string& learned) {
+                        double weight_decay, bool nesterov, bool keeps_output, bool keeps_gradients,
+                        const std::string& learned) {
   colo::estimate::UserModel model;
   model.set_mode = set_mode;
   model.loss = loss;
@@ -62,6 +63,7 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
   training.optimizer.weight_decay = weight_decay;
   training.optimizer.nesterov = nesterov;
   training.keeps_output = keeps_output;
+  training.keeps_gradients = keeps_gradients;
   colo::estimate::JobModel job = colo::estimate::describe_user_job(model, training);
   py::dict d = to_dict(colo::estimate::analytical_estimate(job, colo::estimate::default_device_profile()),
                        job.parameter_count);
@@ -82,7 +84,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("estimate_model", &estimate_model, py::arg("set_mode"), py::arg("loss"), py::arg("sample_shape"),
         py::arg("tokens"), py::arg("vocab"), py::arg("batch_size"), py::arg("eval_batch_size"),
         py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
-        py::arg("keeps_output") = true, py::arg("learned") = "");
+        py::arg("keeps_output") = true, py::arg("keeps_gradients") = false, py::arg("learned") = "");
   bind_fuse(m);
   bind_data(m);
 }

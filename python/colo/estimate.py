@@ -233,7 +233,8 @@ def _keeps_model_buffers(estimate_fn):
 
 @_keeps_model_buffers
 def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
-             eval_batch_size=None, autocast=None, learned=None, keep_output=True, threads=2):
+             eval_batch_size=None, autocast=None, learned=None, keep_output=True, threads=2,
+             set_to_none=True, accumulation_steps=1):
     """Peak GPU memory of training `model` with `optimizer` at `batch_size`.
 
     model           an nn.Module (moved to nothing: it is run on the CPU, unchanged)
@@ -256,6 +257,13 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     its estimate of the same model goes into Estimate.learned_bytes
     threads         CPU threads the estimate may use (torch's intra-op threads while
                     it runs, restored after), so that several run at once side by side
+    set_to_none     as the loop's optimizer.zero_grad(set_to_none=...): False keeps
+                    every gradient allocated from the first backward on (the
+                    default of torch 1.x's zero_grad(); 2.x's is True)
+    accumulation_steps  micro-batches whose gradients add up before each optimiser
+                    step (batch_size is one micro-batch): above 1, the gradients
+                    stay allocated through every forward and backward, as with
+                    set_to_none=False
 
     Returns an Estimate. Raises ValueError/TypeError for bad arguments and the
     model's own exception (with colo's note) when its forward or loss fails.
@@ -270,13 +278,23 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     torch.set_num_threads(threads)
     try:
         return _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast,
-                         learned, keep_output, _core)
+                         learned, keep_output, _keeps_gradients(set_to_none, accumulation_steps), _core)
     finally:
         torch.set_num_threads(before)
 
 
+def _keeps_gradients(set_to_none, accumulation_steps):
+    """Whether the loop keeps its gradients allocated between backward
+    passes; raises ValueError for arguments of the wrong kind."""
+    if not isinstance(set_to_none, bool):
+        raise ValueError(f"colo.estimate: set_to_none must be True or False, got {set_to_none!r}")
+    if not isinstance(accumulation_steps, int) or isinstance(accumulation_steps, bool) or accumulation_steps < 1:
+        raise ValueError(f"colo.estimate: accumulation_steps must be a positive int, got {accumulation_steps!r}")
+    return not set_to_none or accumulation_steps > 1
+
+
 def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast, learned,
-              keep_output, _core):
+              keep_output, keeps_gradients, _core):
     """estimate()'s work, its arguments' types checked."""
     examples = _as_tuple(example_inputs)
     if any(t.dim() < 1 or t.shape[0] < 1 for t in examples):
@@ -329,7 +347,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
                 eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
-                keeps_output=bool(keep_output), learned=str(learned or ""))
+                keeps_output=bool(keep_output), keeps_gradients=keeps_gradients, learned=str(learned or ""))
     finally:
         model.train(was_training)
     breakdown = dict(found["breakdown"])

@@ -1,7 +1,8 @@
 """The memory estimate of a job's Python model, for colo's scheduler.
 
     python3 -m colo.job_estimate --builder mymodels:build_resnet --input 3x224x224 \\
-        --batch 128 --optimizer sgd [--vocab 0] [--eval-batch 0]
+        --batch 128 --optimizer sgd [--vocab 0] [--eval-batch 0] [--autocast bf16]
+        [--no-keep-output] [--no-set-to-none] [--accumulation-steps 1]
 
 colo runs this (estimate/python_model_estimator.cpp) in the job's working
 directory, which is put on sys.path, when a job file names its model in
@@ -50,6 +51,12 @@ def main():
     parser.add_argument("--optimizer", default="adam")
     parser.add_argument("--eval-batch", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="CPU threads the estimate may use")
+    parser.add_argument("--autocast", choices=["bf16", "fp16"], default=None)
+    parser.add_argument("--no-keep-output", dest="keep_output", action="store_false",
+                        help="the loop computes loss = f(model(x)), holding no output through backward")
+    parser.add_argument("--no-set-to-none", dest="set_to_none", action="store_false",
+                        help="the loop calls optimizer.zero_grad(set_to_none=False)")
+    parser.add_argument("--accumulation-steps", type=int, default=1)
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
     try:
@@ -62,7 +69,8 @@ def main():
                    else torch.randn([1] + shape, dtype=input_dtype(model)))
         found = colo.estimate(model, example, batch_size=args.batch, optimizer=args.optimizer,
                               evaluation=args.eval_batch > 0, eval_batch_size=args.eval_batch or None,
-                              threads=args.threads)
+                              threads=args.threads, autocast=args.autocast, keep_output=args.keep_output,
+                              set_to_none=args.set_to_none, accumulation_steps=args.accumulation_steps)
     except Exception as exc:  # one line for colo's log, whatever the user's code raised
         print(f"error: {type(exc).__name__}: {exc}".replace("\n", " "))
         return 1

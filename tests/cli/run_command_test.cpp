@@ -133,7 +133,7 @@ TEST(ColoRun, AJobOfMoreGpusThanTheHostHasIsRefusedNotLeftWaiting) {
 TEST(ColoSubmit, ValuesNoJobCouldHaveAreRefusedNotStored) {
   TempDir dir;
   for (const char* option : {"--sm-share -0.5", "--sm-share nan", "--array 0-100000000", "--array 0-31x",
-                             "--mem 99999999999999GiB", "--mem 0", "--mem 0GiB"}) {
+                             "--mem 99999999999999GiB", "--mem 0", "--mem 0GiB", "--autocast bf16"}) {
     auto run = run_colo(dir, "submit --store " + dir.file("jobs.db") + " " + option + " -- true");
     EXPECT_EQ(run.status, 2) << option << ": " << run.err;
     EXPECT_NE(run.err.find(std::string(option).substr(0, std::string(option).find(' '))), std::string::npos) << run.err;
@@ -386,6 +386,21 @@ TEST(ColoSubmit, AJobIsNamedAfterTheScriptItsInterpreterRuns) {
     ASSERT_EQ(show.status, 0) << show.err;
     EXPECT_EQ(nlohmann::json::parse(show.out)["spec"]["name"], name) << command;
   }
+}
+
+TEST(ColoSubmit, TheModelsAutocastIsStoredAndAnUnknownOneRefused) {
+  TempDir dir;
+  const std::string submit = "submit --store " + dir.file("jobs.db") + " --model m:f --input 3x32x32 ";
+  auto bad = run_colo(dir, submit + "--autocast fp8 -- true");
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--autocast"), std::string::npos) << bad.err;
+  auto run = run_colo(dir, submit + "--autocast bf16 -- true");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto shown = run_colo(dir, "show --store " + dir.file("jobs.db") + " 1");
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  auto model = nlohmann::json::parse(shown.out)["spec"]["model"];
+  EXPECT_EQ(model["autocast"], "bf16") << shown.out;
+  EXPECT_EQ(model["builder"], "m:f");
 }
 
 TEST(ColoSubmit, BadInputIsRejected) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -128,6 +129,27 @@ TEST(StepSimulation, ConvolutionWorkspaceRaisesThePeakItCovers) {
   EXPECT_GE(with.peak_allocated, (int64_t{1} << 30) + job.graph.total_parameter_bytes());
   EXPECT_LE(with.peak_allocated, without.peak_allocated + (int64_t{1} << 30));
   EXPECT_GE(with.peak_reserved, with.peak_allocated);
+}
+
+// zero_grad(set_to_none=False) and gradient accumulation keep every
+// gradient from the first backward on: from the second step, a backward
+// holds all of them from its start, and each parameter's incoming gradient
+// is a transient beside its kept one.
+TEST(StepSimulation, KeptGradientsAreAllLiveThroughTheBackward) {
+  testing::TempDir dir;
+  JobModel job = describe_job(cnn_spec(dir, "name = \"lenet\"", "[1, 28, 28]"));
+  job.step.batch_size = 256;
+  job.step.eval_batch_size = 0;
+  const int64_t all_gradients = job.graph.total_parameter_bytes();
+  SimulatedPeak freed = simulate_training(job.graph, job.step);
+  job.step.keeps_gradients = true;
+  SimulatedPeak kept = simulate_training(job.graph, job.step);
+  EXPECT_EQ(kept.phase, "backward");
+  EXPECT_GE(kept.gradients, all_gradients);  // every kept one, and an incoming one beside it
+  int64_t largest = 0;
+  for (int64_t bytes : job.graph.parameter_bytes) largest = std::max(largest, bytes);
+  EXPECT_LE(kept.gradients, all_gradients + largest);
+  EXPECT_GT(kept.peak_allocated, freed.peak_allocated);
 }
 
 }  // namespace

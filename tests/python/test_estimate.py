@@ -589,3 +589,46 @@ def test_an_estimate_uses_the_threads_it_is_given_and_gives_the_rest_back():
             colo.estimate(Counting(), torch.randn(2, 8), threads=0)
     finally:
         torch.set_num_threads(1)  # conftest's setting for the rest of the suite
+
+
+def test_gradients_kept_between_backwards_are_all_live_in_the_next_one():
+    """zero_grad(set_to_none=False), torch 1.x's default, and gradient
+    accumulation keep every gradient allocated: a backward holds all of them
+    from its start. With set_to_none (2.x's default) they come one by one."""
+    model = TinyGpt(vocab=8000, context=32, width=64, heads=2, layers=2)
+    ids = torch.randint(0, 8000, (1, 32))
+    trainable = parameter_bytes(model)
+    freed = colo.estimate(model, ids, batch_size=4, optimizer="sgd")
+    kept = colo.estimate(model, ids, batch_size=4, optimizer="sgd", set_to_none=False)
+    accumulated = colo.estimate(model, ids, batch_size=4, optimizer="sgd", accumulation_steps=4)
+    assert kept.peak_phase == "backward"
+    assert kept.breakdown["gradients"] >= trainable
+    assert kept.bytes > freed.bytes
+    assert accumulated.bytes == kept.bytes
+    for bad in ({"accumulation_steps": 0}, {"accumulation_steps": 1.5}, {"set_to_none": "no"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            colo.estimate(model, ids, batch_size=4, **bad)
+
+
+def test_the_job_estimate_child_passes_on_how_the_script_trains(tmp_path):
+    """What a [job.model] table says of autocast, the output kept and the
+    gradients reaches colo.estimate in the scheduler's child process."""
+    (tmp_path / "lm.py").write_text(
+        "import torch.nn as nn\n"
+        "def build():\n"
+        "    return nn.Sequential(nn.Embedding(4000, 64), nn.Linear(64, 4000))\n")
+    model = nn.Sequential(nn.Embedding(4000, 64), nn.Linear(64, 4000))
+    ids = torch.randint(0, 4000, (1, 64))
+
+    def child(*flags):
+        run = subprocess.run(["/usr/bin/python3", "-m", "colo.job_estimate", "--builder", "lm:build", "--input", "64",
+                              "--vocab", "4000", "--batch", "64", "--optimizer", "adamw", *flags],
+                             cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return json.loads(run.stdout.strip().splitlines()[-1])["bytes"]
+
+    flags = ["--autocast", "bf16", "--no-keep-output", "--no-set-to-none", "--accumulation-steps", "2"]
+    expected = colo.estimate(model, ids, batch_size=64, optimizer="adamw", autocast="bf16", keep_output=False,
+                             set_to_none=False, accumulation_steps=2).bytes
+    assert child(*flags) == expected
+    assert child() == colo.estimate(model, ids, batch_size=64, optimizer="adamw").bytes != expected

@@ -1,9 +1,11 @@
 #include "colo/sched/job_spec.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
+#include "colo/sched/model_estimates.h"
 #include "support/input_error.h"
 #include "support/temp_dir.h"
 
@@ -83,6 +85,32 @@ optimizer = "adamw"
   EXPECT_EQ(back.model, jobs[0].model);
   EXPECT_FALSE(job_spec_from_json(to_json(parse_job_file(dir.write("plain.toml", "command = \"true\"\n"))[0]))
                    .model.has_value());
+}
+
+TEST(JobSpec, HowThePythonModelTrainsIsReadKeptThroughJsonAndKeysItsEstimate) {
+  testing::TempDir dir;
+  const std::string table = "command = \"python3 train.py\"\n[model]\nbuilder = \"m:f\"\ninput = [3, 32, 32]\n";
+  JobSpec plain = parse_job_file(dir.write("plain.toml", table))[0];
+  EXPECT_EQ(plain.model->autocast, "");
+  EXPECT_TRUE(plain.model->keep_output);
+  EXPECT_TRUE(plain.model->set_to_none);
+  EXPECT_EQ(plain.model->accumulation_steps, 1);
+  JobSpec tuned = parse_job_file(dir.write("tuned.toml", table + "autocast = \"bf16\"\nkeep_output = false\n"
+                                                                 "set_to_none = false\naccumulation_steps = 4\n"))[0];
+  EXPECT_EQ(tuned.model->autocast, "bf16");
+  EXPECT_FALSE(tuned.model->keep_output);
+  EXPECT_FALSE(tuned.model->set_to_none);
+  EXPECT_EQ(tuned.model->accumulation_steps, 4);
+  EXPECT_EQ(job_spec_from_json(to_json(tuned)).model, tuned.model);
+  EXPECT_EQ(parse_job_file(dir.write("none.toml", table + "autocast = \"none\"\n"))[0].model, plain.model);
+  // Each way of training is estimated apart; the defaults keep the key they had.
+  EXPECT_NE(model_table_key(tuned), model_table_key(plain));
+  EXPECT_EQ(model_table_key(plain),
+            nlohmann::json({"m:f", std::vector<int64_t>{3, 32, 32}, 0, 32, "adam", 0, plain.workdir}).dump());
+  EXPECT_NE(workload_key(tuned), workload_key(plain));
+  EXPECT_NE(error_of(table + "autocast = \"fp8\"\n").find("model.autocast"), std::string::npos);
+  EXPECT_NE(error_of(table + "accumulation_steps = 0\n").find("model.accumulation_steps"), std::string::npos);
+  EXPECT_NE(error_of(table + "set_to_none = \"yes\"\n").find("model.set_to_none"), std::string::npos);
 }
 
 TEST(JobSpec, BadPythonModelNamesTheField) {

@@ -19,7 +19,12 @@ JobSpec model_job(const std::string& builder, int64_t batch = 32) {
   spec.name = builder;
   spec.command = {"python3", "train.py"};
   spec.workdir = "/work";
-  spec.model = estimate::PythonModelSource{builder, {3, 224, 224}, 0, batch, "sgd", 0};
+  estimate::PythonModelSource model;
+  model.builder = builder;
+  model.input = {3, 224, 224};
+  model.batch_size = batch;
+  model.optimizer = "sgd";
+  spec.model = model;
   return spec;
 }
 

@@ -99,7 +99,11 @@ TEST(Runner, AMultiGpuJobSeesAllItsGpusAndStartsOnlyWhenAllAreFree) {
 JobSpec model_table_job(const std::string& name, const std::string& builder) {
   JobSpec spec = shell_job(name, "sleep 0.2");
   spec.mem_bytes.reset();
-  spec.model = estimate::PythonModelSource{builder, {3, 224, 224}, 0, 64, "adam", 0};
+  estimate::PythonModelSource model;
+  model.builder = builder;
+  model.input = {3, 224, 224};
+  model.batch_size = 64;
+  spec.model = model;
   return spec;
 }
 

@@ -32,7 +32,7 @@ struct SubmitArgs {
   std::string array;
   std::vector<std::string> command;
   // The job's Python model, for a memory estimate ([job.model] in a job file).
-  std::string model, input, optimizer = "adam";
+  std::string model, input, optimizer = "adam", autocast = "none";
   int64_t batch = 32, vocab = 0;
 };
 
@@ -64,6 +64,9 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
       }
       spec.sm_share = share;
     }
+    if (args.model.empty() && args.autocast != "none") {
+      throw InputError("--autocast", "", "--model beside it (the precision of which model?)");
+    }
     if (args.model.empty() && !args.input.empty()) {
       throw InputError("--input", "", "--model beside it (the input of which model?)");
     }
@@ -83,6 +86,11 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
         throw InputError("--optimizer", "", "sgd, adam or adamw");
       }
       model.optimizer = args.optimizer;
+      const auto& autocasts = estimate::user_model_autocasts();
+      if (std::find(autocasts.begin(), autocasts.end(), args.autocast) == autocasts.end()) {
+        throw InputError("--autocast", "", "none, bf16 or fp16");
+      }
+      model.autocast = args.autocast == "none" ? "" : args.autocast;
       spec.model = model;
     }
     if (!args.array.empty()) {
@@ -148,6 +156,8 @@ void add_submit_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--input", submit->input, "with --model: one sample's shape, e.g. 3x224x224");
   cmd->add_option("--batch", submit->batch, "with --model: training batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", submit->optimizer, "with --model: sgd | adam | adamw")->capture_default_str();
+  cmd->add_option("--autocast", submit->autocast, "with --model: none | bf16 | fp16 (the script's torch.autocast)")
+      ->capture_default_str();
   cmd->add_option("--vocab", submit->vocab, "with --model: inputs are token ids below this")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("command", submit->command, "command (after --)");

@@ -16,12 +16,23 @@ struct PythonModelSource {
   int64_t batch_size = 32;
   std::string optimizer = "adam";   // sgd (momentum 0.9) | adam | adamw
   int64_t eval_batch_size = 0;      // 0: no evaluation pass
+  // How the script trains (colo.estimate's arguments of the same names):
+  std::string autocast;             // "" (none) | bf16 | fp16: the forward under torch.autocast
+  bool keep_output = true;          // `out = model(x)` held through backward (false: `loss = f(model(x))`)
+  bool set_to_none = true;          // optimizer.zero_grad(set_to_none=...)
+  int64_t accumulation_steps = 1;   // micro-batches (each batch_size) per optimiser step
   bool operator==(const PythonModelSource&) const = default;
 };
 
 // The optimisers a user model's estimate knows (its `optimizer` values).
 inline const std::vector<std::string>& user_model_optimizers() {
   static const std::vector<std::string> names{"sgd", "adam", "adamw"};
+  return names;
+}
+
+// The autocast values a job file may give a user model ("none" is stored as "").
+inline const std::vector<std::string>& user_model_autocasts() {
+  static const std::vector<std::string> names{"none", "bf16", "fp16"};
   return names;
 }
 

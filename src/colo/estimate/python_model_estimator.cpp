@@ -46,7 +46,11 @@ MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
   std::vector<std::string> argv{"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", request.workdir, python_,
                                 "-m", "colo.job_estimate", "--builder", m.builder, "--input", shape_text(m.input),
                                 "--vocab", std::to_string(m.vocab), "--batch", std::to_string(m.batch_size),
-                                "--optimizer", m.optimizer, "--eval-batch", std::to_string(m.eval_batch_size)};
+                                "--optimizer", m.optimizer, "--eval-batch", std::to_string(m.eval_batch_size),
+                                "--accumulation-steps", std::to_string(m.accumulation_steps)};
+  if (!m.autocast.empty()) argv.insert(argv.end(), {"--autocast", m.autocast});
+  if (!m.keep_output) argv.push_back("--no-keep-output");
+  if (!m.set_to_none) argv.push_back("--no-set-to-none");
   EnvironmentOverrides env{{"PYTHONPATH", package_dir_ + ":" + env_or("PYTHONPATH", "")},
                            {"CUDA_VISIBLE_DEVICES", ""}};
   if (threads_ > 0) {

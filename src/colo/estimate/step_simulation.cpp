@@ -160,9 +160,12 @@ class Simulation {
       }
     }
 
-    // zero_grad(set_to_none) frees last step's gradients.
-    for (int64_t id : grads_) mem_.free(id);
-    grads_.assign(g_.parameter_bytes.size(), -1);
+    // zero_grad(set_to_none) frees last step's gradients; without
+    // set_to_none, or between accumulated micro-batches, they stay.
+    if (!c_.keeps_gradients || grads_.empty()) {
+      for (int64_t id : grads_) mem_.free(id);
+      grads_.assign(g_.parameter_bytes.size(), -1);
+    }
 
     // Backward, last op first: gradients of an op's inputs are allocated,
     // then its saved tensors and its outputs' gradients are let go.
@@ -182,7 +185,12 @@ class Simulation {
         }
       }
       for (int p : op.param_inputs) {
-        if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
+        if (grads_[p] < 0) {
+          grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
+        } else if (c_.keeps_gradients) {
+          // AccumulateGrad: the incoming gradient is added into the kept one, then let go.
+          mem_.free(mem_.allocate(kGradients, g_.parameter_bytes[p], "backward"));
+        }
       }
       conv_workspace(op, ConvPass::kWeightGrad, b, "backward");
       for (int t : op.saved) release(g_.tensors[t].storage);

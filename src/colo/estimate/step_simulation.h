@@ -17,6 +17,11 @@ struct StepConfig {
   int optimizer_temporaries = 0;      // per parameter while it is updated
   int64_t resident_data_bytes = 0;    // a data set held on the device
   bool keeps_output = true;           // the loop holds the model's output (the logits) to the step's end
+  // The gradients live from the first backward on: zero_grad(set_to_none=False)
+  // zeroes them in place, and gradient accumulation adds several backward
+  // passes into them. Each backward then adds a parameter's incoming gradient
+  // into its kept one (a transient of the parameter's size).
+  bool keeps_gradients = false;
 };
 
 // Bytes live at the allocated peak, by kind, and the allocator's peaks.
@@ -29,7 +34,7 @@ struct SimulatedPeak {
 };
 
 // The job's allocator peak. Follows colo's trainer: forward, zero_grad (the
-// gradients are freed), backward, optimiser step; the batch, and the logits
+// gradients are freed unless `keeps_gradients`), backward, optimiser step; the batch, and the logits
 // when `keeps_output`, live to the end of the step. The evaluation pass
 // follows graph.evaluation (the model code's own allocations) when it was
 // recorded, else frees each tensor one op after its last reader. With

@@ -38,6 +38,7 @@ struct UserTraining {
   int64_t eval_batch_size = 0;  // 0: no evaluation pass
   train::OptimizerSpec optimizer;
   bool keeps_output = true;     // the loop holds the model's output until the step ends
+  bool keeps_gradients = false; // zero_grad(set_to_none=False) or gradient accumulation
 };
 
 // The optimiser's per-parameter state and temporaries in `step`, as colo's

@@ -56,13 +56,21 @@ estimate::PythonModelSource parse_model(const SpecTable& m) {
   model.batch_size = m.integer_or("batch_size", 32, 1, int64_t{1} << 30);
   model.optimizer = m.choice_or("optimizer", "adam", estimate::user_model_optimizers());
   model.eval_batch_size = m.integer_or("eval_batch_size", 0, 0, int64_t{1} << 30);
+  model.autocast = m.choice_or("autocast", "none", estimate::user_model_autocasts());
+  if (model.autocast == "none") model.autocast.clear();
+  model.keep_output = m.boolean_or("keep_output", true);
+  model.set_to_none = m.boolean_or("set_to_none", true);
+  model.accumulation_steps = m.integer_or("accumulation_steps", 1, 1, 1 << 20);
   m.reject_unknown();
   return model;
 }
 
 nlohmann::json model_to_json(const estimate::PythonModelSource& m) {
-  return {{"builder", m.builder}, {"input", m.input}, {"vocab", m.vocab}, {"batch_size", m.batch_size},
-          {"optimizer", m.optimizer}, {"eval_batch_size", m.eval_batch_size}};
+  return {{"builder", m.builder},         {"input", m.input},
+          {"vocab", m.vocab},             {"batch_size", m.batch_size},
+          {"optimizer", m.optimizer},     {"eval_batch_size", m.eval_batch_size},
+          {"autocast", m.autocast},       {"keep_output", m.keep_output},
+          {"set_to_none", m.set_to_none}, {"accumulation_steps", m.accumulation_steps}};
 }
 
 estimate::PythonModelSource model_from_json(const nlohmann::json& j) {
@@ -73,6 +81,10 @@ estimate::PythonModelSource model_from_json(const nlohmann::json& j) {
   m.batch_size = j.value("batch_size", int64_t{32});
   m.optimizer = j.value("optimizer", std::string("adam"));
   m.eval_batch_size = j.value("eval_batch_size", int64_t{0});
+  m.autocast = j.value("autocast", std::string());
+  m.keep_output = j.value("keep_output", true);
+  m.set_to_none = j.value("set_to_none", true);
+  m.accumulation_steps = j.value("accumulation_steps", int64_t{1});
   return m;
 }
 
@@ -172,6 +184,7 @@ std::string workload_key(const JobSpec& spec) {
   const estimate::PythonModelSource& m = *spec.model;
   nlohmann::json key = {"model", m.builder, m.input, m.vocab, m.batch_size, m.optimizer, m.eval_batch_size,
                         spec.workdir, spec.gpus};
+  if (!m.autocast.empty()) key.push_back(m.autocast);  // another precision trains at another share
   return key.dump();
 }
 

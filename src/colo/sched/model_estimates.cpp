@@ -17,8 +17,14 @@ namespace colo::sched {
 std::string model_table_key(const JobSpec& job) {
   if (!job.model) return "";
   const estimate::PythonModelSource& m = *job.model;
-  return nlohmann::json({m.builder, m.input, m.vocab, m.batch_size, m.optimizer, m.eval_batch_size, job.workdir})
-      .dump();
+  nlohmann::json key = {m.builder, m.input, m.vocab, m.batch_size, m.optimizer, m.eval_batch_size, job.workdir};
+  // How it trains, where it differs from the defaults (keys made before these existed stay valid).
+  estimate::PythonModelSource defaults;
+  if (m.autocast != defaults.autocast) key.push_back({"autocast", m.autocast});
+  if (m.keep_output != defaults.keep_output) key.push_back({"keep_output", m.keep_output});
+  if (m.set_to_none != defaults.set_to_none) key.push_back({"set_to_none", m.set_to_none});
+  if (m.accumulation_steps != defaults.accumulation_steps) key.push_back({"accumulation_steps", m.accumulation_steps});
+  return key.dump();
 }
 
 // What the scheduler's thread and the estimating threads share.
