@@ -257,3 +257,50 @@ def test_colo_estimate_counts_the_shared_frozen_weights_of_a_fused_array_once():
     assert stacked.breakdown["parameters"] - shared.breakdown["parameters"] == pytest.approx(7 * frozen_bytes, rel=0.05)
     assert shared.breakdown["activations"] < stacked.breakdown["activations"]  # the frozen prefix runs once
     assert shared.bytes < stacked.bytes
+
+
+def _casts_of(run):
+    """How many dtype conversions (aten::_to_copy) `run()` makes."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        run()
+    return sum(event.count for event in profile.key_averages() if event.key == "aten::_to_copy")
+
+
+def test_under_autocast_shared_frozen_weights_are_cast_once_not_at_every_call():
+    """Autocast caches casts only of weights that require grad, so it cast
+    every frozen projection's weight and bias again at every call. The fused
+    array casts them once; its outputs are those of autocast's own casts."""
+    torch.manual_seed(0)
+    pretrained = LoRAClassifier()
+    models = []
+    for i in range(3):
+        model = copy.deepcopy(pretrained)
+        for name, param in model.named_parameters():
+            param.requires_grad_("lora_" in name or name.startswith("head"))
+        models.append(model)
+    fused = cf.fuse(models)
+    frozen_projections = [m for m in fused.modules() if isinstance(m, cf.frozen.CastOnceLinear)]
+    assert len(frozen_projections) == 6  # q.base, k and v.base of both blocks
+    plain = copy.deepcopy(fused)
+    for layer in plain.modules():
+        if isinstance(layer, cf.frozen.CastOnceLinear):
+            layer.__class__ = nn.Linear  # autocast's own casts, at every call
+    tokens = torch.randint(0, 40, (4, 6))
+
+    def forward(model):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(tokens)
+
+    with torch.inference_mode():  # the copies made here must serve training later
+        forward(fused)
+    assert torch.equal(forward(fused), forward(plain))
+    assert torch.equal(fused(tokens), plain(tokens))  # outside autocast: float32 weights
+    assert _casts_of(lambda: forward(plain)) - _casts_of(lambda: forward(fused)) >= 2 * len(frozen_projections)
+    forward(fused).float().sum().backward()
+    assert all(p.grad is not None for n, p in fused.named_parameters() if p.requires_grad)
+    # A new frozen weight (load_state_dict) is cast anew.
+    state = fused.state_dict()
+    state["blocks.0.k.weight"] = state["blocks.0.k.weight"] * 2
+    fused.load_state_dict(state)
+    plain.load_state_dict(state)
+    assert torch.equal(forward(fused), forward(plain))

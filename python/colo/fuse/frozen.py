@@ -75,6 +75,94 @@ def state_names(layer, path):
 
 
 
+def _autocast_dtype(device_type):
+    """The lower precision autocast runs matmuls and convolutions in on
+    `device_type` now, or None when it is off there."""
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        dtype = torch.get_autocast_dtype(device_type)
+    elif device_type == "cuda":
+        if not torch.is_autocast_enabled():
+            return None
+        dtype = torch.get_autocast_gpu_dtype()
+    elif device_type == "cpu":
+        if not torch.is_autocast_cpu_enabled():
+            return None
+        dtype = torch.get_autocast_cpu_dtype()
+    else:
+        return None
+    return dtype if dtype in (torch.float16, torch.bfloat16) else None
+
+
+class CastOnce:
+    """For a shared frozen layer: under autocast to a lower precision, its
+    float32 weight and bias are used from copies in that precision made once,
+    the same values autocast would make. Autocast itself caches only casts of
+    parameters that require grad, so it casts a frozen weight again at every
+    call (a frozen backbone's every weight, every step). A copy is made again
+    when its source changes (load_state_dict, a move to another device)."""
+
+    def _low_precision(self, x, weight, bias):
+        if weight.requires_grad or weight.dtype != torch.float32:
+            return weight, bias
+        dtype = _autocast_dtype(x.device.type)
+        if dtype is None:
+            return weight, bias
+        key = (dtype, weight.data_ptr(), weight._version,
+               None if bias is None else (bias.data_ptr(), bias._version, bias.dtype))
+        cached = self.__dict__.get("_colo_low_precision")
+        if cached is None or cached[0] != key:
+            # Ordinary tensors even when first made under inference_mode, so
+            # that a later training step may save them for backward.
+            with torch.no_grad(), torch.inference_mode(False):
+                cast_bias = None if bias is None or bias.dtype != torch.float32 else bias.to(dtype)
+                cached = (key, weight.to(dtype), bias if cast_bias is None else cast_bias)
+            self.__dict__["_colo_low_precision"] = cached
+        return cached[1], cached[2]
+
+
+class CastOnceLinear(CastOnce, torch.nn.Linear):
+    """A shared frozen nn.Linear (see CastOnce)."""
+
+    def forward(self, x):
+        weight, bias = self._low_precision(x, self.weight, self.bias)
+        return torch.nn.functional.linear(x, weight, bias)
+
+
+class _CastOnceConv(CastOnce):
+    def forward(self, x):
+        weight, bias = self._low_precision(x, self.weight, self.bias)
+        return self._conv_forward(x, weight, bias)
+
+
+class CastOnceConv1d(_CastOnceConv, torch.nn.Conv1d):
+    """A shared frozen nn.Conv1d (see CastOnce)."""
+
+
+class CastOnceConv2d(_CastOnceConv, torch.nn.Conv2d):
+    """A shared frozen nn.Conv2d (see CastOnce)."""
+
+
+class CastOnceConv3d(_CastOnceConv, torch.nn.Conv3d):
+    """A shared frozen nn.Conv3d (see CastOnce)."""
+
+
+_CAST_ONCE = {torch.nn.Linear: CastOnceLinear, torch.nn.Conv1d: CastOnceConv1d, torch.nn.Conv2d: CastOnceConv2d,
+              torch.nn.Conv3d: CastOnceConv3d}
+
+
+def cast_once(layer):
+    """Makes `layer`, colo's own copy of a shared frozen layer, cast its
+    weights to autocast's precision once (CastOnce) when it is a plain
+    Linear or convolution; other layers are left as they are. Its
+    state_dict, repr and behaviour outside autocast stay the same."""
+    cast_class = _CAST_ONCE.get(type(layer))
+    if cast_class is not None:
+        layer.__class__ = cast_class
+    return layer
+
+
 # Tensor-core GEMMs want every dimension a multiple of 8 elements (16 bytes
 # of bf16); a frozen projection to an odd width (GPT-2's 50257-token
 # vocabulary, BERT's 30522) falls back to far slower kernels.
@@ -87,10 +175,11 @@ def needs_padding(layer):
     return isinstance(layer, torch.nn.Linear) and layer.out_features >= 1024 and layer.out_features % _ALIGNED != 0
 
 
-class PaddedLinear(torch.nn.Module):
+class PaddedLinear(CastOnce, torch.nn.Module):
     """A frozen Linear whose GEMM runs on a copy of its weight zero-padded to
     a multiple of 64 rows, the output cut back to its width. Its state_dict
-    is the Linear's (weight, bias); the padded copy stays out of it."""
+    is the Linear's (weight, bias); the padded copy stays out of it. Under
+    autocast the copy is cast once (CastOnce)."""
 
     def __init__(self, layer):
         super().__init__()
@@ -106,4 +195,5 @@ class PaddedLinear(torch.nn.Module):
             self.padded_bias[:layer.out_features] = layer.bias.detach()
 
     def forward(self, x):
-        return torch.nn.functional.linear(x, self.padded_weight, self.padded_bias)[..., :self.out_features]
+        weight, bias = self._low_precision(x, self.padded_weight, self.padded_bias)
+        return torch.nn.functional.linear(x, weight, bias)[..., :self.out_features]

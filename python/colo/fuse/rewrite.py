@@ -332,7 +332,8 @@ class Rewriter:
         return True
 
     def _adopt(self, path, module):
-        self.root[path] = copy.deepcopy(module)  # the user's model stays untouched (running statistics)
+        # A copy: the user's model stays untouched (running statistics, its class).
+        self.root[path] = frozen.cast_once(copy.deepcopy(module))
         self.shared_state |= frozen.state_names(module, path)
 
     def _dropout_layer(self, node, x, rates, channelwise, name=None):
