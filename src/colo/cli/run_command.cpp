@@ -18,7 +18,7 @@
 #include "colo/gpu/device.h"
 #include "colo/sched/batch_totals.h"
 #include "colo/sched/runner.h"
-#include "colo/server/job_memory.h"
+#include "colo/sched/admission.h"
 
 namespace colo::cli {
 namespace {
@@ -66,7 +66,7 @@ int run_batch(const RunArgs& args) {
                  args.jobs_file.c_str(), store_path.c_str(), earlier.size(), static_cast<long long>(earlier.front()),
                  static_cast<long long>(earlier.back()));
   } else if (!specs.empty()) {
-    server::fill_memory_estimates(specs, &store, server::PythonModels::kByScheduler);
+    sched::fill_memory_estimates(specs, &store, sched::PythonModels::kByScheduler);
     auto ids = store.submit(specs, source);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }

@@ -13,7 +13,7 @@
 #include "colo/core/table.h"
 #include "colo/core/units.h"
 #include "colo/sched/job_spec.h"
-#include "colo/server/job_memory.h"
+#include "colo/sched/admission.h"
 #include "colo/slurm/batch_script.h"
 #include "colo/slurm/gres.h"
 #include "colo/slurm/slurm_client.h"
@@ -74,7 +74,7 @@ int submit(const SubmitArgs& args) {
     }
   }
   slurm::StateDir state(options.state_dir);
-  server::fill_memory_estimates(specs, slurm_history(state));
+  sched::fill_memory_estimates(specs, slurm_history(state));
 
   std::vector<slurm::BatchJob> jobs;
   for (const auto& spec : specs) jobs.push_back(slurm::plan_batch_job(spec, options));  // all checked before any sbatch

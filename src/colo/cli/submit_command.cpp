@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "colo/cli/daemon_client.h"
-#include "colo/server/job_memory.h"
+#include "colo/sched/admission.h"
 #include "colo/core/error.h"
 #include "colo/core/units.h"
 #include "colo/sched/job_name.h"
@@ -102,7 +102,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
   }
   if (daemon) {
     sched::JobStore history(daemon->store());
-    server::fill_memory_estimates(specs, &history, server::PythonModels::kByScheduler);
+    sched::fill_memory_estimates(specs, &history, sched::PythonModels::kByScheduler);
     nlohmann::json body = nlohmann::json::array();
     for (const auto& spec : specs) {
       for (const auto& one : sched::expand_array(spec)) body.push_back(sched::to_json(one));
@@ -112,7 +112,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
     return 0;
   }
   sched::JobStore store(args.store);
-  server::fill_memory_estimates(specs, &store, server::PythonModels::kByScheduler);
+  sched::fill_memory_estimates(specs, &store, sched::PythonModels::kByScheduler);
   for (int64_t id : store.submit(specs)) std::printf("%lld\n", static_cast<long long>(id));
   return 0;
 }

@@ -26,7 +26,7 @@
 #include "colo/gpu/nvml_device.h"
 #include "colo/gpu/sampler.h"
 #include "colo/sched/runner.h"
-#include "colo/server/job_memory.h"
+#include "colo/sched/admission.h"
 
 namespace colo::compare {
 namespace {
@@ -251,7 +251,7 @@ PoolEnd run_scheduler(std::vector<Launch>& launches, const std::vector<gpu::Devi
     s.mem_bytes = l.command->mem_bytes;
     specs.push_back(std::move(s));
   }
-  server::fill_memory_estimates(specs, &store);
+  sched::fill_memory_estimates(specs, &store);
   std::vector<int64_t> ids = store.submit(specs);
   sched::RunnerOptions runner_options = sched::runner_options_from_names("magm", "mps", "alone", 0.2);
   runner_options.log_dir = scheduler_log_dir(dir);

@@ -6,13 +6,9 @@
 #include <vector>
 
 #include "colo/estimate/estimator.h"
+#include "colo/estimate/past_run.h"
 
 namespace colo::estimate {
-
-struct PastRun {
-  std::vector<std::string> command;
-  int64_t peak_bytes = 0;  // the process's measured peak footprint
-};
 
 class HistoryEstimator : public Estimator {
  public:

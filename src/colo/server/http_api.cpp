@@ -1,6 +1,6 @@
 #include "colo/server/http_api.h"
 #include "colo/server/dashboard_data.h"
-#include "colo/server/job_memory.h"
+#include "colo/sched/admission.h"
 
 #include <algorithm>
 #include <cctype>
@@ -335,9 +335,9 @@ void HttpApi::mount(httplib::Server& server) {
     std::vector<estimate::PastRun> history;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      history = past_runs(store_);
+      history = sched::past_runs(store_);
     }
-    fill_memory_estimates(specs, std::move(history), PythonModels::kByScheduler);
+    sched::fill_memory_estimates(specs, std::move(history), sched::PythonModels::kByScheduler);
     std::vector<int64_t> ids;
     {
       std::lock_guard<std::mutex> lock(mutex_);

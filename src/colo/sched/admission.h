@@ -1,14 +1,16 @@
 #pragma once
-// Fills in the memory need of submitted jobs that did not state one.
+// Job admission: fills in the memory need of submitted jobs that did not
+// state one (the estimates sched/ places them by). Its own library,
+// colo_admission, as it runs LibTorch estimators; colo_sched does not.
 
 #include <vector>
 
-#include "colo/estimate/history_estimator.h"
+#include "colo/estimate/past_run.h"
 #include "colo/sched/job_spec.h"
 #include "colo/sched/model_estimates.h"
 #include "colo/sched/store.h"
 
-namespace colo::server {
+namespace colo::sched {
 
 // Who estimates a [job.model] table: fill_memory_estimates itself (kNow:
 // colo slurm submit, colo compare, which place jobs by it at once), or the
@@ -26,20 +28,20 @@ enum class PythonModels { kNow, kByScheduler };
 // why). A `colo train` job whose spec reads a shared loader's DATA.toml
 // gets it as its `loader`, so the scheduler runs its producer. Used by
 // `colo run`, `colo submit` and colod alike.
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history,
+void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history,
                            PythonModels models = PythonModels::kNow);
 
 // The same from past runs read earlier (past_runs), so that a caller holding
 // a lock on the store need not hold it while models are estimated.
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history,
+void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::PastRun> history,
                            PythonModels models = PythonModels::kNow);
 
 // The scheduler's estimate of a [job.model] table (RunnerOptions::
 // estimate_model): colo.job_estimate in a child process with at most
 // `threads` CPU threads, unknown after `timeout_s` (a builder that hangs).
-sched::EstimateModel python_model_estimate(int threads = 2, double timeout_s = 120);
+EstimateModel python_model_estimate(int threads = 2, double timeout_s = 120);
 
 // Every completed job of `store` with its measured peak, for the history estimator.
-std::vector<estimate::PastRun> past_runs(const sched::JobStore& store);
+std::vector<estimate::PastRun> past_runs(const JobStore& store);
 
-}  // namespace colo::server
+}  // namespace colo::sched

@@ -1,4 +1,4 @@
-#include "colo/server/job_memory.h"
+#include "colo/sched/admission.h"
 
 #include <cstdio>
 
@@ -8,33 +8,33 @@
 #include "colo/estimate/default_chain.h"
 #include "colo/estimate/python_model_estimator.h"
 
-namespace colo::server {
+namespace colo::sched {
 
-std::vector<estimate::PastRun> past_runs(const sched::JobStore& store) {
+std::vector<estimate::PastRun> past_runs(const JobStore& store) {
   std::vector<estimate::PastRun> past;
-  for (const auto& record : store.list({sched::JobState::kCompleted})) {
+  for (const auto& record : store.list({JobState::kCompleted})) {
     if (record.peak_mem_bytes) past.push_back({record.spec.command, *record.peak_mem_bytes});
   }
   return past;
 }
 
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, const sched::JobStore* history, PythonModels models) {
+void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history, PythonModels models) {
   fill_memory_estimates(specs, history ? past_runs(*history) : std::vector<estimate::PastRun>{}, models);
 }
 
-sched::EstimateModel python_model_estimate(int threads, double timeout_s) {
+EstimateModel python_model_estimate(int threads, double timeout_s) {
   auto estimator = std::make_shared<estimate::PythonModelEstimator>("", "", timeout_s, threads);
-  return [estimator](const sched::JobSpec& job) {
+  return [estimator](const JobSpec& job) {
     estimate::EstimateRequest request;
     request.python_model = job.model;
     request.workdir = job.workdir;
     request.command = job.command;
     estimate::MemoryEstimate e = estimator->estimate(request);
-    return sched::ModelEstimate{e.known ? std::optional<int64_t>(e.bytes) : std::nullopt, e.reason};
+    return ModelEstimate{e.known ? std::optional<int64_t>(e.bytes) : std::nullopt, e.reason};
   };
 }
 
-void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estimate::PastRun> history,
+void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::PastRun> history,
                            PythonModels models) {
   estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(history));
   for (auto& job : specs) {
@@ -68,4 +68,4 @@ void fill_memory_estimates(std::vector<sched::JobSpec>& specs, std::vector<estim
   }
 }
 
-}  // namespace colo::server
+}  // namespace colo::sched
