@@ -23,6 +23,7 @@
 #include "colo/sched/energy_while_down.h"
 #include "colo/sched/mps_limit.h"
 #include "colo/sched/oom.h"
+#include "colo/sched/job_request.h"
 #include "colo/sched/queue_order.h"
 
 namespace colo::sched {
@@ -162,22 +163,18 @@ void Runner::record_throughput(Active& job) {
 }
 
 JobRequest Runner::request_for(const JobRecord& job) const {
-  JobRequest request{job.id, job.spec.mem_bytes, job.spec.sm_share.value_or(0), false, 0, job.spec.gpus};
-  JobKeys keys = job_keys(job.spec);
-  if (request.sm_share <= 0) {
-    if (auto learned = history_.share(keys)) request.sm_share = *learned;
-  }
-  // No estimate: the largest peak a run of the same command reached, plus
-  // 10%; failing that the job starts provisionally and its peak is measured.
-  if (!request.mem_bytes) request.mem_bytes = history_.reservation(keys);
+  RequestFacts facts;
+  facts.id = job.id;
+  facts.mem_bytes = job.spec.mem_bytes;
+  facts.sm_share = job.spec.sm_share.value_or(0);
+  facts.gpus = job.spec.gpus;
+  facts.keys = job_keys(job.spec);
+  facts.oom_deaths = job.state == JobState::kOutOfMemory ? job.oom_deaths : 0;
+  facts.peak_bytes = job.peak_mem_bytes.value_or(0);
   // A simulated GPU shows no process's memory, so no peak could be measured.
-  request.provisional = !request.mem_bytes && has_gpus_ && options_.provisional_memory &&
-                        options_.mode != CollocationMode::kExclusive &&
-                        simulated_device(devices_.front()) == nullptr;
-  if (job.state == JobState::kOutOfMemory && job.oom_deaths > 0) {
-    request = recovery_request(request, options_.recovery, job.oom_deaths, job.peak_mem_bytes.value_or(0));
-  }
-  return request;
+  bool provisional = has_gpus_ && options_.provisional_memory && options_.mode != CollocationMode::kExclusive &&
+                     simulated_device(devices_.front()) == nullptr;
+  return build_request(facts, history_, options_.recovery, provisional);
 }
 
 JobRequest Runner::adopted_request(const JobRecord& job) const {

@@ -8,6 +8,7 @@
 
 #include "colo/sched/gpu_ledger.h"
 #include "colo/sched/job_history.h"
+#include "colo/sched/job_request.h"
 #include "colo/sched/queue_order.h"
 #include "colo/sched/throughput_watch.h"
 
@@ -65,9 +66,6 @@ class Simulation {
       job.submit_s = trace[i].submit_s;
       job.gpus = trace[i].gpus;
       result_.jobs.push_back(job);
-      JobRequest request{job.id, trace[i].mem_estimate_bytes, options.declared_sm_share ? trace[i].sm_activity : 0,
-                         false, 0, trace[i].gpus};
-      requests_.push_back(request);
     }
   }
 
@@ -212,12 +210,21 @@ class Simulation {
 
   double gpu_rate(int g) const { return rate_with(g, -1); }
 
+  // The runner's rule (job_request.h). A simulated GPU shows no process's
+  // memory, so a job of unknown memory never starts provisionally; the peak
+  // seen before an OOM death is its true one.
   JobRequest request_for(int64_t id) const {
-    JobRequest request = requests_[id];
-    if (request.sm_share <= 0) {
-      if (auto learned = history_.share(JobKeys{trace_[id].command, ""})) request.sm_share = *learned;
-    }
-    return request;
+    const TraceJob& t = trace_[id];
+    const SimulatedJob& job = result_.jobs[id];
+    RequestFacts facts;
+    facts.id = id;
+    facts.mem_bytes = t.mem_estimate_bytes;
+    facts.sm_share = options_.declared_sm_share ? t.sm_activity : 0;
+    facts.gpus = t.gpus;
+    facts.keys = JobKeys{t.command, ""};
+    facts.oom_deaths = job.state == JobState::kOutOfMemory ? job.oom_deaths : 0;
+    facts.peak_bytes = t.mem_bytes;
+    return build_request(facts, history_, options_.recovery, /*provisional=*/false);
   }
 
   // A one-GPU job anywhere; a multi-GPU job on the first node that has room for all of it.
@@ -402,13 +409,14 @@ class Simulation {
           job.end_s = now_;
           ++result_.oom_unrecovered;
         } else {
-          requests_[id] = recovery_request(requests_[id], options_.recovery, job.oom_deaths, trace_[id].mem_bytes);
           enqueue(id, true);
         }
       } else {
         job.state = JobState::kCompleted;
         job.end_s = now_;
         alone_known_[static_cast<size_t>(workload_id_[static_cast<size_t>(id)])] = 1;
+        // As the runner learns a completed job's measured peak.
+        if (!trace_[id].command.empty()) history_.learn_peak(JobKeys{trace_[id].command, ""}, trace_[id].mem_bytes);
       }
     }
   }
@@ -448,7 +456,6 @@ class Simulation {
   std::vector<int> active_pos_;               // by job id: its index in active_, -1 when not running
   std::vector<std::vector<int>> gpus_of_;     // by job id: the GPUs of its current attempt
   std::vector<std::vector<int64_t>> on_gpu_;  // running jobs by GPU
-  std::vector<JobRequest> requests_;
   JobHistory history_;  // measured SM shares, by command (a trace names no model)
   ThroughputWatch watch_;
   std::vector<int> workload_id_;      // by job: its workload (workload_of), numbered
