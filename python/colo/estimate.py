@@ -356,7 +356,8 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     # rest of model.to("cuda"): frozen parameters (a frozen backbone, an
     # adapter's base model), unused ones and buffers (BatchNorm statistics,
     # masks), each its own allocation.
-    unseen = max(0, _resident_model_bytes(model) - breakdown["parameters"])
+    unseen = max(0, _resident_model_bytes(model) + _low_precision_copy_bytes(model, autocast)
+                 - breakdown["parameters"])
     breakdown["parameters"] += unseen
     # The replay holds the first input's batch as the data; the other inputs
     # (a second tensor, a mask, token ids beside images) are on the GPU too.
@@ -485,6 +486,28 @@ def _allocator_bytes(nbytes):
     """What the CUDA caching allocator takes for a tensor of `nbytes`: whole
     512-byte blocks, one at least (CachingAllocatorModel::rounded_size)."""
     return max(512, (nbytes + 511) // 512 * 512)
+
+
+def _low_precision_copy_bytes(model, autocast):
+    """Under autocast, the copies in its precision that a fused array's shared
+    frozen layers keep of their float32 weights (colo.fuse.frozen.CastOnce),
+    each rounded to the allocator's blocks; 0 without autocast."""
+    if autocast is None:
+        return 0
+    from colo.fuse.frozen import CastOnce, PaddedLinear
+
+    total = 0
+    for layer in model.modules():
+        if not isinstance(layer, CastOnce):
+            continue
+        weight, bias = ((layer.padded_weight, layer.padded_bias) if isinstance(layer, PaddedLinear)
+                        else (layer.weight, layer.bias))
+        if weight.requires_grad or weight.dtype != torch.float32:
+            continue
+        for t in (weight, bias):
+            if t is not None and t.dtype == torch.float32:
+                total += _allocator_bytes(t.numel() * 2)
+    return total
 
 
 def _resident_model_bytes(model):

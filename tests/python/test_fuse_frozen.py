@@ -304,3 +304,23 @@ def test_under_autocast_shared_frozen_weights_are_cast_once_not_at_every_call():
     fused.load_state_dict(state)
     plain.load_state_dict(state)
     assert torch.equal(forward(fused), forward(plain))
+
+
+def test_colo_estimate_of_a_fused_array_under_autocast_counts_the_cast_once_copies():
+    import colo
+    models = [m.float() for m in fine_tunes(FrozenBackboneNet, 4, lambda name: name.startswith("head"))]
+    fused = cf.fuse(models)
+    convs = [m for m in fused.modules() if isinstance(m, cf.frozen.CastOnceConv2d)]
+    assert len(convs) == 2
+    copies = sum(p.numel() * 2 for conv in convs for p in conv.parameters())  # bf16: 2 bytes an element
+    x = torch.randn(2, 3, 32, 32)
+    under = colo.estimate(fused, x, batch_size=64, optimizer="adam", autocast="bf16")
+    plain = copy.deepcopy(fused)
+    for conv in plain.modules():
+        if isinstance(conv, cf.frozen.CastOnceConv2d):
+            conv.__class__ = nn.Conv2d  # no copies kept
+    without = colo.estimate(plain, x, batch_size=64, optimizer="adam", autocast="bf16")
+    # each copy rounded up to the allocator's 512-byte blocks
+    assert copies <= under.breakdown["parameters"] - without.breakdown["parameters"] <= copies + 4 * 512
+    assert colo.estimate(fused, x, batch_size=64, optimizer="adam").breakdown["parameters"] == \
+        colo.estimate(plain, x, batch_size=64, optimizer="adam").breakdown["parameters"]
