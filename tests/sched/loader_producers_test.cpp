@@ -117,6 +117,26 @@ TEST(LoaderProducers, AProducerThatExitedCountsAsReadyWithItsErrorAndIsNotStarte
   EXPECT_EQ(producers.started(), 1);
 }
 
+// Two jobs of one round on a producer that fails at once: by the second
+// job's acquire it had exited (seen once under load: it was started again,
+// once per job). The second joins the first in its failure.
+TEST(LoaderProducers, AProducerThatExitedWhileAJobWaitedIsNotStartedAgainForAnotherJobOfTheRound) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir, "echo 'colo: error: bad data file' >&2; exit 3");
+  make_directories(dir.file("logs"));
+  LoaderProducers producers(colo.program(), dir.file("logs"));
+  const std::string data = dir.file("data.toml");
+  producers.begin_round();
+  producers.acquire(data, 1);
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  ASSERT_TRUE(within(10, [&] { return !process_alive(colo.starts()[0]); }));
+  producers.acquire(data, 2);
+  producers.end_round();
+  EXPECT_EQ(producers.started(), 1);
+  EXPECT_TRUE(within(10, [&] { return producers.ready(data); }));
+  EXPECT_EQ(producers.failure(data), "colo: error: bad data file");
+}
+
 TEST(LoaderProducers, AProducerThatTakesTooLongToFillItsRingCountsAsReadyAfterTheWait) {
   testing::TempDir dir;
   testing::FakeLoaderProgram colo(dir);  // never fills

@@ -263,6 +263,10 @@ TEST(Runner, AJobThatEndedWhileNoRunnerWatchedGetsItsPartOfWhatItsGpuUsedMeanwhi
     first.detach();
   }
   device->advance(100);  // idle power, 7100 J in all
+  // It runs on well after the last reading: a file's time comes from the
+  // kernel's coarse clock, up to a tick behind the reading's, so a job that
+  // ended within a tick of it could seem to have ended before it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   write_file_atomically(dir.file("go"), "");
   const std::string status = dir.file("logs/job-" + std::to_string(id) + ".status");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -101,7 +101,12 @@ void LoaderProducers::acquire(const std::string& named_file, int64_t job_id, con
                    data_file);
     }
   }
-  if (!held && producer.served_by.empty() && (!producer.process || producer.process->poll())) {
+  // One that exited while jobs waited for its ring has failed: ready() tells
+  // them why, and this job, which joins them; it is not started again under
+  // them (a producer that fails at once would otherwise start once per job).
+  const bool failed_while_jobs_waited = producer.process && !producer.ready && !producer.jobs.empty();
+  if (!held && producer.served_by.empty() && !failed_while_jobs_waited &&
+      (!producer.process || producer.process->poll())) {
     if (producer.process) spdlog::warn("shared loader for {} had exited; starting it again", data_file);
     const std::string name = log_dir_ + "/loader-" + std::to_string(++started_);
     producer.log = name + ".log";
