@@ -103,12 +103,18 @@ TEST_F(LoaderProducersOnAStandIn, AJobThatLeavesWhileWaitingStopsItsProducer) {
   EXPECT_FALSE(process_alive(colo.starts()[0]));
 }
 
-TEST(LoaderProducers, AProducerThatExitedCountsAsReadyWithItsErrorAndIsNotStartedAgainForTheJobWaitingOnIt) {
+// Producers started as a stand-in `colo` program that fails at once: its
+// last line of output (a blank line after it) is its error.
+class LoaderProducersOnAFailingStandIn : public ::testing::Test {
+ protected:
+  void SetUp() override { make_directories(dir.file("logs")); }
   testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir, "echo 'colo: error: bad data file' >&2; echo >&2; exit 3");
-  make_directories(dir.file("logs"));
-  LoaderProducers producers(colo.program(), dir.file("logs"));
+  testing::FakeLoaderProgram colo{dir, "echo 'colo: error: bad data file' >&2; echo >&2; exit 3"};
+  LoaderProducers producers{colo.program(), dir.file("logs")};
   const std::string data = dir.file("data.toml");
+};
+
+TEST_F(LoaderProducersOnAFailingStandIn, AProducerThatExitedCountsAsReadyWithItsErrorAndIsNotStartedAgainForTheJobWaitingOnIt) {
   producers.acquire(data, 1);
   EXPECT_EQ(producers.failure(data), "") << "running";
   EXPECT_TRUE(within(10, [&] { return producers.ready(data); })) << "its job is not held back";
@@ -120,12 +126,7 @@ TEST(LoaderProducers, AProducerThatExitedCountsAsReadyWithItsErrorAndIsNotStarte
 // Two jobs of one round on a producer that fails at once: by the second
 // job's acquire it had exited (seen once under load: it was started again,
 // once per job). The second joins the first in its failure.
-TEST(LoaderProducers, AProducerThatExitedWhileAJobWaitedIsNotStartedAgainForAnotherJobOfTheRound) {
-  testing::TempDir dir;
-  testing::FakeLoaderProgram colo(dir, "echo 'colo: error: bad data file' >&2; exit 3");
-  make_directories(dir.file("logs"));
-  LoaderProducers producers(colo.program(), dir.file("logs"));
-  const std::string data = dir.file("data.toml");
+TEST_F(LoaderProducersOnAFailingStandIn, AProducerThatExitedWhileAJobWaitedIsNotStartedAgainForAnotherJobOfTheRound) {
   producers.begin_round();
   producers.acquire(data, 1);
   ASSERT_TRUE(colo.wait_for_starts(1));
