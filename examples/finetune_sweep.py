@@ -76,6 +76,26 @@ def fine_tune(pretrained, rank, head):
     return model
 
 
+AXES = {"rank": [2, 4, 8], "lr": [3e-3, 1e-3, 3e-4], "head": ["linear", "mlp"]}
+OPTIMIZER = {"optimizer": "adamw", "weight_decay": 0.01}
+
+
+def data(root, device, subset):
+    """Fine-tuning batches: classes 5-9 of Fashion-MNIST's train and test splits."""
+    return (Batches(*split(root, "train", (5, 10), subset), 128, True, device),
+            Batches(*split(root, "test", (5, 10), subset), 500, False, device))
+
+
+def run_sweep(pretrained, train, test, epochs, out=None, device=None, max_steps=None, on_epoch=None):
+    """Every configuration of AXES by colo.sweep, the worse half stopped after
+    the first epoch when there is more than one; colo.sweep's ranking."""
+    extra = {} if on_epoch is None else {"on_epoch": on_epoch}
+    return colo.sweep(lambda rank, head: fine_tune(pretrained, rank, head), AXES, train, test,
+                      epochs=epochs, optimizer=OPTIMIZER,
+                      halving={"rungs": [1], "keep": 0.5} if epochs > 1 else None, out=out,
+                      device=device, max_steps=max_steps, **extra)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=3)
@@ -88,13 +108,8 @@ def main():
     root = os.environ.get("FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     pretrained = pretrained_model(args.checkpoint, root, device, args.pretrain_steps, args.subset)
-    train = Batches(*split(root, "train", (5, 10), args.subset), 128, True, device)
-    test = Batches(*split(root, "test", (5, 10), args.subset), 500, False, device)
-    axes = {"rank": [2, 4, 8], "lr": [3e-3, 1e-3, 3e-4], "head": ["linear", "mlp"]}
-    ranked = colo.sweep(lambda rank, head: fine_tune(pretrained, rank, head), axes, train, test,
-                        epochs=args.epochs, optimizer={"optimizer": "adamw", "weight_decay": 0.01},
-                        halving={"rungs": [1], "keep": 0.5} if args.epochs > 1 else None, out=args.out,
-                        device=device, max_steps=args.max_steps)
+    train, test = data(root, device, args.subset)
+    ranked = run_sweep(pretrained, train, test, args.epochs, args.out, device, args.max_steps)
     best = ranked[0]
     print(f"best: {best['values']} test accuracy {best['test_accuracy']:.4f} "
           f"({len(ranked)} configurations, {sum(r['stopped'] for r in ranked)} stopped early)")

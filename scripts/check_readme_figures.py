@@ -72,6 +72,7 @@ FIGURES = [
     ("bench/results/fusion/finetune/summary.json", "frozen_blocks_over_best", ratio),
     ("bench/results/fusion/finetune/summary.json", "lora_over_best", ratio),
     ("bench/results/fusion/finetune/summary.json", "lora_mem_ratio", ratio),
+    ("bench/results/fusion/finetune/summary.json", "sweep_time_ratio", ratio),
     ("bench/results/fusion/finetune/summary.json", "targets.frozen_blocks_over_best", lambda v: f"{v:.1f}x"),
     ("bench/results/fusion/finetune/summary.json", "targets.lora_over_best", lambda v: f"{v:.1f}x"),
     ("bench/results/estimate/summary.json", "analytical_median_rel_err", percent),

@@ -203,10 +203,14 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
+TARGETS = {"frozen_heads_over_best": 6.0, "frozen_heads_mem_ratio": 0.25, "frozen_blocks_over_best": 2.5,
+           "lora_over_best": 1.5, "lora_mem_ratio": 0.5, "lora_mixed_rank_over_best": 1.3, "sweep_time_ratio": 3.0}
+
+
 def summarise(rows, command):
     by = {(r["setup"], r["mode"]): r for r in rows}
     summary = {"gpu": sorted({r["gpu"] for r in rows if r.get("gpu")}), "torch": sorted({r["torch"] for r in rows
-               if r.get("torch")}), "rows": rows, "command": command}
+               if r.get("torch")}), "rows": rows, "command": command, "targets": TARGETS}
     keys = {"frozen_heads": ("frozen_heads_over_best", "frozen_heads_mem_ratio"),
             "frozen_blocks": ("frozen_blocks_over_best", None), "lora": ("lora_over_best", "lora_mem_ratio"),
             "lora_mixed": ("lora_mixed_rank_over_best", None)}
@@ -226,8 +230,14 @@ def summarise(rows, command):
 
 def summarise_files(args):
     rows = [json.loads(line) for path in args.rows for line in open(path) if line.strip()]
+    summary = summarise(rows, args.how)
+    if args.sweep:  # bench/fusion/finetune_sweep_time.py's result
+        with open(args.sweep) as f:
+            sweep = json.load(f)
+        summary["sweep_time_ratio"] = sweep["sweep_time_ratio"]
+        summary["sweep"] = sweep
     with open(args.out, "w") as f:
-        json.dump(summarise(rows, args.how), f, indent=2)
+        json.dump(summary, f, indent=2)
 
 
 def run_all(args):
@@ -334,6 +344,7 @@ def main():
     m.add_argument("rows", nargs="+")
     m.add_argument("--out", required=True)
     m.add_argument("--how", required=True, help="the exact commands that made the rows")
+    m.add_argument("--sweep", default="", help="finetune_sweep_time.py's JSON, for sweep_time_ratio")
     sub.add_parser("check")
     f = sub.add_parser("profile")
     f.add_argument("--setup", choices=sorted(SETUPS), required=True)

@@ -21,6 +21,7 @@
 #   bench/gpu/run.sh distresume # build + colo dist checkpoints and --resume on CUDA (tests/gpu/dist_resume_on_gpu.sh); 1 GPU
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
+#   bench/gpu/run.sh estsetups  # build + colo.estimate against NVML for fine-tuning, autocast, accumulation... (ESTSETUPS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
@@ -33,7 +34,8 @@
 #                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
 #                               #   bench/compare/agreement.py
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
-#   bench/gpu/run.sh finetune   # build colo._core + fused fine-tuning against MPS, sequential, vmap (FINETUNE_SETUPS)
+#   bench/gpu/run.sh finetune   # build colo._core + fused fine-tuning against MPS, sequential, vmap (FINETUNE_SETUPS;
+#                               #   FINETUNE_SWEEP=0 leaves out the sweep example against one run after another)
 #   bench/gpu/run.sh strategies # build colo._core + bench/fusion/resnet_strategies.py (fused ResNet-18 against replicas on streams)
 #   bench/gpu/run.sh smprobe    # build + which signal gives per-job SM activity, with MPS and without
 #   bench/gpu/run.sh predict    # build + a colo train lr search: SM share predicted by model (PREDICT_ARGS="JOBS STEPS", PREDICT_FLAGS="--no-share-prediction" for the baseline)
@@ -242,6 +244,15 @@ if want realmodels; then
     | head -40 | tee -a "$summary"
 fi
 
+if want estsetups; then
+  # ESTSETUPS: set-ups of bench/estimate/setups.py (all when empty).
+  mkdir -p "$OUT/estsetups"
+  PYTHONPATH="$BUILD/python" python3 bench/estimate/setups.py run --out "$OUT/estsetups" ${ESTSETUPS:+--only $ESTSETUPS} \
+    --parallel "${REAL_PARALLEL:-2}" 2>"$OUT/estsetups/stderr.log" | tail -30
+  python3 bench/estimate/setups.py summarize "$OUT/estsetups/rows.jsonl" --out "$OUT/estsetups" \
+    --gpu "$(head -1 "$OUT/gpu.txt")" | tail -1 | tee -a "$summary"
+fi
+
 if want userfuse; then
   # BUILD_TARGETS=colo_core_module is enough: colo.fuse needs the Python module only.
   PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider tests/python/test_fuse.py 2>&1 | tail -5 \
@@ -260,6 +271,10 @@ if want finetune; then
   PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune.py all --out "$OUT/finetune" \
     --setups "${FINETUNE_SETUPS:-frozen_heads,frozen_blocks,lora,lora_mixed}" --seconds "${FINETUNE_SECONDS:-8}" \
     2>"$OUT/finetune/stderr.log" | tail -24 | tee -a "$summary"
+  if [ "${FINETUNE_SWEEP:-1}" = 1 ]; then  # time to the best configuration of examples/finetune_sweep.py
+    PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune_sweep_time.py --out "$OUT/finetune/sweep_time.json" \
+      2>>"$OUT/finetune/stderr.log" | tail -2 | tee -a "$summary"
+  fi
 fi
 
 if want strategies; then
