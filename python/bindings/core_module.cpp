@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "colo/estimate/analytical_estimator.h"
+#include "colo/estimate/caching_allocator_model.h"
 #include "colo/estimate/learned_estimator.h"
 #include "colo/estimate/user_model.h"
 #include "data_bindings.h"
@@ -77,6 +78,21 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
   return d;
 }
 
+// The CUDA caching allocator, as colo models it, over `events` in order:
+// (id, bytes > 0) allocates under id, (id, 0) frees it. Returns its peak
+// (allocated, reserved) bytes.
+std::pair<int64_t, int64_t> allocator_peaks(const std::vector<std::pair<int64_t, int64_t>>& events) {
+  colo::estimate::CachingAllocatorModel allocator;
+  for (const auto& [id, bytes] : events) {
+    if (bytes > 0) {
+      allocator.allocate(id, bytes);
+    } else {
+      allocator.free(id);
+    }
+  }
+  return {allocator.peak_allocated(), allocator.peak_reserved()};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -85,6 +101,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("tokens"), py::arg("vocab"), py::arg("batch_size"), py::arg("eval_batch_size"),
         py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
         py::arg("keeps_output") = true, py::arg("keeps_gradients") = false, py::arg("learned") = "");
+  m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
   bind_fuse(m);
   bind_data(m);
 }

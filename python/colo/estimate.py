@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import contextlib
 import functools
 import warnings
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -376,13 +377,23 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         unseen += resized
     # Layers outside autograd (a frozen backbone, a torch.no_grad() block)
     # save nothing for backward, so the recorded graph does not see them; but
-    # while the forward runs through them, each one's input and output are
-    # on the GPU at once, beside the model and the optimiser's state.
+    # while the forward runs through them, what the model's code still holds
+    # (a residual's input, a block's output while its shortcut runs) is on the
+    # GPU beside the layer's input and output, the model and the optimiser's
+    # state. The forward is run once on two samples with every tensor's life
+    # followed.
+    def two_sample_forward():
+        x = batch_of(first[:1].expand(2, *first.shape[1:]).contiguous())
+        if autocast is None:
+            return model(*x)
+        with torch.autocast("cpu", dtype=torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
+            return model(*x)
+
     with _float16_recorded_as(model, fp16_as):
-        untracked = _untracked_forward_peak(model, batch_of(first[:1].expand(2, *first.shape[1:]).contiguous()),
-                                            batch_size)
+        untracked = _forward_live_peak(model, two_sample_forward, batch_size, examples, _core)
     if untracked:
-        at_forward = sum(breakdown[k] for k in ("parameters", "optimizer", "data", "workspace", "context"))
+        held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())
+        at_forward = sum(breakdown[k] for k in held)
         if at_forward + untracked > found["bytes"] + unseen:
             unseen = at_forward + untracked - found["bytes"]
             breakdown["activations"], breakdown["gradients"] = untracked, 0
@@ -452,34 +463,82 @@ def _parameters_beyond_the_graph(model, loss_of_two_samples):
             p.grad = grad
 
 
-def _untracked_forward_peak(model, two_samples, batch_size):
-    """The most bytes a layer outside autograd holds at once in a training
-    forward (its input and output, at `batch_size`), or 0 when every layer's
-    output is in the autograd graph. Runs the model once on two samples (a
-    BatchNorm in training needs more than one)."""
-    peak = [0]
+def _storage_of(t):
+    """(address, bytes) of the memory under tensor `t`, shared by its views."""
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return storage.data_ptr(), storage.nbytes()
 
-    def bytes_of(values):
-        tensors = values if isinstance(values, (tuple, list)) else (values,)
-        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
-    def watch(module, inputs, output):
+def _forward_live_peak(model, forward, batch_size, inputs, core):
+    """The most bytes the CUDA caching allocator holds (reserved, as colo's
+    model of it in `core` gives) for the tensors alive while `forward()` (a
+    training forward of the model on two samples) runs, each scaled to
+    `batch_size`: blocks freed in one size that later tensors of another
+    cannot reuse count too. The model's parameters and buffers and the
+    `inputs` are left out (counted elsewhere). Every tensor
+    an op makes is followed until the last tensor sharing its memory dies,
+    so what the model's code holds (a residual, autograd's saved tensors)
+    counts as long as it is held. Only tensors made from the batch grow
+    with it: an op's output is scaled when one of its inputs came from the
+    batch, not when all came from the model (autocast's copies of weights).
+    0 when every layer's output is in the autograd graph: the recorded
+    graph then holds the whole forward."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    counted = {_storage_of(t)[0] for t in list(model.parameters()) + list(model.buffers()) + list(inputs)}
+    from_batch = {_storage_of(t)[0] for t in inputs}
+    live = {}  # address -> [bytes at batch_size, tensors alive over it, allocation id]
+    events = []  # (allocation id, bytes) allocates, (allocation id, 0) frees
+
+    def release(address):
+        entry = live.get(address)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            events.append((entry[2], 0))
+            del live[address]
+            from_batch.discard(address)
+
+    class Follow(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            scaled = any(_storage_of(t)[0] in from_batch for t in tree_flatten((args, kwargs or {}))[0]
+                         if isinstance(t, torch.Tensor) and t.device.type != "meta")
+            for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+                    continue
+                address, nbytes = _storage_of(t)
+                if address in counted or nbytes == 0:
+                    continue
+                if scaled:
+                    from_batch.add(address)
+                if address not in live:
+                    live[address] = [nbytes * batch_size // 2 if scaled else nbytes, 0, len(events)]
+                    events.append((len(events), live[address][0]))
+                live[address][1] += 1
+                weakref.finalize(t, release, address)
+            return out
+
+    outside_autograd = [False]
+
+    def watch(_module, _inputs, output):
         outputs = output if isinstance(output, (tuple, list)) else (output,)
         if any(isinstance(t, torch.Tensor) and t.is_floating_point() and not t.requires_grad for t in outputs):
-            peak[0] = max(peak[0], (bytes_of(inputs) + bytes_of(output)) * batch_size // 2)
+            outside_autograd[0] = True
 
-    leaves = [m for m in model.modules() if not list(m.children())]
-    hooks = [m.register_forward_hook(watch) for m in leaves]
+    hooks = [m.register_forward_hook(watch) for m in model.modules() if not list(m.children())]
     was_training = model.training
     try:
         model.train(True)
-        with torch.enable_grad():
-            model(*two_samples)
+        with torch.enable_grad(), Follow():
+            forward()
     finally:
         model.train(was_training)
         for hook in hooks:
             hook.remove()
-    return peak[0]
+    return core.allocator_peaks(events)[1] if outside_autograd[0] else 0
 
 
 def _allocator_bytes(nbytes):

@@ -1,6 +1,7 @@
 """colo.estimate on real PyTorch models, checked against hand-computed bytes."""
 import json
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -419,6 +420,41 @@ def test_a_frozen_backbones_forward_is_on_the_gpu_while_it_runs():
     assert trainable.bytes > frozen.bytes
 
 
+class FrozenResidual(nn.Module):
+    """Two frozen linear layers with a shortcut around them, then a trainable
+    head: while the shortcut adds, the block's input, its first layer's
+    output (held by the name `h`) and the second's are alive at once."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.a, self.b = nn.Linear(width, width), nn.Linear(width, width)
+        self.a.requires_grad_(False)
+        self.b.requires_grad_(False)
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        h = self.a(x)
+        h2 = self.b(h)
+        return self.head(x + h2)
+
+
+def test_a_frozen_forward_counts_what_the_models_code_holds_not_only_one_layers_input_and_output():
+    """The residual's input and the block's intermediate outputs are alive
+    while the shortcut adds: three tensors beside the batch, not the two a
+    single layer holds. Under autocast the copies of the frozen weights in
+    bf16 do not grow with the batch."""
+    width, batch = 1024, 1024
+    tensor = batch * width * 4
+    model = FrozenResidual(width)
+    e = colo.estimate(model, torch.randn(1, width), batch_size=batch, optimizer="sgd")
+    assert e.peak_phase == "forward"
+    assert 3 * tensor <= e.breakdown["activations"] <= 3 * tensor + 20 * 2**20  # one 20 MiB segment at most
+    mixed = colo.estimate(model, torch.randn(1, width), batch_size=batch, optimizer="sgd", autocast="bf16")
+    weights = 2 * width * width * 2
+    assert mixed.breakdown["activations"] <= e.breakdown["activations"]
+    assert mixed.breakdown["activations"] < 3 * tensor // 2 + weights * 2 + 20 * 2**20
+
+
 class SmallConvNet(nn.Module):
     """Convolution, batch norm, layer norm, GELU and linear layers."""
 
@@ -621,7 +657,7 @@ def test_the_job_estimate_child_passes_on_how_the_script_trains(tmp_path):
     ids = torch.randint(0, 4000, (1, 64))
 
     def child(*flags):
-        run = subprocess.run(["/usr/bin/python3", "-m", "colo.job_estimate", "--builder", "lm:build", "--input", "64",
+        run = subprocess.run([sys.executable, "-m", "colo.job_estimate", "--builder", "lm:build", "--input", "64",
                               "--vocab", "4000", "--batch", "64", "--optimizer", "adamw", *flags],
                              cwd=tmp_path, capture_output=True, text=True)
         assert run.returncode == 0, run.stdout + run.stderr

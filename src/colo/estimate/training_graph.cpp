@@ -89,6 +89,10 @@ OpRule rule_for(const std::string& name) {
     // The fused attention kernels keep query, key, value and the output
     // (and a per-row statistic), never the sequence x sequence weights.
     rule.saves = Saves::kEverything;
+  } else if (base == "MkldnnRnnLayerBackward" || base == "CudnnRnnBackward") {
+    // A whole recurrent layer in one kernel (torch 2.x's CPU LSTM/GRU, cuDNN's):
+    // it keeps its input, states, output and workspace (an output).
+    rule.saves = Saves::kEverything;
   } else {
     rule.modelled = false;
   }

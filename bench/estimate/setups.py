@@ -1,0 +1,236 @@
+"""colo.estimate against real training processes for the set-ups people train
+with today (issue 50): a frozen backbone with a trainable head, the last
+blocks trainable, peft LoRA adapters, bf16 and fp16 autocast (fp16 with
+torch.cuda.amp.GradScaler), a pure bf16 model, gradient accumulation,
+zero_grad(set_to_none=False), and the `out = model(x)` form.
+
+    PYTHONPATH=BUILD/python python3 bench/estimate/setups.py run --out DIR [--only SETUP,...] [--parallel 2]
+    python3 bench/estimate/setups.py summarize DIR/rows.jsonl --out DIR
+
+Truth is what bench/estimate/real_models.py measures (the process's peak
+NVML footprint over 4 steps of a fresh process), with the loop each set-up
+describes; colo is colo.estimate told the same set-up on the CPU. Both see
+the same model object built the same way (frozen parts, adapters, dtype).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from real_models import MODELS, loss_of, nvml_footprint  # noqa: E402
+
+HEADS = {"resnet50": "fc", "convnext_tiny": "classifier", "vit_b_16": "heads", "hf_bert": "classifier"}
+LAST_BLOCKS = {"resnet50": ("layer4", "fc"), "hf_gpt2": ("transformer.h.4", "transformer.h.5", "transformer.ln_f")}
+
+# (setup, model, batch, optimizer): the loop of each set-up is in `train_step`.
+ROWS = [
+    ("frozen_backbone", "resnet50", 64, "adamw"), ("frozen_backbone", "resnet50", 128, "sgd"),
+    ("frozen_backbone", "convnext_tiny", 64, "adamw"), ("frozen_backbone", "vit_b_16", 64, "adamw"),
+    ("last_blocks", "resnet50", 64, "adamw"), ("last_blocks", "hf_gpt2", 16, "adamw"),
+    ("lora", "hf_gpt2", 16, "adamw"), ("lora", "hf_bert", 32, "adamw"),
+    ("bf16", "resnet50", 64, "adamw"), ("bf16", "convnext_tiny", 64, "adamw"), ("bf16", "hf_gpt2", 16, "adamw"),
+    ("bf16", "vit_b_16", 64, "adamw"),
+    ("fp16_scaler", "resnet50", 64, "adamw"), ("fp16_scaler", "hf_gpt2", 16, "adamw"),
+    ("pure_bf16", "resnet50", 64, "adamw"), ("pure_bf16", "hf_gpt2", 16, "adamw"),
+    ("accumulate4", "resnet50", 32, "adamw"), ("accumulate4", "hf_gpt2", 8, "adamw"),
+    ("keep_grads", "resnet50", 64, "adam"), ("keep_grads", "hf_gpt2", 16, "adam"),
+    ("keep_output", "hf_gpt2", 16, "adamw"), ("keep_output", "resnet50", 64, "adamw"),
+]
+
+
+def row_dict(setup, model, batch, optimizer):
+    return {"setup": setup, "model": model, "family": MODELS[model][0], "batch": batch, "optimizer": optimizer}
+
+
+def build(row):
+    """The row's model as its set-up trains it (on the CPU): frozen parts, adapters, dtype."""
+    torch.manual_seed(0)
+    model = MODELS[row["model"]][1]()
+    setup = row["setup"]
+    if setup == "frozen_backbone":
+        model.requires_grad_(False)
+        model.get_submodule(HEADS[row["model"]]).requires_grad_(True)
+    elif setup == "last_blocks":
+        model.requires_grad_(False)
+        for name in LAST_BLOCKS[row["model"]]:
+            model.get_submodule(name).requires_grad_(True)
+    elif setup == "lora":
+        from peft import LoraConfig, get_peft_model
+        targets = ["c_attn", "c_proj"] if row["model"] == "hf_gpt2" else ["query", "key", "value", "dense"]
+        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=targets, lora_dropout=0.05))
+    elif setup == "pure_bf16":
+        model = model.to(torch.bfloat16)
+    return model
+
+
+def example(row):
+    one = MODELS[row["model"]][2]()
+    return one.to(torch.bfloat16) if row["setup"] == "pure_bf16" and one.is_floating_point() else one
+
+
+def make_optimizer(name, model):
+    params = [p for p in model.parameters() if p.requires_grad]
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4)
+    return torch.optim.Adam(params, lr=1e-4)
+
+
+def autocast_of(row):
+    return {"bf16": "bf16", "fp16_scaler": "fp16"}.get(row["setup"])
+
+
+def truth(row):
+    """Child process: 4 optimiser steps of the row's set-up on the GPU; prints its NVML peak."""
+    model = build(row).cuda().train()
+    opt = make_optimizer(row["optimizer"], model)
+    one = example(row)
+    x = one.expand(row["batch"], *one.shape[1:]).contiguous().cuda()
+    if not x.is_floating_point():
+        x = torch.randint(0, int(one.max()) + 1, x.shape, device="cuda")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(autocast_of(row))
+    scaler = torch.cuda.amp.GradScaler() if row["setup"] == "fp16_scaler" else None
+    micro = 4 if row["setup"] == "accumulate4" else 1
+    peak = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], nvml_footprint(os.getpid()))
+            stop.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.time()
+    for _ in range(4):
+        opt.zero_grad(set_to_none=row["setup"] != "keep_grads")
+        for _ in range(micro):
+            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                if row["setup"] == "keep_output":
+                    out = model(x)
+                    loss = loss_of(out)
+                else:
+                    loss = loss_of(model(x))
+            (scaler.scale(loss) if scaler else loss).backward()
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+    torch.cuda.synchronize()
+    stop.set()
+    sampler.join()
+    peak[0] = max(peak[0], nvml_footprint(os.getpid()))
+    print(json.dumps({"truth_bytes": peak[0], "max_reserved": torch.cuda.max_memory_reserved(),
+                      "max_allocated": torch.cuda.max_memory_allocated(), "train_s": time.time() - start}))
+
+
+def colo_estimate(row, threads):
+    import colo
+    model = build(row)
+    start = time.time()
+    e = colo.estimate(model, example(row), batch_size=row["batch"], optimizer=make_optimizer(row["optimizer"], model),
+                      autocast=autocast_of(row), keep_output=row["setup"] == "keep_output",
+                      set_to_none=row["setup"] != "keep_grads",
+                      accumulation_steps=4 if row["setup"] == "accumulate4" else 1, threads=threads)
+    return {"colo_bytes": e.bytes, "colo_high_bytes": e.bytes + e.uncertainty, "colo_s": time.time() - start,
+            "colo_phase": e.peak_phase, "colo_unmodelled": e.unmodelled_ops, "colo_breakdown": e.breakdown}
+
+
+def run(args):
+    os.makedirs(args.out, exist_ok=True)
+    rows = [row_dict(*r) for r in ROWS if not args.only or r[0] in args.only.split(",")]
+    pending, running = list(rows), []
+    with open(os.path.join(args.out, "rows.jsonl"), "a") as out:
+        while pending or running:
+            while pending and len(running) < args.parallel:
+                row = pending.pop(0)
+                child = subprocess.Popen([sys.executable, __file__, "truth", json.dumps(row)],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                try:
+                    est = colo_estimate(row, args.threads)
+                except Exception as exc:  # the row says how colo failed; the others go on
+                    est = {"colo_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                running.append((row, child, est))
+            row, child, est = running.pop(0)
+            stdout, stderr = child.communicate()
+            record = dict(row, **est, torch=torch.__version__)
+            try:
+                record.update(json.loads(stdout.strip().splitlines()[-1]))
+            except (ValueError, IndexError):
+                record["truth_error"] = stderr[-400:]
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            print(line_of(record), flush=True)
+
+
+def error(record, key="colo_bytes"):
+    if not record.get("truth_bytes") or not record.get(key):
+        return None
+    return (record[key] - record["truth_bytes"]) / record["truth_bytes"]
+
+
+def line_of(r):
+    e, h = error(r), error(r, "colo_high_bytes")
+    if e is None:
+        return f"{r['setup']:16} {r['model']:14} b{r['batch']:<4} {r.get('colo_error') or r.get('truth_error', '')[-200:]}"
+    return (f"{r['setup']:16} {r['model']:14} b{r['batch']:<4} truth {r['truth_bytes'] / 2**30:6.2f} GiB "
+            f"colo {r['colo_bytes'] / 2**30:6.2f} GiB ({100 * e:+5.1f}%, high {100 * h:+5.1f}%) "
+            f"peak in {r['colo_phase']}")
+
+
+def summarize(args):
+    records = [json.loads(line) for path in args.rows for line in open(path) if line.strip()]
+    measured = [r for r in records if error(r) is not None]
+    errs = [error(r) for r in measured]
+    summary = {
+        "rows": len(measured), "failed_rows": len(records) - len(measured),
+        "median_abs_pct": 100 * statistics.median(abs(e) for e in errs) if errs else None,
+        "under": sum(e < 0 for e in errs), "under10": sum(e < -0.10 for e in errs),
+        "high_under": sum(error(r, "colo_high_bytes") < 0 for r in measured),
+        "per_setup": {s: {"rows": len(v), "errors_pct": [round(100 * error(r), 1) for r in v]}
+                      for s in sorted({r["setup"] for r in measured})
+                      for v in [[r for r in measured if r["setup"] == s]]},
+        "gpu": args.gpu, "command": args.command,
+    }
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    for r in records:
+        print(line_of(r))
+    print(json.dumps({k: v for k, v in summary.items() if k != "per_setup"}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="verb", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--only", default="", help="comma-separated set-ups")
+    r.add_argument("--parallel", type=int, default=2, help="truth processes at once on the GPU")
+    r.add_argument("--threads", type=int, default=4, help="CPU threads of each colo.estimate")
+    t = sub.add_parser("truth")
+    t.add_argument("row")
+    s = sub.add_parser("summarize")
+    s.add_argument("rows", nargs="+")
+    s.add_argument("--out", required=True)
+    s.add_argument("--gpu", default="")
+    s.add_argument("--command", default="bench/gpu/run.sh estsetups")
+    args = parser.parse_args()
+    if args.verb == "run":
+        run(args)
+    elif args.verb == "truth":
+        truth(json.loads(args.row))
+    else:
+        summarize(args)
+
+
+if __name__ == "__main__":
+    main()
