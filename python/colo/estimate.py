@@ -389,7 +389,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         with torch.autocast("cpu", dtype=torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
             return model(*x)
 
-    with _float16_recorded_as(model, fp16_as):
+    with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
         untracked = _forward_live_peak(model, two_sample_forward, batch_size, examples, _core)
     if untracked:
         held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())

@@ -90,9 +90,11 @@ OpRule rule_for(const std::string& name) {
     // (and a per-row statistic), never the sequence x sequence weights.
     rule.saves = Saves::kEverything;
   } else if (base == "MkldnnRnnLayerBackward" || base == "CudnnRnnBackward") {
-    // A whole recurrent layer in one kernel (torch 2.x's CPU LSTM/GRU, cuDNN's):
-    // it keeps its input, states, output and workspace (an output).
-    rule.saves = Saves::kEverything;
+    // A whole recurrent layer in one kernel (torch 2.x's CPU LSTM, cuDNN's):
+    // it keeps its input, states and output, and a workspace that is no
+    // output of the graph: each step's gates, 4 float32 values (an LSTM's)
+    // per hidden unit, so 16 bytes per output element.
+    rule.saves = Saves::kEverything, rule.extra_bytes_per_output_element = 16;
   } else {
     rule.modelled = false;
   }
