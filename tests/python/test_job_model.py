@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import textwrap
+import time
 
 import torch
 import torch.nn as nn
@@ -176,3 +177,60 @@ optimizer = "adam"
     assert abs(stored - 1.10 * expected) <= 0.01 * expected
     assert "mem_bytes" in show(colo_executable, tmp_path, 2)["spec"]
     assert show(colo_executable, tmp_path, 3)["spec"]["mem_bytes"] == stored
+
+
+SLOW_MODEL_CODE = textwrap.dedent("""
+    import os
+    import time
+
+    import torch.nn as nn
+
+    def slow():
+        # Says it is being estimated, then waits (60 s at most) for the test's go-ahead.
+        open("estimating", "w").close()
+        for _ in range(600):
+            if os.path.exists("estimate-may-finish"):
+                break
+            time.sleep(0.1)
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.Linear(64, 10))
+""")
+
+
+def test_kill_nine_of_colo_run_while_it_estimates_loses_no_job_and_runs_none_twice(tmp_path, colo_executable):
+    """colo run killed while the scheduler's estimate of a [job.model] table
+    is still running (and the first job, started on the empty GPU before
+    its estimate, still runs): restarted with the same file, it resumes the
+    queued jobs and every job runs exactly once."""
+    (tmp_path / "slowmodels.py").write_text(SLOW_MODEL_CODE)
+    (tmp_path / "jobs.toml").write_text(f"""
+[[job]]
+name = "tune"
+array = "0-3"
+command = "echo $COLO_ARRAY_INDEX >> {tmp_path}/ledger; for i in $(seq 600); do [ -e estimate-may-finish ] && break; sleep 0.1; done"
+workdir = "{tmp_path}"
+[job.model]
+builder = "slowmodels:slow"
+input = [1, 28, 28]
+batch_size = 64
+optimizer = "sgd"
+""")
+    argv = [colo_executable, "run", str(tmp_path / "jobs.toml"), "--store", str(tmp_path / "jobs.db"), "--poll", "0.1"]
+    env = {**os.environ, "COLO_SIMULATED_GPUS": "1"}
+    with open(tmp_path / "first.err", "w") as err:
+        first = subprocess.Popen(argv, stderr=err, env=env)
+        for _ in range(1200):
+            if (tmp_path / "estimating").exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "estimating").exists(), (tmp_path / "first.err").read_text()
+        first.kill()
+        first.wait()
+    (tmp_path / "estimate-may-finish").touch()
+    second = subprocess.run(argv + ["--summary-json", str(tmp_path / "sum.json")], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert second.returncode == 0, second.stderr + (tmp_path / "first.err").read_text()
+    assert "before (4 job(s), ids 1-4); resuming them" in second.stderr, second.stderr
+    summary = json.loads((tmp_path / "sum.json").read_text())
+    assert summary["jobs"] == 4 and summary["completed"] == 4, summary
+    runs = (tmp_path / "ledger").read_text().split()
+    assert sorted(runs) == ["0", "1", "2", "3"], runs
