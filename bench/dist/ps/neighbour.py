@@ -1,23 +1,50 @@
-"""A neighbour training job for the uneven-worker runs: ResNet-18 on random
-64x64 images, as fast as it can, on the GPU it is given, until killed. It
-shares that GPU with a colo dist worker by time-slicing (no MPS), so that
-worker trains at roughly half speed. Prints its own steps/s."""
+"""A neighbour job for the uneven-worker runs, on the GPU it is given, until
+killed. It shares that GPU with a colo dist worker by time-slicing (no MPS).
+
+    neighbour.py [--work matmul|resnet]
+
+matmul (default): back-to-back 8192 x 8192 bf16 matrix products, a
+compute-bound job that keeps the GPU busy all the time, so the time-sliced
+worker gets about half of it. resnet: ResNet-18 on random 64x64 images, a
+launch-bound job that leaves the worker most of the GPU (about 1.2x slower
+on an H200). Prints "ready" once warm, then its own rate."""
+import argparse
 import time
 
 import torch
-import torchvision
 
 
-def main():
+def resnet_step():
+    import torchvision
     model = torchvision.models.resnet18(num_classes=10).cuda()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     inputs = torch.randn(128, 3, 64, 64, device="cuda")
     labels = torch.randint(0, 10, (128,), device="cuda")
-    steps, start = 0, time.time()
-    while True:
+
+    def step():
         optimizer.zero_grad(set_to_none=True)
         torch.nn.functional.cross_entropy(model(inputs), labels).backward()
         optimizer.step()
+    return step
+
+
+def matmul_step():
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(a)
+
+    def step():
+        torch.matmul(a, b, out=out)
+    return step
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--work", choices=("matmul", "resnet"), default="matmul")
+    step = {"matmul": matmul_step, "resnet": resnet_step}[p.parse_args().work]()
+    steps, start = 0, time.time()
+    while True:
+        step()
         steps += 1
         if steps == 20:
             torch.cuda.synchronize()

@@ -3,8 +3,11 @@
 # nvidia-h200-x2): time to 90% test accuracy on Fashion-MNIST, ResNet-18, 2 workers
 # x 128 per step, SGD lr 0.05 momentum 0.9, 3 epochs, as bench/results/dist's tta runs.
 #   even:STRATEGY    both workers alone on their GPUs
-#   uneven:STRATEGY  worker 1's GPU shared with a neighbour training job
-#                    (neighbour.py, time-sliced, no MPS): worker 1 at about half speed
+#   uneven:STRATEGY  worker 1's GPU shared with a neighbour job (neighbour.py,
+#                    time-sliced, no MPS; NEIGHBOUR_WORK=matmul, compute-bound, by
+#                    default): worker 1 at about half speed, measured in each run
+# PS_ROUNDS (default 3): every run that many times, round after round; round 1's
+# directory is NAME, later ones NAME.rK; summarize.py gives medians and spreads.
 # STRATEGY: allreduce, ps-sync, ps-async, ps-async-zmq (async PS with every range
 # through ZeroMQ and host memory instead of shared device memory), switch (colo's
 # plateau rule), switch-ss (Sync-Switch's rule: 1/8 of the steps synchronous, or a
@@ -35,6 +38,7 @@ target_accuracy = ${TTA_TARGET:-0.90}
 $3"
 }
 
+for round in $(seq 1 "${PS_ROUNDS:-3}"); do
 for run in "${runs[@]}"; do
   setup=${run%%:*}
   strategy=${run#*:}
@@ -42,16 +46,19 @@ for run in "${runs[@]}"; do
     allreduce) s=allreduce; extra="" ;;
     ps-sync) s=param_server; extra=$'[param_server]\nmode = "sync"' ;;
     ps-async) s=param_server; extra=$'[param_server]\nmode = "async"' ;;
+    ps-ssp) s=param_server; extra=$'[param_server]\nmode = "ssp"\nstaleness = 4' ;;
     ps-async-zmq) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
     switch) s=switch; extra=$'[switch]\nmin_steps = 100\nwindow = 50' ;;
     switch-ss) s=switch; extra=$'[switch]\nrule = "sync-switch"\nfraction = 0.125' ;;
     *) echo "unknown strategy $strategy"; continue ;;
   esac
   name="$setup-$strategy"
+  [ "$round" -gt 1 ] && name="$name.r$round"
   f=$(cluster_file "$name" "$s" "$extra")
   neighbour=""
   if [ "$setup" = uneven ]; then
-    CUDA_VISIBLE_DEVICES=1 python3 bench/dist/ps/neighbour.py >"$OUT/$name-neighbour.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 python3 bench/dist/ps/neighbour.py --work "${NEIGHBOUR_WORK:-matmul}" \
+      >"$OUT/$name-neighbour.log" 2>&1 &
     neighbour=$!
     for _ in $(seq 1 120); do grep -q ready "$OUT/$name-neighbour.log" 2>/dev/null && break; sleep 0.5; done
   fi
@@ -61,6 +68,7 @@ for run in "${runs[@]}"; do
   [ -n "$neighbour" ] && kill "$neighbour" && wait "$neighbour" 2>/dev/null
   mkdir -p "$OUT/$name"
   cp "$SCRATCH/$name"/*.json "$SCRATCH/$name"/*.jsonl "$SCRATCH/$name"/rank*.log "$OUT/$name/" 2>/dev/null
+done
 done
 rm -rf "$SCRATCH"
 python3 bench/dist/ps/summarize.py "$OUT" | tee "$OUT/table.txt"

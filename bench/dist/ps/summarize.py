@@ -1,6 +1,6 @@
 """Summarises bench/dist/ps/run.sh's runs: time to target accuracy of each
-strategy with even workers and with worker 1's GPU shared, the ratios issue 20
-asks for, and per-rank step times. Usage: summarize.py OUT_DIR (writes
+strategy with even workers and with worker 1's GPU shared, the ratios issue 53
+asks for (medians of the rounds, with their spread), and per-rank step times. Usage: summarize.py OUT_DIR (writes
 OUT_DIR/summary.json, prints a table)."""
 import json
 import pathlib
@@ -45,60 +45,79 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def spread(values):
+    """Median, lowest, highest and every value of the rounds that reached it (None: none did)."""
+    got = [v for v in values if v is not None]
+    if not got:
+        return {"median": None, "min": None, "max": None, "values": values}
+    return {"median": statistics.median(got), "min": min(got), "max": max(got), "values": values}
+
+
+def slowdown(run):
+    ranks = run["ranks"]
+    return ratio(ranks[1]["compute_ms"], ranks[0]["compute_ms"]) if 0 in ranks and 1 in ranks else None
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
-    runs = {}
+    rounds = {}  # run name -> its rounds' summaries (NAME, NAME.r2, NAME.r3 ...)
     for directory in sorted(p for p in out.iterdir() if p.is_dir() and p.name != "configs"):
         summary = run_summary(directory)
         if summary:
-            runs[directory.name] = summary
-    tta = {name: r["tta_s"] for name, r in runs.items()}
-    even_ar, uneven_ar = tta.get("even-allreduce"), tta.get("uneven-allreduce")
-    uneven_candidates = [tta.get(n) for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async")
-                         if tta.get(n) is not None]
-    best_uneven = min(uneven_candidates) if uneven_candidates else None
-    slow = runs.get("uneven-allreduce", {}).get("ranks", {})
+            rounds.setdefault(directory.name.split(".r")[0], []).append(summary)
+    tta = {name: spread([r["tta_s"] for r in rs]) for name, rs in rounds.items()}
+    accuracy = {name: spread([r["final_test_accuracy"] for r in rs]) for name, rs in rounds.items()}
+    median = {name: t["median"] for name, t in tta.items()}
+    even_ar, uneven_ar = median.get("even-allreduce"), median.get("uneven-allreduce")
+    uneven = {n: median[n] for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async", "uneven-ps-ssp")
+              if median.get(n) is not None}
+    best_uneven = min(uneven, key=uneven.get) if uneven else None
+    slowdowns = [slowdown(r) for name, rs in rounds.items() if name.startswith("uneven-") for r in rs]
+    gap = lambda name: (100 * (accuracy[name]["median"] - accuracy["uneven-allreduce"]["median"])
+                        if name in accuracy and "uneven-allreduce" in accuracy
+                        and accuracy[name]["median"] is not None else None)
+    gpu_file = out.parent / "gpu.txt"
     summary = {
+        "gpu": gpu_file.read_text().splitlines()[0] if gpu_file.exists() else None,
+        "rounds": max((len(rs) for rs in rounds.values()), default=0),
         "model": "resnet-18 on Fashion-MNIST, 2 workers x 128 per step, SGD lr 0.05 momentum 0.9, 3 epochs",
         "target_accuracy": 0.90,
         "transport": "ZeroMQ (libzmq, cppzmq): control messages, and the key ranges between hosts or with "
                      "transport = \"zmq\"; on one host the ranges move device to device through CUDA IPC "
                      "shared device memory (param_server.transport = \"auto\")",
         "tta_s": tta,
-        "ps_sync_tta_over_allreduce": ratio(tta.get("even-ps-sync"), even_ar),
-        "ps_async_tta_over_allreduce": ratio(tta.get("even-ps-async"), even_ar),
-        "ps_async_zmq_tta_over_allreduce": ratio(tta.get("even-ps-async-zmq"), even_ar),
-        "uneven_best_over_allreduce": ratio(best_uneven, uneven_ar),
-        "uneven_allreduce_over_best": ratio(uneven_ar, best_uneven),
-        "uneven_worker1_compute_over_worker0": (
-            ratio(slow[1]["compute_ms"], slow[0]["compute_ms"]) if 0 in slow and 1 in slow else None),
-        "switch_final_accuracy_minus_allreduce_points": {
-            setup: (100 * (runs[f"{setup}-switch"]["final_test_accuracy"] - runs[f"{setup}-allreduce"]["final_test_accuracy"])
-                    if f"{setup}-switch" in runs and f"{setup}-allreduce" in runs else None)
-            for setup in ("even", "uneven")},
-        "sync_switch_final_accuracy_minus_allreduce_points": {
-            setup: (100 * (runs[f"{setup}-switch-ss"]["final_test_accuracy"] - runs[f"{setup}-allreduce"]["final_test_accuracy"])
-                    if f"{setup}-switch-ss" in runs and f"{setup}-allreduce" in runs else None)
-            for setup in ("even", "uneven")},
-        "runs": runs,
+        "final_test_accuracy": accuracy,
+        "ps_sync_tta_over_allreduce": ratio(median.get("even-ps-sync"), even_ar),
+        "ps_async_tta_over_allreduce": ratio(median.get("even-ps-async"), even_ar),
+        "ps_async_zmq_tta_over_allreduce": ratio(median.get("even-ps-async-zmq"), even_ar),
+        "uneven_slowdown": spread(slowdowns),
+        "uneven_best_strategy": best_uneven,
+        "uneven_best_over_allreduce": ratio(uneven.get(best_uneven), uneven_ar),
+        "switch_accuracy_gap_points": gap(best_uneven) if best_uneven else None,
+        "uneven_accuracy_gap_points": {name: gap(name) for name in uneven},
+        "allreduce_busbw_over_nccl": None,
+        "runs": {name: rs[0] for name, rs in rounds.items()},
         "commands": {
-            "all": "bench/gpu/run.sh ps  (on nvidia-h200-x2; runs bench/dist/ps/run.sh BUILD OUT, then "
-                   "bench/dist/ps/summarize.py)",
-            "configs": "bench/results/dist/ps/configs/*.toml; uneven runs start bench/dist/ps/neighbour.py "
-                       "on GPU 1 first",
+            "all": "bench/gpu/run.sh ps  (on two GPUs; runs bench/dist/ps/run.sh BUILD OUT, then "
+                   "bench/dist/ps/summarize.py and simulate_check.py)",
+            "configs": "configs/*.toml; uneven runs start bench/dist/ps/neighbour.py on GPU 1 first",
         },
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"{'run':22} {'to 90% s':>9} {'final acc':>9} {'r0 step ms':>10} {'r1 step ms':>10} {'r1 compute ms':>13}")
-    for name, r in runs.items():
-        r0, r1 = r["ranks"].get(0, {}), r["ranks"].get(1, {})
-        fmt = lambda v, d=2: "-" if v is None else f"{v:.{d}f}"
-        print(f"{name:22} {fmt(r['tta_s']):>9} {fmt(r['final_test_accuracy'], 4):>9} "
-              f"{fmt(r0.get('step_ms')):>10} {fmt(r1.get('step_ms')):>10} {fmt(r1.get('compute_ms')):>13}")
+    fmt = lambda v, d=2: "-" if v is None else f"{v:.{d}f}"
+    print(f"{'run':22} {'to 90% s (median, min-max)':>28} {'final acc':>9} {'r0 step ms':>10} {'r1 step ms':>10} "
+          f"{'r1/r0 compute':>13}")
+    for name, rs in rounds.items():
+        t, r0, r1 = tta[name], rs[0]["ranks"].get(0, {}), rs[0]["ranks"].get(1, {})
+        print(f"{name:22} {fmt(t['median']):>12} ({fmt(t['min'])}-{fmt(t['max'])}) x{len(rs)} "
+              f"{fmt(accuracy[name]['median'], 4):>9} {fmt(r0.get('step_ms')):>10} {fmt(r1.get('step_ms')):>10} "
+              f"{fmt(slowdown(rs[0])):>13}")
     for key in ("ps_sync_tta_over_allreduce", "ps_async_tta_over_allreduce", "ps_async_zmq_tta_over_allreduce",
-                "uneven_best_over_allreduce", "uneven_worker1_compute_over_worker0"):
+                "uneven_best_over_allreduce", "uneven_best_strategy", "switch_accuracy_gap_points"):
         value = summary[key]
-        print(f"{key}: {'-' if value is None else round(value, 3)}")
+        print(f"{key}: {'-' if value is None else (round(value, 3) if isinstance(value, float) else value)}")
+    print(f"uneven_slowdown: median {fmt(summary['uneven_slowdown']['median'])} "
+          f"({fmt(summary['uneven_slowdown']['min'])}-{fmt(summary['uneven_slowdown']['max'])})")
 
 
 if __name__ == "__main__":
