@@ -2,10 +2,11 @@
 
 The simulator is calibrated on the even runs only and then predicts the
 uneven ones (held out):
-  - compute_ms_per_sample: rank 0's mean compute time per step in
-    even-allreduce, over the batch of 128;
-  - worker 1's speed: rank 0's over rank 1's mean compute time in
-    uneven-allreduce (the neighbour job's effect, which the simulator is told);
+  - compute_ms_per_sample: rank 0's mean step time in even-allreduce, less
+    its communication and waiting, over the batch of 128;
+  - worker 1's speed: rank 0's over rank 1's mean step time, less
+    communication and waiting, in uneven-ps-async, where neither waits for
+    the other (the neighbour job's effect, which the simulator is told);
   - each worker's link: from even-ps-async, whose exchange (push + pull of the
     model, servers answering at once) took rank 0's mean communication time:
     bandwidth = 2 x model bytes / that time; the servers' links are not the
@@ -29,6 +30,14 @@ def mean_of(directory, rank, key):
     return statistics.mean(json.loads(line)[key] for line in lines if line.strip())
 
 
+def own_step_s(directory, rank):
+    """A rank's mean step time less its communication and waiting: what the
+    simulator's compute stands for (the forward and backward, but also the
+    data, the optimiser and the launches, which a shared GPU slows too)."""
+    return (mean_of(directory, rank, "step_s") - mean_of(directory, rank, "communication_s")
+            - mean_of(directory, rank, "waiting_s"))
+
+
 def server_staleness(directory):
     values = []
     for log in sorted(directory.glob("rank*.log")):
@@ -48,8 +57,8 @@ def main():
     result = json.loads((even_ar / "result.json").read_text())
     batch = result["batch_per_worker"]
     model_bytes = 4 * result["parameters"]
-    compute_ms_per_sample = 1000 * mean_of(even_ar, 0, "compute_s") / batch
-    speed1 = mean_of(uneven_ar, 0, "compute_s") / mean_of(uneven_ar, 1, "compute_s")
+    compute_ms_per_sample = 1000 * own_step_s(even_ar, 0) / batch
+    speed1 = own_step_s(uneven_async, 0) / own_step_s(uneven_async, 1)
     exchange_s = mean_of(even_async, 0, "communication_s")
     bandwidth_gbps = 2 * model_bytes * 8 / max(exchange_s, 1e-6) / 1e9
     step_guess_s = compute_ms_per_sample * batch / 1000 / speed1
@@ -98,8 +107,8 @@ latency_us = 0
     sim_staleness = simulated["ps-async"]["mean_staleness"]
     check = {
         "calibration": {"compute_ms_per_sample": compute_ms_per_sample, "worker1_speed": speed1,
-                        "worker_bandwidth_gbps": bandwidth_gbps, "from": "even-allreduce, even-ps-async, "
-                        "uneven-allreduce compute times"},
+                        "worker_bandwidth_gbps": bandwidth_gbps, "from": "even-allreduce and uneven-ps-async step "
+                        "times less communication and waiting; even-ps-async communication"},
         "uneven_allreduce_step_s": {"real": real_step_s, "simulated": sim_step_s},
         "uneven_ps_async_staleness": {"real": real_staleness, "simulated": sim_staleness},
         "sim_step_time_error_pct": 100 * abs(sim_step_s - real_step_s) / real_step_s,
