@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/bytes.h"
+
 namespace colo::sched {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 JobRequest request(int64_t id, int64_t mem_gib, double share = 0, int gpus = 1) {
   return JobRequest{id, mem_gib * kGiB, share, false, 0, gpus};

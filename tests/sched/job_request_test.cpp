@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "colo/sched/simulator.h"
+#include "support/bytes.h"
 
 namespace colo::sched {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 RequestFacts facts(std::optional<int64_t> mem, double share) {
   RequestFacts f;

@@ -12,7 +12,7 @@
 namespace colo::sched {
 namespace {
 
-std::string error_of(const std::string& text) {
+std::string job_file_error_of(const std::string& text) {
   testing::TempDir dir;
   return testing::input_error_of([&] { parse_job_file(dir.write("jobs.toml", text)); });
 }
@@ -108,22 +108,22 @@ TEST(JobSpec, HowThePythonModelTrainsIsReadKeptThroughJsonAndKeysItsEstimate) {
   EXPECT_EQ(model_table_key(plain),
             nlohmann::json({"m:f", std::vector<int64_t>{3, 32, 32}, 0, 32, "adam", 0, plain.workdir}).dump());
   EXPECT_NE(workload_key(tuned), workload_key(plain));
-  EXPECT_NE(error_of(table + "autocast = \"fp8\"\n").find("model.autocast"), std::string::npos);
-  EXPECT_NE(error_of(table + "accumulation_steps = 0\n").find("model.accumulation_steps"), std::string::npos);
-  EXPECT_NE(error_of(table + "set_to_none = \"yes\"\n").find("model.set_to_none"), std::string::npos);
+  EXPECT_NE(job_file_error_of(table + "autocast = \"fp8\"\n").find("model.autocast"), std::string::npos);
+  EXPECT_NE(job_file_error_of(table + "accumulation_steps = 0\n").find("model.accumulation_steps"), std::string::npos);
+  EXPECT_NE(job_file_error_of(table + "set_to_none = \"yes\"\n").find("model.set_to_none"), std::string::npos);
 }
 
 TEST(JobSpec, BadPythonModelNamesTheField) {
-  EXPECT_NE(error_of("command = \"x\"\n[model]\ninput = [3]\n").find("model.builder"), std::string::npos);
-  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"nocolon\"\ninput = [3]\n").find("module:function"),
+  EXPECT_NE(job_file_error_of("command = \"x\"\n[model]\ninput = [3]\n").find("model.builder"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"x\"\n[model]\nbuilder = \"nocolon\"\ninput = [3]\n").find("module:function"),
             std::string::npos);
-  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\n").find("model.input"), std::string::npos);
-  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3, 0]\n").find("model.input"),
+  EXPECT_NE(job_file_error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\n").find("model.input"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3, 0]\n").find("model.input"),
             std::string::npos);
-  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3]\noptimizer = \"lion\"\n")
+  EXPECT_NE(job_file_error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3]\noptimizer = \"lion\"\n")
                 .find("model.optimizer"),
             std::string::npos);
-  EXPECT_NE(error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3]\nlayers = 2\n").find("layers"),
+  EXPECT_NE(job_file_error_of("command = \"x\"\n[model]\nbuilder = \"m:f\"\ninput = [3]\nlayers = 2\n").find("layers"),
             std::string::npos);
 }
 
@@ -133,7 +133,7 @@ TEST(JobSpec, ALoaderDataFileIsKeptAbsoluteThroughJsonAndAMissingOneIsRejected) 
   auto jobs = parse_job_file(dir.write("jobs.toml", "command = \"true\"\nloader = \"" + data + "\"\n"));
   EXPECT_EQ(jobs[0].loader, data);
   EXPECT_EQ(job_spec_from_json(to_json(jobs[0])).loader, data);
-  std::string error = error_of("command = \"true\"\nloader = \"" + dir.file("absent.toml") + "\"\n");
+  std::string error = job_file_error_of("command = \"true\"\nloader = \"" + dir.file("absent.toml") + "\"\n");
   EXPECT_NE(error.find("loader"), std::string::npos) << error;
   EXPECT_NE(error.find("absent.toml"), std::string::npos) << error;
 }
@@ -159,13 +159,13 @@ TEST(JobSpec, RoundTripsThroughJson) {
 }
 
 TEST(JobSpec, BadJobFilesAreRejectedClearly) {
-  EXPECT_NE(error_of("name = \"x\"\n").find("command: missing required field"), std::string::npos);
-  EXPECT_NE(error_of("command = \"true\"\nmem = \"lots\"\n").find("mem: expected a size"), std::string::npos);
-  EXPECT_NE(error_of("command = \"true\"\narray = \"5-2\"\n").find("array: expected a range"), std::string::npos);
-  EXPECT_NE(error_of("command = \"true\"\ngpu = 1\n").find("gpu: unknown field"), std::string::npos);
-  EXPECT_NE(error_of("command = \"true\"\nsm_share = 2.0\n").find("sm_share"), std::string::npos);
-  EXPECT_NE(error_of("command = []\n").find("command"), std::string::npos);
-  EXPECT_NE(error_of("command = \"true\"\ngpus = 0\n").find("gpus"), std::string::npos);
+  EXPECT_NE(job_file_error_of("name = \"x\"\n").find("command: missing required field"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"true\"\nmem = \"lots\"\n").find("mem: expected a size"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"true\"\narray = \"5-2\"\n").find("array: expected a range"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"true\"\ngpu = 1\n").find("gpu: unknown field"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"true\"\nsm_share = 2.0\n").find("sm_share"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = []\n").find("command"), std::string::npos);
+  EXPECT_NE(job_file_error_of("command = \"true\"\ngpus = 0\n").find("gpus"), std::string::npos);
 }
 
 TEST(JobSpec, AMemOfZeroOrLessIsRefusedNamingTheFileAndField) {
@@ -188,7 +188,7 @@ TEST(JobSpec, AWorkdirIsResolvedWhereTheFileIsReadAndMustExist) {
   std::string here = current_directory();
   JobSpec plain = parse_job_file(dir.write("a.toml", "command = \"pwd\"\n")).front();
   EXPECT_EQ(plain.workdir, here);
-  std::string missing = error_of("command = \"pwd\"\nworkdir = \"no-such-folder-here\"\n");
+  std::string missing = job_file_error_of("command = \"pwd\"\nworkdir = \"no-such-folder-here\"\n");
   EXPECT_NE(missing.find("workdir: an existing directory; there is none at " + here + "/no-such-folder-here"),
             std::string::npos) << missing;
   JobSpec absolute = parse_job_file(dir.write("b.toml", "command = \"pwd\"\nworkdir = \"" + dir.path() + "\"\n")).front();
@@ -197,20 +197,20 @@ TEST(JobSpec, AWorkdirIsResolvedWhereTheFileIsReadAndMustExist) {
 
 TEST(JobSpec, MessagesPointAtWhatTheUserMeant) {
   // A misspelled field lists every field a job may have, read or not.
-  std::string misspelled = error_of("[[job]]\ncommand = \"true\"\nmemm = \"1GiB\"\n");
+  std::string misspelled = job_file_error_of("[[job]]\ncommand = \"true\"\nmemm = \"1GiB\"\n");
   EXPECT_NE(misspelled.find("job[0].memm: unknown field"), std::string::npos) << misspelled;
   for (const char* field : {"mem", "sm_share", "array", "loader", "samples"}) {
     EXPECT_NE(misspelled.find(std::string(" ") + field), std::string::npos) << field << " not listed: " << misspelled;
   }
   // [[jobs]] for [[job]]: not "command: missing required field".
-  std::string tables = error_of("[[jobs]]\ncommand = \"true\"\n");
+  std::string tables = job_file_error_of("[[jobs]]\ncommand = \"true\"\n");
   EXPECT_NE(tables.find("expected [[job]] tables"), std::string::npos) << tables;
   EXPECT_NE(tables.find("found jobs"), std::string::npos) << tables;
   // A command of the wrong type or empty says what a command may be.
-  EXPECT_NE(error_of("command = 5\n").find("command: expected a string or a non-empty array"), std::string::npos)
-      << error_of("command = 5\n");
-  EXPECT_NE(error_of("command = \"\"\n").find("command: expected a non-empty command"), std::string::npos)
-      << error_of("command = \"\"\n");
+  EXPECT_NE(job_file_error_of("command = 5\n").find("command: expected a string or a non-empty array"), std::string::npos)
+      << job_file_error_of("command = 5\n");
+  EXPECT_NE(job_file_error_of("command = \"\"\n").find("command: expected a non-empty command"), std::string::npos)
+      << job_file_error_of("command = \"\"\n");
 }
 
 TEST(JobSpec, AJobAskingForMoreGpusThanTheHostHasIsRejected) {

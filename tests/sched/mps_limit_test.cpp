@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/bytes.h"
+
 namespace colo::sched {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 TEST(MpsMemoryLimit, EstimatePlusMarginAndNoneWhenUnknownOrAlone) {
   Thresholds thresholds;

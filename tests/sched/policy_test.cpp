@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/bytes.h"
+
 namespace colo::sched {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 GpuView gpu(int index, int64_t free_gib, double sm, int jobs) {
   return GpuView{index, 80 * kGiB, free_gib * kGiB, sm, jobs, false, "", "", false, ""};

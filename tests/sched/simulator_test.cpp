@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/bytes.h"
+
 namespace colo::sched {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 TraceJob job(double submit, const std::string& name, double duration, int64_t mem_gib, double sm,
              std::optional<int64_t> estimate_gib = std::nullopt) {

@@ -9,7 +9,7 @@
 namespace colo::sched {
 namespace {
 
-std::string error_of(const std::string& text) {
+std::string trace_error_of(const std::string& text) {
   testing::TempDir dir;
   return testing::input_error_of([&] { read_trace(dir.write("t.csv", text)); });
 }
@@ -36,7 +36,7 @@ TEST(Trace, ATraceWithoutTheGpusColumnIsOneGpuPerJob) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].gpus, 1);
   EXPECT_EQ(jobs[0].command, "echo a,b");
-  EXPECT_NE(error_of(std::string(kTraceHeader) + "\n0,a,1,1,0.5,,0,0,x\n").find("gpus"), std::string::npos)
+  EXPECT_NE(trace_error_of(std::string(kTraceHeader) + "\n0,a,1,1,0.5,,0,0,x\n").find("gpus"), std::string::npos)
       << "0 GPUs is a bad input";
 }
 
@@ -49,11 +49,11 @@ TEST(Trace, JobsAreSortedBySubmitTime) {
 
 TEST(Trace, BadValuesNameTheLineAndColumn) {
   std::string header = std::string(kTraceHeaderV1) + "\n";
-  std::string message = error_of(header + "0,a,10,1,0.5,,0,\n0,b,ten,1,0.5,,0,\n");
+  std::string message = trace_error_of(header + "0,a,10,1,0.5,,0,\n0,b,ten,1,0.5,,0,\n");
   EXPECT_NE(message.find("t.csv:3: duration_s: expected seconds > 0, got \"ten\""), std::string::npos) << message;
-  EXPECT_NE(error_of(header + "0,a,10,1,1.5,,0,\n").find("sm_activity"), std::string::npos);
-  EXPECT_NE(error_of(header + "0,a\n").find("expected 8 columns"), std::string::npos);
-  EXPECT_NE(error_of("submit,name\n").find("expected the header"), std::string::npos);
+  EXPECT_NE(trace_error_of(header + "0,a,10,1,1.5,,0,\n").find("sm_activity"), std::string::npos);
+  EXPECT_NE(trace_error_of(header + "0,a\n").find("expected 8 columns"), std::string::npos);
+  EXPECT_NE(trace_error_of("submit,name\n").find("expected the header"), std::string::npos);
 }
 
 std::string with_crlf(const std::string& text) {
@@ -90,11 +90,11 @@ TEST(Trace, ACrlfTraceReadsToTheSameJobsAsTheLfOne) {
 
 TEST(Trace, OnlyOneCarriageReturnBeforeTheLineEndIsDropped) {
   std::string header(kTraceHeader);
-  EXPECT_NE(error_of(header + "\r\r\n").find("expected the header"), std::string::npos);
-  EXPECT_NE(error_of(header + "\r0,a,1,1,0.5,,0,1,x\r").find("expected the header"), std::string::npos)
+  EXPECT_NE(trace_error_of(header + "\r\r\n").find("expected the header"), std::string::npos);
+  EXPECT_NE(trace_error_of(header + "\r0,a,1,1,0.5,,0,1,x\r").find("expected the header"), std::string::npos)
       << "a file with bare \\r line ends is one line";
-  EXPECT_NE(error_of(header + "\r\n0,a,1,1,0.5,,0,1\r\n").find("expected 9 columns"), std::string::npos);
-  EXPECT_NE(error_of(header + "\r\n0,a,1,1,1.5,,0,1,x\r\n").find("t.csv:2: sm_activity"), std::string::npos);
+  EXPECT_NE(trace_error_of(header + "\r\n0,a,1,1,0.5,,0,1\r\n").find("expected 9 columns"), std::string::npos);
+  EXPECT_NE(trace_error_of(header + "\r\n0,a,1,1,1.5,,0,1,x\r\n").find("t.csv:2: sm_activity"), std::string::npos);
 }
 
 TEST(Trace, GeneratorIsDeterministicAndHasTheModelMix) {

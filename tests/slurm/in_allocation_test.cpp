@@ -6,11 +6,12 @@
 
 #include "colo/core/error.h"
 #include "colo/slurm/job_meter.h"
+#include "support/bytes.h"
 
 namespace colo::slurm {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 ExecOptions options(const std::string& recovery) {
   ExecOptions o;

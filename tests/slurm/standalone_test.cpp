@@ -7,12 +7,13 @@
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/paths.h"
+#include "support/bytes.h"
 #include "support/temp_dir.h"
 
 namespace colo::slurm {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing::kGiB;
 
 NodeGpus two_gpus(const std::string& missing_dir) {
   return {"n1", {missing_dir + "/no-such-gpu0", missing_dir + "/no-such-gpu1"}, 80 * kGiB, 16, 0, ""};

@@ -22,7 +22,7 @@
 namespace colo::cli {
 namespace {
 
-struct SubmitArgs {
+struct SlurmSubmitArgs {
   std::string jobs_file;
   std::string state = "colo-slurm";
   std::string shard = "1GiB";
@@ -42,7 +42,7 @@ std::vector<estimate::PastRun> slurm_history(const slurm::StateDir& state) {
   return past;
 }
 
-int submit(const SubmitArgs& args) {
+int submit(const SlurmSubmitArgs& args) {
   std::vector<sched::JobSpec> specs = sched::parse_job_file(args.jobs_file);
   std::set<std::string> names;
   for (auto& spec : specs) {
@@ -109,7 +109,7 @@ int submit(const SubmitArgs& args) {
 }  // namespace
 
 void add_slurm_submit(CLI::App& slurm, int& exit_code) {
-  auto args = std::make_shared<SubmitArgs>();
+  auto args = std::make_shared<SlurmSubmitArgs>();
   CLI::App* cmd = slurm.add_subcommand("submit", "submit a job file to Slurm, each job asking for its GPU memory");
   cmd->add_option("jobs", args->jobs_file, "job file (as for colo run)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--state", args->state, "colo's records of these jobs, on a file system the nodes share")
