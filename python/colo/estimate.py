@@ -382,15 +382,16 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     # GPU beside the layer's input and output, the model and the optimiser's
     # state. The forward is run once on two samples with every tensor's life
     # followed.
+    two = batch_of(first[:1].expand(2, *first.shape[1:]).contiguous())  # the data, counted above
+
     def two_sample_forward():
-        x = batch_of(first[:1].expand(2, *first.shape[1:]).contiguous())
         if autocast is None:
-            return model(*x)
+            return model(*two)
         with torch.autocast("cpu", dtype=torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
-            return model(*x)
+            return model(*two)
 
     with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
-        untracked = _forward_live_peak(model, two_sample_forward, batch_size, examples, _core)
+        untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core)
     if untracked:
         held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())
         at_forward = sum(breakdown[k] for k in held)
