@@ -170,9 +170,9 @@ def gpu_training(row):
     return model, opt, x
 
 
-def truth(row):
-    """Child process: train the row's model for 4 steps on the GPU; print its NVML peak."""
-    model, opt, x = gpu_training(row)
+def print_truth(train):
+    """Runs train() on the GPU while sampling this process's NVML footprint
+    every 0.2 s and at the end; prints the truth record as one JSON line."""
     peak = [0]
     stop = threading.Event()
 
@@ -184,17 +184,26 @@ def truth(row):
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.time()
-    for _ in range(4):
-        loss = loss_of(model(x))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    train()
     torch.cuda.synchronize()
     stop.set()
     sampler.join()
     peak[0] = max(peak[0], nvml_footprint(os.getpid()))
     print(json.dumps({"truth_bytes": peak[0], "max_reserved": torch.cuda.max_memory_reserved(),
                       "max_allocated": torch.cuda.max_memory_allocated(), "train_s": time.time() - start}))
+
+
+def truth(row):
+    """Child process: train the row's model for 4 steps on the GPU; print its NVML peak."""
+    model, opt, x = gpu_training(row)
+
+    def train():
+        for _ in range(4):
+            loss = loss_of(model(x))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    print_truth(train)
 
 
 def fake_tensor_peak(row):

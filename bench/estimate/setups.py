@@ -18,13 +18,12 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from real_models import MODELS, loss_of, nvml_footprint  # noqa: E402
+from real_models import MODELS, loss_of, print_truth  # noqa: E402
 
 HEADS = {"resnet50": "fc", "convnext_tiny": "classifier", "vit_b_16": "heads", "hf_bert": "classifier"}
 LAST_BLOCKS = {"resnet50": ("layer4", "fc"), "hf_gpt2": ("transformer.h.4", "transformer.h.5", "transformer.ln_f")}
@@ -99,38 +98,24 @@ def truth(row):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(autocast_of(row))
     scaler = torch.cuda.amp.GradScaler() if row["setup"] == "fp16_scaler" else None
     micro = 4 if row["setup"] == "accumulate4" else 1
-    peak = [0]
-    stop = threading.Event()
 
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], nvml_footprint(os.getpid()))
-            stop.wait(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.time()
-    for _ in range(4):
-        opt.zero_grad(set_to_none=row["setup"] != "keep_grads")
-        for _ in range(micro):
-            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
-                if row["setup"] == "keep_output":
-                    out = model(x)
-                    loss = loss_of(out)
-                else:
-                    loss = loss_of(model(x))
-            (scaler.scale(loss) if scaler else loss).backward()
-        if scaler:
-            scaler.step(opt)
-            scaler.update()
-        else:
-            opt.step()
-    torch.cuda.synchronize()
-    stop.set()
-    sampler.join()
-    peak[0] = max(peak[0], nvml_footprint(os.getpid()))
-    print(json.dumps({"truth_bytes": peak[0], "max_reserved": torch.cuda.max_memory_reserved(),
-                      "max_allocated": torch.cuda.max_memory_allocated(), "train_s": time.time() - start}))
+    def train():
+        for _ in range(4):
+            opt.zero_grad(set_to_none=row["setup"] != "keep_grads")
+            for _ in range(micro):
+                with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                    if row["setup"] == "keep_output":
+                        out = model(x)
+                        loss = loss_of(out)
+                    else:
+                        loss = loss_of(model(x))
+                (scaler.scale(loss) if scaler else loss).backward()
+            if scaler:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+    print_truth(train)
 
 
 def colo_estimate(row, threads):
