@@ -42,6 +42,8 @@
 #   bench/gpu/run.sh slurm      # build + colo slurm on a real Slurm with this GPU (.slurm carried)
 #   bench/gpu/run.sh usertrace  # build (BUILD_TARGETS="colo colo_core_module") + bench/sched/user_trace/run.sh
 #                               #   (TRACE_JOBS, TRACE_SCALE, USERTRACE_STEPS, USERTRACE_OUT); $OUT/user_trace.tgz
+#   bench/gpu/run.sh usertracebg  # build + bench/sched/user_trace/on_gpus.sh on every GPU, detached
+#                               #   (USERTRACE_DEADLINE_S, USERTRACE_OUT; TRACE_* as above)
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
 #                               #   ("TAG:POLICY:MODE ...", default "magm:magm:mps"); REAL_ARGS="--two-gpu"
 #
@@ -143,6 +145,23 @@ if want usertrace; then
   # shellcheck disable=SC2086
   bench/sched/user_trace/run.sh "$BUILD" "$ut" ${USERTRACE_STEPS:-} | tee -a "$summary"
   tar czf "$OUT/user_trace.tgz" -C "$ut" --exclude=./runs .
+fi
+
+if want usertracebg; then
+  # The user trace on every GPU of the host at once (on_gpus.sh), started in
+  # its own session so that it outlives this call on a warm machine: from a
+  # copy of the tree and the build, which later calls' trees cannot change.
+  # USERTRACE_DEADLINE_S (default 1200) cuts every step; then
+  # `bench/sched/user_trace/on_gpus.sh poll USERTRACE_OUT SECONDS` in later
+  # calls, and tar the OUT folder back.
+  ut=${USERTRACE_OUT:-/tmp/user-trace}
+  snap=/tmp/user-trace-tree
+  rm -rf "$snap" "$ut" && mkdir -p "$snap/$BUILD" "$ut"
+  tar -c --exclude="./$BUILD" --exclude=./build --exclude=./.git . | tar -x -C "$snap"
+  cp "$BUILD/colo" "$snap/$BUILD/" && cp -r "$BUILD/python" "$snap/$BUILD/"
+  setsid nohup "$snap/bench/sched/user_trace/on_gpus.sh" "$snap/$BUILD" "$ut" "${USERTRACE_DEADLINE_S:-1200}" \
+    >"$ut/on_gpus.log" 2>&1 </dev/null &
+  note "usertracebg: on_gpus.sh started (pid $!), deadline ${USERTRACE_DEADLINE_S:-1200} s; output in $ut"
 fi
 
 if want sched; then

@@ -39,6 +39,20 @@ TEST(ColoGpus, ListsSimulatedGpusAsJson) {
   EXPECT_DOUBLE_EQ(gpus[0]["power_w"].get<double>(), 71.0);  // idle, as measured on an H100 (SimulatedGpuSpec)
 }
 
+TEST(ColoGpus, KeepsToTheGpusCudaVisibleDevicesNames) {
+  TempDir dir;
+  auto run = run_colo(dir, "gpus --json", "COLO_SIMULATED_GPUS=4 CUDA_VISIBLE_DEVICES=GPU-SIM-3,1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto gpus = nlohmann::json::parse(run.out);
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0]["index"], 3);
+  EXPECT_EQ(gpus[1]["index"], 1);
+
+  auto wrong = run_colo(dir, "gpus --json", "COLO_SIMULATED_GPUS=2 CUDA_VISIBLE_DEVICES=5");
+  EXPECT_NE(wrong.status, 0);
+  EXPECT_NE(wrong.err.find("CUDA_VISIBLE_DEVICES: '5' names no GPU"), std::string::npos) << wrong.err;
+}
+
 TEST(ColoMonitor, SamplesWhileTheCommandRunsAndPassesOnItsExitStatus) {
   TempDir dir;
   auto run = run_colo(dir, "monitor --interval 0.1 --out " + dir.file("s.csv") + " --summary-json " +

@@ -2,12 +2,28 @@
 counter the driver keeps since it loaded (nvmlDeviceGetTotalEnergyConsumption,
 Volta and later), read through pynvml when it is installed, else through
 libnvidia-ml.so.1 directly. nvidia-smi has no query field for this counter.
-Exits 1, printing nothing, where neither can read it. Cheap: no torch.
+Where CUDA_VISIBLE_DEVICES is set, only the GPUs it names (NVML indices or
+UUID prefixes, as colo reads it) are summed, so a run pinned to one GPU of
+a larger host counts that GPU alone. Exits 1, printing nothing, where
+neither can read it. Cheap: no torch.
 
-    python3 energy.py        # 123456.789
+    python3 energy.py                               # 123456.789
+    CUDA_VISIBLE_DEVICES=GPU-8f2c python3 energy.py # that GPU's counter
 """
 import ctypes
+import os
 import sys
+
+
+def visible(index, uuid):
+    """Whether CUDA_VISIBLE_DEVICES (unset: every GPU) names the GPU of this NVML index and UUID."""
+    names = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if names is None:
+        return True
+    for name in (n.strip() for n in names.split(",")):
+        if (name.isdigit() and int(name) == index) or (name and not name.isdigit() and uuid.startswith(name)):
+            return True
+    return False
 
 
 def with_pynvml():
@@ -16,8 +32,13 @@ def with_pynvml():
     pynvml.nvmlInit()
     try:
         count = pynvml.nvmlDeviceGetCount()
-        return sum(pynvml.nvmlDeviceGetTotalEnergyConsumption(pynvml.nvmlDeviceGetHandleByIndex(i))
-                   for i in range(count)) / 1000.0  # mJ
+        total_mj = 0
+        for i in range(count):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            if visible(i, uuid.decode() if isinstance(uuid, bytes) else uuid):
+                total_mj += pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+        return total_mj / 1000.0
     finally:
         pynvml.nvmlShutdown()
 
@@ -32,9 +53,13 @@ def with_ctypes():
             raise OSError("nvmlDeviceGetCount failed")
         total_mj = 0
         for i in range(count.value):
-            handle, mj = ctypes.c_void_p(), ctypes.c_ulonglong()
+            handle, mj, uuid = ctypes.c_void_p(), ctypes.c_ulonglong(), ctypes.create_string_buffer(96)
             if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) != 0:
                 raise OSError(f"no handle for GPU {i}")
+            if nvml.nvmlDeviceGetUUID(handle, uuid, 96) != 0:
+                raise OSError(f"no UUID for GPU {i}")
+            if not visible(i, uuid.value.decode()):
+                continue
             if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(mj)) != 0:
                 raise OSError(f"GPU {i} has no energy counter")
             total_mj += mj.value

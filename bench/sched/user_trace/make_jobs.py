@@ -94,7 +94,8 @@ def colo_train(name, model, batch, optimizer, rate, seconds, guess_gib, seed=0):
 # In an order where every prefix is a fair mix (--jobs N takes the first N):
 # each kind comes back every few jobs. `rate` is the steps/s assumed alone on
 # an H100: 0.85 x the steady rate of a 3 s run on an H200
-# (h200_smoke_calibration.json), a guess for the `colo train` jobs (the
+# (h200_smoke_calibration.json); for the `colo train` jobs a guess (ResNet-18:
+# the 2026-11-26 H100 loop ran 2,800 steps in 28 s, start-up included; the
 # README's table has the first guesses too). `guess_gib`, the peak a user
 # writes by hand: that run's allocated peak plus 25%, rounded up to 0.5 GiB
 # (a guess for `colo train`). calibrate.py measures both on the machine.
@@ -102,7 +103,7 @@ JOBS = [
     vision("resnet50", 64, "sgd", 26.1, 150, 7.0, lr=0.1),
     hf("gpt2", 512, 16, 5.1, 150, 18.0),
     colo_train("colo-resnet18-fashion", {"name": "resnet", "depth": 18}, 128,
-               {"name": "sgd", "lr": 0.05, "momentum": 0.9}, 70.0, 100, 2.0),
+               {"name": "sgd", "lr": 0.05, "momentum": 0.9}, 100.0, 100, 2.0),
     vision("timm/deit_small_patch16_224", 128, "adamw", 34.1, 100, 6.0, bf16=True),
     lora("gpt2-medium", 16, 512, 8, 13.5, 150, 14.5),
     vision("resnet18", 128, "sgd", 33.8, 90, 4.0, lr=0.1, seed=0, tag="-lr0.1"),
@@ -132,12 +133,22 @@ JOBS = [
 ]
 
 
+# With --target-s, a job trains at least this many times its calibrated
+# start-up, so that start-up stays under a quarter of its run on a slower
+# host too (an H100 started the jobs 1.4-1.7x slower than the H200 that
+# calibrated them).
+STARTUP_MULTIPLE = 4.5
+
+
 def steps_of(job, scale=1.0, calibration=None, target_s=None):
     """Optimiser steps for `job`: its rate (measured, or guessed) times its
-    seconds (or target_s), times scale; at least 5."""
-    rate = calibration.get(job.name, {}).get("steps_per_s") if calibration else None
-    seconds = target_s if (calibration and target_s) else job.seconds
-    return max(5, round((rate or job.rate) * seconds * scale))
+    seconds (or, where the calibration measured it, target_s but at least
+    STARTUP_MULTIPLE x its calibrated start-up), times scale; at least 5."""
+    measured = calibration.get(job.name, {}) if calibration else {}
+    seconds = job.seconds
+    if calibration and target_s and measured.get("steps_per_s"):  # others keep their planned seconds
+        seconds = max(target_s, STARTUP_MULTIPLE * (measured.get("startup_s") or 0))
+    return max(5, round((measured.get("steps_per_s") or job.rate) * seconds * scale))
 
 
 def spec_toml(job, steps):
@@ -194,19 +205,29 @@ def job_table(job, cmd, variant, peaks):
 LOOP_HEAD = r'''#!/usr/bin/env bash
 # Made by make_jobs.py: the trace's commands one after another, as a user
 # without colo runs them. bash loop.sh DIR writes, per job, DIR/logs/NAME.log
-# and one line of DIR/jobs.jsonl (start, end, exit status and the GPU's NVML
-# energy counter before and after); a job already there is skipped, so a
-# loop cut off by a time limit goes on where it stopped.
+# and one line of DIR/jobs.jsonl (start, end, exit status, the GPU's NVML
+# energy counter before and after, LOOP_PART and CUDA_VISIBLE_DEVICES); a
+# job already there is skipped, so a loop cut off by a time limit goes on
+# where it stopped. LOOP_PART=K/N runs only jobs K, K+N, K+2N, ... (1-based),
+# so N loops on N GPUs of one host, each with its CUDA_VISIBLE_DEVICES,
+# measure every job alone in 1/N of the time; the loop's makespan is then
+# the jobs' run times added up, as one loop would take them.
 set -u
 # Cut off (a time limit's SIGTERM), the job running then leaves no record: it runs again next time.
 trap 'exit 143' TERM INT
 dir=${1:?usage: loop.sh DIR}
+part=${LOOP_PART:-1/1}
+part_k=${part%%/*} part_n=${part#*/}
+if [[ $part != */* || ! $part_k =~ ^[0-9]+$ || ! $part_n =~ ^[0-9]+$ ]] || (( part_k < 1 || part_k > part_n )); then
+  echo "loop.sh: LOOP_PART=$part is not K/N with 1 <= K <= N" >&2; exit 2
+fi
 mkdir -p "$dir/logs"
 energy() { python3 %(energy)s 2>/dev/null || echo null; }
 count=0
 job() {  # NAME WORKDIR COMMAND
   local name=$1 workdir=$2 command=$3 e0 e1 t0 t1 rc
   count=$((count + 1))
+  [ $(( (count - 1) %% part_n )) -eq $(( part_k - 1 )) ] || return 0
   if grep -q "\"name\": \"$name\"" "$dir/jobs.jsonl" 2>/dev/null; then
     echo "[loop] $count/%(total)d $name: done before, skipped"; return
   fi
@@ -214,8 +235,8 @@ job() {  # NAME WORKDIR COMMAND
   (cd "$workdir" && /bin/sh -c "$command") >"$dir/logs/$name.log" 2>&1
   rc=$?
   t1=$(date +%%s.%%N); e1=$(energy)
-  printf '{"name": "%%s", "start_unix_s": %%s, "end_unix_s": %%s, "exit": %%d, "energy_start_j": %%s, "energy_end_j": %%s}\n' \
-    "$name" "$t0" "$t1" "$rc" "$e0" "$e1" >>"$dir/jobs.jsonl"
+  printf '{"name": "%%s", "start_unix_s": %%s, "end_unix_s": %%s, "exit": %%d, "energy_start_j": %%s, "energy_end_j": %%s, "part": "%%s", "gpu": "%%s"}\n' \
+    "$name" "$t0" "$t1" "$rc" "$e0" "$e1" "$part" "${CUDA_VISIBLE_DEVICES:-}" >>"$dir/jobs.jsonl"
   echo "[loop] $count/%(total)d $name: exit $rc, $(awk "BEGIN {printf \"%%.1f\", $t1 - $t0}") s"
 }
 '''

@@ -2,14 +2,17 @@
 # The user trace (issue 49) on a GPU machine: the loop a user runs without
 # colo, then `colo run` of each job-file variant, then the summary.
 #
-#   bench/sched/user_trace/run.sh BUILD OUT [loop] [model] [opaque] [declared] [sim] [summary]
+#   bench/sched/user_trace/run.sh BUILD OUT [trace] [loop] [model] [opaque] [declared] [sim] [summary]
 #
 # BUILD holds the colo binary and its Python package (BUILD/colo,
 # BUILD/python/colo); OUT keeps everything between calls. No step named:
-# all of them in that order. Each step is resumable, so a device's time
-# limit can cut it and a second call goes on:
+# all of them but trace in that order. Each step is resumable, so a device's
+# time limit can cut it and a second call goes on:
+#   trace     only writes OUT/trace (every step does first, when it is missing)
 #   loop      bash OUT/trace/loop.sh inside `colo monitor` (SM activity and
-#             memory every 0.5 s); jobs already done are skipped
+#             memory every 0.5 s); jobs already done are skipped; with
+#             LOOP_PART=K/N and CUDA_VISIBLE_DEVICES, this GPU's share of the
+#             jobs (loop.sh), its files tagged partKofN_
 #   model, opaque, declared
 #             `colo run OUT/trace/VARIANT.toml --store OUT/VARIANT/jobs.db
 #             --policy magm --mode mps` inside `colo monitor`; a run cut off
@@ -61,13 +64,15 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 
 run_loop() {
   mkdir -p "$OUT/loop"
-  local now
+  local now tag=""
   now=$(date +%s)  # one timeline per call: a loop continued in a second call keeps the first's
-  local cmd=("$COLO" monitor --interval 0.5 --out "$OUT/loop/timeline_$now.csv" --summary-json "$OUT/loop/monitor_$now.json"
-             -- bash "$OUT/trace/loop.sh" "$OUT/loop")
-  record "${cmd[*]}"
-  log "loop: the trace's jobs one after another"
-  limit "${cmd[@]}" 2>&1 | tee "$OUT/loop/loop_$now.txt" | grep --line-buffered '^\[loop\]'
+  # LOOP_PART=K/N (loop.sh): this GPU's share of the jobs; its files say which part.
+  [ -n "${LOOP_PART:-}" ] && [ "$LOOP_PART" != 1/1 ] && tag="part${LOOP_PART%/*}of${LOOP_PART#*/}_"
+  local cmd=("$COLO" monitor --interval 0.5 --out "$OUT/loop/timeline_$tag$now.csv"
+             --summary-json "$OUT/loop/monitor_$tag$now.json" -- bash "$OUT/trace/loop.sh" "$OUT/loop")
+  record "${LOOP_PART:+LOOP_PART=$LOOP_PART }${CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES }${cmd[*]}"
+  log "loop${LOOP_PART:+ part $LOOP_PART}: the trace's jobs one after another"
+  limit "${cmd[@]}" 2>&1 | tee "$OUT/loop/loop_$tag$now.txt" | grep --line-buffered '^\[loop\]'
   # Peaks measured alone, for declared.toml: written whenever the loop has any.
   python3 "$here/summarise.py" "$OUT" --peaks-out "$OUT/loop/peaks.json"
 }
@@ -98,7 +103,7 @@ run_variant() {  # VARIANT
   local cmd=("$COLO" monitor --interval 0.5 --summary-json "$dir/monitor_$seg.json" --out "$dir/timeline_$seg.csv" --
              "$COLO" run "${jobs_file[@]}" --store "$dir/jobs.db" --policy magm --mode mps --poll 0.5
              --summary-json "$dir/run_$seg.json" --out "$dir/report" ${COLO_RUN_ARGS:-})
-  record "${cmd[*]}"
+  record "${CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES }${cmd[*]}"
   python3 "$here/store.py" watch "$dir/jobs.db" --label "$v" --first-start "$dir/first_start_$seg.json" &
   local watcher=$! e0 e1 t0 t1 rc
   e0=$(python3 "$here/energy.py" 2>/dev/null || echo null)
@@ -127,11 +132,12 @@ run_sim() {
 
 for step in "$@"; do
   case $step in
+    trace) ;;  # the trace alone (written above when missing)
     loop) run_loop ;;
     model | opaque | declared) run_variant "$step" ;;
     sim) run_sim ;;
     summary)
       python3 "$here/summarise.py" "$OUT" | tee "$OUT/summary.txt" ;;
-    *) echo "run.sh: unknown step $step (loop model opaque declared sim summary)" >&2; exit 2 ;;
+    *) echo "run.sh: unknown step $step (trace loop model opaque declared sim summary)" >&2; exit 2 ;;
   esac
 done

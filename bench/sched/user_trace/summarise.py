@@ -71,10 +71,18 @@ def colo_train_line(run_dir):
             "peak_mem_bytes": max((r.get("peak_mem_bytes") or 0) for r in records) or None}
 
 
-def timeline(out):
-    """The loop's `colo monitor` samples, every call's, in time order."""
+def part_tag(part):
+    """The file-name tag of a LOOP_PART ("2/4" -> "part2of4_"); "" for a whole loop."""
+    return f"part{part.replace('/', 'of')}_" if part and part != "1/1" else ""
+
+
+def timeline(out, part=None):
+    """The `colo monitor` samples of the loop (of its LOOP_PART `part`, which
+    ran on its own GPU), every call's, in time order."""
+    tag = part_tag(part)
+    pattern = f"timeline_{tag}*.csv" if tag else "timeline_[0-9]*.csv"
     rows = []
-    for path in sorted(glob.glob(os.path.join(out, "loop", "timeline_*.csv"))):
+    for path in sorted(glob.glob(os.path.join(out, "loop", pattern))):
         rows += list(csv.DictReader(open(path)))
     return sorted(rows, key=lambda r: float(r["unix_s"]))
 
@@ -94,8 +102,7 @@ def loop_jobs(out, trace):
     """Per job of the trace that ran in the loop: times, energy, its final
     line, its SM activity alone over its training and its memory as the
     device showed it (above the idle floor)."""
-    rows = timeline(out)
-    floor = min((int(r["mem_used_bytes"]) for r in rows), default=0)
+    parts = {}  # LOOP_PART -> (its GPU's samples, their idle memory floor)
     records = {}
     for line in open(os.path.join(out, "loop", "jobs.jsonl")) if os.path.exists(
             os.path.join(out, "loop", "jobs.jsonl")) else []:
@@ -107,6 +114,11 @@ def loop_jobs(out, trace):
         if rec is None:
             continue
         t0, t1 = rec["start_unix_s"], rec["end_unix_s"]
+        part = rec.get("part")
+        if part not in parts:
+            rows = timeline(out, part)
+            parts[part] = (rows, min((int(r["mem_used_bytes"]) for r in rows), default=0))
+        rows, floor = parts[part]
         final = (colo_train_line(os.path.join(out, "runs", "loop", job["name"])) if job["colo_train"]
                  else final_line(os.path.join(out, "loop", "logs", job["name"] + ".log")))
         if final and final.get("startup_s") is not None:
@@ -216,6 +228,7 @@ def summarise(out, trace, commands):
         "sim_s": sim[0]["total_s"] if sim else None,
         "startup_over_25pct": [j["name"] for j in per_job
                                if j["startup_s"] is not None and j["solo_s"] and j["startup_s"] > 0.25 * j["solo_s"]],
+        "solo_outside_60_300s": [j["name"] for j in per_job if j["solo_s"] and not 60 <= j["solo_s"] <= 300],
         "variants": {v: ({k: rounded(x) for k, x in r.items() if k != "rows"} if r else None) for v, r in runs.items()},
         "per_job": [{k: rounded(x) for k, x in j.items()} for j in per_job],
         "commands": commands,

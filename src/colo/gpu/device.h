@@ -72,7 +72,10 @@ using DevicePtr = std::shared_ptr<Device>;
 // is N > 0, N simulated 80 GiB GPUs instead (for trying colo without a GPU),
 // following the wall clock: their samples' times advance and their energy
 // integrates power over that time. "0" gives none, as on a host without a
-// GPU, even where NVML sees some.
+// GPU, even where NVML sees some. Either way, where CUDA_VISIBLE_DEVICES
+// is set only the GPUs it names are returned, in its order
+// (visible_positions(); VisibleDevicesError when it names a GPU that is
+// not there).
 std::vector<DevicePtr> discover_devices();
 
 }  // namespace colo::gpu

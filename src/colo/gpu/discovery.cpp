@@ -8,10 +8,26 @@
 #include "colo/gpu/device.h"
 #include "colo/gpu/nvml_device.h"
 #include "colo/gpu/simulated_device.h"
+#include "colo/gpu/visible_devices.h"
 
 namespace colo::gpu {
+namespace {
 
-std::vector<DevicePtr> discover_devices() {
+// The devices CUDA_VISIBLE_DEVICES names, in its order (all when it is unset).
+std::vector<DevicePtr> keep_visible(std::vector<DevicePtr> devices) {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr) return devices;
+  std::vector<DeviceInfo> infos;
+  for (const auto& d : devices) infos.push_back(d->info());
+  std::vector<DevicePtr> kept;
+  for (size_t position : visible_positions(infos, std::string(visible))) kept.push_back(devices[position]);
+  if (kept.size() < devices.size()) {
+    spdlog::info("using {} of {} GPU(s): CUDA_VISIBLE_DEVICES={}", kept.size(), devices.size(), visible);
+  }
+  return kept;
+}
+
+std::vector<DevicePtr> all_devices() {
   if (const char* simulated = std::getenv("COLO_SIMULATED_GPUS")) {
     int count = std::atoi(simulated);
     if (count > 0) {
@@ -32,5 +48,9 @@ std::vector<DevicePtr> discover_devices() {
   if (devices.empty()) spdlog::info("no GPU: {}", why);
   return devices;
 }
+
+}  // namespace
+
+std::vector<DevicePtr> discover_devices() { return keep_visible(all_devices()); }
 
 }  // namespace colo::gpu

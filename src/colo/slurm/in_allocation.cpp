@@ -43,19 +43,11 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The devices named in CUDA_VISIBLE_DEVICES (indices or UUIDs), among NVML's.
+// The devices of the allocation: `visible` is CUDA_VISIBLE_DEVICES as Slurm
+// set it, which discover_devices() keeps to (indices or UUIDs).
 std::vector<gpu::DevicePtr> devices_of(const std::string& visible) {
-  std::vector<gpu::DevicePtr> out;
-  if (visible.empty()) return out;
-  std::vector<gpu::DevicePtr> all = gpu::discover_devices();
-  std::stringstream items(visible);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    for (const auto& d : all) {
-      if (std::to_string(d->info().index) == item || d->info().uuid == item) out.push_back(d);
-    }
-  }
-  return out;
+  if (visible.empty()) return {};
+  return gpu::discover_devices();
 }
 
 bool on_path(const std::string& program) {
