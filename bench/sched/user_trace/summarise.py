@@ -14,7 +14,8 @@ Definitions (also in the README):
   first_start_s the `colo run` invocation to the first job's process start
                 (the store's start_s, as the watcher first saw it)
   jobs_lost     jobs of the trace that did not end COMPLETED, over the
-                variants run
+                variants run (of a variant cut by a time limit, only those
+                that failed or are missing from its store)
   false_ooms    the store's false_ooms column, summed over the variants run
   share_gap     |settled SM share (store's sm_share) - SM activity alone
                 (GPM, the loop's timeline over the job's training)|, over
@@ -42,6 +43,13 @@ def read_json(path, default=None):
             return json.load(f)
     except (OSError, ValueError):
         return default
+
+
+def read_jsonl(path):
+    try:
+        return [json.loads(line) for line in open(path) if line.strip()]
+    except OSError:
+        return []
 
 
 def final_line(path):
@@ -165,10 +173,37 @@ def variant_run(out, v, trace):
     return {"wall_s": wall if done else None, "wall_so_far_s": wall, "calls": len(segments), "finished": done,
             "energy_j": energy if done else None,
             "first_start_s": first - segments[0]["invoked_unix_s"] if first else None,
-            "states": states, "jobs_lost": sum(n for s, n in states.items() if s != "COMPLETED"),
+            # A run cut by the benchmark's time limit left its pending and running jobs
+            # queued in the store (colo run --store goes on): not lost.
+            "states": states, "jobs_lost": sum(n for s, n in states.items()
+                                               if s != "COMPLETED" and (done or s not in ("PENDING", "RUNNING", "REQUEUED"))),
             "false_ooms": sum(r.get("false_ooms") or 0 for r in rows.values()) if has_false_ooms else None,
             "oom_deaths": sum(r.get("oom_deaths") or 0 for r in rows.values()),
+            "most_jobs_at_once": most_at_once(rows),
+            **device_figures([r for p in sorted(glob.glob(os.path.join(d, "timeline_*.csv")))
+                              for r in csv.DictReader(open(p))]),
             "rows": rows}
+
+
+def device_figures(rows):
+    """Mean SM activity (GPM, else NVML utilisation), mean power and peak memory of `colo monitor` samples."""
+    act = [float(r.get("sm_active") or r.get("gpu_util")) for r in rows if r.get("sm_active") or r.get("gpu_util")]
+    power = [float(r["power_w"]) for r in rows if r.get("power_w")]
+    mem = [int(r["mem_used_bytes"]) for r in rows if r.get("mem_used_bytes")]
+    return {"sm_active_mean": statistics.mean(act) if act else None,
+            "power_w_mean": statistics.mean(power) if power else None,
+            "mem_used_peak_bytes": max(mem) if mem else None}
+
+
+def most_at_once(rows):
+    """The most jobs of a store that ran at the same time (their last attempts)."""
+    events = sorted([(r["start_s"], 1) for r in rows.values() if r.get("start_s") and r.get("end_s")]
+                    + [(r["end_s"], -1) for r in rows.values() if r.get("start_s") and r.get("end_s")])
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
 
 
 def ratio(a, b):
@@ -223,6 +258,12 @@ def summarise(out, trace, commands):
         "false_ooms": (sum(r["false_ooms"] for r in ran if r["false_ooms"] is not None)
                        if any(r["false_ooms"] is not None for r in ran) else None),
         "share_gap_median": statistics.median(gaps) if gaps else None,
+        # The loop's GPUs while it ran (every part's samples): at this mean SM
+        # activity, packing its jobs perfectly onto one GPU to 100% gives at
+        # most 1 / mean the loop's speed.
+        **{f"loop_{k}": x for k, x in device_figures(
+            [r for part in {j.get("part") for j in read_jsonl(os.path.join(out, "loop", "jobs.jsonl"))}
+             for r in timeline(out, part)]).items()},
         "share_gap_jobs": len(gaps),
         "sim_error_pct": 100 * (sim[0]["total_s"] - model_s) / model_s if sim and model_s else None,
         "sim_s": sim[0]["total_s"] if sim else None,
