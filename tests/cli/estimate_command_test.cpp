@@ -79,6 +79,25 @@ TEST(ColoEstimate, TakesAnotherGpusConvolutionWorkspaceTable) {
   EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
 }
 
+TEST(ColoRun, EstimatesATrainingSpecInTheSchedulerNotAtSubmission) {
+  TempDir dir;
+  dir.write("spec.toml", kSpec);
+  // The job only names the spec (echo), and runs long enough for the
+  // estimate to reach it: what is tested is who estimates it, and when.
+  dir.write("jobs.toml", "[[job]]\nname = \"spec-job\"\ncommand = \"sleep 4; echo colo train spec.toml\"\nworkdir = \"" +
+                             dir.path() + "\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --store " + dir.file("s.db") + " --poll 0.1",
+                      "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err.find("colo: spec-job needs about"), std::string::npos) << "estimated at submission:\n" << run.err;
+  EXPECT_NE(run.err.find("job 1 (spec-job) needs about"), std::string::npos) << run.err;
+  auto show = run_colo(dir, "show --store " + dir.file("s.db") + " 1");
+  ASSERT_EQ(show.status, 0) << show.err;
+  auto record = nlohmann::json::parse(show.out);
+  ASSERT_TRUE(record["spec"].contains("mem_bytes")) << "the scheduler's estimate is kept: " << show.out;
+  EXPECT_GT(record["spec"]["mem_bytes"].get<int64_t>(), 0);
+}
+
 TEST(ColoSubmit, AttachesTheEstimateOfATrainingSpec) {
   TempDir dir;
   dir.write("spec.toml", kSpec);

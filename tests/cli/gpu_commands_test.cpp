@@ -51,6 +51,12 @@ TEST(ColoGpus, KeepsToTheGpusCudaVisibleDevicesNames) {
   auto wrong = run_colo(dir, "gpus --json", "COLO_SIMULATED_GPUS=2 CUDA_VISIBLE_DEVICES=5");
   EXPECT_NE(wrong.status, 0);
   EXPECT_NE(wrong.err.find("CUDA_VISIBLE_DEVICES: '5' names no GPU"), std::string::npos) << wrong.err;
+
+  // A host where no GPU is seen at all (Slurm's stand-in devices on a test
+  // node set CUDA_VISIBLE_DEVICES=0): no GPU, as without the variable.
+  auto none = run_colo(dir, "gpus --json", "COLO_SIMULATED_GPUS=0 CUDA_VISIBLE_DEVICES=0");
+  EXPECT_EQ(none.status, 0) << none.err;
+  EXPECT_EQ(nlohmann::json::parse(none.out).size(), 0u) << none.out;
 }
 
 TEST(ColoMonitor, SamplesWhileTheCommandRunsAndPassesOnItsExitStatus) {

@@ -234,3 +234,53 @@ optimizer = "sgd"
     assert summary["jobs"] == 4 and summary["completed"] == 4, summary
     runs = (tmp_path / "ledger").read_text().split()
     assert sorted(runs) == ["0", "1", "2", "3"], runs
+
+
+FINE_TUNE_CODE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+    import colo.fuse
+
+    def one(index=0):
+        torch.manual_seed(0)  # one pretrained backbone: equal frozen weights in every model
+        backbone = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+                                 nn.Linear(1024, 4096), nn.ReLU())
+        for p in backbone.parameters():
+            p.requires_grad_(False)
+        torch.manual_seed(1 + index)
+        return nn.Sequential(backbone, nn.Linear(4096, 10))
+
+    def array8():
+        return colo.fuse.fuse(one, 8)
+""")
+
+
+def test_a_fused_fine_tuning_array_is_placed_by_its_estimate_with_the_frozen_backbone_once(tmp_path, colo_executable):
+    """A job whose [job.model] builder returns a colo.fuse array of 8
+    fine-tunes of one frozen backbone reserves the array's estimate: the
+    backbone's weights and its forward counted once, not 8 times."""
+    (tmp_path / "finetunes.py").write_text(FINE_TUNE_CODE)
+    table = 'workdir = "{}"\n[job.model]\nbuilder = "finetunes:{}"\ninput = [3, 32, 32]\nbatch_size = 64\n' \
+            'optimizer = "adam"\n'
+    (tmp_path / "jobs.toml").write_text("".join(
+        f'[[job]]\nname = "{name}"\ncommand = "{until_logged(tmp_path, "one) needs about", "array8) needs about")}"\n'
+        + table.format(tmp_path, name) for name in ("one", "array8")))
+    run = subprocess.run([colo_executable, "submit", "--store", str(tmp_path / "jobs.db"),
+                          "--file", str(tmp_path / "jobs.toml")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    log = schedule(colo_executable, tmp_path)
+    assert "(array8) needs about" in log, log
+    one_mem, array_mem = (show(colo_executable, tmp_path, i)["spec"]["mem_bytes"] for i in (1, 2))
+
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    import finetunes
+    x = torch.randn(1, 3, 32, 32)
+    fused = colo.estimate(finetunes.array8(), x, batch_size=64, optimizer="adam")
+    stacked = colo.estimate(colo.fuse.fuse(finetunes.one, 8, share_frozen=False), x, batch_size=64, optimizer="adam")
+    assert abs(array_mem - 1.10 * fused.bytes) <= 0.01 * fused.bytes, (array_mem, fused.bytes)
+    backbone_bytes = sum(p.numel() * 4 for p in finetunes.one()[0].parameters())
+    assert stacked.bytes - fused.bytes >= 7 * backbone_bytes, (stacked.breakdown, fused.breakdown)
+    # Beside one fine-tune alone: 7 more heads, their Adam states and outputs,
+    # less than half of what 7 more backbones' weights alone would add.
+    assert array_mem - one_mem < 3.5 * backbone_bytes, (array_mem, one_mem, backbone_bytes)

@@ -72,6 +72,42 @@ TEST(ModelEstimates, IdenticalTablesAreEstimatedOnceAndLaterRunsOnTheStoreAskNot
   EXPECT_EQ(answer.reason, "fake of models:resnet18");
 }
 
+TEST(ModelEstimates, AColoTrainSpecIsEstimatedOnceAndAgainWhenItsFileChanges) {
+  testing::TempDir dir;
+  dir.write("spec.toml", "batch_size = 64\n");
+  std::atomic<int> calls{0};
+  JobStore store(dir.file("jobs.db"));
+  ModelEstimates estimates(store, [&](const JobSpec& job) {
+    ++calls;
+    return ModelEstimate{int64_t{1} << 30, "fake of " + job.name};
+  }, 2);
+  JobSpec train;
+  train.name = "lenet";
+  train.command = {"/opt/colo/bin/colo", "train", "spec.toml", "--out", "runs/a"};
+  train.workdir = dir.path();
+  JobSpec shell_line = train;
+  shell_line.command = {"/bin/sh", "-c", "/opt/colo/bin/colo train spec.toml --out runs/a"};
+  EXPECT_FALSE(estimate_key(train).empty());
+  EXPECT_EQ(estimate_key(train), estimate_key(shell_line)) << "an argv and a shell line of one command";
+  ModelEstimates::Answer answer = wait_for(estimates, train);
+  ASSERT_EQ(answer.status, ModelEstimates::Status::kKnown) << answer.reason;
+  EXPECT_EQ(answer.bytes, int64_t{1} << 30);
+  EXPECT_EQ(wait_for(estimates, shell_line).status, ModelEstimates::Status::kKnown);
+  EXPECT_EQ(calls.load(), 1);
+
+  dir.write("spec.toml", "batch_size = 256\n");
+  EXPECT_EQ(estimates.lookup(train).status, ModelEstimates::Status::kPending) << "a changed spec is estimated again";
+  EXPECT_EQ(wait_for(estimates, train).status, ModelEstimates::Status::kKnown);
+  EXPECT_EQ(calls.load(), 2);
+
+  JobSpec missing = train;
+  missing.command = {"colo", "train", "gone.toml"};
+  EXPECT_EQ(estimates.lookup(missing).status, ModelEstimates::Status::kUnknown) << "no file, no key";
+  JobSpec other = train;
+  other.command = {"python3", "train.py"};
+  EXPECT_EQ(estimates.lookup(other).status, ModelEstimates::Status::kUnknown);
+}
+
 TEST(ModelEstimates, RunsUpToItsParallelLimitAtOnce) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));

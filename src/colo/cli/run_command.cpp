@@ -66,7 +66,7 @@ int run_batch(const RunArgs& args) {
                  args.jobs_file.c_str(), store_path.c_str(), earlier.size(), static_cast<long long>(earlier.front()),
                  static_cast<long long>(earlier.back()));
   } else if (!specs.empty()) {
-    sched::fill_memory_estimates(specs, &store, sched::PythonModels::kByScheduler);
+    sched::fill_memory_estimates(specs, &store, sched::ByScheduler::kModelsAndSpecs);
     auto ids = store.submit(specs, source);
     std::fprintf(stderr, "colo run: %zu job(s) submitted to %s\n", ids.size(), store_path.c_str());
   }

@@ -9,7 +9,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
       sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
   options.predict_shares = !args.no_share_prediction;
   options.cpu_slots = args.cpu_slots;
-  options.estimate_model = sched::python_model_estimate();
+  options.estimate_model = sched::scheduler_estimate();
   return options;
 }
 

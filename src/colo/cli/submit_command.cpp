@@ -102,7 +102,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
   }
   if (daemon) {
     sched::JobStore history(daemon->store());
-    sched::fill_memory_estimates(specs, &history, sched::PythonModels::kByScheduler);
+    sched::fill_memory_estimates(specs, &history, sched::ByScheduler::kModelsAndSpecs);
     nlohmann::json body = nlohmann::json::array();
     for (const auto& spec : specs) {
       for (const auto& one : sched::expand_array(spec)) body.push_back(sched::to_json(one));
@@ -112,7 +112,7 @@ int run_submit(const SubmitArgs& args, const std::optional<DaemonClient>& daemon
     return 0;
   }
   sched::JobStore store(args.store);
-  sched::fill_memory_estimates(specs, &store, sched::PythonModels::kByScheduler);
+  sched::fill_memory_estimates(specs, &store, sched::ByScheduler::kModels);
   for (int64_t id : store.submit(specs)) std::printf("%lld\n", static_cast<long long>(id));
   return 0;
 }

@@ -75,7 +75,7 @@ using DevicePtr = std::shared_ptr<Device>;
 // GPU, even where NVML sees some. Either way, where CUDA_VISIBLE_DEVICES
 // is set only the GPUs it names are returned, in its order
 // (visible_positions(); VisibleDevicesError when it names a GPU that is
-// not there).
+// not there, unless there is none at all: then none is returned, as before).
 std::vector<DevicePtr> discover_devices();
 
 }  // namespace colo::gpu

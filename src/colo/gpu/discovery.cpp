@@ -16,7 +16,8 @@ namespace {
 // The devices CUDA_VISIBLE_DEVICES names, in its order (all when it is unset).
 std::vector<DevicePtr> keep_visible(std::vector<DevicePtr> devices) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (visible == nullptr) return devices;
+  // No GPU seen: nothing to choose from (a Slurm test node's stand-in devices).
+  if (visible == nullptr || devices.empty()) return devices;
   std::vector<DeviceInfo> infos;
   for (const auto& d : devices) infos.push_back(d->info());
   std::vector<DevicePtr> kept;

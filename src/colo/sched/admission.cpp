@@ -5,6 +5,7 @@
 #include "colo/core/files.h"
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
+#include "colo/estimate/analytical_estimator.h"
 #include "colo/estimate/default_chain.h"
 #include "colo/estimate/python_model_estimator.h"
 
@@ -18,24 +19,33 @@ std::vector<estimate::PastRun> past_runs(const JobStore& store) {
   return past;
 }
 
-void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history, PythonModels models) {
-  fill_memory_estimates(specs, history ? past_runs(*history) : std::vector<estimate::PastRun>{}, models);
+void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history, ByScheduler left) {
+  fill_memory_estimates(specs, history ? past_runs(*history) : std::vector<estimate::PastRun>{}, left);
 }
 
-EstimateModel python_model_estimate(int threads, double timeout_s) {
-  auto estimator = std::make_shared<estimate::PythonModelEstimator>("", "", timeout_s, threads);
-  return [estimator](const JobSpec& job) {
-    estimate::EstimateRequest request;
-    request.python_model = job.model;
-    request.workdir = job.workdir;
-    request.command = job.command;
-    estimate::MemoryEstimate e = estimator->estimate(request);
+EstimateModel scheduler_estimate(int threads, double timeout_s) {
+  auto python = std::make_shared<estimate::PythonModelEstimator>("", "", timeout_s, threads);
+  return [python](const JobSpec& job) {
+    estimate::MemoryEstimate e;
+    try {
+      if (job.model) {
+        estimate::EstimateRequest request;
+        request.python_model = job.model;
+        request.workdir = job.workdir;
+        request.command = job.command;
+        e = python->estimate(request);
+      } else {
+        e = estimate::AnalyticalEstimator().estimate(estimate::job_request(job.command, job.workdir, std::nullopt));
+      }
+    } catch (const std::exception& error) {
+      return ModelEstimate{std::nullopt, error.what()};  // a spec file that went bad since submission
+    }
     return ModelEstimate{e.known ? std::optional<int64_t>(e.bytes) : std::nullopt, e.reason};
   };
 }
 
 void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::PastRun> history,
-                           PythonModels models) {
+                           ByScheduler left) {
   estimate::EstimatorPtr estimator = estimate::default_job_estimator(std::move(history));
   for (auto& job : specs) {
     try {
@@ -50,9 +60,10 @@ void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::Pa
         }
       }
       if (job.mem_bytes) continue;
-      // The scheduler estimates the model once the job is queued.
-      if (models == PythonModels::kByScheduler && job.model && !request.spec) continue;
       if (request.spec && request.spec->device == "cpu") continue;  // needs no GPU memory
+      // The scheduler estimates these once the job is queued.
+      if (left != ByScheduler::kNothing && job.model && !request.spec) continue;
+      if (left == ByScheduler::kModelsAndSpecs && request.spec) continue;
       estimate::MemoryEstimate e = estimator->estimate(request);
       if (e.known) {
         job.mem_bytes = e.bytes;

@@ -12,12 +12,18 @@
 
 namespace colo::sched {
 
-// Who estimates a [job.model] table: fill_memory_estimates itself (kNow:
-// colo slurm submit, colo compare, which place jobs by it at once), or the
-// scheduler, in the background, once the job is queued (kByScheduler:
-// colo run, colo submit, colod; RunnerOptions::estimate_model), so that
-// submitting never waits for a model to be built.
-enum class PythonModels { kNow, kByScheduler };
+// Which estimates fill_memory_estimates leaves to the scheduler, which makes
+// them in the background once the jobs are queued (RunnerOptions::
+// estimate_model, scheduler_estimate()), so that a submission never waits
+// for a model to be built or a spec to be estimated:
+//   kNothing         estimates all at submission (colo slurm submit, colo
+//                    compare, which place jobs by them at once);
+//   kModels          leaves [job.model] tables (colo submit to a store: the
+//                    spec estimates are shown to the user who submits);
+//   kModelsAndSpecs  leaves tables and `colo train`/`colo sweep --only`
+//                    specs too (colo run, colod and colo submit to colod,
+//                    whose scheduler starts jobs at once).
+enum class ByScheduler { kNothing, kModels, kModelsAndSpecs };
 
 // For every job, what colo reads of its model (`workload`, for a predicted
 // SM share); for each job without `mem`, the default chain (estimate/default_chain.h):
@@ -29,17 +35,19 @@ enum class PythonModels { kNow, kByScheduler };
 // gets it as its `loader`, so the scheduler runs its producer. Used by
 // `colo run`, `colo submit` and colod alike.
 void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history,
-                           PythonModels models = PythonModels::kNow);
+                           ByScheduler left = ByScheduler::kNothing);
 
 // The same from past runs read earlier (past_runs), so that a caller holding
 // a lock on the store need not hold it while models are estimated.
 void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::PastRun> history,
-                           PythonModels models = PythonModels::kNow);
+                           ByScheduler left = ByScheduler::kNothing);
 
-// The scheduler's estimate of a [job.model] table (RunnerOptions::
-// estimate_model): colo.job_estimate in a child process with at most
-// `threads` CPU threads, unknown after `timeout_s` (a builder that hangs).
-EstimateModel python_model_estimate(int threads = 2, double timeout_s = 120);
+// The scheduler's estimate of a job (RunnerOptions::estimate_model), with
+// no margin: of its [job.model] table, colo.job_estimate in a child process
+// with at most `threads` CPU threads, unknown after `timeout_s` (a builder
+// that hangs); else of its `colo train`/`colo sweep --only` spec, the
+// analytical estimate, in the calling thread.
+EstimateModel scheduler_estimate(int threads = 2, double timeout_s = 120);
 
 // Every completed job of `store` with its measured peak, for the history estimator.
 std::vector<estimate::PastRun> past_runs(const JobStore& store);

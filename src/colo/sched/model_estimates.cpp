@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/core/colo_command.h"
+#include "colo/core/paths.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/table.h"
 
@@ -25,6 +27,19 @@ std::string model_table_key(const JobSpec& job) {
   if (m.set_to_none != defaults.set_to_none) key.push_back({"set_to_none", m.set_to_none});
   if (m.accumulation_steps != defaults.accumulation_steps) key.push_back({"accumulation_steps", m.accumulation_steps});
   return key.dump();
+}
+
+std::string estimate_key(const JobSpec& job) {
+  if (job.model) return model_table_key(job);
+  std::optional<ColoSpecCommand> colo = colo_spec_command(job.command, job.workdir);
+  if (!colo) return "";
+  std::string content;
+  try {
+    content = read_file(colo->path);
+  } catch (const std::exception&) {
+    return "";  // no file to estimate: the job is placed as one of unknown memory
+  }
+  return nlohmann::json{colo->subcommand, colo->path, colo->after, content}.dump();
 }
 
 // What the scheduler's thread and the estimating threads share.
@@ -87,8 +102,8 @@ void ModelEstimates::start_queued() {
 }
 
 ModelEstimates::Answer ModelEstimates::lookup(const JobSpec& job) {
-  std::string key = model_table_key(job);
-  if (key.empty()) return {Status::kUnknown, 0, "it names no model"};
+  std::string key = estimate_key(job);
+  if (key.empty()) return {Status::kUnknown, 0, "it names no model and no readable colo spec"};
   std::map<std::string, std::pair<ModelEstimate, double>> done;
   {
     std::lock_guard lock(shared_->mutex);

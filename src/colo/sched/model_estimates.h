@@ -1,8 +1,9 @@
 #pragma once
-// Memory estimates of jobs' [job.model] tables, made off the scheduler's
-// critical path: in background threads, several at once, each table
-// estimated once (identical tables share one estimate), and every answer
-// kept in the job store, so later runs on the store ask nothing again.
+// Memory estimates of jobs' [job.model] tables and of the specs of their
+// `colo train`/`colo sweep` commands, made off the scheduler's critical
+// path: in background threads, several at once, each table or spec
+// estimated once (identical ones share one estimate), and every answer kept
+// in the job store, so later runs on the store ask nothing again.
 
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,12 @@ using EstimateModel = std::function<ModelEstimate(const JobSpec& job)>;
 // "" for a job without a model table.
 std::string model_table_key(const JobSpec& job);
 
+// What a job's estimate is keyed by: its model table's key, else, for a
+// `colo train|sweep FILE.toml` command, the file's path and content and the
+// words after it (a changed spec is estimated again); "" for any other job
+// and for a spec file that cannot be read.
+std::string estimate_key(const JobSpec& job);
+
 class ModelEstimates {
  public:
   // At most `parallel` (>= 1) estimates run at once.
@@ -43,10 +50,10 @@ class ModelEstimates {
     std::string reason;   // kUnknown: why; kPending: since when it waits
   };
 
-  // The estimate of `job`'s model table: from the store when any run made
+  // The estimate of `job` (estimate_key): from the store when any run made
   // it before, else pending (its estimate starts now, or when a slot frees,
-  // unless one for the same table is already under way). A job without a
-  // model table is kUnknown. Not thread-safe: the scheduler's thread only.
+  // unless one for the same key is already under way). A job without a key
+  // is kUnknown. Not thread-safe: the scheduler's thread only.
   Answer lookup(const JobSpec& job);
 
   // Estimates running or queued now.

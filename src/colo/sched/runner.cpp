@@ -405,7 +405,7 @@ void Runner::apply_estimates_of_running_jobs() {
 }
 
 std::string Runner::apply_model_estimate(JobRecord& job) {
-  if (!estimates_ || !job.spec.model || job.spec.mem_bytes) return "";
+  if (!estimates_ || job.spec.mem_bytes || estimate_key(job.spec).empty()) return "";
   ModelEstimates::Answer answer = estimates_->lookup(job.spec);
   if (answer.status == ModelEstimates::Status::kPending) return answer.reason;
   if (answer.status == ModelEstimates::Status::kKnown) {

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     }
     colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s, reserve_after_s);
     options.cpu_slots = cpu_slots;
-    options.estimate_model = colo::sched::python_model_estimate();
+    options.estimate_model = colo::sched::scheduler_estimate();
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
     auto devices = colo::gpu::discover_devices();

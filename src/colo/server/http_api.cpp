@@ -330,14 +330,14 @@ void HttpApi::mount(httplib::Server& server) {
     } catch (const std::invalid_argument& e) {
       return reply_error(res, 400, e.what());
     }
-    // Jobs without `mem` get the default chain's estimate, but for a
-    // Python model's, which the scheduler makes once they are queued.
+    // Jobs without `mem` get the past runs' peak here; a model table's or a
+    // spec's estimate the scheduler makes once they are queued.
     std::vector<estimate::PastRun> history;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       history = sched::past_runs(store_);
     }
-    sched::fill_memory_estimates(specs, std::move(history), sched::PythonModels::kByScheduler);
+    sched::fill_memory_estimates(specs, std::move(history), sched::ByScheduler::kModelsAndSpecs);
     std::vector<int64_t> ids;
     {
       std::lock_guard<std::mutex> lock(mutex_);
