@@ -42,6 +42,12 @@ class Estimate:
     def gib(self):
         return self.bytes / 2**30
 
+    @property
+    def bytes_high(self):
+        """bytes + uncertainty: the bound the truth is expected below, which
+        colo's scheduler places a job by (a point estimate may err low)."""
+        return self.bytes + self.uncertainty
+
     def __str__(self):
         parts = ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in self.breakdown.items())
         text = f"{self.gib:.2f} GiB at the peak (in {self.peak_phase}): {parts}"

@@ -74,7 +74,7 @@ def main():
     except Exception as exc:  # one line for colo's log, whatever the user's code raised
         print(f"error: {type(exc).__name__}: {exc}".replace("\n", " "))
         return 1
-    print(json.dumps(dataclasses.asdict(found)))
+    print(json.dumps({**dataclasses.asdict(found), "bytes_high": found.bytes_high}))
     return 0
 
 

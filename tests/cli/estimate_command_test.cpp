@@ -1,5 +1,7 @@
 // `colo estimate`, and the estimates `colo submit` attaches to training jobs.
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -108,7 +110,17 @@ TEST(ColoSubmit, AttachesTheEstimateOfATrainingSpec) {
   ASSERT_EQ(show.status, 0) << show.err;
   auto record = nlohmann::json::parse(show.out);
   ASSERT_TRUE(record["spec"].contains("mem_bytes")) << show.out;
-  EXPECT_GT(record["spec"]["mem_bytes"].get<int64_t>(), 0);
+  // The analytical estimate plus the 10% margin, then its uncertainty on top:
+  // the high bound (bytes_high) is what the job reserves.
+  auto json = run_colo(dir, "estimate --json " + dir.file("spec.toml"));
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto analytical = nlohmann::json::parse(json.out)[0];
+  ASSERT_EQ(analytical["estimator"], "analytical");
+  const int64_t bytes = analytical["bytes"].get<int64_t>(), uncertainty = analytical["uncertainty"].get<int64_t>();
+  EXPECT_GT(uncertainty, 0);
+  EXPECT_EQ(analytical["bytes_high"].get<int64_t>(), bytes + uncertainty);
+  EXPECT_EQ(record["spec"]["mem_bytes"].get<int64_t>(),
+            bytes + static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 0.10)) + uncertainty);
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ estimate::MemoryEstimate estimate_torchscript(const EstimateOptions& o, const es
 
 nlohmann::json to_json(const estimate::MemoryEstimate& e) {
   nlohmann::json j{{"estimator", e.estimator}, {"known", e.known}, {"reason", e.reason}};
-  if (e.known) j["bytes"] = e.bytes, j["uncertainty"] = e.uncertainty;
+  if (e.known) j["bytes"] = e.bytes, j["uncertainty"] = e.uncertainty, j["bytes_high"] = e.bytes_high();
   if (!e.peak_phase.empty()) j["peak_phase"] = e.peak_phase;
   if (e.known && e.estimator == "analytical") j["unmodelled_ops"] = e.unmodelled_ops;
   if (e.breakdown) {

@@ -41,6 +41,11 @@ struct MemoryEstimate {
   std::string peak_phase;                    // analytical: "forward", "backward", "optimizer" or "evaluation"
   std::vector<std::string> unmodelled_ops;   // analytical: autograd ops without a rule (assumed to save all)
 
+  // The estimate's high bound, bytes + uncertainty: what the scheduler
+  // places a job by, so that an estimate that errs low within its stated
+  // uncertainty still fits.
+  int64_t bytes_high() const { return bytes + uncertainty; }
+
   static MemoryEstimate unknown(std::string estimator, std::string reason);
 };
 

@@ -40,7 +40,8 @@ EstimateModel scheduler_estimate(int threads, double timeout_s) {
     } catch (const std::exception& error) {
       return ModelEstimate{std::nullopt, error.what()};  // a spec file that went bad since submission
     }
-    return ModelEstimate{e.known ? std::optional<int64_t>(e.bytes) : std::nullopt, e.reason};
+    if (!e.known) return ModelEstimate{std::nullopt, e.reason};
+    return ModelEstimate{e.bytes_high(), e.reason + "; high bound, the estimate " + bytes_human(double(e.bytes))};
   };
 }
 
@@ -66,9 +67,10 @@ void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::Pa
       if (left == ByScheduler::kModelsAndSpecs && request.spec) continue;
       estimate::MemoryEstimate e = estimator->estimate(request);
       if (e.known) {
-        job.mem_bytes = e.bytes;
-        std::fprintf(stderr, "colo: %s needs about %s (%s)\n", job.name.c_str(),
-                     bytes_human(static_cast<double>(e.bytes)).c_str(), e.reason.c_str());
+        job.mem_bytes = e.bytes_high();
+        std::fprintf(stderr, "colo: %s needs about %s (%s; high bound, the estimate %s)\n", job.name.c_str(),
+                     bytes_human(static_cast<double>(e.bytes_high())).c_str(), e.reason.c_str(),
+                     bytes_human(static_cast<double>(e.bytes)).c_str());
       } else if (job.model) {
         std::fprintf(stderr, "colo: %s: memory need unknown (%s)\n", job.name.c_str(), e.reason.c_str());
       }

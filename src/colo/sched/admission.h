@@ -30,7 +30,8 @@ enum class ByScheduler { kNothing, kModels, kModelsAndSpecs };
 // a `colo train SPEC.toml` command gets the analytical estimate of its spec,
 // a job naming its Python model (`model`) that model's, and any command
 // that completed before in `history` its largest measured peak; each with a
-// 10% margin. Jobs colo cannot estimate stay unknown (a note on stderr says
+// 10% margin, and its high bound taken (MemoryEstimate::bytes_high). Jobs
+// colo cannot estimate stay unknown (a note on stderr says
 // why). A `colo train` job whose spec reads a shared loader's DATA.toml
 // gets it as its `loader`, so the scheduler runs its producer. Used by
 // `colo run`, `colo submit` and colod alike.
@@ -42,8 +43,8 @@ void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history,
 void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::PastRun> history,
                            ByScheduler left = ByScheduler::kNothing);
 
-// The scheduler's estimate of a job (RunnerOptions::estimate_model), with
-// no margin: of its [job.model] table, colo.job_estimate in a child process
+// The scheduler's estimate of a job (RunnerOptions::estimate_model), its
+// high bound (MemoryEstimate::bytes_high), with no margin: of its [job.model] table, colo.job_estimate in a child process
 // with at most `threads` CPU threads, unknown after `timeout_s` (a builder
 // that hangs); else of its `colo train`/`colo sweep --only` spec, the
 // analytical estimate, in the calling thread.
