@@ -142,6 +142,9 @@ def loop_jobs(out, trace):
             "solo_s": t1 - t0, "exit": rec["exit"], "energy_j": energy, "final": final,
             "startup_s": final.get("startup_s") if final else None,
             "solo_sm_activity": mean_activity(rows, *window),
+            # Over the whole run, start-up included: the constant activity that
+            # `colo simulate` holds a job at for its whole duration.
+            "run_sm_activity": mean_activity(rows, t0, t1),
             "device_mem_bytes": max(used) - floor if used else None}
     return result
 
@@ -335,7 +338,11 @@ def main():
                 s = solo[job["name"]]
                 mem = s["device_mem_bytes"] or (s["final"] or {}).get("peak_mem_bytes") or 0
                 # The scheduler knows each job's memory (the model variant's estimates), not its share.
-                f.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{s['solo_sm_activity'] or 0.5:.3f},{mem},0,1,"
+                # The simulator holds a job at one activity for its whole duration, start-up
+                # included: the mean over that duration, not over its training alone (which
+                # counted 9-22 s of idle start-up as busy, 15.7% too long on 2026-11-27).
+                activity = s["run_sm_activity"] or s["solo_sm_activity"] or 0.5
+                f.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{activity:.3f},{mem},0,1,"
                         f"{job['command']}\n")
         return
     commands_path = os.path.join(args.out, "commands.txt")
