@@ -14,7 +14,9 @@
 #     the jobs' run times added up, as one loop would take them;
 #   - the variants (USERTRACE_VARIANTS, default "model opaque declared"),
 #     one per remaining GPU; a variant with no GPU left waits for the whole
-#     loop to end (declared needs its peaks) and takes a GPU it freed.
+#     loop to end (declared needs its peaks, unless TRACE_PEAKS names an
+#     earlier run's: run.sh) and takes a GPU it freed. Declared placed on a
+#     GPU of its own at the start needs TRACE_PEAKS.
 # Every step is cut at DEADLINE_S after the start (STEP_TIMEOUT of run.sh):
 # a variant cut there has no wall time, only the jobs it completed. Then
 # run.sh sim and summary. Each step's output: OUT/on_gpus_STEP.log.
@@ -62,6 +64,13 @@ deadline_s=${3:?usage: on_gpus.sh BUILD OUT DEADLINE_S}
 mapfile -t gpus < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
 read -r -a variants <<<"${USERTRACE_VARIANTS:-model opaque declared}"
 loop_gpus=${LOOP_GPUS:-$(( ${#gpus[@]} - 2 ))}
+for v in "${variants[@]:0:$(( ${#gpus[@]} - loop_gpus ))}"; do
+  if [ "$v" = declared ] && [ -z "${TRACE_PEAKS:-}" ]; then
+    echo "on_gpus.sh: declared starts with the loop here and needs TRACE_PEAKS (peaks measured before)," \
+         "or put it after the variants that have GPUs" >&2
+    exit 2
+  fi
+done
 if (( ${#gpus[@]} < 2 || loop_gpus < 1 || loop_gpus >= ${#gpus[@]} )); then
   echo "on_gpus.sh: ${#gpus[@]} GPU(s), LOOP_GPUS=$loop_gpus: needs at least one GPU for the loop and one for colo" >&2
   exit 2

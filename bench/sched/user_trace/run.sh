@@ -21,7 +21,8 @@
 #   sim       `colo simulate` of the loop's measurements (magm/MPS, shares
 #             undeclared), for summary.json's sim_error_pct
 #   summary   summarise.py: OUT/summary.json and OUT/README.md
-# declared.toml is written after the loop, from its measured peaks.
+# declared.toml is written after the loop, from its measured peaks, or from
+# TRACE_PEAKS (an earlier run's loop/peaks.json) without waiting for it.
 #
 # Environment: TRACE_JOBS (first N jobs), TRACE_SCALE (step multiplier),
 # TRACE_CALIBRATION (calibrate.py's JSON), TRACE_TARGET_S, COLO_RUN_ARGS
@@ -79,13 +80,16 @@ run_loop() {
 
 write_declared() {
   [ -f "$OUT/trace/declared.from-peaks" ] && return
+  # TRACE_PEAKS: peaks a user measured before (an earlier run's loop/peaks.json), so
+  # that declared need not wait for this run's loop.
+  local peaks=${TRACE_PEAKS:-$OUT/loop/peaks.json}
   local cmd=(python3 "$here/make_jobs.py" --out-dir "$OUT/trace/declared" --colo "$COLO" --runs "$OUT/runs"
              ${TRACE_JOBS:+--jobs "$TRACE_JOBS"} ${TRACE_SCALE:+--scale "$TRACE_SCALE"}
              ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"}
-             --peaks "$OUT/loop/peaks.json")
+             --peaks "$peaks")
   record "${cmd[*]}"
   "${cmd[@]}" && cp "$OUT/trace/declared/declared.toml" "$OUT/trace/declared.toml" \
-    && [ -f "$OUT/loop/peaks.json" ] && touch "$OUT/trace/declared.from-peaks"
+    && [ -f "$peaks" ] && touch "$OUT/trace/declared.from-peaks"
 }
 
 run_variant() {  # VARIANT
