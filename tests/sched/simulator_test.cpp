@@ -32,6 +32,31 @@ SimulationOptions options(int gpus, const std::string& policy, CollocationMode m
   return o;
 }
 
+TEST(Simulator, JobsOfUnknownMemoryShareAGpuProvisionallyAsTheRunnerStartsThem) {
+  // Four 100 s jobs of 10 GiB that no one estimated, on one 80 GiB GPU, each
+  // keeping a fifth of it busy. Only on an empty GPU, they run one after
+  // another; provisionally, each joins once the one before it is measured
+  // (settle_active_s after it starts), and none dies: 10 GiB fit.
+  std::vector<TraceJob> trace;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    trace.push_back(job(0, name, 100, 10, 0.2));
+    trace.back().mem_estimate_bytes.reset();
+    trace.back().command = std::string("python3 train.py --job ") + name;
+  }
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  auto alone = simulate(trace, o);
+  EXPECT_NEAR(alone.total_s, 400, 1) << "one at a time";
+  o.provisional_memory = true;
+  auto shared = simulate(trace, o);
+  EXPECT_LT(shared.total_s, 130) << "side by side, each joining a few seconds after the last";
+  EXPECT_GT(shared.jobs[3].start_s, shared.jobs[2].start_s) << "one unmeasured provisional job per GPU at a time";
+  EXPECT_EQ(shared.oom_events, 0);
+  o.mode = CollocationMode::kExclusive;
+  o.policy = "exclusive";
+  EXPECT_NEAR(simulate(trace, o).total_s, 400, 1) << "no provisional start where GPUs are not shared";
+}
+
 TEST(Simulator, AMultiGpuJobStaysOnOneNode) {
   // Two nodes of two GPUs. A (GPU 0) and C (GPU 2) run 100 s; B (GPU 1) ends
   // at 10, leaving GPUs 1 and 3 free, but on different nodes: the 2-GPU job

@@ -126,12 +126,19 @@ run_variant() {  # VARIANT
 }
 
 run_sim() {
-  mkdir -p "$OUT/sim"
+  mkdir -p "$OUT/sim/opaque"
   python3 "$here/summarise.py" "$OUT" --sim-trace "$OUT/sim/trace.csv" || return
+  # The model variant: every job's memory known (its estimate); the opaque
+  # one: none known, started provisionally as colo run does.
   local cmd=("$COLO" simulate "$OUT/sim/trace.csv" --gpus 1 --policy magm --mode mps --undeclared-sm-share --out "$OUT/sim")
   record "${cmd[*]}"
   "${cmd[@]}" >"$OUT/sim/simulate.txt" 2>&1
   log "sim: exit $?; $(tail -n 2 "$OUT/sim/simulate.txt" | tr '\n' ' ')"
+  cmd=("$COLO" simulate "$OUT/sim/trace_opaque.csv" --gpus 1 --policy magm --mode mps --undeclared-sm-share
+       --provisional-memory --out "$OUT/sim/opaque")
+  record "${cmd[*]}"
+  "${cmd[@]}" >"$OUT/sim/opaque/simulate.txt" 2>&1
+  log "sim (opaque): exit $?; $(tail -n 2 "$OUT/sim/opaque/simulate.txt" | tr '\n' ' ')"
 }
 
 for step in "$@"; do

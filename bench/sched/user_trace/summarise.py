@@ -21,6 +21,8 @@ Definitions (also in the README):
                 (GPM, the loop's timeline over the job's training)|, over
                 every (variant, job) that settled; its median
   sim_error_pct (colo simulate's magm/MPS total - model_s) / model_s
+  sim_opaque_error_pct  the same for opaque_s, from the trace without
+                memory estimates simulated with --provisional-memory
 """
 import argparse
 import csv
@@ -240,6 +242,9 @@ def summarise(out, trace, commands):
                 gaps.append(abs(r["sm_share"] - alone["solo_sm_activity"]))
         per_job.append(row)
     sim = [s for s in read_json(os.path.join(out, "sim", "summary.json"), []) if s.get("policy") == "magm"]
+    sim_opaque = [s for s in read_json(os.path.join(out, "sim", "opaque", "summary.json"), [])
+                  if s.get("policy") == "magm"]
+    opaque_s = (runs["opaque"] or {}).get("wall_s")
     model_s = (runs["model"] or {}).get("wall_s")
     ran = [r for r in runs.values() if r]
     summary = {
@@ -270,6 +275,9 @@ def summarise(out, trace, commands):
         "share_gap_jobs": len(gaps),
         "sim_error_pct": 100 * (sim[0]["total_s"] - model_s) / model_s if sim and model_s else None,
         "sim_s": sim[0]["total_s"] if sim else None,
+        "sim_opaque_error_pct": (100 * (sim_opaque[0]["total_s"] - opaque_s) / opaque_s
+                                 if sim_opaque and opaque_s else None),
+        "sim_opaque_s": sim_opaque[0]["total_s"] if sim_opaque else None,
         "startup_over_25pct": [j["name"] for j in per_job
                                if j["startup_s"] is not None and j["solo_s"] and j["startup_s"] > 0.25 * j["solo_s"]],
         "solo_outside_60_300s": [j["name"] for j in per_job if j["solo_s"] and not 60 <= j["solo_s"] <= 300],
@@ -332,8 +340,12 @@ def main():
         solo = loop_jobs(args.out, trace)
         if len(solo) < len(trace):
             sys.exit(f"the loop has run {len(solo)} of {len(trace)} jobs: no simulation yet")
-        with open(args.sim_trace, "w") as f:
-            f.write("submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,command\n")
+        # Beside it, trace_opaque.csv: the same jobs with no memory estimate (the opaque variant).
+        opaque_path = os.path.join(os.path.dirname(os.path.abspath(args.sim_trace)), "trace_opaque.csv")
+        with open(args.sim_trace, "w") as f, open(opaque_path, "w") as opaque:
+            for out_file in (f, opaque):
+                out_file.write("submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,"
+                               "command\n")
             for job in trace:
                 s = solo[job["name"]]
                 mem = s["device_mem_bytes"] or (s["final"] or {}).get("peak_mem_bytes") or 0
@@ -342,8 +354,8 @@ def main():
                 # included: the mean over that duration, not over its training alone (which
                 # counted 9-22 s of idle start-up as busy, 15.7% too long on 2026-11-27).
                 activity = s["run_sm_activity"] or s["solo_sm_activity"] or 0.5
-                f.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{activity:.3f},{mem},0,1,"
-                        f"{job['command']}\n")
+                f.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{activity:.3f},{mem},0,1,{job['command']}\n")
+                opaque.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{activity:.3f},,0,1,{job['command']}\n")
         return
     commands_path = os.path.join(args.out, "commands.txt")
     commands = open(commands_path).read().splitlines() if os.path.exists(commands_path) else []

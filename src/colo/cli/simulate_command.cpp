@@ -31,6 +31,7 @@ struct SimulateArgs {
   double reserve_after_s = 0;
   bool undeclared_sm_share = false;
   bool no_throughput_rule = false;
+  bool provisional_memory = false;
   std::string out;
 };
 
@@ -95,6 +96,7 @@ int run_simulate(const SimulateArgs& args) {
     options.backfill.reserve_after_s = args.reserve_after_s;
     options.declared_sm_share = !args.undeclared_sm_share;
     options.throughput_rule = !args.no_throughput_rule;
+    options.provisional_memory = args.provisional_memory;
     Stopwatch clock;
     auto result = sched::simulate(trace, options);
     double wall = clock.elapsed_s();
@@ -137,6 +139,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
                 "tell the scheduler no job's SM share: each settles and is measured, as real jobs that declare none");
   cmd->add_flag("--no-throughput-rule", args->no_throughput_rule,
                 "never close a GPU whose modelled training throughput stopped growing (the runner's rule)");
+  cmd->add_flag("--provisional-memory", args->provisional_memory,
+                "a job without mem_estimate_bytes starts beside others with a provisional reservation until its "
+                "peak is measured, as colo run does on real GPUs (default: only on an empty GPU)");
   cmd->add_option("--out", args->out, "write summary.json and jobs_<policy>_<mode>.jsonl here");
   cmd->callback([args, &exit_code] { exit_code = run_simulate(*args); });
 }

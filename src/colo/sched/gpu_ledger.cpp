@@ -193,16 +193,27 @@ double GpuLedger::next_settle_s() const {
   return next;
 }
 
+double GpuLedger::provisional_due_s(const LedgerEntry& job) const {
+  double quiet_since = std::max(job.active_since_s, job.last_growth_s);
+  return job.training_since_s >= 0 ? std::max(job.training_since_s, quiet_since) + thresholds_.settle_active_s
+                                   : quiet_since + thresholds_.settle_quiet_s;
+}
+
+double GpuLedger::next_provisional_s() const {
+  double next = std::numeric_limits<double>::infinity();
+  if (provisional_ == 0) return next;
+  for (const auto& [id, job] : jobs_) {
+    if (job.request.provisional && job.active_since_s >= 0) next = std::min(next, provisional_due_s(job));
+  }
+  return next;
+}
+
 std::vector<MeasuredPeak> GpuLedger::measure_provisional(double now_s) {
   std::vector<MeasuredPeak> measured;
   if (provisional_ == 0) return measured;
   for (auto& [id, job] : jobs_) {
     if (!job.request.provisional || job.active_since_s < 0) continue;
-    double quiet_since = std::max(job.active_since_s, job.last_growth_s);
-    double due = job.training_since_s >= 0
-                     ? std::max(job.training_since_s, quiet_since) + thresholds_.settle_active_s
-                     : quiet_since + thresholds_.settle_quiet_s;
-    if (now_s < due - 1e-9) continue;
+    if (now_s < provisional_due_s(job) - 1e-9) continue;
     // Never low: memory the GPU shows in use that no other job's measured
     // peak accounts for is counted as this job's (a process list that lags
     // under MPS once gave a training GPT-2 544 MiB of its 15 GiB).

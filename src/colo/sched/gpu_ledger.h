@@ -90,6 +90,9 @@ class GpuLedger {
   // times that) reserve their measured peak plus 10% from now on, and
   // come back with it.
   std::vector<MeasuredPeak> measure_provisional(double now_s);
+  // When measure_provisional next has a peak to give; +infinity when no
+  // provisional job has started.
+  double next_provisional_s() const;
   // The estimate of a provisional job's memory came after it started: it
   // reserves that (or its peak so far, if larger) from now on, as a job of
   // known memory. False, and no change, for any other job.
@@ -130,6 +133,8 @@ class GpuLedger {
   // Mean reading over the averaging window, counting none before `since_s`.
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
   double settles_at(const LedgerEntry& job) const;
+  // When a provisional job's peak counts as measured (measure_provisional).
+  double provisional_due_s(const LedgerEntry& job) const;
   // When a job's own activity began to count: its first progress report,
   // else its first memory on the GPU, else its launch.
   static double began_s(const LedgerEntry& job);

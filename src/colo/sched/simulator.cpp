@@ -83,7 +83,7 @@ class Simulation {
       watch_throughput();
       schedule();
       double next = next_arrival < arrivals.size() ? trace_[arrivals[next_arrival]].submit_s : kInf;
-      next = std::min({next, next_event(), ledger_.next_settle_s(), next_verdict_s()});
+      next = std::min({next, next_event(), ledger_.next_settle_s(), ledger_.next_provisional_s(), next_verdict_s()});
       if (next == kInf) break;  // nothing runs and nothing can be placed: jobs are lost
       advance(next - now_);
       finish_due();
@@ -105,6 +105,11 @@ class Simulation {
     }
     for (const auto& m : ledger_.settle(now_)) {
       remember(m);
+      if (active_pos_[static_cast<size_t>(m.id)] >= 0) mark_stale(gpus_of_[static_cast<size_t>(m.id)]);
+    }
+    for (const auto& m : ledger_.measure_provisional(now_)) {
+      const std::string& command = trace_[m.id].command;
+      if (!command.empty()) history_.learn_peak(JobKeys{command, ""}, m.peak_bytes);
       if (active_pos_[static_cast<size_t>(m.id)] >= 0) mark_stale(gpus_of_[static_cast<size_t>(m.id)]);
     }
   }
@@ -210,9 +215,9 @@ class Simulation {
 
   double gpu_rate(int g) const { return rate_with(g, -1); }
 
-  // The runner's rule (job_request.h). A simulated GPU shows no process's
-  // memory, so a job of unknown memory never starts provisionally; the peak
-  // seen before an OOM death is its true one.
+  // The runner's rule (job_request.h). A job of unknown memory starts
+  // provisionally only with options_.provisional_memory (the runner's rule
+  // on real GPUs); the peak seen before an OOM death is its true one.
   JobRequest request_for(int64_t id) const {
     const TraceJob& t = trace_[id];
     const SimulatedJob& job = result_.jobs[id];
@@ -224,7 +229,8 @@ class Simulation {
     facts.keys = JobKeys{t.command, ""};
     facts.oom_deaths = job.state == JobState::kOutOfMemory ? job.oom_deaths : 0;
     facts.peak_bytes = t.mem_bytes;
-    return build_request(facts, history_, options_.recovery, /*provisional=*/false);
+    return build_request(facts, history_, options_.recovery,
+                         options_.provisional_memory && options_.mode != CollocationMode::kExclusive);
   }
 
   // A one-GPU job anywhere; a multi-GPU job on the first node that has room for all of it.
@@ -243,10 +249,17 @@ class Simulation {
     return {};
   }
 
-  bool try_place(int64_t id, const JobRequest& request) {
+  bool try_place(int64_t id, JobRequest request) {
     if (policy_->within_collocation_thresholds() && !might_fit(request, room_, options_.thresholds)) return false;
     Placement placement = pick_on_one_node(request);
     if (!placement.placed()) return false;
+    if (request.provisional) {  // as Runner::start: what is free on its GPUs, less the margin
+      int64_t reservation = std::numeric_limits<int64_t>::max();
+      for (int g : placement.gpus) {
+        reservation = std::min(reservation, provisional_reservation(views_[static_cast<size_t>(g)], options_.thresholds));
+      }
+      request.mem_bytes = reservation;
+    }
     const TraceJob& t = trace_[id];
     Active r;
     r.id = id;

@@ -38,6 +38,12 @@ struct SimulationOptions {
   // thresholds.throughput_window_s after it starts, on the modelled rates.
   // Policies that ignore colo's thresholds (slurm-shard) ignore it too.
   bool throughput_rule = true;
+  // As `colo run` does on real GPUs: a job of unknown memory (no estimate,
+  // no history) starts beside others with a provisional reservation, what
+  // is free less the margin, until its peak is measured (GpuLedger::
+  // measure_provisional, settle_active_s after it starts); false: it starts
+  // only on an empty GPU. Not under kExclusive.
+  bool provisional_memory = false;
 };
 
 struct SimulatedJob {
