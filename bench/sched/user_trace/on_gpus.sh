@@ -100,7 +100,7 @@ done
 free=() pending=()
 g=$loop_gpus
 for v in "${variants[@]}"; do
-  if (( g < ${#gpus[@]} )); then start_step $g "$v"; g=$(( g + 1 )); else pending+=("$v"); fi
+  if (( g < ${#gpus[@]} )); then start_step "$g" "$v"; g=$(( g + 1 )); else pending+=("$v"); fi
 done
 loops_left=$loop_gpus
 
