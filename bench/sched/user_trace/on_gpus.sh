@@ -9,7 +9,8 @@
 #
 # GPU k of the host runs one step of run.sh with CUDA_VISIBLE_DEVICES set to
 # that GPU's UUID (colo and energy.py keep to it):
-#   - the loop, split over the first LOOP_GPUS GPUs (default: all but two)
+#   - the loop, split over the first LOOP_GPUS GPUs (default: all but two,
+#     one on a host of 2 or 3)
 #     with LOOP_PART=K/N: each job still runs alone on a GPU, and loop_s is
 #     the jobs' run times added up, as one loop would take them;
 #   - the variants (USERTRACE_VARIANTS, default "model opaque declared"),
@@ -63,7 +64,7 @@ OUT=$(cd "$2" && pwd)
 deadline_s=${3:?usage: on_gpus.sh BUILD OUT DEADLINE_S}
 mapfile -t gpus < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
 read -r -a variants <<<"${USERTRACE_VARIANTS:-model opaque declared}"
-loop_gpus=${LOOP_GPUS:-$(( ${#gpus[@]} - 2 ))}
+loop_gpus=${LOOP_GPUS:-$(( ${#gpus[@]} > 3 ? ${#gpus[@]} - 2 : 1 ))}
 for v in "${variants[@]:0:$(( ${#gpus[@]} - loop_gpus ))}"; do
   if [ "$v" = declared ] && [ -z "${TRACE_PEAKS:-}" ]; then
     echo "on_gpus.sh: declared starts with the loop here and needs TRACE_PEAKS (peaks measured before)," \
