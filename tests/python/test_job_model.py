@@ -287,3 +287,43 @@ def test_a_fused_fine_tuning_array_is_placed_by_its_estimate_with_the_frozen_bac
     # Beside one fine-tune alone: 7 more heads, their Adam states and outputs,
     # less than half of what 7 more backbones' weights alone would add.
     assert array_mem - one_mem < 3.5 * backbone_bytes, (array_mem, one_mem, backbone_bytes)
+
+
+HANGING_MODEL_CODE = textwrap.dedent("""
+    import time
+
+    def hangs():
+        time.sleep(600)  # a builder that waits for a checkpoint that never comes
+""")
+
+
+def test_a_builder_that_hangs_is_cut_at_the_estimate_timeout_and_its_job_runs_as_one_of_unknown_memory(
+        tmp_path, colo_executable):
+    """`--estimate-timeout`: past it the estimate is unknown, the child is
+    stopped, and the job runs anyway (started on the empty GPU at once, as a
+    job of unknown memory) instead of waiting for its builder."""
+    (tmp_path / "hanging.py").write_text(HANGING_MODEL_CODE)
+    (tmp_path / "jobs.toml").write_text(f"""
+[[job]]
+name = "stuck-builder"
+command = "{until_logged(tmp_path, 'took over the time limit')}"
+workdir = "{tmp_path}"
+[job.model]
+builder = "hanging:hangs"
+input = [8]
+batch_size = 4
+optimizer = "sgd"
+""")
+    log = tmp_path / "run.err"
+    started = time.monotonic()
+    with open(log, "w") as err:
+        run = subprocess.run([colo_executable, "run", str(tmp_path / "jobs.toml"), "--store", str(tmp_path / "jobs.db"),
+                              "--poll", "0.1", "--estimate-timeout", "8"], stderr=err, text=True,
+                             env={**os.environ, "COLO_SIMULATED_GPUS": "1"}, timeout=300)
+    text = log.read_text()
+    assert run.returncode == 0, text
+    assert time.monotonic() - started < 60, "cut at the timeout, not after the builder's 600 s"
+    assert "stuck-builder): memory need unknown (estimating hanging:hangs took over the time limit)" in text, text
+    assert show(colo_executable, tmp_path, 1)["state"] == "COMPLETED"
+    leftover = subprocess.run(["pgrep", "-f", "builder hanging:hangs"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", "the estimating child was stopped: " + leftover.stdout

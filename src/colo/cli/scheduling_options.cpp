@@ -9,7 +9,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
       sched::runner_options_from_names(args.policy, args.mode, args.recovery, args.poll_s, args.reserve_after_s);
   options.predict_shares = !args.no_share_prediction;
   options.cpu_slots = args.cpu_slots;
-  options.estimate_model = sched::scheduler_estimate();
+  options.estimate_model = sched::scheduler_estimate(2, args.estimate_timeout_s);
   return options;
 }
 
@@ -26,6 +26,11 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
   cmd->add_option("--cpu-slots", args.cpu_slots,
                   "on a host without a GPU: jobs that run at once (those reading one shared loader share it)")
       ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--estimate-timeout", args.estimate_timeout_s,
+                  "seconds a [job.model] builder may take to be estimated; past that its memory is unknown and the "
+                  "job is placed as one of unknown memory")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }

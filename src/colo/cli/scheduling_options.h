@@ -20,10 +20,11 @@ struct SchedulingArgs {
   double reserve_after_s = 0;
   bool no_share_prediction = false;
   int cpu_slots = 1;
+  double estimate_timeout_s = 120;
 };
 
 // --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --cpu-slots,
-// --summary-json.
+// --estimate-timeout, --summary-json.
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args);
 
 // Runner options from the flags; validates names before anything is written.
