@@ -25,21 +25,21 @@ std::string listing(const std::vector<DeviceInfo>& devices) {
   return out;
 }
 
+[[noreturn]] void refuse(const std::vector<DeviceInfo>& devices, const std::string& entry, const std::string& why) {
+  throw VisibleDevicesError("CUDA_VISIBLE_DEVICES: '" + entry + "' " + why + " (GPUs here: " + listing(devices) + ")");
+}
+
 // The position of the device `entry` names; throws when none or several match.
 size_t position_of(const std::vector<DeviceInfo>& devices, const std::string& entry) {
-  auto fail = [&](const std::string& why) -> size_t {
-    throw VisibleDevicesError("CUDA_VISIBLE_DEVICES: '" + entry + "' " + why + " (GPUs here: " + listing(devices) +
-                              ")");
-  };
-  if (entry.rfind("MIG-", 0) == 0) return fail("is a MIG instance; colo schedules whole GPUs");
+  if (entry.rfind("MIG-", 0) == 0) refuse(devices, entry, "is a MIG instance; colo schedules whole GPUs");
   std::vector<size_t> matches;
   for (size_t i = 0; i < devices.size(); ++i) {
     bool match = is_index(entry) ? entry.size() <= 9 && std::stoi(entry) == devices[i].index
                                  : !devices[i].uuid.empty() && devices[i].uuid.rfind(entry, 0) == 0;
     if (match) matches.push_back(i);
   }
-  if (matches.empty()) return fail("names no GPU of this machine");
-  if (matches.size() > 1) return fail("is the start of several GPUs' UUIDs");
+  if (matches.empty()) refuse(devices, entry, "names no GPU of this machine");
+  if (matches.size() > 1) refuse(devices, entry, "is the start of several GPUs' UUIDs");
   return matches.front();
 }
 
