@@ -4,8 +4,8 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
+#include "colo/core/colo_command.h"
 #include "colo/core/spec_table.h"
 
 #include "colo/core/stopwatch.h"
@@ -13,17 +13,6 @@
 namespace colo::server {
 
 namespace {
-
-// The command's words, also those of a one-string `sh -c "..."` command.
-std::vector<std::string> command_words(const sched::JobSpec& spec) {
-  std::vector<std::string> words;
-  for (const auto& part : spec.command) {
-    std::istringstream in(part);
-    std::string w;
-    while (in >> w) words.push_back(w);
-  }
-  return words;
-}
 
 bool ends_with_colo(const std::string& word) {
   return word.size() >= 4 && word.compare(word.size() - 4, 4, "colo") == 0;
@@ -136,7 +125,7 @@ nlohmann::json gantt_json(const std::vector<sched::JobRecord>& jobs,
 }
 
 std::string train_metrics_path(const sched::JobRecord& job) {
-  std::vector<std::string> words = command_words(job.spec);
+  std::vector<std::string> words = command_words(job.spec.command);
   bool trains = false;
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) {
@@ -159,7 +148,7 @@ std::string train_metrics_path(const sched::JobRecord& job) {
 
 
 std::string sweep_log_path(const sched::JobRecord& job) {
-  std::vector<std::string> words = command_words(job.spec);
+  std::vector<std::string> words = command_words(job.spec.command);
   std::string file, out;
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i] == "sweep" && ends_with_colo(words[i - 1]) && i + 1 < words.size()) file = words[i + 1];
