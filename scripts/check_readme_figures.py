@@ -83,6 +83,7 @@ FIGURES = [
     ("bench/results/estimate/real_models/summary.json", "peers.horus_rule.median_pct", stated_percent),
     ("bench/results/sched/user_trace/summary.json", "speedup_model", ratio),
     ("bench/results/sched/user_trace/summary.json", "speedup_opaque", ratio),
+    ("bench/results/sched/user_trace/summary.json", "speedup_declared", ratio),
     ("bench/results/sched/user_trace/summary.json", "energy_saved_model_pct", stated_percent),
     ("bench/results/sched/user_trace/summary.json", "target_speedup_model", lambda v: f"{v:.1f}x"),
     ("bench/results/sched/user_trace/summary.json", "speedup_ceiling_perfect_packing", ratio),

@@ -30,8 +30,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 status() {  # OUT
   local OUT=$1 started
 
-  started=$(cat "$OUT/on_gpus.start" 2>/dev/null || echo 0)
-  echo "on_gpus: $(( $(date +%s) - started )) s since the start; $(wc -l <"$OUT/loop/jobs.jsonl" 2>/dev/null || echo 0)" \
+  if ! started=$(cat "$OUT/on_gpus.start" 2>/dev/null); then
+    echo "on_gpus: not started yet (writing the trace)"
+    return 0
+  fi
+  echo "on_gpus: $(( $(date +%s) - started )) s since the start; $( (wc -l <"$OUT/loop/jobs.jsonl") 2>/dev/null || echo 0)" \
        "of $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["jobs"]))' "$OUT/trace/jobs.json" 2>/dev/null)" \
        "loop jobs done"
   for db in "$OUT"/*/jobs.db; do
