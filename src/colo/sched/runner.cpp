@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -52,12 +51,25 @@ static std::vector<int64_t> memory_totals(const std::vector<gpu::DevicePtr>& dev
   return totals;
 }
 
+// The core's rules for these devices: one job a slot without a GPU; a job
+// of unknown memory starts provisionally only where each process's memory
+// shows (not on a simulated GPU).
+static SchedulerOptions scheduler_options(const std::vector<gpu::DevicePtr>& devices, const RunnerOptions& options) {
+  SchedulerOptions s;
+  s.policy = options.policy;
+  s.mode = devices.empty() ? CollocationMode::kExclusive : options.mode;
+  s.thresholds = options.thresholds;
+  s.recovery = options.recovery;
+  s.backfill = options.backfill;
+  s.predict_shares = options.predict_shares;
+  s.provisional_memory =
+      !devices.empty() && options.provisional_memory && simulated_device(devices.front()) == nullptr;
+  return s;
+}
+
 Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptions options)
     : store_(store), devices_(std::move(devices)), has_gpus_(!devices_.empty()), options_(std::move(options)),
-      policy_(make_policy(options_.policy, options_.thresholds)),
-      ledger_(memory_totals(devices_, options_.cpu_slots), has_gpus_ ? options_.mode : CollocationMode::kExclusive,
-              options_.thresholds),
-      history_(options_.predict_shares) {
+      scheduler_(memory_totals(devices_, options_.cpu_slots), scheduler_options(devices_, options_)) {
   if (options_.cpu_slots < 1) {
     throw InputError("cpu_slots", "", "must be at least 1, not " + std::to_string(options_.cpu_slots));
   }
@@ -77,7 +89,6 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   learn_shares();
   loaders_ = std::make_unique<LoaderProducers>(
       options_.colo_program.empty() ? colo_program_beside_this_one() : options_.colo_program, options_.log_dir);
-  throughput_watch_ = ThroughputWatch(options_.thresholds.min_throughput_gain, options_.thresholds.settle_s);
   if (options_.estimate_model) {
     estimates_ = std::make_unique<ModelEstimates>(store_, options_.estimate_model, options_.parallel_estimates);
   }
@@ -96,9 +107,10 @@ std::string Runner::progress_path(int64_t id) const {
 void Runner::learn_shares() {
   for (const auto& job : store_.list()) {  // by id: the latest measurement wins
     JobKeys keys = job_keys(job.spec);
-    if (job.sm_share) history_.learn_share(keys, *job.sm_share);
-    if (job.state == JobState::kCompleted && job.peak_mem_bytes) history_.learn_peak(keys, *job.peak_mem_bytes);
-    if (job.alone_measured && job.alone_samples_per_s) history_.learn_alone_rate(keys, *job.alone_samples_per_s);
+    JobHistory& history = scheduler_.history();
+    if (job.sm_share) history.learn_share(keys, *job.sm_share);
+    if (job.state == JobState::kCompleted && job.peak_mem_bytes) history.learn_peak(keys, *job.peak_mem_bytes);
+    if (job.alone_measured && job.alone_samples_per_s) history.learn_alone_rate(keys, *job.alone_samples_per_s);
   }
 }
 
@@ -114,39 +126,21 @@ void Runner::observe_progress(Active& job) {
   });
   if (auto reading = read_progress_file(progress_path(job.id))) {
     job.progress.observe(*reading, job.alone && alone);
-    if (!job.training_seen && reading->samples > 0) {
-      job.training_seen = true;
-      ledger_.started_training(job.id, clock_.elapsed_s());
-    }
+    if (reading->samples > 0) job.training_seen = true;
   }
   job.alone = alone;
 }
 
-std::vector<JobThroughput> Runner::throughput_on(int gpu) const {
-  std::vector<JobThroughput> jobs;
+std::optional<double> Runner::normalized_throughput(int64_t id) const {
   for (const auto& a : active_) {
-    if (a.pgid == 0 || std::find(a.gpus.begin(), a.gpus.end(), gpu) == a.gpus.end()) continue;
-    JobThroughput job{a.id, std::nullopt};
+    if (a.id != id || a.pgid == 0) continue;
     auto recent = a.progress.recent_samples_per_s(options_.thresholds.throughput_window_s);
     auto alone = a.progress.alone_samples_per_s();
     if (!alone) alone = a.learned_alone;
-    if (recent && alone && *alone > 0) job.normalized = *recent / *alone;
-    jobs.push_back(job);
+    if (recent && alone && *alone > 0) return *recent / *alone;
+    return std::nullopt;
   }
-  return jobs;
-}
-
-void Runner::watch_throughput() {
-  if (throughput_watch_.watching() == 0) return;
-  double now = clock_.elapsed_s();
-  for (size_t g = 0; g < devices_.size(); ++g) {
-    int gpu = static_cast<int>(g);
-    for (const auto& outcome : throughput_watch_.check(gpu, throughput_on(gpu), now)) {
-      if (!outcome.stopped_growing) continue;
-      ledger_.close(gpu, *outcome.stopped_growing);
-      spdlog::info("GPU {}: {}; it takes no further job until one leaves", gpu, *outcome.stopped_growing);
-    }
-  }
+  return std::nullopt;
 }
 
 void Runner::record_throughput(Active& job) {
@@ -157,12 +151,13 @@ void Runner::record_throughput(Active& job) {
   auto own_alone = job.progress.alone_samples_per_s();
   auto record = store_.get(job.id);
   if (!record) return;
-  std::optional<double> alone = own_alone ? own_alone : history_.alone_rate(job_keys(record->spec));
+  JobHistory& history = scheduler_.history();
+  std::optional<double> alone = own_alone ? own_alone : history.alone_rate(job_keys(record->spec));
   store_.record_throughput(job.id, overall, alone, own_alone.has_value());
-  if (own_alone) history_.learn_alone_rate(job_keys(record->spec), *own_alone);
+  if (own_alone) history.learn_alone_rate(job_keys(record->spec), *own_alone);
 }
 
-JobRequest Runner::request_for(const JobRecord& job) const {
+RequestFacts Runner::facts_of(const JobRecord& job) const {
   RequestFacts facts;
   facts.id = job.id;
   facts.mem_bytes = job.spec.mem_bytes;
@@ -171,11 +166,10 @@ JobRequest Runner::request_for(const JobRecord& job) const {
   facts.keys = job_keys(job.spec);
   facts.oom_deaths = job.state == JobState::kOutOfMemory ? job.oom_deaths : 0;
   facts.peak_bytes = job.peak_mem_bytes.value_or(0);
-  // A simulated GPU shows no process's memory, so no peak could be measured.
-  bool provisional = has_gpus_ && options_.provisional_memory && options_.mode != CollocationMode::kExclusive &&
-                     simulated_device(devices_.front()) == nullptr;
-  return build_request(facts, history_, options_.recovery, provisional);
+  return facts;
 }
+
+JobRequest Runner::request_for(const JobRecord& job) const { return scheduler_.request_for(facts_of(job)); }
 
 JobRequest Runner::adopted_request(const JobRecord& job) const {
   JobRequest request = request_for(job);
@@ -189,10 +183,9 @@ void Runner::adopt(const JobRecord& job) {
   a.gpus = job.gpus.empty() ? std::vector<int>{std::max(job.gpu, 0)} : job.gpus;
   a.pgid = job.pid;
   a.request = adopted_request(job);
-  a.learned_alone = history_.alone_rate(job_keys(job.spec));
+  a.learned_alone = scheduler_.history().alone_rate(job_keys(job.spec));
   account_on_simulated(a);
-  ledger_.place(a.request, a.gpus, clock_.elapsed_s());
-  mark_active_on_simulated(a);
+  scheduler_.adopt(a.request, job_keys(job.spec), a.gpus, clock_.elapsed_s(), shows_at_once(a));
   active_.push_back(std::move(a));
   spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
 }
@@ -285,11 +278,9 @@ void Runner::account_on_simulated(const Active& job) {
   }
 }
 
-void Runner::mark_active_on_simulated(const Active& job) {
+int64_t Runner::shows_at_once(const Active& job) const {
   // A simulated GPU shows no process memory: the job counts as active at once.
-  if (has_gpus_ && simulated_device(devices_[job.gpus.front()]) != nullptr) {
-    ledger_.observe_peak(job.id, 1, clock_.elapsed_s());
-  }
+  return has_gpus_ && simulated_device(devices_[job.gpus.front()]) != nullptr ? 1 : 0;
 }
 
 void Runner::release_on_simulated(const Active& job) {
@@ -302,22 +293,21 @@ void Runner::release_on_simulated(const Active& job) {
 void Runner::forget(const Active& job) {
   loaders_->release(job.id);
   release_on_simulated(job);
-  if (auto m = ledger_.remove(job.id, clock_.elapsed_s())) remember_share(*m);
+  if (auto m = scheduler_.ended(job.id, clock_.elapsed_s())) record_share(*m);
 }
 
-void Runner::remember_share(const MeasuredShare& m) {
-  auto record = store_.get(m.id);
-  if (!record) return;
+void Runner::record_share(const MeasuredShare& m) {
+  if (!store_.get(m.id)) return;
   store_.record_sm_share(m.id, m.share);
-  history_.learn_share(job_keys(record->spec), m.share);
   spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
 
-void Runner::observe_devices() {
+Observation Runner::observe(double now) {
   // Simulated GPUs follow the wall clock while real jobs run on them: those
   // made to (discover_devices's) by themselves, others advanced here.
-  double now = clock_.elapsed_s();
+  Observation seen;
+  std::map<int64_t, int64_t> used_by_job;  // the most on one of its GPUs
   double dt = last_observed_s_ < 0 ? 0 : now - last_observed_s_;
   last_observed_s_ = now;
   std::vector<GpuEnergyReading> readings;
@@ -344,8 +334,8 @@ void Runner::observe_devices() {
     if (!has_gpus_) continue;
     if (sample.energy_j) readings.push_back({index, devices_[g]->info().uuid, *sample.energy_j, unix_time_s()});
     std::optional<double> activity = sample.sm_active ? sample.sm_active : sample.gpu_util;
-    ledger_.observe(index, now, activity,
-                    sim != nullptr ? std::optional<int64_t>() : std::optional<int64_t>(sample.mem_free_bytes));
+    seen.gpus.push_back(
+        {index, activity, sim != nullptr ? std::optional<int64_t>() : std::optional<int64_t>(sample.mem_free_bytes)});
     std::vector<gpu::ProcessUsage> processes;
     try {
       if (sim == nullptr) processes = devices_[g]->processes();
@@ -355,7 +345,7 @@ void Runner::observe_devices() {
     double shares = 0;
     for (auto& a : active_) {
       if (std::find(a.gpus.begin(), a.gpus.end(), index) == a.gpus.end()) continue;
-      shares += ledger_.energy_share(a.id);
+      shares += scheduler_.ledger().energy_share(a.id);
       // A simulated GPU reports what colo placed on it, not what a job used:
       // no peak is recorded, so history never learns an estimate back.
       if (sim != nullptr) continue;
@@ -364,25 +354,34 @@ void Runner::observe_devices() {
         if (belongs_to_job(p.pid, static_cast<uint32_t>(a.pgid))) used += p.used_mem_bytes;
       }
       a.peak_bytes = std::max(a.peak_bytes, used);
-      ledger_.observe_peak(a.id, used, now);
+      used_by_job[a.id] = std::max(used_by_job[a.id], used);
     }
     for (auto& a : active_) {
       if (shares > 0 && std::find(a.gpus.begin(), a.gpus.end(), index) != a.gpus.end()) {
-        a.energy_j += energy * ledger_.energy_share(a.id) / shares;
+        a.energy_j += energy * scheduler_.ledger().energy_share(a.id) / shares;
       }
     }
   }
   store_energy(readings);
-  for (const auto& m : ledger_.settle(now)) remember_share(m);
-  for (const auto& m : ledger_.measure_provisional(now)) remember_provisional_peak(m);
+  observe_progress();
+  for (const auto& a : active_) {
+    JobReading job{a.id, std::nullopt, a.training_seen};
+    auto used = used_by_job.find(a.id);
+    if (used != used_by_job.end()) job.used_bytes = used->second;
+    seen.jobs.push_back(job);
+  }
+  return seen;
 }
 
-void Runner::remember_provisional_peak(const MeasuredPeak& m) {
-  auto record = store_.get(m.id);
-  if (!record) return;
-  history_.learn_peak(job_keys(record->spec), m.peak_bytes);
-  spdlog::info("job {}: memory measured at {} once it stopped growing; it reserves that plus 10% from now on", m.id,
-               bytes_human(double(m.peak_bytes)));
+void Runner::report(const Measured& measured) {
+  for (const auto& m : measured.shares) record_share(m);
+  for (const auto& m : measured.peaks) {
+    spdlog::info("job {}: memory measured at {} once it stopped growing; it reserves that plus 10% from now on", m.id,
+                 bytes_human(double(m.peak_bytes)));
+  }
+  for (const auto& [gpu, why] : measured.closed) {
+    spdlog::info("GPU {}: {}; it takes no further job until one leaves", gpu, why);
+  }
 }
 
 void Runner::apply_estimates_of_running_jobs() {
@@ -393,7 +392,7 @@ void Runner::apply_estimates_of_running_jobs() {
     if (answer.status == ModelEstimates::Status::kKnown) {
       int64_t with_margin = answer.bytes + answer.bytes / 10;
       store_.set_memory_estimate(a.id, with_margin);
-      if (ledger_.estimate_arrived(a.id, with_margin)) a.request = ledger_.jobs().at(a.id).request;
+      if (auto request = scheduler_.estimate_arrived(a.id, with_margin)) a.request = *request;
       spdlog::info("job {} ({}) needs about {} ({}); it reserves that from now on", a.id, a.awaits_estimate->name,
                    bytes_human(double(with_margin)), answer.reason);
     } else {
@@ -454,21 +453,9 @@ EnvironmentOverrides Runner::producer_environment() {
   return env;
 }
 
-std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std::string& estimate_pending) {
-  JobRequest request = request_for(job);
-  std::vector<GpuView> views = ledger_.views(clock_.elapsed_s());
-  if (!estimate_pending.empty() &&
-      std::none_of(views.begin(), views.end(), [](const GpuView& v) { return v.jobs == 0; })) {
-    return NotStarted{estimate_pending, false};
-  }
-  Placement placement = pick_gpus(*policy_, request, views);
-  if (!placement.placed()) return NotStarted{placement.reason};
-  const std::vector<int>& gpus = placement.gpus;
-  if (request.provisional) {
-    int64_t reservation = std::numeric_limits<int64_t>::max();
-    for (int g : gpus) reservation = std::min(reservation, provisional_reservation(views.at(size_t(g)), options_.thresholds));
-    request.mem_bytes = reservation;
-  }
+Launch Runner::launch(int64_t id, const std::vector<int>& gpus, const JobRequest& request) {
+  const RoundJob& round_job = round_jobs_.at(id);
+  const JobRecord& job = *round_job.record;
   EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
   std::string start_group;  // the start group it joins, if launched
   env[kJobIdVariable] = std::to_string(job.id);
@@ -479,12 +466,12 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
     try {
       loaders_->acquire(job.spec.loader, job.id, producer_environment());
     } catch (const std::exception& e) {
-      return NotStarted{"cannot start its shared loader for " + job.spec.loader + ": " + e.what()};
+      return Launch::waits("cannot start its shared loader for " + job.spec.loader + ": " + e.what());
     }
     // It keeps its producer while it waits: released if it leaves the queue meanwhile.
     if (!loaders_->ready(job.spec.loader)) {
       waiting_for_loader_.insert(job.id);
-      return NotStarted{"waiting for its shared loader (" + job.spec.loader + ") to fill its ring", false};
+      return Launch::waits("waiting for its shared loader (" + job.spec.loader + ") to fill its ring");
     }
     waiting_for_loader_.erase(job.id);
     // Launched, it would only find no producer: it fails now, with the producer's reason.
@@ -493,7 +480,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
       std::string reason = "its shared loader (" + job.spec.loader + ") exited before filling its ring: " + failure;
       store_.fail_waiting(job.id, reason);
       spdlog::warn("job {} failed: {}", job.id, reason);
-      return NotStarted{reason, false};
+      return Launch::gone();
     }
     env[kLoaderVariable] = job.spec.loader;
     start_group = loaders_->start_group_of(job.spec.loader);
@@ -531,7 +518,7 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
   if (!store_.mark_running(job.id, gpus, child->pid(), log_path(job.id))) {
     child->terminate(5.0);  // cancelled meanwhile
     loaders_->release(job.id);
-    return std::nullopt;
+    return Launch::gone();
   }
   child->release();
   if (!start_group.empty()) loaders_->joined_start_group(job.spec.loader, job.id);  // launched: the group waits for it
@@ -542,16 +529,10 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
   a.child = std::move(child);
   a.request = request;
   a.mem_limit = mem_limit;
-  a.learned_alone = history_.alone_rate(job_keys(job.spec));
-  if (!estimate_pending.empty()) a.awaits_estimate = job.spec;
-  // Only a job that will have a comparable figure is watched. Its GPUs stay
-  // open meanwhile: holding them would start jobs one at a time.
-  if (a.learned_alone) {
-    for (int g : gpus) throughput_watch_.joined(g, job.id, throughput_on(g), clock_.elapsed_s());
-  }
+  a.learned_alone = scheduler_.history().alone_rate(job_keys(job.spec));
+  if (round_job.estimate_pending) a.awaits_estimate = job.spec;
   account_on_simulated(a);
-  ledger_.place(request, gpus, clock_.elapsed_s());
-  mark_active_on_simulated(a);
+  const int64_t shows = shows_at_once(a);
   active_.push_back(std::move(a));
   std::string where;
   for (int g : gpus) where += (where.empty() ? "" : ",") + std::to_string(g);
@@ -560,7 +541,21 @@ std::optional<Runner::NotStarted> Runner::start(const JobRecord& job, const std:
                    (request.provisional ? " (memory unknown: reserves " + bytes_human(double(*request.mem_bytes)) +
                                               " until its peak is measured)"
                                         : ""));
-  return std::nullopt;
+  return Launch::started(shows);
+}
+
+void Runner::stop(int64_t id) {
+  for (auto& a : active_) {
+    if (a.id != id || a.pgid == 0) continue;
+    if (a.child) {
+      a.child->terminate(5.0);
+    } else {
+      ::kill(-a.pgid, SIGKILL);
+    }
+    loaders_->release(a.id);
+    release_on_simulated(a);
+    a.pgid = 0;
+  }
 }
 
 void Runner::release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting) {
@@ -584,7 +579,7 @@ void Runner::settle(Active& job, int exit_code) {
   if (kind == ExitKind::kSuccess) {
     store_.mark_finished(job.id, JobState::kCompleted, exit_code, "", peak, job.energy_j);
     auto record = store_.get(job.id);
-    if (record && peak) history_.learn_peak(job_keys(record->spec), *peak);
+    if (record && peak) scheduler_.history().learn_peak(job_keys(record->spec), *peak);
   } else if (kind == ExitKind::kFailure) {
     store_.mark_finished(job.id, JobState::kFailed, exit_code, "exit status " + std::to_string(exit_code), peak,
                          job.energy_j);
@@ -611,21 +606,13 @@ void Runner::settle(Active& job, int exit_code) {
 }
 
 size_t Runner::step() {
-  observe_devices();
-  observe_progress();
-  watch_throughput();
+  report(scheduler_.observe(*this, clock_.elapsed_s()));
   // Jobs cancelled in the store (by `colo cancel`, from any process) stop here.
   for (const auto& job : store_.list({JobState::kCancelled})) {
-    for (auto& a : active_) {
-      if (a.id != job.id || a.pgid == 0) continue;
-      if (a.child) {
-        a.child->terminate(5.0);
-      } else {
-        ::kill(-a.pgid, SIGKILL);
-      }
-      forget(a);
-      a.pgid = 0;
-    }
+    bool running = std::any_of(active_.begin(), active_.end(),
+                               [&](const Active& a) { return a.id == job.id && a.pgid != 0; });
+    if (!running) continue;
+    if (auto m = scheduler_.stop(*this, job.id, clock_.elapsed_s())) record_share(*m);
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.pgid == 0; }),
                 active_.end());
@@ -652,14 +639,14 @@ size_t Runner::step() {
   apply_estimates_of_running_jobs();
   auto waiting = store_.list({JobState::kPending, JobState::kRequeued, JobState::kOutOfMemory});
   release_loaders_of_jobs_gone(waiting);
-  loaders_->begin_round();
   std::sort(waiting.begin(), waiting.end(), [](const JobRecord& a, const JobRecord& b) {
     return QueueKey{a.state == JobState::kOutOfMemory, a.spec.priority, a.submit_s, a.id} <
            QueueKey{b.state == JobState::kOutOfMemory, b.spec.priority, b.submit_s, b.id};
   });
-  double now = unix_time_s();
-  std::optional<int64_t> reserved_for;
+  const double now = unix_time_s();
   std::map<int64_t, std::string> reasons;
+  std::vector<WaitingJob> queue;
+  round_jobs_.clear();
   for (auto& job : waiting) {
     // Submitted elsewhere (another host's colo submit): it would wait for ever.
     if (auto beyond = gpus_beyond_host(job.spec, has_gpus_ ? devices_.size() : 0)) {
@@ -669,16 +656,29 @@ size_t Runner::step() {
     }
     if (hold_new_jobs_) {
       reasons[job.id] = "held: the scheduler is draining";
-    } else if (reserved_for) {
-      reasons[job.id] = "reserved for job " + std::to_string(*reserved_for);
-    } else if (auto waits = start(job, apply_model_estimate(job))) {
-      reasons[job.id] = waits->reason;
-      if (waits->for_gpus && options_.backfill.holds_back_later_jobs(now - job.submit_s, job.spec.gpus)) {
-        reserved_for = job.id;
-      }
+      continue;
+    }
+    WaitingJob w;
+    w.estimate_pending = apply_model_estimate(job);
+    w.facts = facts_of(job);
+    w.rank = QueueKey{job.state == JobState::kOutOfMemory, job.spec.priority, job.submit_s, job.id};
+    w.waited_s = now - job.submit_s;
+    w.throughput_comparable = scheduler_.history().alone_rate(job_keys(job.spec)).has_value();
+    round_jobs_[job.id] = RoundJob{&job, !w.estimate_pending.empty()};
+    queue.push_back(std::move(w));
+  }
+  loaders_->begin_round();
+  RoundOutcome outcome = scheduler_.round(queue, *this, clock_.elapsed_s());
+  loaders_->end_round();
+  for (auto& [id, why] : outcome.waiting) reasons[id] = std::move(why);
+  if (outcome.reserved_for) {  // the jobs ranked after it were not tried
+    bool after = false;
+    for (const WaitingJob& w : queue) {
+      if (after) reasons[w.facts.id] = "reserved for job " + std::to_string(*outcome.reserved_for);
+      after = after || w.facts.id == *outcome.reserved_for;
     }
   }
-  loaders_->end_round();
+  round_jobs_.clear();
   for (const auto& [id, reason] : reasons) {
     auto written = waiting_reason_.find(id);
     if (written != waiting_reason_.end() && written->second == reason) continue;
@@ -725,7 +725,7 @@ void Runner::detach(const std::string& why) {
   waiting_reason_.clear();
   for (const auto& a : active_) {
     release_on_simulated(a);
-    ledger_.remove(a.id, clock_.elapsed_s());
+    scheduler_.ended(a.id, clock_.elapsed_s());
   }
   if (!active_.empty()) spdlog::info("{} running job(s) left running for the next scheduler to adopt", active_.size());
   // A producer only waiting jobs hold has no consumer to idle-exit after: stopped.

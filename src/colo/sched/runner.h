@@ -14,16 +14,15 @@
 #include "colo/gpu/device.h"
 #include "colo/gpu/mps.h"
 #include "colo/sched/backfill.h"
-#include "colo/sched/gpu_ledger.h"
-#include "colo/sched/job_history.h"
+#include "colo/sched/executor.h"
 #include "colo/sched/job_progress.h"
 #include "colo/sched/loader_producers.h"
 #include "colo/sched/model_estimates.h"
 #include "colo/sched/policy.h"
 #include "colo/sched/recovery.h"
+#include "colo/sched/scheduler.h"
 #include "colo/sched/simulator.h"
 #include "colo/sched/store.h"
-#include "colo/sched/throughput_watch.h"
 
 namespace colo::sched {
 
@@ -65,8 +64,9 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
                                         const std::string& recovery, double poll_interval_s,
                                         double reserve_after_s = 0);
 
-// One scheduler over one store and the devices it was given. It accounts
-// GPUs through a GpuLedger (the simulator's rules too): a job that declares
+// One scheduler over one store and the devices it was given: the executor
+// of real processes (executor.h) under the scheduler core (scheduler.h),
+// which the simulator drives too, so both decide by the same rules. A job that declares
 // no SM share settles before its GPU takes another, and its measured share
 // is kept in the store for later jobs of the same command; so is the peak
 // memory of a completed job, the estimate of a later one that has none. A job of
@@ -85,7 +85,7 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
 // unknown memory reserves what is free on its GPU, less the margin (its MPS
 // pinned-memory limit too), until its peak is measured; then it reserves
 // that peak plus 10%, and later jobs of its command are given it. Not thread-safe.
-class Runner {
+class Runner : private Executor {
  public:
   // With no devices, jobs run without a GPU, options.cpu_slots at a time.
   // Throws InputError when the log directory cannot be created or
@@ -155,29 +155,31 @@ class Runner {
   void settle(Active& job, int exit_code);
   // Drops a job from the accounts; a share measured as it leaves is kept.
   void forget(const Active& job);
-  void remember_share(const MeasuredShare& m);
-  // Why a job did not start this round, and whether for want of GPUs (only
-  // such a job may hold back later ones: backfill.h).
-  struct NotStarted {
-    std::string reason;
-    bool for_gpus = true;
-  };
-  // Starts `job` when the policy finds it GPUs and its shared loader, if it
-  // names one, has filled its ring (LoaderProducers::ready); else returns
-  // why it waits.
-  // A job still waiting for its model's estimate starts only on an empty GPU.
-  std::optional<NotStarted> start(const JobRecord& job, const std::string& estimate_pending = "");
+  // Keeps a measured share in the store, and says so.
+  void record_share(const MeasuredShare& m);
+  // Stores and logs what the scheduler measured in its last observe().
+  void report(const Measured& measured);
+  // Executor: starts a job the scheduler placed (its JobRecord is this
+  // round's, round_jobs_), when its shared loader, if it names one, has
+  // filled its ring (LoaderProducers::ready); else says why it waits.
+  Launch launch(int64_t id, const std::vector<int>& gpus, const JobRequest& request) override;
+  // Executor: stops a running job (SIGTERM, then SIGKILL) and lets go of its loader.
+  void stop(int64_t id) override;
+  // Executor: samples the devices (energy split among their jobs, written
+  // to the store), reads each job's memory and its progress file.
+  Observation observe(double now_s) override;
+  std::optional<double> normalized_throughput(int64_t id) const override;
   // Fills in a waiting job's memory from its model's estimate when that is
   // known; returns why it still waits for it ("" when it does not).
   std::string apply_model_estimate(JobRecord& job);
   // Running jobs that started before their model's estimate came: each that
   // has it now reserves it (unless its peak was measured first).
   void apply_estimates_of_running_jobs();
-  // Logs and learns the peak a provisional job reached.
-  void remember_provisional_peak(const MeasuredPeak& m);
   // Lets go of the producers of jobs that waited for them and are no longer
   // waiting (cancelled, or failed, meanwhile): `waiting` is every job still waiting.
   void release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting);
+  // What the scheduler knows of a job in the store.
+  RequestFacts facts_of(const JobRecord& job) const;
   JobRequest request_for(const JobRecord& job) const;
   // What a job adopted after a restart asks: its request, with the SM share measured for it.
   JobRequest adopted_request(const JobRecord& job) const;
@@ -187,22 +189,19 @@ class Runner {
   void count_energy_while_down(const std::vector<JobRecord>& running);
   // Writes the running jobs' energy and the GPUs' counter readings `readings`.
   void store_energy(const std::vector<GpuEnergyReading>& readings);
-  void observe_devices();
   void learn_shares();
   // Reads every running job's progress file (job_progress.h).
   void observe_progress();
   void observe_progress(Active& job);
   // Stores a finished job's throughput, alone and overall, and learns its own alone figure.
   void record_throughput(Active& job);
-  // The jobs on `gpu` as the throughput watch sees them.
-  std::vector<JobThroughput> throughput_on(int gpu) const;
-  // Closes GPUs whose training throughput stopped growing (throughput_watch.h).
-  void watch_throughput();
   // A simulated GPU accounts the jobs placed on it (their estimate and SM
   // share); both are no-ops on a real GPU.
   void account_on_simulated(const Active& job);
   void release_on_simulated(const Active& job);
-  void mark_active_on_simulated(const Active& job);
+  // The memory a job shows the moment it starts: 1 byte on a simulated GPU
+  // (which shows no process's memory), so that it counts as active at once.
+  int64_t shows_at_once(const Active& job) const;
   // The one MPS daemon over all of this runner's GPUs, started on first use.
   gpu::MpsDaemon* mps();
   // The environment a shared-loader producer starts with (see runner.cpp).
@@ -214,7 +213,7 @@ class Runner {
   std::vector<gpu::DevicePtr> devices_;
   bool has_gpus_;
   RunnerOptions options_;
-  std::unique_ptr<Policy> policy_;
+  Scheduler scheduler_;
   std::vector<Active> active_;
   std::unique_ptr<gpu::MpsDaemon> mps_;
   std::unique_ptr<LoaderProducers> loaders_;  // jobs' shared-loader producers
@@ -222,12 +221,13 @@ class Runner {
   std::set<int64_t> told_unknown_;             // jobs whose unknown estimate was logged
   std::set<int64_t> waiting_for_loader_;      // jobs that hold a producer they wait for
   std::map<int, gpu::DeviceSample> last_sample_;
-  GpuLedger ledger_;
-  // Shares, peaks and alone throughputs of earlier jobs, by command and by
-  // model: a job of a new command that trains a model measured before gets
-  // that model's share as its prediction, and need not settle.
-  JobHistory history_;
-  ThroughputWatch throughput_watch_{0, 0};
+  // This round's waiting jobs by id, for launch(); and whether each waits
+  // for its model's estimate.
+  struct RoundJob {
+    const JobRecord* record = nullptr;
+    bool estimate_pending = false;
+  };
+  std::map<int64_t, RoundJob> round_jobs_;
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;
   Stopwatch clock_;

@@ -1,5 +1,6 @@
 #pragma once
-// The scheduler's policies run against simulated GPUs in virtual time.
+// The scheduler core (scheduler.h) run against simulated GPUs in virtual
+// time: the executor of modelled jobs, beside the runner's real processes.
 
 #include <string>
 #include <vector>
@@ -75,8 +76,9 @@ struct SimulationResult {
   double mean_jct_s = 0;          // submit to end
 };
 
-// Runs `trace` to completion under the runner's rules (gpu_ledger.h,
-// queue_order.h, recovery.h). Model, in virtual time: a job progresses at
+// Runs `trace` to completion under the runner's rules: the same Scheduler
+// core (gpu_ledger.h, queue_order.h, recovery.h), which also judges the
+// throughput rule at each join's verdict. Model, in virtual time: a job progresses at
 // 1 / max(1, sum of the SM activities on its GPU) of its solo speed under
 // MPS, the same times (1 - shared_overhead) when time-sliced with others,
 // and at full speed alone; a multi-GPU job at the speed of its slowest GPU.

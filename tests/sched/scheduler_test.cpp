@@ -1,0 +1,153 @@
+// The scheduler core through a scripted executor: what it launches, in
+// which order, what it learns from readings, and what it leaves waiting.
+
+#include "colo/sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "support/bytes.h"
+
+namespace colo::sched {
+namespace {
+
+using testing::kGiB;
+
+// An executor whose readings the test sets and whose launches it records.
+class ScriptedExecutor : public Executor {
+ public:
+  Launch launch(int64_t id, const std::vector<int>& gpus, const JobRequest& request) override {
+    if (auto refusal = refuse.find(id); refusal != refuse.end()) return Launch::waits(refusal->second);
+    launched.push_back({id, gpus, request});
+    return Launch::started(used_at_start);
+  }
+  void stop(int64_t id) override { stopped.push_back(id); }
+  Observation observe(double /*now_s*/) override { return next; }
+  std::optional<double> normalized_throughput(int64_t /*id*/) const override { return std::nullopt; }
+
+  struct Launched {
+    int64_t id;
+    std::vector<int> gpus;
+    JobRequest request;
+  };
+  std::vector<Launched> launched;
+  std::vector<int64_t> stopped;
+  std::map<int64_t, std::string> refuse;  // jobs whose launch waits, and why
+  Observation next;
+  int64_t used_at_start = 1;
+};
+
+SchedulerOptions options() {
+  SchedulerOptions o;
+  o.policy = "magm";
+  o.thresholds.settle_active_s = 4;
+  o.thresholds.settle_warmup_s = 0;
+  o.thresholds.max_settling_per_gpu = 1;
+  o.thresholds.mem_margin_bytes = kGiB;
+  return o;
+}
+
+WaitingJob waiting(int64_t id, int64_t mem_gib, const std::string& command, double share = 0) {
+  WaitingJob w;
+  w.facts.id = id;
+  w.facts.mem_bytes = mem_gib * kGiB;
+  w.facts.sm_share = share;
+  w.facts.keys = JobKeys{command, ""};
+  w.rank = QueueKey{false, 0, static_cast<double>(id), id};
+  return w;
+}
+
+Observation reading(double activity, int64_t free_gib) {
+  Observation o;
+  o.gpus.push_back({0, activity, free_gib * kGiB});
+  return o;
+}
+
+TEST(Scheduler, LaunchesInRankOrderAndALaunchThatWaitsHoldsNothingBack) {
+  Scheduler scheduler({80 * kGiB}, options());
+  ScriptedExecutor executor;
+  executor.refuse[1] = "waiting for its shared loader (d) to fill its ring";
+  RoundOutcome out = scheduler.round({waiting(1, 10, "a", 0.2), waiting(2, 10, "b", 0.2), waiting(3, 10, "c", 0.2)},
+                                     executor, 0);
+  ASSERT_EQ(executor.launched.size(), 2u);
+  EXPECT_EQ(executor.launched[0].id, 2);
+  EXPECT_EQ(executor.launched[1].id, 3);
+  EXPECT_EQ(out.started, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(out.waiting.at(1), "waiting for its shared loader (d) to fill its ring");
+  EXPECT_FALSE(out.reserved_for);
+  EXPECT_EQ(scheduler.ledger().jobs_on(0), (std::vector<int64_t>{2, 3}));
+}
+
+TEST(Scheduler, AShareMeasuredFromReadingsIsLearnedSoTheNextJobOfItsCommandNeedNotSettle) {
+  Scheduler scheduler({80 * kGiB}, options());
+  ScriptedExecutor executor;
+  executor.next = reading(0.0, 80);
+  scheduler.observe(executor, 0);
+  scheduler.round({waiting(1, 10, "python train.py --lr 0.1")}, executor, 0);
+  ASSERT_EQ(executor.launched.size(), 1u);
+  EXPECT_EQ(executor.launched[0].request.sm_share, 0) << "no share declared or learned: it settles";
+  EXPECT_TRUE(scheduler.ledger().jobs().at(1).settling);
+
+  executor.next = reading(0.45, 70);
+  executor.next.jobs.push_back({1, 10 * kGiB, true});
+  Measured m;
+  for (double t = 1; t <= 6 && m.shares.empty(); t += 0.5) m = scheduler.observe(executor, t);
+  ASSERT_EQ(m.shares.size(), 1u) << "the settle window ends settle_active_s after training began";
+  EXPECT_NEAR(m.shares[0].share, 0.45, 0.01);
+
+  scheduler.round({waiting(2, 10, "python train.py --lr 0.1")}, executor, 7);
+  ASSERT_EQ(executor.launched.size(), 2u);
+  EXPECT_NEAR(executor.launched[1].request.sm_share, 0.45, 0.01) << "the same command takes the learned share";
+  EXPECT_FALSE(scheduler.ledger().jobs().at(2).settling);
+}
+
+TEST(Scheduler, AJobWaitingForItsEstimateStartsOnlyOnAnEmptyGpu) {
+  Scheduler scheduler({80 * kGiB, 80 * kGiB}, options());
+  ScriptedExecutor executor;
+  WaitingJob pending = waiting(2, 0, "python big.py");
+  pending.facts.mem_bytes.reset();
+  pending.estimate_pending = "waiting for the estimate of its model";
+  scheduler.round({waiting(1, 10, "a", 0.2)}, executor, 0);
+  RoundOutcome first = scheduler.round({pending}, executor, 0);
+  ASSERT_EQ(first.started, (std::vector<int64_t>{2})) << "GPU 1 is empty";
+  EXPECT_EQ(executor.launched.back().gpus, (std::vector<int>{1}));
+
+  WaitingJob another = pending;
+  another.facts.id = 3;
+  RoundOutcome second = scheduler.round({another}, executor, 1);
+  EXPECT_TRUE(second.started.empty()) << "no GPU is empty now";
+  EXPECT_EQ(second.waiting.at(3), "waiting for the estimate of its model");
+}
+
+TEST(Scheduler, StopGoesThroughTheExecutorAndReopensTheGpu) {
+  SchedulerOptions o = options();
+  o.mode = CollocationMode::kExclusive;
+  Scheduler scheduler({80 * kGiB}, o);
+  ScriptedExecutor executor;
+  scheduler.round({waiting(1, 10, "a", 0.2)}, executor, 0);
+  RoundOutcome blocked = scheduler.round({waiting(2, 10, "b", 0.2)}, executor, 1);
+  EXPECT_TRUE(blocked.started.empty()) << "exclusive: one job a GPU";
+
+  scheduler.stop(executor, 1, 2);
+  EXPECT_EQ(executor.stopped, (std::vector<int64_t>{1}));
+  RoundOutcome after = scheduler.round({waiting(2, 10, "b", 0.2)}, executor, 3);
+  EXPECT_EQ(after.started, (std::vector<int64_t>{2}));
+}
+
+TEST(Scheduler, AJobThatWaitedPastTheReservationHoldsBackTheJobsAfterIt) {
+  SchedulerOptions o = options();
+  o.backfill.reserve_after_s = 60;
+  Scheduler scheduler({80 * kGiB}, o);
+  ScriptedExecutor executor;
+  scheduler.round({waiting(9, 10, "running", 0.2)}, executor, 0);
+  WaitingJob big = waiting(1, 75, "big", 0.2);  // does not fit beside job 9
+  big.waited_s = 61;
+  RoundOutcome out = scheduler.round({big, waiting(2, 10, "small", 0.2)}, executor, 1);
+  ASSERT_EQ(executor.launched.size(), 1u) << "only job 9";
+  EXPECT_EQ(out.reserved_for, 1);
+  EXPECT_EQ(out.waiting.count(2), 0u) << "not tried";
+}
+
+}  // namespace
+}  // namespace colo::sched
