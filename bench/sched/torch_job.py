@@ -1,6 +1,8 @@
 """A plain PyTorch job for scheduler replays: holds HOLD_GIB of GPU memory and
 multiplies SIZE x SIZE matrices for SECONDS. Exits 1 with PyTorch's own
-out-of-memory message when the memory is not there."""
+out-of-memory message when the memory is not there. Under colo, with the
+colo package importable, it reports its steps as training progress
+(colo.report_progress)."""
 import argparse
 import time
 
@@ -14,6 +16,10 @@ args = parser.parse_args()
 
 held = torch.empty(int(args.hold_gib * 2**30), dtype=torch.uint8, device="cuda") if args.hold_gib else None
 a = torch.randn(args.size, args.size, device="cuda")
+try:
+    from colo.progress import report_progress
+except ImportError:
+    report_progress = None
 end = time.time() + args.seconds
 steps = 0
 while time.time() < end:
@@ -21,4 +27,6 @@ while time.time() < end:
     steps += 1
     if steps % 16 == 0:
         torch.cuda.synchronize()
+        if report_progress is not None:
+            report_progress(samples=steps)
 print(f"steps {steps}", flush=True)

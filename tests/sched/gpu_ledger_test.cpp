@@ -293,5 +293,32 @@ TEST(GpuLedger, AProvisionalJobsPeakIsNeverBelowTheMemoryTheGpuShowsAndNoOtherJo
   EXPECT_EQ(measured[0].peak_bytes, 6 * kGiB) << "16 GiB in use less job 1's 10";
 }
 
+// Job 1 keeps the GPU 0.8 busy alone; job 2 joins and trains. The GPU can
+// only rise to 0.95, and job 1 falls from 100 to 60 samples/s: job 2 took
+// 0.15 plus the 0.8 x 0.4 job 1 lost, at 0.6 of its own speed alone.
+double share_beside_a_busy_neighbour(bool neighbour_reports_rates) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 10, 0.8), {0}, 0);
+  if (neighbour_reports_rates) ledger.observe_rate(1, 100);
+  for (double t = 0; t <= 10; t += 0.5) ledger.observe(0, t, 0.8, 70 * kGiB);
+  ledger.place(request(2, 10, 0.0), {0}, 10);
+  ledger.started_training(2, 10);
+  if (neighbour_reports_rates) ledger.observe_rate(1, 60);
+  std::vector<MeasuredShare> measured;
+  for (double t = 10.5; t <= 20 && measured.empty(); t += 0.5) {
+    ledger.observe(0, t, 0.95, 60 * kGiB);
+    measured = ledger.settle(t);
+  }
+  EXPECT_EQ(measured.size(), 1u);
+  if (measured.empty()) return -1;
+  EXPECT_NEAR(measured[0].rise, 0.15, 1e-6);
+  return measured[0].share;
+}
+
+TEST(GpuLedger, ASharePlusWhatItsNeighboursLostIsWhatAJobUsesAloneOnABusyGpu) {
+  EXPECT_NEAR(share_beside_a_busy_neighbour(true), (0.15 + 0.8 * 0.4) / 0.6, 1e-6);
+  EXPECT_NEAR(share_beside_a_busy_neighbour(false), 0.15, 1e-6) << "no rates: only the rise is seen";
+}
+
 }  // namespace
 }  // namespace colo::sched

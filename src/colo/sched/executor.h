@@ -26,6 +26,7 @@ struct JobReading {
   int64_t id = 0;
   std::optional<int64_t> used_bytes;  // its memory on its GPUs now
   bool training = false;              // it has reported training progress
+  std::optional<double> rate;         // its training rate now (any unit: only its changes are read)
 };
 
 struct Observation {

@@ -9,6 +9,9 @@ namespace colo::sched {
 namespace {
 
 constexpr double kMinMeasuredShare = 0.02;
+// A neighbour's slowdown is read up to this: a stalled neighbour (a pause,
+// a checkpoint) says nothing of what the newcomer took.
+constexpr double kMaxSlowdown = 0.9;
 
 double averaging_window_s(const Thresholds& t) { return std::max(t.settle_active_s, 0.5); }
 
@@ -50,6 +53,7 @@ void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, d
   entry.settling = request.sm_share <= 0 && mode_ != CollocationMode::kExclusive;
   if (!gpus.empty()) entry.activity_before = mean_activity(gpus_.at(static_cast<size_t>(gpus[0])), now_s);
   remove(request.id, now_s);
+  if (entry.settling && !gpus.empty()) take_neighbour_rates(request.id, entry);
   jobs_[request.id] = entry;
   if (entry.settling) ++settling_;
   if (request.provisional) ++provisional_;
@@ -95,6 +99,20 @@ void GpuLedger::observe_peak(int64_t id, int64_t bytes, double now_s) {
   job.peak_bytes = std::max(job.peak_bytes, bytes);
 }
 
+void GpuLedger::observe_rate(int64_t id, double rate) {
+  auto it = jobs_.find(id);
+  if (it != jobs_.end() && rate > 0) it->second.rate = rate;
+}
+
+void GpuLedger::take_neighbour_rates(int64_t id, LedgerEntry& job) const {
+  job.neighbour_rates_before.clear();
+  for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
+    if (other == id) continue;
+    const auto& rate = jobs_.at(other).rate;
+    if (rate) job.neighbour_rates_before[other] = *rate;
+  }
+}
+
 void GpuLedger::started_training(int64_t id, double now_s) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.training_since_s >= 0) return;
@@ -105,6 +123,7 @@ void GpuLedger::started_training(int64_t id, double now_s) {
   // that neighbours which joined during its start-up are not counted as its.
   if (job.settling && !job.gpus.empty()) {
     job.activity_before = mean_activity(gpus_.at(static_cast<size_t>(job.gpus[0])), now_s);
+    take_neighbour_rates(id, job);
   }
 }
 
@@ -140,7 +159,23 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
     }
   }
   gpus_.at(static_cast<size_t>(first)).last_rise = rise;
-  MeasuredShare m{id, std::clamp(rise / rising, kMinMeasuredShare, 1.0), false};
+  // The SM time its neighbours lost since its baseline, where they report rates.
+  double lost = 0;
+  int neighbours = 0;
+  for (const auto& [other, before] : job.neighbour_rates_before) {
+    auto o = jobs_.find(other);
+    if (o == jobs_.end() || !o->second.rate || before <= 0) continue;
+    lost += std::clamp(1.0 - *o->second.rate / before, 0.0, kMaxSlowdown);
+    ++neighbours;
+  }
+  MeasuredShare m{id, 0, false, rise, std::nullopt};
+  double share = rise / rising;
+  if (neighbours > 0) {
+    double slowdown = lost / neighbours;
+    m.neighbour_slowdown = slowdown;
+    share = (rise + job.activity_before * slowdown) / rising / (1.0 - slowdown);
+  }
+  m.share = std::clamp(share, kMinMeasuredShare, 1.0);
   bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
   m.saturated = had_others && rise < thresholds_.min_sm_gain && activity >= thresholds_.saturation_floor;
   return m;

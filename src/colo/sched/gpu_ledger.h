@@ -16,7 +16,12 @@
 // activity over its baseline (the mean just before it began training, or
 // at launch), less the known shares of jobs that began after that
 // baseline; a rise shared with other settling jobs that began meanwhile is
-// split evenly between them. When that rise is below `min_sm_gain` on a GPU at
+// split evenly between them. Where its neighbours report their training
+// rates (observe_rate), the rise understates what it uses alone on a busy
+// GPU: it also took the SM time they lost. Then its share is the activity
+// it took (rise plus the activity before times their mean slowdown d), over
+// 1 - d, its own rate had it slowed as they did: what it would use alone.
+// When that rise is below `min_sm_gain` on a GPU at
 // least `saturation_floor` busy that had other jobs, the GPU's aggregate has
 // stopped growing and it takes no job until one leaves it. A job that ends
 // while settling, after some active time, is measured as it ends.
@@ -46,6 +51,9 @@ struct LedgerEntry {
   double active_since_s = -1;  // when its memory first showed on a GPU; -1 = not yet
   double last_growth_s = -1;   // when its measured memory last grew
   double training_since_s = -1;  // its first progress report; -1 = none yet
+  std::optional<double> rate;    // its training rate at the last reading (any unit)
+  // While it settles: each neighbour's rate when its baseline was taken.
+  std::map<int64_t, double> neighbour_rates_before;
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
@@ -61,6 +69,8 @@ struct MeasuredShare {
   int64_t id = 0;
   double share = 0;
   bool saturated = false;      // the GPU's activity stopped growing with it
+  double rise = 0;             // what its GPU's activity rose by with it
+  std::optional<double> neighbour_slowdown;  // its neighbours' mean rate lost (0..1), when they report rates
 };
 
 // What a job's energy on a GPU is split by among the jobs there: its SM
@@ -82,6 +92,9 @@ class GpuLedger {
   // The job's measured use on one GPU at `now_s`; the largest is kept, and
   // the first use above zero starts its active time.
   void observe_peak(int64_t id, int64_t bytes, double now_s);
+  // The job's training rate now (samples/s or any unit: only its changes
+  // are read); a neighbour's rates measure what a settling job took.
+  void observe_rate(int64_t id, double rate);
   // The job reported training progress for the first time at `now_s`: its
   // share is measured from here (see above). Later calls change nothing.
   void started_training(int64_t id, double now_s);
@@ -139,8 +152,11 @@ class GpuLedger {
   // else its first memory on the GPU, else its launch.
   static double began_s(const LedgerEntry& job);
   // The settling job's share now: the rise of its first GPU's activity less
-  // the known shares of jobs that joined it since.
+  // the known shares of jobs that joined it since, with the SM time its
+  // neighbours lost where they report rates.
   MeasuredShare measure(int64_t id, const LedgerEntry& job, double now_s);
+  // The rates of the jobs beside `job` on its first GPU now: its baseline's.
+  void take_neighbour_rates(int64_t id, LedgerEntry& job) const;
 
   std::vector<GpuState> gpus_;
   CollocationMode mode_;

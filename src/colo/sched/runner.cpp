@@ -299,7 +299,9 @@ void Runner::forget(const Active& job) {
 void Runner::record_share(const MeasuredShare& m) {
   if (!store_.get(m.id)) return;
   store_.record_sm_share(m.id, m.share);
-  spdlog::info("job {} settled: SM share {:.2f}{}", m.id, m.share,
+  std::string how = "its GPU's activity rose " + fixed(m.rise, 2);
+  if (m.neighbour_slowdown) how += ", its neighbours lost " + fixed(100 * *m.neighbour_slowdown, 0) + "% of their rate";
+  spdlog::info("job {} settled: SM share {:.2f} ({}){}", m.id, m.share, how,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
 
@@ -364,8 +366,10 @@ Observation Runner::observe(double now) {
   }
   store_energy(readings);
   observe_progress();
+  // A rate over the settle window: before a newcomer trains, and while it does.
+  const double rate_window_s = std::max(options_.thresholds.settle_active_s, options_.thresholds.throughput_window_s);
   for (const auto& a : active_) {
-    JobReading job{a.id, std::nullopt, a.training_seen};
+    JobReading job{a.id, std::nullopt, a.training_seen, a.progress.recent_samples_per_s(rate_window_s)};
     auto used = used_by_job.find(a.id);
     if (used != used_by_job.end()) job.used_bytes = used->second;
     seen.jobs.push_back(job);

@@ -66,6 +66,7 @@ Measured Scheduler::observe(Executor& executor, double now_s) {
   // GPU as it was before these as its baseline.
   for (const JobReading& job : seen.jobs) {
     if (job.used_bytes) ledger_.observe_peak(job.id, *job.used_bytes, now_s);
+    if (job.rate) ledger_.observe_rate(job.id, *job.rate);
     if (job.training) ledger_.started_training(job.id, now_s);
   }
   for (const GpuReading& r : seen.gpus) {

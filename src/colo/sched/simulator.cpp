@@ -107,7 +107,8 @@ class Simulation : private Executor {
     queue_.insert({recovery, trace_[id].priority, trace_[id].submit_s, id});
   }
 
-  // What the runner reads from NVML, here from the simulated devices.
+  // What the runner reads from NVML and the jobs' progress files, here from
+  // the simulated devices and the modelled rates (fractions of alone).
   Observation observe(double /*now_s*/) override {
     Observation seen;
     seen.gpus.reserve(static_cast<size_t>(options_.gpus));
@@ -115,6 +116,9 @@ class Simulation : private Executor {
       const Reading& r = readings_[static_cast<size_t>(g)];
       seen.gpus.push_back({g, r.sm_activity, options_.gpu.mem_total_bytes - r.mem_used_bytes});
     }
+    compute_gpu_rates();
+    seen.jobs.reserve(active_.size());
+    for (const auto& r : active_) seen.jobs.push_back({r.id, std::nullopt, false, cached_job_rate(r)});
     return seen;
   }
 
