@@ -320,5 +320,29 @@ TEST(GpuLedger, ASharePlusWhatItsNeighboursLostIsWhatAJobUsesAloneOnABusyGpu) {
   EXPECT_NEAR(share_beside_a_busy_neighbour(false), 0.15, 1e-6) << "no rates: only the rise is seen";
 }
 
+// Job 1 trains from 0 on an idle GPU and keeps it 0.8 busy; job 2 is
+// launched at 4, a second before job 1's window (1-5) ends.
+double share_with_a_late_neighbour(bool neighbour_shows_memory) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.observe(0, -1, 0.0, std::nullopt);
+  ledger.place(request(1, 4), {0}, -0.5);
+  ledger.started_training(1, 0);
+  for (double t = 0.5; t < 4; t += 0.5) ledger.observe(0, t, 0.8, std::nullopt);
+  ledger.place(request(2, 4), {0}, 4);
+  if (neighbour_shows_memory) ledger.observe_peak(2, kGiB, 4);
+  std::vector<MeasuredShare> measured;
+  for (double t = 4; t <= 5 && measured.empty(); t += 0.5) {
+    ledger.observe(0, t, 0.8, std::nullopt);
+    measured = ledger.settle(t);
+  }
+  EXPECT_EQ(measured.size(), 1u);
+  return measured.empty() ? -1 : measured[0].share;
+}
+
+TEST(GpuLedger, ANeighbourLaunchedLateSharesTheRiseOnlyForItsPartOfTheWindow) {
+  EXPECT_NEAR(share_with_a_late_neighbour(false), 0.8, 1e-6) << "no memory yet: no kernel of it ran";
+  EXPECT_NEAR(share_with_a_late_neighbour(true), 0.8 / 1.25, 1e-6) << "on the GPU for 1 s of the 4 s window";
+}
+
 }  // namespace
 }  // namespace colo::sched

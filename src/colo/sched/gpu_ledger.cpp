@@ -147,13 +147,18 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   const double baseline_at = job.training_since_s >= 0 ? job.training_since_s : job.start_s;
   double activity = mean_activity(gpus_.at(static_cast<size_t>(first)), now_s, began + thresholds_.settle_warmup_s);
   double rise = activity - job.activity_before;
-  int rising = 1;  // settling jobs whose activity rose with its own
+  // Settling jobs whose activity rose with its own, each by the part of the
+  // measuring window it was on the GPU: one that shows no memory yet has
+  // launched no kernel, and one that began late rose for part of it.
+  double rising = 1;
+  const double from = began + thresholds_.settle_warmup_s;
   for (int64_t other : on_gpu_.at(static_cast<size_t>(first))) {
     const LedgerEntry& o = jobs_.at(other);
     // Jobs that began within its baseline's window or later rose with it.
     if (other == id || began_s(o) <= baseline_at - averaging_window_s(thresholds_)) continue;
     if (o.settling) {
-      ++rising;
+      if (o.active_since_s < 0 && o.training_since_s < 0) continue;
+      rising += now_s > from ? std::clamp((now_s - std::max(began_s(o), from)) / (now_s - from), 0.0, 1.0) : 1.0;
     } else {
       rise -= o.sm_share;
     }
