@@ -3,7 +3,13 @@
 
 #include "colo/sched/runner.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -42,6 +48,21 @@ class VanishingDevice : public gpu::Device {
   int left_;
 };
 
+// A real-looking GPU (not simulated: the runner reads its process list)
+// whose processes are what `list` returns at each reading.
+class ListedProcessesDevice : public gpu::Device {
+ public:
+  explicit ListedProcessesDevice(std::function<std::vector<gpu::ProcessUsage>()> list)
+      : inner_(0, gpu::SimulatedGpuSpec{}), list_(std::move(list)) {}
+  const gpu::DeviceInfo& info() const override { return inner_.info(); }
+  gpu::DeviceSample sample() override { return inner_.sample(); }
+  std::vector<gpu::ProcessUsage> processes() override { return list_(); }
+
+ private:
+  gpu::SimulatedDevice inner_;
+  std::function<std::vector<gpu::ProcessUsage>()> list_;
+};
+
 JobSpec shell_job(const std::string& name, const std::string& command, int gpus = 1) {
   JobSpec spec;
   spec.name = name;
@@ -68,6 +89,38 @@ TEST(Runner, KeepsSchedulingWhenAGpuStopsAnswering) {
   Runner runner(store, devices, quick_options(dir));
   runner.run_until_done();
   for (const auto& job : store.list()) EXPECT_EQ(job.state, JobState::kCompleted) << job.spec.name << " " << job.reason;
+}
+
+// The job's GPU memory is held by a child it forked into a session of its
+// own; beside it on the GPU is a process of no job (this test's own).
+TEST(Runner, AForkedChildsMemoryIsItsJobsAndAProcessOfNoJobIsNamedNotCharged) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  const std::string child_pid = dir.file("child.pid");
+  JobSpec job = shell_job("forks", "setsid sleep 1.5 & echo $! > " + child_pid + "; wait");
+  store.submit({job});
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  const auto own_pid = static_cast<uint32_t>(::getpid());
+  auto list = [&]() {
+    std::vector<gpu::ProcessUsage> processes{{own_pid, 5 * kGiB}};
+    std::ifstream in(child_pid);
+    uint32_t pid = 0;
+    if (in >> pid && ::kill(static_cast<pid_t>(pid), 0) == 0) processes.push_back({pid, 3 * kGiB});
+    return processes;
+  };
+  std::vector<gpu::DevicePtr> devices{std::make_shared<ListedProcessesDevice>(list)};
+  Runner runner(store, devices, quick_options(dir));
+  std::vector<Runner::UnattributedProcess> seen;
+  runner.run_until_done([&] {
+    if (runner.running() > 0) seen = runner.unattributed_processes();
+  });
+  auto record = store.get(1);
+  ASSERT_EQ(record->state, JobState::kCompleted) << record->reason;
+  ASSERT_TRUE(record->peak_mem_bytes);
+  EXPECT_EQ(*record->peak_mem_bytes, 3 * kGiB) << "the child's memory, not the other process's";
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].pid, own_pid);
+  EXPECT_EQ(seen[0].used_mem_bytes, 5 * kGiB);
 }
 
 TEST(Runner, AMultiGpuJobSeesAllItsGpusAndStartsOnlyWhenAllAreFree) {

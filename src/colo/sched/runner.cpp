@@ -38,6 +38,13 @@ std::optional<int> read_status(const std::string& path) {
 
 }  // namespace
 
+// The MPS control daemon's server, which NVML lists on every GPU it serves.
+static bool is_mps_server(uint32_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  return std::getline(comm, name) && name.rfind("nvidia-cuda-mps", 0) == 0;
+}
+
 static gpu::SimulatedDevice* simulated_device(const gpu::DevicePtr& device) {
   return dynamic_cast<gpu::SimulatedDevice*>(device.get());
 }
@@ -310,6 +317,7 @@ Observation Runner::observe(double now) {
   // made to (discover_devices's) by themselves, others advanced here.
   Observation seen;
   std::map<int64_t, int64_t> used_by_job;  // the most on one of its GPUs
+  unattributed_.clear();
   double dt = last_observed_s_ < 0 ? 0 : now - last_observed_s_;
   last_observed_s_ = now;
   std::vector<GpuEnergyReading> readings;
@@ -345,6 +353,7 @@ Observation Runner::observe(double now) {
       spdlog::warn("GPU {}: no process list ({}); peaks not updated this round", g, e.what());
     }
     double shares = 0;
+    std::vector<bool> attributed(processes.size(), false);
     for (auto& a : active_) {
       if (std::find(a.gpus.begin(), a.gpus.end(), index) == a.gpus.end()) continue;
       shares += scheduler_.ledger().energy_share(a.id);
@@ -352,11 +361,18 @@ Observation Runner::observe(double now) {
       // no peak is recorded, so history never learns an estimate back.
       if (sim != nullptr) continue;
       int64_t used = 0;
-      for (const auto& p : processes) {
-        if (belongs_to_job(p.pid, static_cast<uint32_t>(a.pgid))) used += p.used_mem_bytes;
+      for (size_t k = 0; k < processes.size(); ++k) {
+        if (!belongs_to_job(processes[k].pid, static_cast<uint32_t>(a.pgid))) continue;
+        used += processes[k].used_mem_bytes;
+        attributed[k] = true;
       }
       a.peak_bytes = std::max(a.peak_bytes, used);
       used_by_job[a.id] = std::max(used_by_job[a.id], used);
+    }
+    for (size_t k = 0; k < processes.size(); ++k) {
+      if (!attributed[k] && !is_mps_server(processes[k].pid)) {
+        unattributed_.push_back({index, processes[k].pid, processes[k].used_mem_bytes});
+      }
     }
     for (auto& a : active_) {
       if (shares > 0 && std::find(a.gpus.begin(), a.gpus.end(), index) != a.gpus.end()) {
@@ -365,6 +381,12 @@ Observation Runner::observe(double now) {
     }
   }
   store_energy(readings);
+  for (const auto& p : unattributed_) {
+    if (!named_unattributed_.insert(p.pid).second) continue;
+    spdlog::warn("GPU {}: process {} holds {} and belongs to no job colo runs here (another user's, or a job's "
+                 "process that left its process group): its memory counts as taken, and no job is charged for it",
+                 p.gpu, p.pid, bytes_human(double(p.used_mem_bytes)));
+  }
   observe_progress();
   // A rate over the settle window: before a newcomer trains, and while it does.
   const double rate_window_s = std::max(options_.thresholds.settle_active_s, options_.thresholds.throughput_window_s);

@@ -130,6 +130,20 @@ class Runner : private Executor {
   // Jobs this runner watches now.
   size_t running() const { return active_.size(); }
 
+  // A process on one of this runner's GPUs that no job it runs accounts for.
+  struct UnattributedProcess {
+    int gpu = 0;
+    uint32_t pid = 0;
+    int64_t used_mem_bytes = 0;
+  };
+  // As of the last round: processes holding memory on this runner's real
+  // GPUs that belong to none of its jobs (by process group or descent):
+  // another user's, or a job's process that left its group and its parent
+  // chain. Their memory counts as taken, as the device's free memory shows
+  // it, but no job is charged for it; each is named once in the log. The
+  // MPS server is not listed.
+  const std::vector<UnattributedProcess>& unattributed_processes() const { return unattributed_; }
+
   // The latest reading of each device (by position), taken at the start of
   // the last step(). Simulated GPUs carry the memory estimate and SM share
   // of the jobs running on them, on the wall clock.
@@ -221,6 +235,8 @@ class Runner : private Executor {
   std::set<int64_t> told_unknown_;             // jobs whose unknown estimate was logged
   std::set<int64_t> waiting_for_loader_;      // jobs that hold a producer they wait for
   std::map<int, gpu::DeviceSample> last_sample_;
+  std::vector<UnattributedProcess> unattributed_;  // as of the last round
+  std::set<uint32_t> named_unattributed_;          // pids already named in the log
   // This round's waiting jobs by id, for launch(); and whether each waits
   // for its model's estimate.
   struct RoundJob {
