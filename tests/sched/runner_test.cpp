@@ -603,6 +603,31 @@ TEST(Runner, JobsOnASharedLoaderStartTogetherOnlyOnceTheirProducerHasFilledItsRi
   EXPECT_FALSE(process_alive(colo.starts()[0])) << "stopped once its jobs ended";
 }
 
+TEST(Runner, ASharedLoaderProducerOnTheGpuIsColosOwnNotAProcessOfNoJob) {
+  testing::TempDir dir;
+  testing::FakeLoaderProgram colo(dir);
+  JobStore store(dir.file("jobs.db"));
+  const std::string data = dir.file("data.toml");
+  store.submit({loader_job("a", dir, data)});
+  auto list = [&colo]() {
+    std::vector<gpu::ProcessUsage> processes;
+    for (int pid : colo.starts()) processes.push_back({static_cast<uint32_t>(pid), int64_t{1} << 30});
+    return processes;
+  };
+  RunnerOptions options = quick_options(dir);
+  options.colo_program = colo.program();
+  Runner runner(store, {std::make_shared<ListedProcessesDevice>(list)}, options);
+  for (int round = 0; round < 5 && colo.starts().empty(); ++round) {
+    runner.step();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(colo.wait_for_starts(1));
+  runner.step();  // a round that sees the producer on the GPU
+  EXPECT_TRUE(runner.unattributed_processes().empty()) << "pid " << runner.unattributed_processes()[0].pid;
+  colo.fill();
+  runner.run_until_done();
+}
+
 // A GPU the runner takes for a real one (it is no SimulatedDevice: jobs
 // on it are MPS clients under mode mps), reading like a simulated one.
 class UnsimulatedDevice : public gpu::Device {

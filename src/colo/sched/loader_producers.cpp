@@ -246,4 +246,12 @@ std::string colo_program_beside_this_one() {
   return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/colo";
 }
 
+std::vector<int> LoaderProducers::pids() const {
+  std::vector<int> out;
+  for (const auto& [file, producer] : producers_) {
+    if (producer.process) out.push_back(producer.process->pid());
+  }
+  return out;
+}
+
 }  // namespace colo::sched

@@ -116,6 +116,8 @@ class LoaderProducers {
 
   // The data files whose producers run now, and how many have been started.
   std::vector<std::string> running();
+  // The process ids of the producers this scheduler started that still run.
+  std::vector<int> pids() const;
   int64_t started() const { return started_; }
 
  private:

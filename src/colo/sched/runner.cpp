@@ -370,9 +370,14 @@ Observation Runner::observe(double now) {
       used_by_job[a.id] = std::max(used_by_job[a.id], used);
     }
     for (size_t k = 0; k < processes.size(); ++k) {
-      if (!attributed[k] && !is_mps_server(processes[k].pid)) {
-        unattributed_.push_back({index, processes[k].pid, processes[k].used_mem_bytes});
+      if (attributed[k] || is_mps_server(processes[k].pid)) continue;
+      const uint32_t pid = processes[k].pid;
+      std::vector<int> producers = loaders_->pids();
+      if (std::any_of(producers.begin(), producers.end(),
+                      [pid](int producer) { return belongs_to_job(pid, static_cast<uint32_t>(producer)); })) {
+        continue;  // a shared-loader producer of its jobs: colo's own
       }
+      unattributed_.push_back({index, pid, processes[k].used_mem_bytes});
     }
     for (auto& a : active_) {
       if (shares > 0 && std::find(a.gpus.begin(), a.gpus.end(), index) != a.gpus.end()) {

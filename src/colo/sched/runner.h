@@ -141,7 +141,7 @@ class Runner : private Executor {
   // another user's, or a job's process that left its group and its parent
   // chain. Their memory counts as taken, as the device's free memory shows
   // it, but no job is charged for it; each is named once in the log. The
-  // MPS server is not listed.
+  // MPS server and the jobs' shared-loader producers are not listed.
   const std::vector<UnattributedProcess>& unattributed_processes() const { return unattributed_; }
 
   // The latest reading of each device (by position), taken at the start of
