@@ -327,3 +327,59 @@ optimizer = "sgd"
     assert show(colo_executable, tmp_path, 1)["state"] == "COMPLETED"
     leftover = subprocess.run(["pgrep", "-f", "builder hanging:hangs"], capture_output=True, text=True)
     assert leftover.stdout.strip() == "", "the estimating child was stopped: " + leftover.stdout
+
+
+def test_a_kill_9_of_colo_run_while_models_are_estimated_loses_no_job_runs_none_twice_and_leaves_no_estimator(
+        tmp_path, colo_executable):
+    """Issue 49's fault: `kill -9` of colo run while two jobs wait for their
+    model's estimate (the GPU is busy with a third). The estimating child
+    ends with it; the restarted run resumes the store, and each job runs
+    exactly once."""
+    (tmp_path / "hanging_kill.py").write_text(HANGING_MODEL_CODE)
+    runs = tmp_path / "runs.txt"
+    record = f"echo $COLO_JOB_ID >> {runs}"
+    jobs = f"""
+[[job]]
+name = "first"
+command = "sleep 4; {record}"
+mem = "1GiB"
+workdir = "{tmp_path}"
+"""
+    for name in ("second", "third"):
+        jobs += f"""
+[[job]]
+name = "{name}"
+command = "{record}"
+workdir = "{tmp_path}"
+[job.model]
+builder = "hanging_kill:hangs"
+input = [8]
+batch_size = 4
+optimizer = "sgd"
+"""
+    (tmp_path / "jobs.toml").write_text(jobs)
+    env = {**os.environ, "COLO_SIMULATED_GPUS": "1"}
+    store = str(tmp_path / "jobs.db")
+    estimator = ["pgrep", "-f", "builder hanging_kill:hangs"]
+    with open(tmp_path / "run1.err", "w") as err:
+        first = subprocess.Popen([colo_executable, "run", str(tmp_path / "jobs.toml"), "--store", store, "--poll", "0.1",
+                                  "--estimate-timeout", "600"], stderr=err, env=env)
+    for _ in range(200):  # until the estimate is under way
+        if subprocess.run(estimator, capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        first.kill()
+        raise AssertionError("no estimate started: " + (tmp_path / "run1.err").read_text())
+    first.kill()  # SIGKILL
+    first.wait()
+    time.sleep(0.5)
+    assert subprocess.run(estimator, capture_output=True).returncode == 1, "the estimating child ended with colo run"
+    with open(tmp_path / "run.err", "w") as err:
+        again = subprocess.run([colo_executable, "run", "--store", store, "--poll", "0.1", "--estimate-timeout", "3"],
+                               stderr=err, env=env, timeout=120)
+    text = (tmp_path / "run.err").read_text()
+    assert again.returncode == 0, text
+    assert sorted(runs.read_text().split()) == ["1", "2", "3"], "each job ran once: " + runs.read_text()
+    for job_id in (1, 2, 3):
+        assert show(colo_executable, tmp_path, job_id)["state"] == "COMPLETED"

@@ -24,8 +24,9 @@ struct ProcessResult {
 };
 
 // Runs `argv` with `input` on its stdin, captures stdout and stderr
-// (merged), and waits at most `timeout_s` (then kills it). Throws
-// std::runtime_error when the program cannot be started.
+// (merged), and waits at most `timeout_s` (then kills it). The program is
+// killed too if the calling process dies first (a daemon it forks off is
+// not). Throws std::runtime_error when the program cannot be started.
 ProcessResult run_process(const std::vector<std::string>& argv, const EnvironmentOverrides& env,
                           const std::string& input, double timeout_s);
 
