@@ -17,6 +17,7 @@
 #include "colo/core/json_lines.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
+#include "colo/sched/store.h"
 
 namespace colo {
 namespace {
@@ -173,6 +174,33 @@ TEST(ColoQueue, AJobNameWithControlCharactersStaysOnOneRowEscaped) {
   EXPECT_NE(queue.out.find("two\\nlines\\tand\\x1b[31mred"), std::string::npos) << queue.out;
   EXPECT_EQ(queue.out.find('\x1b'), std::string::npos) << "no escape sequence reaches the terminal";
   EXPECT_NE(queue.out.find("größe-λ"), std::string::npos) << "UTF-8 kept as it is: " << queue.out;
+}
+
+TEST(ColoQueue, ShowsTheSmShareAJobSettledAt) {
+  TempDir dir;
+  const std::string store = dir.file("jobs.db");
+  for (const char* name : {"settled", "declared"}) {
+    auto submit = run_colo(dir, "submit --store " + store + " --name " + name + " -- true");
+    ASSERT_EQ(submit.status, 0) << submit.err;
+  }
+  sched::JobStore(store).record_sm_share(1, 0.37);
+  auto queue = run_colo(dir, "queue --store " + store);
+  ASSERT_EQ(queue.status, 0) << queue.err;
+  std::istringstream lines(queue.out);
+  std::string header, settled, other;
+  std::getline(lines, header);
+  std::getline(lines, settled);
+  std::getline(lines, other);
+  const size_t column = header.find("sm_share");
+  ASSERT_NE(column, std::string::npos) << queue.out;
+  auto cell = [column](const std::string& row) {
+    std::istringstream words(row.substr(column, std::string("sm_share").size()));
+    std::string word;
+    words >> word;
+    return word;
+  };
+  EXPECT_EQ(cell(settled), "0.37") << "under its header:\n" << queue.out;
+  EXPECT_EQ(cell(other), "-") << "no share measured:\n" << queue.out;
 }
 
 TEST(ColoRun, ItsTableAndHistoryShowAJobNamesControlCharactersEscaped) {

@@ -12,6 +12,9 @@
 
 namespace colo::cli {
 
+// Prints one row a job: its state, GPU, tries, run time, peak memory, the
+// SM share it settled at ("-" when declared, predicted or not measured),
+// its training throughput, slowdown and data wait, its exit and reason.
 void print_jobs(const std::vector<sched::JobRecord>& jobs);
 
 // A job name as one table cell. Names come from job files and
