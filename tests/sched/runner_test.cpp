@@ -448,6 +448,8 @@ TEST(Runner, RecordsReportedThroughputAndSlowdownAgainstTheCommandAlone) {
   ASSERT_TRUE(alone->alone_samples_per_s);
   EXPECT_TRUE(alone->alone_measured);
   EXPECT_NEAR(*alone->slowdown(), 1.0, 1e-9);
+  ASSERT_TRUE(alone->alone_sm_activity) << "it trained alone: its GPU's activity then is kept";
+  EXPECT_NEAR(*alone->alone_sm_activity, 0.1, 1e-6) << "the simulated GPU shows its declared share";
 
   // The same command twice at once, each at half the rate: never alone, so
   // their alone figure is the first job's (a new runner reads it back from
@@ -461,6 +463,7 @@ TEST(Runner, RecordsReportedThroughputAndSlowdownAgainstTheCommandAlone) {
     ASSERT_TRUE(job->samples_per_s);
     EXPECT_NEAR(*job->samples_per_s, 500, 1e-6);
     EXPECT_FALSE(job->alone_measured);
+    EXPECT_FALSE(job->alone_sm_activity) << "never alone on its GPU";
     ASSERT_TRUE(job->slowdown());
     EXPECT_NEAR(*job->slowdown(), 2.0, 1e-9);
     EXPECT_NEAR(to_json(*job)["slowdown"].get<double>(), 2.0, 1e-9);

@@ -108,19 +108,21 @@ sched::JobRecord record_from_json(const nlohmann::json& j) {
   if (j.contains("alone_samples_per_s")) r.alone_samples_per_s = j["alone_samples_per_s"].get<double>();
   if (j.contains("data_wait_pct")) r.data_wait_pct = j["data_wait_pct"].get<double>();
   if (j.contains("sm_share")) r.sm_share = j["sm_share"].get<double>();
+  if (j.contains("alone_sm_activity")) r.alone_sm_activity = j["alone_sm_activity"].get<double>();
   return r;
 }
 
 void print_jobs(const std::vector<sched::JobRecord>& jobs) {
   TablePrinter table({{"id", 5}, {"name", 28}, {"state", 13}, {"gpu", 3}, {"tries", 5}, {"run_s", 8},
-                      {"peak_mem", 10}, {"sm_share", 8}, {"samples/s", 9}, {"slowdown", 8}, {"data_wait", 9}, {"exit", 4},
+                      {"peak_mem", 10}, {"sm_share", 8}, {"sm_alone", 8}, {"samples/s", 9}, {"slowdown", 8}, {"data_wait", 9}, {"exit", 4},
                       {"reason", 30}});
   table.header();
   for (const auto& j : jobs) {
     table.row({std::to_string(j.id), name_cell(j.spec.name, 28), sched::to_string(j.state),
                j.gpu >= 0 ? std::to_string(j.gpu) : "-", std::to_string(j.attempts), duration_cell(j),
                j.peak_mem_bytes ? bytes_human(double(*j.peak_mem_bytes)) : "-",
-               j.sm_share ? fixed(*j.sm_share, 2) : "-", j.samples_per_s ? fixed(*j.samples_per_s, 0) : "-", j.slowdown() ? fixed(*j.slowdown(), 2) + "x" : "-",
+               j.sm_share ? fixed(*j.sm_share, 2) : "-", j.alone_sm_activity ? fixed(*j.alone_sm_activity, 2) : "-",
+               j.samples_per_s ? fixed(*j.samples_per_s, 0) : "-", j.slowdown() ? fixed(*j.slowdown(), 2) + "x" : "-",
                j.data_wait_pct ? fixed(*j.data_wait_pct, 1) + "%" : "-", j.exit_code ? std::to_string(*j.exit_code) : "-", j.reason});
   }
 }

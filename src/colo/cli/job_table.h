@@ -14,6 +14,7 @@ namespace colo::cli {
 
 // Prints one row a job: its state, GPU, tries, run time, peak memory, the
 // SM share it settled at ("-" when declared, predicted or not measured),
+// its GPU's SM activity while it trained there alone ("-" if it never did),
 // its training throughput, slowdown and data wait, its exit and reason.
 void print_jobs(const std::vector<sched::JobRecord>& jobs);
 

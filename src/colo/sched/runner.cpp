@@ -28,6 +28,9 @@
 namespace colo::sched {
 namespace {
 
+// Readings of a job training alone that make its SM activity alone, at least.
+constexpr int kAloneActivityReadings = 3;
+
 std::optional<int> read_status(const std::string& path) {
   std::ifstream in(path);
   int code = 0;
@@ -352,6 +355,18 @@ Observation Runner::observe(double now) {
     } catch (const std::exception& e) {
       spdlog::warn("GPU {}: no process list ({}); peaks not updated this round", g, e.what());
     }
+    // A job training alone on its (first) GPU, past its warm-up, shows there what it uses alone.
+    const size_t jobs_here = scheduler_.ledger().jobs_on(index).size();
+    for (auto& a : active_) {
+      if (!activity || a.gpus.front() != index) continue;
+      const double since = scheduler_.ledger().jobs().at(a.id).training_since_s;
+      if (since < 0 || now - since < options_.thresholds.settle_warmup_s) continue;
+      ++a.training_readings;
+      if (jobs_here == 1) {
+        a.alone_activity_sum += *activity;
+        ++a.alone_activity_readings;
+      }
+    }
     double shares = 0;
     std::vector<bool> attributed(processes.size(), false);
     for (auto& a : active_) {
@@ -603,6 +618,12 @@ void Runner::release_loaders_of_jobs_gone(const std::vector<JobRecord>& waiting)
 
 void Runner::settle(Active& job, int exit_code) {
   record_throughput(job);
+  // Kept when it trained alone for at least half its training: a moment
+  // alone at the end of a shared run says little.
+  if (job.alone_activity_readings >= kAloneActivityReadings &&
+      2 * job.alone_activity_readings >= job.training_readings) {
+    store_.record_alone_sm_activity(job.id, job.alone_activity_sum / job.alone_activity_readings);
+  }
   forget(job);
   std::string log = file_tail(log_path(job.id), 16384);
   ExitKind kind = classify_exit(exit_code, log);

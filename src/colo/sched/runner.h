@@ -164,6 +164,9 @@ class Runner : private Executor {
     std::optional<double> learned_alone; // samples/s alone of an earlier job of its command or model
     bool training_seen = false;          // it has reported training progress
     std::optional<JobSpec> awaits_estimate;  // started before its model's estimate came
+    double alone_activity_sum = 0;       // its GPU's SM activity at rounds it trained there alone
+    int alone_activity_readings = 0;
+    int training_readings = 0;           // rounds it trained, past its warm-up
   };
 
   void settle(Active& job, int exit_code);

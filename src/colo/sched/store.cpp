@@ -110,12 +110,13 @@ const char* kAddedColumns[][2] = {
     {"alone_measured", "INTEGER NOT NULL DEFAULT 0"},  // 1: alone_samples_per_s is its own
     {"data_wait_pct", "REAL"},             // percent of its training time waiting for data
     {"energy_while_down_j", "REAL NOT NULL DEFAULT 0"},  // of energy_j, split while no scheduler watched
+    {"alone_sm_activity", "REAL"},         // its GPU's mean SM activity while it trained alone there
 };
 
 const char* kColumns =
     "id, spec, state, submit_s, start_s, end_s, gpu, pid, exit_code, reason, attempts, oom_deaths, "
     "peak_mem_bytes, energy_j, log_path, gpus, sm_share, false_ooms, samples_per_s, alone_samples_per_s, "
-    "alone_measured, data_wait_pct, energy_while_down_j";
+    "alone_measured, data_wait_pct, energy_while_down_j, alone_sm_activity";
 
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> gpus;
@@ -160,6 +161,7 @@ JobRecord read_row(const Statement& s) {
   if (!s.null(19)) r.alone_samples_per_s = s.real(19);
   r.alone_measured = s.integer(20) != 0;
   if (!s.null(21)) r.data_wait_pct = s.real(21);
+  if (!s.null(23)) r.alone_sm_activity = s.real(23);
   r.energy_while_down_j = s.real(22);
   return r;
 }
@@ -184,6 +186,7 @@ nlohmann::json to_json(const JobRecord& r) {
   if (r.alone_samples_per_s) j["alone_samples_per_s"] = *r.alone_samples_per_s;
   if (auto factor = r.slowdown()) j["slowdown"] = *factor;
   if (r.data_wait_pct) j["data_wait_pct"] = *r.data_wait_pct;
+  if (r.alone_sm_activity) j["alone_sm_activity"] = *r.alone_sm_activity;
   if (r.energy_while_down_j > 0) j["energy_while_down_j"] = r.energy_while_down_j;
   return j;
 }
@@ -373,6 +376,10 @@ void JobStore::count_false_oom(int64_t id) {
 void JobStore::record_sm_share(int64_t id, double share) {
   Statement s(db_, "UPDATE jobs SET sm_share = ? WHERE id = ?");
   s.bind(1, share).bind(2, id).step();
+}
+
+void JobStore::record_alone_sm_activity(int64_t id, double activity) {
+  Statement(db_, "UPDATE jobs SET alone_sm_activity = ?1 WHERE id = ?2").bind(1, activity).bind(2, id).step();
 }
 
 void JobStore::record_data_wait(int64_t id, double percent) {

@@ -44,6 +44,7 @@ struct JobRecord {
   std::optional<double> alone_samples_per_s;  // with its GPUs to itself: its own or learned
   bool alone_measured = false;                // alone_samples_per_s is its own measurement
   std::optional<double> data_wait_pct;        // percent of its training time spent waiting for data
+  std::optional<double> alone_sm_activity;    // its GPU's mean SM activity while it trained alone there
   // Throughput alone over throughput overall; nullopt without both.
   std::optional<double> slowdown() const;
 };
@@ -113,6 +114,9 @@ class JobStore {
                          bool alone_measured);
   // The percent of its training time a job waited for data (JobProgress::data_wait_pct).
   void record_data_wait(int64_t id, double percent);
+  // Its GPU's mean SM activity while the job trained there alone: what it
+  // uses alone, beside the share it settled at.
+  void record_alone_sm_activity(int64_t id, double activity);
   // One more false OOM (mps_limit.h, is_false_oom) for a job.
   void count_false_oom(int64_t id);
   // RUNNING -> COMPLETED | FAILED | OUT_OF_MEMORY | CANCELLED. An
