@@ -315,6 +315,59 @@ void Runner::record_share(const MeasuredShare& m) {
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
 
+void Runner::count_alone_activity(int gpu, double activity, double now) {
+  const size_t jobs_here = scheduler_.ledger().jobs_on(gpu).size();
+  for (auto& a : active_) {
+    if (a.gpus.front() != gpu) continue;
+    const double since = scheduler_.ledger().jobs().at(a.id).training_since_s;
+    if (since < 0 || now - since < options_.thresholds.settle_warmup_s) continue;
+    ++a.training_readings;
+    if (jobs_here == 1) {
+      a.alone_activity_sum += activity;
+      ++a.alone_activity_readings;
+    }
+  }
+}
+
+void Runner::attribute_processes(int gpu, const std::vector<gpu::ProcessUsage>& processes,
+                                 std::map<int64_t, int64_t>& used_by_job) {
+  std::vector<bool> attributed(processes.size(), false);
+  for (auto& a : active_) {
+    if (std::find(a.gpus.begin(), a.gpus.end(), gpu) == a.gpus.end()) continue;
+    int64_t used = 0;
+    for (size_t k = 0; k < processes.size(); ++k) {
+      if (!belongs_to_job(processes[k].pid, static_cast<uint32_t>(a.pgid))) continue;
+      used += processes[k].used_mem_bytes;
+      attributed[k] = true;
+    }
+    a.peak_bytes = std::max(a.peak_bytes, used);
+    used_by_job[a.id] = std::max(used_by_job[a.id], used);
+  }
+  const std::vector<int> producers = loaders_->pids();
+  for (size_t k = 0; k < processes.size(); ++k) {
+    if (attributed[k] || is_mps_server(processes[k].pid)) continue;
+    const uint32_t pid = processes[k].pid;
+    if (std::any_of(producers.begin(), producers.end(),
+                    [pid](int producer) { return belongs_to_job(pid, static_cast<uint32_t>(producer)); })) {
+      continue;  // a shared-loader producer of its jobs: colo's own
+    }
+    unattributed_.push_back({gpu, pid, processes[k].used_mem_bytes});
+  }
+}
+
+void Runner::split_energy(int gpu, double energy_j) {
+  double shares = 0;
+  for (const auto& a : active_) {
+    if (std::find(a.gpus.begin(), a.gpus.end(), gpu) != a.gpus.end()) shares += scheduler_.ledger().energy_share(a.id);
+  }
+  if (shares <= 0) return;
+  for (auto& a : active_) {
+    if (std::find(a.gpus.begin(), a.gpus.end(), gpu) != a.gpus.end()) {
+      a.energy_j += energy_j * scheduler_.ledger().energy_share(a.id) / shares;
+    }
+  }
+}
+
 Observation Runner::observe(double now) {
   // Simulated GPUs follow the wall clock while real jobs run on them: those
   // made to (discover_devices's) by themselves, others advanced here.
@@ -355,50 +408,11 @@ Observation Runner::observe(double now) {
     } catch (const std::exception& e) {
       spdlog::warn("GPU {}: no process list ({}); peaks not updated this round", g, e.what());
     }
-    // A job training alone on its (first) GPU, past its warm-up, shows there what it uses alone.
-    const size_t jobs_here = scheduler_.ledger().jobs_on(index).size();
-    for (auto& a : active_) {
-      if (!activity || a.gpus.front() != index) continue;
-      const double since = scheduler_.ledger().jobs().at(a.id).training_since_s;
-      if (since < 0 || now - since < options_.thresholds.settle_warmup_s) continue;
-      ++a.training_readings;
-      if (jobs_here == 1) {
-        a.alone_activity_sum += *activity;
-        ++a.alone_activity_readings;
-      }
-    }
-    double shares = 0;
-    std::vector<bool> attributed(processes.size(), false);
-    for (auto& a : active_) {
-      if (std::find(a.gpus.begin(), a.gpus.end(), index) == a.gpus.end()) continue;
-      shares += scheduler_.ledger().energy_share(a.id);
-      // A simulated GPU reports what colo placed on it, not what a job used:
-      // no peak is recorded, so history never learns an estimate back.
-      if (sim != nullptr) continue;
-      int64_t used = 0;
-      for (size_t k = 0; k < processes.size(); ++k) {
-        if (!belongs_to_job(processes[k].pid, static_cast<uint32_t>(a.pgid))) continue;
-        used += processes[k].used_mem_bytes;
-        attributed[k] = true;
-      }
-      a.peak_bytes = std::max(a.peak_bytes, used);
-      used_by_job[a.id] = std::max(used_by_job[a.id], used);
-    }
-    for (size_t k = 0; k < processes.size(); ++k) {
-      if (attributed[k] || is_mps_server(processes[k].pid)) continue;
-      const uint32_t pid = processes[k].pid;
-      std::vector<int> producers = loaders_->pids();
-      if (std::any_of(producers.begin(), producers.end(),
-                      [pid](int producer) { return belongs_to_job(pid, static_cast<uint32_t>(producer)); })) {
-        continue;  // a shared-loader producer of its jobs: colo's own
-      }
-      unattributed_.push_back({index, pid, processes[k].used_mem_bytes});
-    }
-    for (auto& a : active_) {
-      if (shares > 0 && std::find(a.gpus.begin(), a.gpus.end(), index) != a.gpus.end()) {
-        a.energy_j += energy * scheduler_.ledger().energy_share(a.id) / shares;
-      }
-    }
+    if (activity) count_alone_activity(index, *activity, now);
+    // A simulated GPU reports what colo placed on it, not what a job used:
+    // no peak is recorded, so history never learns an estimate back.
+    if (sim == nullptr) attribute_processes(index, processes, used_by_job);
+    split_energy(index, energy);
   }
   store_energy(readings);
   for (const auto& p : unattributed_) {

@@ -185,6 +185,17 @@ class Runner : private Executor {
   // Executor: samples the devices (energy split among their jobs, written
   // to the store), reads each job's memory and its progress file.
   Observation observe(double now_s) override;
+  // Counts GPU `gpu`'s `activity` for the jobs training on it past their
+  // warm-up, and as activity alone for a job that is there alone.
+  void count_alone_activity(int gpu, double activity, double now_s);
+  // Gives each job on `gpu` the memory of its processes (by process group
+  // or descent; its peak, and the most on one GPU in `used_by_job`), and
+  // lists processes of no job in unattributed_.
+  void attribute_processes(int gpu, const std::vector<gpu::ProcessUsage>& processes,
+                           std::map<int64_t, int64_t>& used_by_job);
+  // Splits `energy_j`, what GPU `gpu` used since the last round, among its
+  // jobs by their energy shares.
+  void split_energy(int gpu, double energy_j);
   std::optional<double> normalized_throughput(int64_t id) const override;
   // Fills in a waiting job's memory from its model's estimate when that is
   // known; returns why it still waits for it ("" when it does not).
