@@ -241,6 +241,24 @@ TEST(Simulator, UndeclaredSharesAreMeasuredAfterASettleWindow) {
   EXPECT_GT(r.jobs[3].start_s, 4) << "no settling place, then 0.9 of known shares is over the 0.8 ceiling";
 }
 
+TEST(Simulator, AJobJoiningASaturatedGpuSettlesAtWhatItUsesAloneNotAtWhatTheGpuRose) {
+  // A (0.8 alone) settles alone; B (0.6 alone) joins at 10 s. The GPU
+  // rises only to 1.0 and both run at 1/1.4 of alone speed: B took 0.2
+  // plus the 0.8 x (1 - 1/1.4) A lost, at 1/1.4 of its own speed.
+  std::vector<TraceJob> trace{job(0, "a", 300, 4, 0.8), job(10, "b", 100, 4, 0.6)};
+  trace[0].command = "python a.py";
+  trace[1].command = "python b.py";
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  o.thresholds.max_sm_activity = 1.0;  // room for B beside A
+  auto r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 10);
+  ASSERT_TRUE(r.jobs[0].settled_share);
+  EXPECT_NEAR(*r.jobs[0].settled_share, 0.8, 1e-6) << "alone: its rise";
+  ASSERT_TRUE(r.jobs[1].settled_share);
+  EXPECT_NEAR(*r.jobs[1].settled_share, 0.6, 1e-6) << "not the 0.2 its GPU rose";
+}
+
 // A warm-up job of workload "w" completes first, so the figure alone of
 // every later "w" job is known; then one joins every 10 s.
 std::vector<TraceJob> staggered_joins(double sm_activity) {

@@ -45,9 +45,11 @@ nlohmann::json summary_json(const sched::SimulationResult& r, double wall_s) {
 void write_jobs(const std::string& path, const sched::SimulationResult& r) {
   JsonLinesWriter out(path, JsonLinesWriter::Mode::kTruncate);
   for (const auto& j : r.jobs) {
-    out.write({{"id", j.id}, {"name", j.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu},
-               {"submit_s", j.submit_s}, {"start_s", j.start_s}, {"end_s", j.end_s}, {"attempts", j.attempts},
-               {"oom_deaths", j.oom_deaths}, {"energy_j", j.energy_j}});
+    nlohmann::json line{{"id", j.id}, {"name", j.name}, {"state", sched::to_string(j.state)}, {"gpu", j.gpu},
+                        {"submit_s", j.submit_s}, {"start_s", j.start_s}, {"end_s", j.end_s}, {"attempts", j.attempts},
+                        {"oom_deaths", j.oom_deaths}, {"energy_j", j.energy_j}};
+    if (j.settled_share) line["settled_share"] = *j.settled_share;
+    out.write(line);
   }
 }
 

@@ -156,7 +156,9 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
     const LedgerEntry& o = jobs_.at(other);
     // Jobs that began within its baseline's window or later rose with it.
     if (other == id || began_s(o) <= baseline_at - averaging_window_s(thresholds_)) continue;
-    if (o.settling) {
+    // One that joined of unknown share rose with it, even if it has settled
+    // since: its measured share is what it uses alone, not what it added.
+    if (o.settling || o.request.sm_share <= 0) {
       if (o.active_since_s < 0 && o.training_since_s < 0) continue;
       rising += now_s > from ? std::clamp((now_s - std::max(began_s(o), from)) / (now_s - from), 0.0, 1.0) : 1.0;
     } else {

@@ -2,6 +2,7 @@
 // The scheduler core (scheduler.h) run against simulated GPUs in virtual
 // time: the executor of modelled jobs, beside the runner's real processes.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,7 @@ struct SimulatedJob {
   int attempts = 0;               // starts, retries included
   int oom_deaths = 0;
   double energy_j = 0;            // its share of its GPUs' energy (by time and SM share)
+  std::optional<double> settled_share;  // the SM share measured when it settled, if it did
 };
 
 struct SimulationResult {
