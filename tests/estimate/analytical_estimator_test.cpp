@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "colo/estimate/job_model.h"
 #include "colo/estimate/probe_estimator.h"
@@ -107,6 +109,42 @@ TEST(AnalyticalEstimator, FusedArraysScaleWithTheModelCount) {
   EXPECT_EQ(e4.breakdown->parameters, stacked);
   EXPECT_EQ(e4.breakdown->optimizer, stacked) << "one momentum buffer per stacked parameter";
   EXPECT_GE(e4.bytes, e1.bytes);
+}
+
+TEST(AnalyticalEstimator, EstimatesInSeveralThreadsAtOnceEqualThoseMadeOneAtATime) {
+  // colo run estimates its `colo train` jobs' specs in background threads,
+  // several at once (sched/model_estimates.h).
+  testing::TempDir dir;
+  std::vector<std::string> models = {"name = \"lenet\"", "name = \"resnet\"\ndepth = 18",
+                                     "name = \"transformer\"\nlayers = 2\nd_model = 32\nheads = 4",
+                                     "name = \"mlp\"\nwidths = [64]"};
+  std::vector<EstimateRequest> requests;
+  for (size_t i = 0; i < models.size(); ++i) {
+    EstimateRequest request;
+    request.spec = train::parse_train_spec(
+        dir.write("spec" + std::to_string(i) + ".toml", spec_text(models[i], "name = \"adam\"", 32)));
+    requests.push_back(request);
+  }
+  AnalyticalEstimator estimator(DeviceProfile{"test", 0, 0});
+  std::vector<int64_t> alone;
+  for (const auto& request : requests) alone.push_back(estimator.estimate(request).bytes);
+  std::vector<std::vector<int64_t>> together(requests.size());
+  std::vector<std::string> errors(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        for (int round = 0; round < 3; ++round) together[i].push_back(estimator.estimate(requests[i]).bytes);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(errors[i], "") << models[i];
+    EXPECT_EQ(together[i], std::vector<int64_t>(3, alone[i])) << models[i];
+  }
 }
 
 TEST(AnalyticalEstimator, AnswersUnknownWithoutASpec) {

@@ -70,6 +70,10 @@ struct RecordingAllocator : c10::Allocator {
     return c10::DataPtr(data, new RecordedBlock{std::move(inner), current, id}, &delete_recorded, device);
   }
 
+  // raw_allocate/raw_deallocate (oneDNN's buffers) in other threads pair
+  // through the base allocator whether this one is installed or not.
+  c10::DeleterFnPtr raw_deleter() const override { return base ? base->raw_deleter() : nullptr; }
+
 #if COLO_HAS_COPY_DATA
   void copy_data(void* dest, const void* src, size_t count) const override { std::memcpy(dest, src, count); }
 #endif

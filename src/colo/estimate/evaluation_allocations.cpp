@@ -1,6 +1,7 @@
 // record_evaluation_allocations (training_graph.h): the evaluation pass's
 // tensor lifetimes as the model's own code makes them.
 
+#include <mutex>
 #include <set>
 #include <utility>
 
@@ -36,9 +37,13 @@ std::vector<EvaluationAllocation> record_evaluation_allocations(const TrainingMo
                                                                  const TrainingGraph& graph) {
   // oneDNN takes its buffers through raw_allocate, which a recording
   // allocator cannot serve; ATen's own convolution allocates tensors.
-  bool mkldnn = at::globalContext().userEnabledMkldnn();
   std::vector<CpuAllocationEvent> small, large;
   {
+    // One recording at a time in the process (estimates run in several
+    // threads at once): the recorder and the oneDNN switch are global.
+    static std::mutex one_at_a_time;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
+    bool mkldnn = at::globalContext().userEnabledMkldnn();
     torch::NoGradGuard no_grad;
     set_mode(false);
     at::globalContext().setUserEnabledMkldnn(false);
