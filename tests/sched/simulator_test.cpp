@@ -259,6 +259,25 @@ TEST(Simulator, AJobJoiningASaturatedGpuSettlesAtWhatItUsesAloneNotAtWhatTheGpuR
   EXPECT_NEAR(*r.jobs[1].settled_share, 0.6, 1e-6) << "not the 0.2 its GPU rose";
 }
 
+TEST(Simulator, AJobJoiningAnOversubscribedGpuSettlesAtWhatItUsesAloneNotAtItsPartOfTheGpu) {
+  // A (0.8) and B (0.6) already ask 1.4 of the GPU; C (0.5) joins at 20 s.
+  // All three run at 1/1.9 of alone speed: A and B lose 1 - 1.4/1.9 of their
+  // rate, which is C's 0.5 taken from a demand of 1.4, not from the GPU's 1.0
+  // (that would give C 0.36).
+  std::vector<TraceJob> trace{job(0, "a", 300, 4, 0.8), job(10, "b", 300, 4, 0.6), job(20, "c", 100, 4, 0.5)};
+  for (size_t i = 0; i < trace.size(); ++i) trace[i].command = "python " + trace[i].name + ".py";
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  o.thresholds.max_sm_activity = 5.0;
+  o.throughput_rule = false;
+  auto r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 20);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    ASSERT_TRUE(r.jobs[i].settled_share) << trace[i].name;
+    EXPECT_NEAR(*r.jobs[i].settled_share, trace[i].sm_activity, 1e-6) << trace[i].name;
+  }
+}
+
 // A warm-up job of workload "w" completes first, so the figure alone of
 // every later "w" job is known; then one joins every 10 s.
 std::vector<TraceJob> staggered_joins(double sm_activity) {

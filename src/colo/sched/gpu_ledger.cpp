@@ -12,6 +12,9 @@ constexpr double kMinMeasuredShare = 0.02;
 // A neighbour's slowdown is read up to this: a stalled neighbour (a pause,
 // a checkpoint) says nothing of what the newcomer took.
 constexpr double kMaxSlowdown = 0.9;
+// A GPU at least this busy may be oversubscribed: its neighbours' demand is
+// their shares added up, which its activity (at most 1) cannot show.
+constexpr double kBusyActivity = 0.85;
 
 double averaging_window_s(const Thresholds& t) { return std::max(t.settle_active_s, 0.5); }
 
@@ -106,10 +109,12 @@ void GpuLedger::observe_rate(int64_t id, double rate) {
 
 void GpuLedger::take_neighbour_rates(int64_t id, LedgerEntry& job) const {
   job.neighbour_rates_before.clear();
+  job.neighbour_demand_before = 0;
   for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
     if (other == id) continue;
-    const auto& rate = jobs_.at(other).rate;
-    if (rate) job.neighbour_rates_before[other] = *rate;
+    const LedgerEntry& o = jobs_.at(other);
+    if (o.rate) job.neighbour_rates_before[other] = *o.rate;
+    job.neighbour_demand_before += o.sm_share;  // 0 while unknown
   }
 }
 
@@ -178,9 +183,15 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   MeasuredShare m{id, 0, false, rise, std::nullopt};
   double share = rise / rising;
   if (neighbours > 0) {
+    // Neighbours of demand D that lose a fraction d of their rate gave up
+    // D*d of SM time; what it took in all is that and its rise, at the
+    // 1 - d of the GPU's time it got itself.
     double slowdown = lost / neighbours;
     m.neighbour_slowdown = slowdown;
-    share = (rise + job.activity_before * slowdown) / rising / (1.0 - slowdown);
+    double demand = job.activity_before >= kBusyActivity
+                        ? std::max(job.activity_before, job.neighbour_demand_before)
+                        : job.activity_before;
+    share = (rise + demand * slowdown) / rising / (1.0 - slowdown);
   }
   m.share = std::clamp(share, kMinMeasuredShare, 1.0);
   bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;

@@ -54,6 +54,9 @@ struct LedgerEntry {
   std::optional<double> rate;    // its training rate at the last reading (any unit)
   // While it settles: each neighbour's rate when its baseline was taken.
   std::map<int64_t, double> neighbour_rates_before;
+  // While it settles: its neighbours' known shares added up at its baseline,
+  // what they would use alone (above 1 on an oversubscribed GPU).
+  double neighbour_demand_before = 0;
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
