@@ -123,6 +123,43 @@ TEST(Runner, AForkedChildsMemoryIsItsJobsAndAProcessOfNoJobIsNamedNotCharged) {
   EXPECT_EQ(seen[0].used_mem_bytes, 5 * kGiB);
 }
 
+TEST(Runner, AJobThatPrintsNothingAndReportsNoProgressSettlesByItsMemoryAndHoldsNoOneBack) {
+  // Silent: no output, no progress file, no SM share declared. Its memory
+  // on the GPU (2 GiB, listed under its pid) is all the runner sees.
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  const std::string pid_file = dir.file("silent.pid");
+  JobSpec silent = shell_job("silent", "echo $$ > " + pid_file + "; exec sleep 4");
+  silent.sm_share = 0;
+  JobSpec next = shell_job("next", "sleep 0.2");
+  next.sm_share = 0;  // waits for the silent one to settle
+  store.submit({silent, next});
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  auto list = [&]() {
+    std::vector<gpu::ProcessUsage> processes;
+    std::ifstream in(pid_file);
+    uint32_t pid = 0;
+    if (in >> pid && ::kill(static_cast<pid_t>(pid), 0) == 0) processes.push_back({pid, 2 * kGiB});
+    return processes;
+  };
+  std::vector<gpu::DevicePtr> devices{std::make_shared<ListedProcessesDevice>(list)};
+  RunnerOptions options = quick_options(dir);
+  options.thresholds.settle_s = 60;  // what it would wait for a job that shows nothing at all
+  options.thresholds.max_settling_per_gpu = 1;
+  options.thresholds.settle_quiet_s = 0.5;
+  options.thresholds.settle_active_s = 0.5;
+  Runner runner(store, devices, options);
+  runner.run_until_done();
+  auto a = store.get(1), b = store.get(2);
+  ASSERT_EQ(a->state, JobState::kCompleted) << a->reason;
+  ASSERT_EQ(b->state, JobState::kCompleted) << b->reason;
+  ASSERT_TRUE(a->peak_mem_bytes);
+  EXPECT_EQ(*a->peak_mem_bytes, 2 * kGiB) << "its own process's memory";
+  EXPECT_TRUE(a->sm_share) << "settled without a word from it";
+  ASSERT_TRUE(a->start_s && a->end_s && b->start_s);
+  EXPECT_LT(*b->start_s, *a->end_s - 1.0) << "the next job started beside it, not after it";
+}
+
 TEST(Runner, AMultiGpuJobSeesAllItsGpusAndStartsOnlyWhenAllAreFree) {
   testing::TempDir dir;
   JobStore store(dir.file("jobs.db"));
