@@ -48,8 +48,9 @@
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
 #                               #   ("TAG:POLICY:MODE ...", default "magm:magm:mps"); REAL_ARGS="--two-gpu"
 #
-# A colo binary built here comes back as $OUT/colo when RETURN_BINARY=1; carried
-# back as .gpubin/colo, it replaces the build when it still loads (GPU_BINARY_ONLY=1).
+# The colo binaries built here (colo and colo-torch, which colo hands most
+# commands to) come back under $OUT when RETURN_BINARY=1; carried back in
+# .gpubin, they replace the build when they still load (GPU_BINARY_ONLY=1).
 #
 # BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw").
 #
@@ -74,10 +75,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$OUT/gpu.txt"
 
 start=$(date +%s)
-if [ "${GPU_BINARY_ONLY:-0}" = 1 ] && { [ -x .gpubin/colo ] && ! ldd .gpubin/colo | grep -q "not found" \
+if [ "${GPU_BINARY_ONLY:-0}" = 1 ] && { [ -x .gpubin/colo-torch ] && ! ldd .gpubin/colo-torch | grep -q "not found" \
     || ls .gpubin/_core*.so >/dev/null 2>&1; }; then
   mkdir -p "$BUILD"
-  [ -x .gpubin/colo ] && cp .gpubin/colo "$BUILD/colo"
+  [ -x .gpubin/colo-torch ] && cp .gpubin/colo .gpubin/colo-torch "$BUILD/"
   # colo._core too, when it came back: the package beside it is this tree's.
   for core in .gpubin/_core*.so; do
     [ -e "$core" ] || continue
@@ -100,7 +101,7 @@ note "build: $(( $(date +%s) - start )) s, $(grep -c 'warning:' "$OUT/build.log"
 grep -E "warning:" "$OUT/build.log" | sort | uniq | head -20
 fi
 if [ "${RETURN_BINARY:-0}" = 1 ]; then
-  cp "$BUILD/colo" "$OUT/colo"
+  cp "$BUILD/colo" "$BUILD/colo-torch" "$OUT/"
   cp "$BUILD"/python/colo/_core*.so "$OUT/" 2>/dev/null || true
 fi
 
@@ -159,7 +160,7 @@ if want usertracebg; then
   snap=/tmp/user-trace-tree
   rm -rf "$snap" "$ut" && mkdir -p "$snap/$BUILD" "$ut"
   tar -c --exclude="./$BUILD" --exclude=./build --exclude=./.git . | tar -x -C "$snap"
-  cp "$BUILD/colo" "$snap/$BUILD/" && cp -r "$BUILD/python" "$snap/$BUILD/"
+  cp "$BUILD/colo" "$BUILD/colo-torch" "$snap/$BUILD/" && cp -r "$BUILD/python" "$snap/$BUILD/"
   setsid nohup "$snap/bench/sched/user_trace/on_gpus.sh" "$snap/$BUILD" "$ut" "${USERTRACE_DEADLINE_S:-1200}" \
     >"$ut/on_gpus.log" 2>&1 </dev/null &
   note "usertracebg: on_gpus.sh started (pid $!), deadline ${USERTRACE_DEADLINE_S:-1200} s; output in $ut"

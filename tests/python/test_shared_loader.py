@@ -396,19 +396,28 @@ def test_two_schedulers_on_one_data_file_share_its_producer_and_the_first_to_end
     import sqlite3
     data = _image_data_file(tmp_path, colo_executable, images=120, chunk=8)
     script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent("""\
-        import sys, time, colo.data
+    # The first job reads until the second has read a batch (however long
+    # the second `colo run` takes to start on a busy machine), then ends;
+    # the second reads on for 3 s after its first batch.
+    second_reads = tmp_path / "second.reads"
+    script.write_text(textwrap.dedent(f"""\
+        import os, sys, time, colo.data
         loader = colo.data.SharedLoader(None, 8)
-        deadline = time.time() + float(sys.argv[1])
-        while time.time() < deadline:
+        loader.next_batch()
+        if sys.argv[1] == "second":
+            open({str(second_reads)!r}, "w").close()
+            deadline = time.time() + 3
+        else:
+            deadline = time.time() + 120
+        while time.time() < deadline and (sys.argv[1] == "second" or not os.path.exists({str(second_reads)!r})):
             loader.next_batch()
             time.sleep(0.02)
         """))
     runs = []
-    for name, seconds in (("first", 2), ("second", 5)):
+    for name in ("first", "second"):
         (tmp_path / name).mkdir()
         jobs = tmp_path / name / "jobs.toml"
-        jobs.write_text(f'[[job]]\nname = "{name}"\ncommand = "{sys.executable} {script} {seconds}"\n'
+        jobs.write_text(f'[[job]]\nname = "{name}"\ncommand = "{sys.executable} {script} {name}"\n'
                         f'loader = "{data}"\nmem = "1GiB"\nsm_share = 0.2\n')
         runs.append(subprocess.Popen([colo_executable, "run", str(jobs), "--poll", "0.05"], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLO_SIMULATED_GPUS="1")))

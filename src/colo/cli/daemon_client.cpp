@@ -86,4 +86,9 @@ std::string DaemonClient::get_text(const std::string& path, bool* final) const {
 }
 #endif
 
+std::optional<DaemonClient> daemon_unless_store(const CLI::App* command) {
+  if (command->count("--store") > 0) return std::nullopt;
+  return DaemonClient::find();
+}
+
 }  // namespace colo::cli

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 namespace colo::cli {
@@ -34,5 +35,9 @@ class DaemonClient {
   std::string token_;
   std::string store_;
 };
+
+// The running colod for a job command, unless the command was given
+// --store (then nullopt: it reads that store itself).
+std::optional<DaemonClient> daemon_unless_store(const CLI::App* command);
 
 }  // namespace colo::cli

@@ -14,13 +14,11 @@ void add_queue_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--store", *store_path, "job store")->capture_default_str();
   cmd->callback([store_path, cmd, &exit_code] {
     exit_code = 0;
-    if (cmd->count("--store") == 0) {
-      if (auto daemon = DaemonClient::find()) {
-        std::vector<sched::JobRecord> jobs;
-        for (const auto& j : daemon->get("/jobs")) jobs.push_back(record_from_json(j));
-        print_jobs(jobs);
-        return;
-      }
+    if (auto daemon = daemon_unless_store(cmd)) {
+      std::vector<sched::JobRecord> jobs;
+      for (const auto& j : daemon->get("/jobs")) jobs.push_back(record_from_json(j));
+      print_jobs(jobs);
+      return;
     }
     sched::JobStore store(*store_path);
     print_jobs(store.list());

@@ -3,6 +3,7 @@
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/json_lines.h"
+#include "colo/core/paths.h"
 #include "colo/gpu/sampler.h"
 
 namespace colo::cli {

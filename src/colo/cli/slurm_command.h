@@ -6,6 +6,9 @@
 
 namespace colo::cli {
 
-void add_slurm_command(CLI::App& app, int& exit_code);
+// Adds `colo slurm` with conf, exec and status, which need no LibTorch, and
+// returns it; `submit` (it estimates jobs' memory) is added by
+// add_slurm_submit (slurm_subcommands.h) where LibTorch is linked.
+CLI::App* add_slurm_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo::cli

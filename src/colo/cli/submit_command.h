@@ -1,7 +1,7 @@
 #pragma once
-// `colo submit`, `colo show`, `colo cancel`, `colo logs`: the job store from
-// any process, while `colo run --store DB --serve` (or a later `colo run`)
-// runs what it holds.
+// `colo submit`: jobs into the job store from any process (or to the running
+// colod), while `colo run --store DB --serve` (or a later `colo run`) runs
+// what it holds. `colo show`, `cancel` and `logs` are in job_commands.h.
 
 #include <CLI/CLI.hpp>
 
