@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -26,14 +25,21 @@
 
 namespace {
 
-// Whether the command line names a command added below.
-bool runs_here(int argc, char** argv) {
-  static const std::set<std::string> commands{"gpus",  "monitor", "mps",  "simulate", "trace", "report",
-                                              "history", "queue", "show", "cancel",   "logs"};
-  static const std::set<std::string> slurm{"conf", "exec", "status"};
-  if (argc < 2) return false;
-  if (commands.count(argv[1])) return true;
-  return std::string(argv[1]) == "slurm" && argc >= 3 && slurm.count(argv[2]);
+// Whether `app` (or its subcommand argv[1]) has a subcommand named by the
+// next word of the command line: then this program runs it.
+bool runs_here(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (!word.empty() && word[0] == '-') return false;  // an option before the command: colo-torch says
+    try {
+      level = level->get_subcommand(word);
+    } catch (const CLI::OptionNotFound&) {
+      return false;
+    }
+    if (level->get_subcommands([](const CLI::App*) { return true; }).empty()) return true;  // a command, not a group
+  }
+  return false;
 }
 
 int hand_to_colo_torch(char** argv) {
@@ -48,8 +54,6 @@ int hand_to_colo_torch(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!runs_here(argc, argv)) return hand_to_colo_torch(argv);
-  colo::init_logging();
   CLI::App app{"colo: pack many neural-network training runs onto GPUs"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -63,5 +67,7 @@ int main(int argc, char** argv) {
   colo::cli::add_history_command(app, exit_code);
   colo::cli::add_job_commands(app, exit_code);
   colo::cli::add_slurm_command(app, exit_code);
+  if (!runs_here(app, argc, argv)) return hand_to_colo_torch(argv);
+  colo::init_logging();
   return colo::cli::run_command_line(app, argc, argv, exit_code);
 }
