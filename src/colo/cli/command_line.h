@@ -1,7 +1,6 @@
 #pragma once
-// What both colo executables do with a command line once their commands
-// are added: parse it, run the chosen command and turn errors into colo's
-// exit statuses (0, 1, 2 for bad input: core/error.h).
+// What both colo executables share: the commands that need no LibTorch,
+// and what they do with a command line once their commands are added.
 
 #include <exception>
 #include <functional>
@@ -10,6 +9,14 @@
 #include <CLI/CLI.hpp>
 
 namespace colo::cli {
+
+// What `colo --help` says colo is.
+inline constexpr const char* kColoAbout = "colo: pack many neural-network training runs onto GPUs";
+
+// Adds the commands of colo_cli_base: gpus, monitor, mps, simulate, trace,
+// report, queue, history, show, cancel, logs, and slurm with conf, exec and
+// status. The thin `colo` runs these; colo-torch adds the rest beside them.
+void add_commands_without_torch(CLI::App& app, int& exit_code);
 
 // Parses `argv` with `app` (whose callbacks set `exit_code`) and returns the
 // process's exit status. An error is printed as one "colo: error: ..." line,

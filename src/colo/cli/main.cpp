@@ -13,13 +13,6 @@
 #include <CLI/CLI.hpp>
 
 #include "colo/cli/command_line.h"
-#include "colo/cli/gpus_command.h"
-#include "colo/cli/job_commands.h"
-#include "colo/cli/monitor_command.h"
-#include "colo/cli/mps_command.h"
-#include "colo/cli/run_command.h"
-#include "colo/cli/simulate_command.h"
-#include "colo/cli/slurm_command.h"
 #include "colo/core/log.h"
 #include "colo/core/paths.h"
 
@@ -54,19 +47,10 @@ int hand_to_colo_torch(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"colo: pack many neural-network training runs onto GPUs"};
+  CLI::App app{colo::cli::kColoAbout};
   app.require_subcommand(1);
   int exit_code = 0;
-  colo::cli::add_gpus_command(app, exit_code);
-  colo::cli::add_monitor_command(app, exit_code);
-  colo::cli::add_mps_command(app, exit_code);
-  colo::cli::add_simulate_command(app, exit_code);
-  colo::cli::add_trace_command(app, exit_code);
-  colo::cli::add_report_command(app, exit_code);
-  colo::cli::add_queue_command(app, exit_code);
-  colo::cli::add_history_command(app, exit_code);
-  colo::cli::add_job_commands(app, exit_code);
-  colo::cli::add_slurm_command(app, exit_code);
+  colo::cli::add_commands_without_torch(app, exit_code);
   if (!runs_here(app, argc, argv)) return hand_to_colo_torch(argv);
   colo::init_logging();
   return colo::cli::run_command_line(app, argc, argv, exit_code);
