@@ -320,6 +320,57 @@ TEST(GpuLedger, ASharePlusWhatItsNeighboursLostIsWhatAJobUsesAloneOnABusyGpu) {
   EXPECT_NEAR(share_beside_a_busy_neighbour(false), 0.15, 1e-6) << "no rates: only the rise is seen";
 }
 
+// Job 1 trains at 100 samples/s with the GPU 0.8 busy; job 2 begins to
+// train at 10, and from then job 1 does 80 samples/s. The rate job 1 last
+// reported (a mean over a window that began before job 2 trained) still
+// says 90: its work, read at job 2's baseline and at its settling, says 80.
+double share_read_from_work(bool neighbour_reports_work) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 10, 0.8), {0}, 0);
+  ledger.observe_rate(1, 100);
+  if (neighbour_reports_work) ledger.observe_work(1, {1000, 10});
+  for (double t = 0; t <= 10; t += 0.5) ledger.observe(0, t, 0.8, 70 * kGiB);
+  ledger.place(request(2, 10, 0.0), {0}, 10);
+  ledger.started_training(2, 10);
+  std::vector<MeasuredShare> measured;
+  for (double t = 10.5; t <= 20 && measured.empty(); t += 0.5) {
+    ledger.observe_rate(1, 90);
+    if (neighbour_reports_work) ledger.observe_work(1, {1000 + 80 * (t - 10), t});
+    ledger.observe(0, t, 0.9, 60 * kGiB);
+    measured = ledger.settle(t);
+  }
+  EXPECT_EQ(measured.size(), 1u);
+  return measured.empty() ? -1 : measured[0].share;
+}
+
+TEST(GpuLedger, ANeighboursRateWhileAJobSettlesIsReadFromItsWorkOverExactlyThatStretch) {
+  EXPECT_NEAR(share_read_from_work(true), (0.1 + 0.8 * 0.2) / 0.8, 1e-6);
+  EXPECT_NEAR(share_read_from_work(false), (0.1 + 0.8 * 0.1) / 0.9, 1e-6) << "no work: its last rate";
+}
+
+// Job 1 keeps the GPU 0.9 busy at 100 samples/s; job 2 (unknown share)
+// begins to train, then job 3 of known share 0.8 joins. The GPU reaches 1.0
+// and job 1 falls to 50 samples/s. Job 3 could add at most the 0.1 left, so
+// job 2's rise is 0, not 0.1 - 0.8: it took its part of what job 1 lost.
+TEST(GpuLedger, AJobOfKnownShareJoiningASettlingJobAddsNoMoreThanTheGpuHadLeft) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 10, 0.9), {0}, 0);
+  ledger.observe_rate(1, 100);
+  for (double t = 0; t <= 10; t += 0.5) ledger.observe(0, t, 0.9, 70 * kGiB);
+  ledger.place(request(2, 10, 0.0), {0}, 10);
+  ledger.started_training(2, 10);
+  ledger.place(request(3, 10, 0.8), {0}, 11);
+  ledger.observe_rate(1, 50);
+  std::vector<MeasuredShare> measured;
+  for (double t = 10.5; t <= 20 && measured.empty(); t += 0.5) {
+    ledger.observe(0, t, 1.0, 50 * kGiB);
+    measured = ledger.settle(t);
+  }
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(measured[0].rise, 0.0, 1e-6);
+  EXPECT_NEAR(measured[0].share, 0.9 * 0.5 / 0.5, 1e-6) << "job 1's demand 0.9 x its loss 0.5, over job 2's 0.5";
+}
+
 // Job 1 trains from 0 on an idle GPU and keeps it 0.8 busy; job 2 is
 // launched at 4, a second before job 1's window (1-5) ends.
 double share_with_a_late_neighbour(bool neighbour_shows_memory) {

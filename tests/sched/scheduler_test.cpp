@@ -90,7 +90,7 @@ TEST(Scheduler, AShareMeasuredFromReadingsIsLearnedSoTheNextJobOfItsCommandNeedN
   EXPECT_TRUE(scheduler.ledger().jobs().at(1).settling);
 
   executor.next = reading(0.45, 70);
-  executor.next.jobs.push_back({1, 10 * kGiB, true, std::nullopt});
+  executor.next.jobs.push_back({1, 10 * kGiB, true, std::nullopt, std::nullopt});
   Measured m;
   for (double t = 1; t <= 6 && m.shares.empty(); t += 0.5) m = scheduler.observe(executor, t);
   ASSERT_EQ(m.shares.size(), 1u) << "the settle window ends settle_active_s after training began";

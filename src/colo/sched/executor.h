@@ -21,12 +21,21 @@ struct GpuReading {
   std::optional<int64_t> mem_free_bytes;  // what the device says is free
 };
 
+// A job's training work at one reading: `units` done since it started (in
+// its rate's unit) after `clock_s` seconds of its own training. Two
+// readings give its mean rate between them, over exactly that stretch.
+struct WorkDone {
+  double units = 0;
+  double clock_s = 0;
+};
+
 // One running job as the executor saw it.
 struct JobReading {
   int64_t id = 0;
   std::optional<int64_t> used_bytes;  // its memory on its GPUs now
   bool training = false;              // it has reported training progress
   std::optional<double> rate;         // its training rate now (any unit: only its changes are read)
+  std::optional<WorkDone> work;       // its work done so far, in the unit of `rate`
 };
 
 struct Observation {

@@ -15,6 +15,9 @@ constexpr double kMaxSlowdown = 0.9;
 // A GPU at least this busy may be oversubscribed: its neighbours' demand is
 // their shares added up, which its activity (at most 1) cannot show.
 constexpr double kBusyActivity = 0.85;
+// A neighbour's rate while a job settles is read from its work only over at
+// least this much of its training (progress files are written once a second).
+constexpr double kMinWorkSpanS = 1.0;
 
 double averaging_window_s(const Thresholds& t) { return std::max(t.settle_active_s, 0.5); }
 
@@ -107,13 +110,20 @@ void GpuLedger::observe_rate(int64_t id, double rate) {
   if (it != jobs_.end() && rate > 0) it->second.rate = rate;
 }
 
+void GpuLedger::observe_work(int64_t id, const WorkDone& work) {
+  auto it = jobs_.find(id);
+  if (it != jobs_.end()) it->second.work = work;
+}
+
 void GpuLedger::take_neighbour_rates(int64_t id, LedgerEntry& job) const {
   job.neighbour_rates_before.clear();
+  job.neighbour_work_before.clear();
   job.neighbour_demand_before = 0;
   for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
     if (other == id) continue;
     const LedgerEntry& o = jobs_.at(other);
     if (o.rate) job.neighbour_rates_before[other] = *o.rate;
+    if (o.work) job.neighbour_work_before[other] = *o.work;
     job.neighbour_demand_before += o.sm_share;  // 0 while unknown
   }
 }
@@ -130,6 +140,15 @@ void GpuLedger::started_training(int64_t id, double now_s) {
     job.activity_before = mean_activity(gpus_.at(static_cast<size_t>(job.gpus[0])), now_s);
     take_neighbour_rates(id, job);
   }
+}
+
+std::optional<double> GpuLedger::rate_since(const LedgerEntry& neighbour, const LedgerEntry& job, int64_t neighbour_id) {
+  auto mark = job.neighbour_work_before.find(neighbour_id);
+  if (mark != job.neighbour_work_before.end() && neighbour.work &&
+      neighbour.work->clock_s - mark->second.clock_s >= kMinWorkSpanS) {
+    return (neighbour.work->units - mark->second.units) / (neighbour.work->clock_s - mark->second.clock_s);
+  }
+  return neighbour.rate;
 }
 
 double GpuLedger::began_s(const LedgerEntry& job) {
@@ -157,6 +176,9 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   // launched no kernel, and one that began late rose for part of it.
   double rising = 1;
   const double from = began + thresholds_.settle_warmup_s;
+  // A job of known share that joined meanwhile added at most what the GPU
+  // had left: activity cannot pass 1.
+  double headroom = std::max(0.0, 1.0 - job.activity_before);
   for (int64_t other : on_gpu_.at(static_cast<size_t>(first))) {
     const LedgerEntry& o = jobs_.at(other);
     // Jobs that began within its baseline's window or later rose with it.
@@ -167,20 +189,26 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
       if (o.active_since_s < 0 && o.training_since_s < 0) continue;
       rising += now_s > from ? std::clamp((now_s - std::max(began_s(o), from)) / (now_s - from), 0.0, 1.0) : 1.0;
     } else {
-      rise -= o.sm_share;
+      double added = std::min(o.sm_share, headroom);
+      rise -= added;
+      headroom -= added;
     }
   }
   gpus_.at(static_cast<size_t>(first)).last_rise = rise;
   // The SM time its neighbours lost since its baseline, where they report rates.
   double lost = 0;
   int neighbours = 0;
+  MeasuredShare m{id, 0, false, rise, std::nullopt, {}};
   for (const auto& [other, before] : job.neighbour_rates_before) {
     auto o = jobs_.find(other);
-    if (o == jobs_.end() || !o->second.rate || before <= 0) continue;
-    lost += std::clamp(1.0 - *o->second.rate / before, 0.0, kMaxSlowdown);
+    if (o == jobs_.end() || before <= 0) continue;
+    std::optional<double> now = rate_since(o->second, job, other);
+    if (!now) continue;
+    double loss = std::clamp(1.0 - *now / before, 0.0, kMaxSlowdown);
+    m.neighbour_losses.emplace_back(other, loss);
+    lost += loss;
     ++neighbours;
   }
-  MeasuredShare m{id, 0, false, rise, std::nullopt};
   double share = rise / rising;
   if (neighbours > 0) {
     // Neighbours of demand D that lose a fraction d of their rate gave up

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "colo/sched/collocation_mode.h"
+#include "colo/sched/executor.h"
 #include "colo/sched/policy.h"
 
 namespace colo::sched {
@@ -52,8 +53,11 @@ struct LedgerEntry {
   double last_growth_s = -1;   // when its measured memory last grew
   double training_since_s = -1;  // its first progress report; -1 = none yet
   std::optional<double> rate;    // its training rate at the last reading (any unit)
-  // While it settles: each neighbour's rate when its baseline was taken.
+  std::optional<WorkDone> work;  // its work done at the last reading
+  // While it settles: each neighbour's rate when its baseline was taken,
+  // and its work done then (its rate since is read from the two works).
   std::map<int64_t, double> neighbour_rates_before;
+  std::map<int64_t, WorkDone> neighbour_work_before;
   // While it settles: its neighbours' known shares added up at its baseline,
   // what they would use alone (above 1 on an oversubscribed GPU).
   double neighbour_demand_before = 0;
@@ -74,6 +78,8 @@ struct MeasuredShare {
   bool saturated = false;      // the GPU's activity stopped growing with it
   double rise = 0;             // what its GPU's activity rose by with it
   std::optional<double> neighbour_slowdown;  // its neighbours' mean rate lost (0..1), when they report rates
+  // Each neighbour's rate lost (0..1), by job id, that neighbour_slowdown averages.
+  std::vector<std::pair<int64_t, double>> neighbour_losses;
 };
 
 // What a job's energy on a GPU is split by among the jobs there: its SM
@@ -98,6 +104,11 @@ class GpuLedger {
   // The job's training rate now (samples/s or any unit: only its changes
   // are read); a neighbour's rates measure what a settling job took.
   void observe_rate(int64_t id, double rate);
+  // The job's work done at its last reading. A settling job's neighbours'
+  // rates while it trains are read from their work at its baseline and at
+  // its settling, so that they cover exactly that stretch; a neighbour with
+  // no work (or under a second of it between the two) is read by its rate.
+  void observe_work(int64_t id, const WorkDone& work);
   // The job reported training progress for the first time at `now_s`: its
   // share is measured from here (see above). Later calls change nothing.
   void started_training(int64_t id, double now_s);
@@ -160,6 +171,9 @@ class GpuLedger {
   MeasuredShare measure(int64_t id, const LedgerEntry& job, double now_s);
   // The rates of the jobs beside `job` on its first GPU now: its baseline's.
   void take_neighbour_rates(int64_t id, LedgerEntry& job) const;
+  // A neighbour's rate since `job`'s baseline: from its work then and now,
+  // else its last rate; nullopt when it reports neither.
+  static std::optional<double> rate_since(const LedgerEntry& neighbour, const LedgerEntry& job, int64_t neighbour_id);
 
   std::vector<GpuState> gpus_;
   CollocationMode mode_;

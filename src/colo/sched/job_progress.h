@@ -35,6 +35,8 @@ class JobProgress {
   // Samples per training second over its last `window_s` of training;
   // nullopt until its readings span that long.
   std::optional<double> recent_samples_per_s(double window_s) const;
+  // Its last reading; nullopt before any.
+  const std::optional<ProgressReading>& last() const { return last_; }
   // Percent of its training time the job waited for data, as of its last
   // reading (a shared loader's consumer reports it); nullopt when it does
   // not say or has not trained yet.

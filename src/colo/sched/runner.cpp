@@ -310,7 +310,10 @@ void Runner::record_share(const MeasuredShare& m) {
   if (!store_.get(m.id)) return;
   store_.record_sm_share(m.id, m.share);
   std::string how = "its GPU's activity rose " + fixed(m.rise, 2);
-  if (m.neighbour_slowdown) how += ", its neighbours lost " + fixed(100 * *m.neighbour_slowdown, 0) + "% of their rate";
+  if (m.neighbour_slowdown) {
+    how += ", its neighbours lost " + fixed(100 * *m.neighbour_slowdown, 0) + "% of their rate:";
+    for (const auto& [id, loss] : m.neighbour_losses) how += " job " + std::to_string(id) + " " + fixed(100 * loss, 0) + "%";
+  }
   spdlog::info("job {} settled: SM share {:.2f} ({}){}", m.id, m.share, how,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
@@ -425,7 +428,8 @@ Observation Runner::observe(double now) {
   // A rate over the settle window: before a newcomer trains, and while it does.
   const double rate_window_s = std::max(options_.thresholds.settle_active_s, options_.thresholds.throughput_window_s);
   for (const auto& a : active_) {
-    JobReading job{a.id, std::nullopt, a.training_seen, a.progress.recent_samples_per_s(rate_window_s)};
+    JobReading job{a.id, std::nullopt, a.training_seen, a.progress.recent_samples_per_s(rate_window_s), std::nullopt};
+    if (const auto& last = a.progress.last()) job.work = WorkDone{static_cast<double>(last->samples), last->train_s};
     auto used = used_by_job.find(a.id);
     if (used != used_by_job.end()) job.used_bytes = used->second;
     seen.jobs.push_back(job);

@@ -67,6 +67,7 @@ Measured Scheduler::observe(Executor& executor, double now_s) {
   for (const JobReading& job : seen.jobs) {
     if (job.used_bytes) ledger_.observe_peak(job.id, *job.used_bytes, now_s);
     if (job.rate) ledger_.observe_rate(job.id, *job.rate);
+    if (job.work) ledger_.observe_work(job.id, *job.work);
     if (job.training) ledger_.started_training(job.id, now_s);
   }
   for (const GpuReading& r : seen.gpus) {

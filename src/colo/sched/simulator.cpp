@@ -120,7 +120,12 @@ class Simulation : private Executor {
     }
     compute_gpu_rates();
     seen.jobs.reserve(active_.size());
-    for (const auto& r : active_) seen.jobs.push_back({r.id, std::nullopt, false, cached_job_rate(r)});
+    for (const auto& r : active_) {
+      // Work in seconds of solo speed done, on the simulated clock: its rate
+      // between two readings is its mean fraction of alone.
+      WorkDone work{trace_[r.id].duration_s - r.remaining_s, now_};
+      seen.jobs.push_back({r.id, std::nullopt, false, cached_job_rate(r), work});
+    }
     return seen;
   }
 
