@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -15,6 +17,8 @@ std::mutex cleanup_mutex;
 std::map<int, std::function<void()>> cleanups;
 int next_id = 1;
 int signal_pipe[2] = {-1, -1};
+std::atomic<bool> interrupting{false};
+std::thread::id watcher;
 
 void on_signal(int signo) {
   unsigned char byte = static_cast<unsigned char>(signo);
@@ -25,6 +29,7 @@ void watch_signals() {
   unsigned char byte = 0;
   while (::read(signal_pipe[0], &byte, 1) != 1) {
   }
+  interrupting = true;
   std::vector<std::function<void()>> pending;
   {
     std::lock_guard<std::mutex> lock(cleanup_mutex);
@@ -45,7 +50,9 @@ void install_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (::pipe(signal_pipe) != 0) return;
-    std::thread(watch_signals).detach();
+    std::thread watching(watch_signals);
+    watcher = watching.get_id();
+    watching.detach();
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
@@ -65,6 +72,11 @@ int add_interrupt_cleanup(std::function<void()> cleanup) {
 }
 
 void remove_interrupt_cleanup(int id) {
+  // The cleanups are running: the process ends by the signal once they are
+  // done; a caller going on would race them (and exit as if not interrupted).
+  while (interrupting && std::this_thread::get_id() != watcher) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   std::lock_guard<std::mutex> lock(cleanup_mutex);
   cleanups.erase(id);
 }

@@ -13,7 +13,9 @@ namespace colo {
 int add_interrupt_cleanup(std::function<void()> cleanup);
 
 // Unregisters a cleanup (e.g. once what it would undo is done); no effect
-// for an unknown id.
+// for an unknown id. Called while an interrupt's cleanups run (from any
+// thread but theirs), it does not return: the process ends by the signal
+// once they are done, so the caller's ordinary ending never races them.
 void remove_interrupt_cleanup(int id);
 
 }  // namespace colo
