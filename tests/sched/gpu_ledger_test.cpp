@@ -371,6 +371,34 @@ TEST(GpuLedger, AJobOfKnownShareJoiningASettlingJobAddsNoMoreThanTheGpuHadLeft) 
   EXPECT_NEAR(measured[0].share, 0.9 * 0.5 / 0.5, 1e-6) << "job 1's demand 0.9 x its loss 0.5, over job 2's 0.5";
 }
 
+// Job 1 (share 0.9, or 0.3) trains at 100 samples/s; job 2 joins and
+// trains. The GPU's activity does not move, and job 1 keeps `rate_after`.
+MeasuredShare joining_without_a_trace(double activity, double rate_after) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
+  ledger.place(request(1, 10, activity), {0}, 0);
+  ledger.observe_rate(1, 100);
+  for (double t = 0; t <= 10; t += 0.5) ledger.observe(0, t, activity, 70 * kGiB);
+  ledger.place(request(2, 10, 0.0), {0}, 10);
+  ledger.started_training(2, 10);
+  ledger.observe_rate(1, rate_after);
+  std::vector<MeasuredShare> measured;
+  for (double t = 10.5; t <= 20 && measured.empty(); t += 0.5) {
+    ledger.observe(0, t, activity, 60 * kGiB);
+    measured = ledger.settle(t);
+  }
+  EXPECT_EQ(measured.size(), 1u);
+  return measured.empty() ? MeasuredShare{} : measured[0];
+}
+
+TEST(GpuLedger, AJobThatLeavesNoTraceOnAFullGpuIsNotSeenButOneOnAGpuWithRoomIsSeenToUseLittle) {
+  MeasuredShare full = joining_without_a_trace(0.95, 100);
+  EXPECT_FALSE(full.seen) << "no rise on a full GPU and no neighbour slowed: it could use anything";
+  EXPECT_TRUE(joining_without_a_trace(0.3, 100).seen) << "room to rise and none: it uses little";
+  MeasuredShare slowed = joining_without_a_trace(0.95, 80);
+  EXPECT_TRUE(slowed.seen) << "its neighbour lost a fifth of its rate";
+  EXPECT_NEAR(slowed.share, 0.95 * 0.2 / 0.8, 1e-6);
+}
+
 // Job 1 trains from 0 on an idle GPU and keeps it 0.8 busy; job 2 is
 // launched at 4, a second before job 1's window (1-5) ends.
 double share_with_a_late_neighbour(bool neighbour_shows_memory) {

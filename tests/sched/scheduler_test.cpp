@@ -102,6 +102,28 @@ TEST(Scheduler, AShareMeasuredFromReadingsIsLearnedSoTheNextJobOfItsCommandNeedN
   EXPECT_FALSE(scheduler.ledger().jobs().at(2).settling);
 }
 
+TEST(Scheduler, AShareTheReadingsCouldNotSeeIsNotLearnedSoTheNextJobOfItsCommandSettlesAgain) {
+  Scheduler scheduler({80 * kGiB}, options());
+  ScriptedExecutor executor;
+  executor.next = reading(0.95, 70);
+  scheduler.round({waiting(1, 10, "python big.py", 0.95)}, executor, 0);
+  for (double t = 0; t <= 3; t += 0.5) scheduler.observe(executor, t);
+  scheduler.round({waiting(2, 10, "python train.py --lr 0.1")}, executor, 3);
+  ASSERT_EQ(executor.launched.size(), 2u) << "the GPU is not closed yet: the job joins";
+  executor.next.jobs.push_back({2, 10 * kGiB, true, std::nullopt, std::nullopt});
+  Measured m;
+  for (double t = 3.5; t <= 12 && m.shares.empty(); t += 0.5) m = scheduler.observe(executor, t);
+  ASSERT_EQ(m.shares.size(), 1u);
+  EXPECT_FALSE(m.shares[0].seen) << "a full GPU that did not move showed nothing of job 2";
+
+  executor.next.jobs.clear();
+  scheduler.ended(1, 13);
+  scheduler.ended(2, 13);
+  scheduler.round({waiting(3, 10, "python train.py --lr 0.1")}, executor, 13);
+  ASSERT_EQ(executor.launched.size(), 3u);
+  EXPECT_EQ(executor.launched[2].request.sm_share, 0) << "nothing learned: it settles";
+}
+
 TEST(Scheduler, AJobWaitingForItsEstimateStartsOnlyOnAnEmptyGpu) {
   Scheduler scheduler({80 * kGiB, 80 * kGiB}, options());
   ScriptedExecutor executor;

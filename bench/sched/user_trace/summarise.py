@@ -19,7 +19,11 @@ Definitions (also in the README):
   false_ooms    the store's false_ooms column, summed over the variants run
   share_gap     |settled SM share (store's sm_share) - SM activity alone
                 (GPM, the loop's timeline over the job's training)|, over
-                every (variant, job) that settled; its median
+                every (variant, job) that settled; its median; also per
+                variant (share_gap_median_VARIANT)
+  unseen_shares_VARIANT  jobs colo could not see settle (`settled unseen`
+                in its log: a full GPU, no rise, no neighbour slowed):
+                no share recorded, so not in share_gap
   sim_error_pct (colo simulate's magm/MPS total - model_s) / model_s
   sim_opaque_error_pct  the same for opaque_s, from the trace without
                 memory estimates simulated with --provisional-memory
@@ -37,6 +41,15 @@ sys.path.insert(0, HERE)
 import store  # noqa: E402  (beside this file)
 
 VARIANTS = ("model", "opaque", "declared")
+
+
+def unseen_settlements(variant_dir):
+    """Jobs whose share colo could not see (`settled unseen` in the run logs)."""
+    count = 0
+    for log in glob.glob(os.path.join(variant_dir, "run_*.txt")):
+        with open(log, errors="replace") as f:
+            count += sum(" settled unseen:" in line for line in f)
+    return count
 
 
 def read_json(path, default=None):
@@ -227,6 +240,7 @@ def summarise(out, trace, commands):
                    if loop_done and all(j["energy_j"] is not None for j in solo.values()) else None)
     runs = {v: variant_run(out, v, trace) for v in VARIANTS}
     gaps, per_job = [], []
+    gaps_of = {v: [] for v in VARIANTS}
     for job in trace:
         name, alone = job["name"], solo.get(job["name"], {})
         row = {"name": name, "solo_s": alone.get("solo_s"), "startup_s": alone.get("startup_s"),
@@ -240,6 +254,7 @@ def summarise(out, trace, commands):
             row[f"{v}_sm_share"] = r.get("sm_share")
             if r.get("sm_share") is not None and alone.get("solo_sm_activity") is not None:
                 gaps.append(abs(r["sm_share"] - alone["solo_sm_activity"]))
+                gaps_of[v].append(gaps[-1])
         per_job.append(row)
     sim = [s for s in read_json(os.path.join(out, "sim", "summary.json"), []) if s.get("policy") == "magm"]
     sim_opaque = [s for s in read_json(os.path.join(out, "sim", "opaque", "summary.json"), [])
@@ -273,6 +288,9 @@ def summarise(out, trace, commands):
             [r for part in {j.get("part") for j in read_jsonl(os.path.join(out, "loop", "jobs.jsonl"))}
              for r in timeline(out, part)]).items()},
         "share_gap_jobs": len(gaps),
+        **{f"share_gap_median_{v}": statistics.median(g) if g else None for v, g in gaps_of.items()},
+        **{f"share_gap_jobs_{v}": len(g) for v, g in gaps_of.items()},
+        **{f"unseen_shares_{v}": unseen_settlements(os.path.join(out, v)) for v in VARIANTS if runs[v]},
         "sim_error_pct": 100 * (sim[0]["total_s"] - model_s) / model_s if sim and model_s else None,
         "sim_s": sim[0]["total_s"] if sim else None,
         "sim_opaque_error_pct": (100 * (sim_opaque[0]["total_s"] - opaque_s) / opaque_s

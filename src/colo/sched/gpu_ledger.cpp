@@ -18,6 +18,9 @@ constexpr double kBusyActivity = 0.85;
 // A neighbour's rate while a job settles is read from its work only over at
 // least this much of its training (progress files are written once a second).
 constexpr double kMinWorkSpanS = 1.0;
+// Neighbours that lost less of their rate than this (progress reports are
+// that noisy) show nothing of what a newcomer took.
+constexpr double kMinSeenSlowdown = 0.03;
 
 double averaging_window_s(const Thresholds& t) { return std::max(t.settle_active_s, 0.5); }
 
@@ -224,6 +227,11 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   m.share = std::clamp(share, kMinMeasuredShare, 1.0);
   bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
   m.saturated = had_others && rise < thresholds_.min_sm_gain && activity >= thresholds_.saturation_floor;
+  // On a GPU already full, a job that raised its activity by nothing and
+  // slowed no neighbour that reports a rate left no trace to read: it may
+  // use 0.04 or 0.8 alone.
+  m.seen = !(had_others && job.activity_before >= kBusyActivity && rise < thresholds_.min_sm_gain &&
+             m.neighbour_slowdown.value_or(0) < kMinSeenSlowdown);
   return m;
 }
 

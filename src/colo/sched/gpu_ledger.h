@@ -80,6 +80,11 @@ struct MeasuredShare {
   std::optional<double> neighbour_slowdown;  // its neighbours' mean rate lost (0..1), when they report rates
   // Each neighbour's rate lost (0..1), by job id, that neighbour_slowdown averages.
   std::vector<std::pair<int64_t, double>> neighbour_losses;
+  // False when the readings showed nothing of the job: it joined a GPU
+  // already full (activity at least 0.85), the activity did not rise, and
+  // no neighbour that reports its rate lost 3% of it. `share` is then only
+  // a floor, not to be learned for its command or reported as its figure.
+  bool seen = true;
 };
 
 // What a job's energy on a GPU is split by among the jobs there: its SM

@@ -308,11 +308,17 @@ void Runner::forget(const Active& job) {
 
 void Runner::record_share(const MeasuredShare& m) {
   if (!store_.get(m.id)) return;
-  store_.record_sm_share(m.id, m.share);
+  if (m.seen) store_.record_sm_share(m.id, m.share);
   std::string how = "its GPU's activity rose " + fixed(m.rise, 2);
   if (m.neighbour_slowdown) {
     how += ", its neighbours lost " + fixed(100 * *m.neighbour_slowdown, 0) + "% of their rate:";
     for (const auto& [id, loss] : m.neighbour_losses) how += " job " + std::to_string(id) + " " + fixed(100 * loss, 0) + "%";
+  }
+  if (!m.seen) {
+    spdlog::info("job {} settled unseen: its GPU was already full and showed nothing of it ({}); it counts as {:.2f} "
+                 "here, and neither its record nor its command's next job takes that as its share{}",
+                 m.id, how, m.share, m.saturated ? "; its GPU takes no more jobs until one ends" : "");
+    return;
   }
   spdlog::info("job {} settled: SM share {:.2f} ({}){}", m.id, m.share, how,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");

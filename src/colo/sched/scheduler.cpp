@@ -49,6 +49,7 @@ void Scheduler::mark_stale(const std::vector<int>& gpus) {
 }
 
 void Scheduler::learn(const MeasuredShare& m) {
+  if (!m.seen) return;
   auto keys = keys_.find(m.id);
   if (keys != keys_.end()) history_.learn_share(keys->second, m.share);
 }

@@ -76,7 +76,9 @@ class Simulation : private Executor {
       }
       Measured measured = scheduler_.observe(*this, now_);
       result_.gpus_closed += static_cast<int>(measured.closed.size());
-      for (const MeasuredShare& m : measured.shares) result_.jobs[m.id].settled_share = m.share;
+      for (const MeasuredShare& m : measured.shares) {
+        if (m.seen) result_.jobs[m.id].settled_share = m.share;
+      }
       schedule();
       double next = next_arrival < arrivals.size() ? trace_[arrivals[next_arrival]].submit_s : kInf;
       next = std::min({next, next_event(), scheduler_.next_due_s()});
@@ -311,7 +313,7 @@ class Simulation : private Executor {
       bool oom = active_[static_cast<size_t>(active_pos_[static_cast<size_t>(id)])].oom_at_s <= now_ + kEpsilon;
       SimulatedJob& job = result_.jobs[id];
       release(id);
-      if (auto m = scheduler_.ended(id, now_)) job.settled_share = m->share;
+      if (auto m = scheduler_.ended(id, now_); m && m->seen) job.settled_share = m->share;
       if (oom) {
         ++result_.oom_events;
         ++job.oom_deaths;

@@ -60,7 +60,7 @@ struct SimulatedJob {
   int attempts = 0;               // starts, retries included
   int oom_deaths = 0;
   double energy_j = 0;            // its share of its GPUs' energy (by time and SM share)
-  std::optional<double> settled_share;  // the SM share measured when it settled, if it did
+  std::optional<double> settled_share;  // the SM share measured when it settled, if it did and was seen
 };
 
 struct SimulationResult {
