@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/dist/link_model.h"
+#include "support/input_error.h"
 #include "support/temp_dir.h"
 
 namespace colo::dist {
@@ -25,10 +26,10 @@ TEST(LinkModel, AlphaBetaCosts) {
 }
 
 // Two workers (10 and 20 ms of compute per batch), 1 ms per 1 MB transfer,
-// one server: the schedule worked out by hand.
-TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
-  testing::TempDir dir;
-  std::string path = dir.write("cluster.toml", R"(
+// one server; `extra` goes into [simulate].
+std::string two_worker_cluster(testing::TempDir& dir, const std::string& extra = "",
+                               const std::string& strategies = R"(["allreduce", "ps-async"])") {
+  return dir.write("cluster.toml", R"(
 output = ")" + dir.file("out") + R"("
 batch_size = 10
 [model]
@@ -50,7 +51,7 @@ server_bandwidth_gbps = 8
 server_latency_us = 0
 max_time_s = 0.05
 eval_every_s = 0.01
-strategies = ["allreduce", "ps-async"]
+strategies = )" + strategies + "\n" + extra + R"(
 [[simulate.worker]]
 speed = 1.0
 bandwidth_gbps = 8
@@ -60,7 +61,12 @@ speed = 0.5
 bandwidth_gbps = 8
 latency_us = 0
 )");
-  auto runs = simulate_cluster(parse_cluster_spec(path));
+}
+
+// The schedule of two_worker_cluster, worked out by hand.
+TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
+  testing::TempDir dir;
+  auto runs = simulate_cluster(parse_cluster_spec(two_worker_cluster(dir)));
   ASSERT_EQ(runs.size(), 2u);
   // All-reduce: 20 ms (slowest worker) + 2 rounds of 0.5 MB at 1 GB/s = 21 ms a step;
   // steps end at 21 and 42 ms within the 50 ms budget.
@@ -75,6 +81,23 @@ latency_us = 0
   EXPECT_NEAR(runs[1].mean_staleness, 0.8, 1e-12);
   // Evaluations at 0, 10, ..., 50 ms.
   EXPECT_EQ(runs[1].evaluations.size(), 6u);
+}
+
+TEST(ClusterSimulator, TimeOnlyGivesTheSameScheduleWithoutTrainingOrAccuracy) {
+  testing::TempDir dir;
+  auto runs = simulate_cluster(parse_cluster_spec(two_worker_cluster(dir, "train = false")));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_NEAR(runs[0].step_s, 0.021, 1e-12);
+  EXPECT_EQ(runs[0].updates, 2);
+  EXPECT_EQ(runs[0].samples, 2 * 2 * 10);
+  EXPECT_EQ(runs[1].updates, 5);
+  EXPECT_NEAR(runs[1].mean_staleness, 0.8, 1e-12);
+  EXPECT_TRUE(runs[1].evaluations.empty()) << "nothing trained: nothing to evaluate";
+
+  testing::TempDir other;
+  std::string path = two_worker_cluster(other, "train = false", R"(["allreduce", "switch"])");
+  EXPECT_NE(testing::input_error_of([&] { parse_cluster_spec(path); }).find("switch needs train = true"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -146,6 +146,11 @@ class Simulation {
     double fastest = *std::min_element(compute_s_.begin(), compute_s_.end());
     auto planned = static_cast<int64_t>(sim_.max_time_s / run_.step_s);
     double t = 0;
+    if (!sim_.train) {
+      run_.updates = planned;
+      run_.samples = planned * batch_ * static_cast<int64_t>(compute_s_.size());
+      return sim_.max_time_s;
+    }
     while (t + run_.step_s <= sim_.max_time_s) {
       std::vector<at::Tensor> inputs, labels;
       for (size_t w = 0; w < compute_s_.size(); ++w) {
@@ -178,7 +183,7 @@ class Simulation {
     std::vector<int64_t> version(workers, run_.updates);
     std::vector<double> arrival(workers);
     for (size_t w = 0; w < workers; ++w) {
-      snapshot[w] = training_.global().clone();
+      if (sim_.train) snapshot[w] = training_.global().clone();
       arrival[w] = start + compute_s_[w] + worker_transfer_s(bytes_, sim_.workers[w]);
     }
     double service = 2 * server_transfer_s(bytes_, sim_, servers_);
@@ -188,15 +193,17 @@ class Simulation {
       size_t w = static_cast<size_t>(std::min_element(arrival.begin(), arrival.end()) - arrival.begin());
       double done = std::max(arrival[w], server_free) + service;
       if (done > sim_.max_time_s) break;
-      evaluate_until(done);
-      last_loss_ = training_.gradient_at(snapshot[w], training_.next_batch(w));
-      training_.apply(spec_.train.optimizer.lr);
+      if (sim_.train) {
+        evaluate_until(done);
+        last_loss_ = training_.gradient_at(snapshot[w], training_.next_batch(w));
+        training_.apply(spec_.train.optimizer.lr);
+      }
       staleness += static_cast<double>(run_.updates - version[w]);
       ++pushes;
       ++run_.updates;
       run_.samples += batch_;
       server_free = done;
-      snapshot[w].copy_(training_.global());
+      if (sim_.train) snapshot[w].copy_(training_.global());
       version[w] = run_.updates;
       double download = worker_transfer_s(bytes_, sim_.workers[w]);
       arrival[w] = done + download + compute_s_[w] + worker_transfer_s(bytes_, sim_.workers[w]);
@@ -206,6 +213,7 @@ class Simulation {
 
   // Evaluates the global parameters at every evaluation time before `t`.
   void evaluate_until(double t) {
+    if (!sim_.train) return;
     while (next_eval_ <= t && next_eval_ <= sim_.max_time_s) {
       double accuracy = training_.accuracy();
       if (run_.time_to_target_s < 0 && spec_.target_accuracy > 0 && accuracy >= spec_.target_accuracy) {
@@ -240,6 +248,7 @@ std::vector<SimulatedRun> simulate_cluster(const ClusterSpec& spec) {
   table.header();
   std::vector<SimulatedRun> runs;
   nlohmann::json summary{{"workers", spec.simulate.workers.size()}, {"servers", spec.servers},
+                         {"trained", spec.simulate.train},
                          {"target_accuracy", spec.target_accuracy}, {"max_time_s", spec.simulate.max_time_s}};
   const auto& strategies = spec.simulate.strategies.empty() ? simulated_strategy_names() : spec.simulate.strategies;
   for (const auto& strategy : strategies) {
@@ -247,12 +256,13 @@ std::vector<SimulatedRun> simulate_cluster(const ClusterSpec& spec) {
     for (const auto& e : run.evaluations) records.write(e);
     table.row({run.strategy, run.step_s > 0 ? fixed(1000 * run.step_s, 1) : "-", std::to_string(run.updates),
                fixed(static_cast<double>(run.samples) / run.simulated_s, 0), fixed(run.mean_staleness, 2),
-               fixed(run.final_accuracy, 4), run.time_to_target_s >= 0 ? fixed(run.time_to_target_s, 2) : "-",
+               spec.simulate.train ? fixed(run.final_accuracy, 4) : "-", run.time_to_target_s >= 0 ? fixed(run.time_to_target_s, 2) : "-",
                run.switched_at_update >= 0 ? std::to_string(run.switched_at_update) : "-"});
     summary["strategies"][run.strategy] = {
         {"step_s", run.step_s}, {"updates", run.updates}, {"samples", run.samples},
         {"samples_per_s", static_cast<double>(run.samples) / run.simulated_s},
-        {"mean_staleness", run.mean_staleness}, {"final_accuracy", run.final_accuracy},
+        {"mean_staleness", run.mean_staleness},
+        {"final_accuracy", spec.simulate.train ? nlohmann::json(run.final_accuracy) : nlohmann::json()},
         {"time_to_target_s", run.time_to_target_s >= 0 ? nlohmann::json(run.time_to_target_s) : nlohmann::json()},
         {"switched_at_update", run.switched_at_update}};
     runs.push_back(std::move(run));

@@ -6,7 +6,8 @@
 // its real data set with the real optimiser, and in the asynchronous
 // strategies every gradient is computed on the parameters the worker last
 // pulled, so the staleness the timing implies is the staleness the
-// optimiser sees.
+// optimiser sees. With `[simulate] train = false` only the timing runs (step
+// time, throughput, staleness; no accuracy), for clusters of many workers.
 
 #include <string>
 #include <vector>

@@ -31,8 +31,12 @@ SimulationSpec parse_simulation(const SpecTable& table, int64_t workers) {
   sim.server_latency_us = table.number_or("server_latency_us", sim.server_latency_us, 0, 1e7);
   sim.max_time_s = table.number_or("max_time_s", sim.max_time_s, 1e-3, 1e7);
   sim.eval_every_s = table.number_or("eval_every_s", sim.eval_every_s, 1e-4, 1e6);
+  sim.train = table.boolean_or("train", sim.train);
   const auto& known = simulated_strategy_names();
   sim.strategies = table.strings_or("strategies", known);
+  if (!sim.train && std::find(sim.strategies.begin(), sim.strategies.end(), "switch") != sim.strategies.end()) {
+    table.fail("strategies", "switch needs train = true: its rules read the training loss");
+  }
   for (const auto& s : sim.strategies) {
     if (std::find(known.begin(), known.end(), s) == known.end()) {
       std::string names;

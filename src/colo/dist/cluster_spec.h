@@ -72,6 +72,10 @@ struct SimulationSpec {
   double server_latency_us = 50.0;
   double max_time_s = 120;              // simulated time budget per strategy
   double eval_every_s = 1.0;            // simulated seconds between evaluations
+  // false: time only (step time, throughput, staleness), no gradient is
+  // computed and no accuracy reported: how many workers cost nothing but
+  // their timing. The switch strategy reads the loss and needs training.
+  bool train = true;
   std::vector<std::string> strategies{};  // empty: all (strategy_registry.h, simulated_strategy_names)
   std::vector<SimulatedWorker> workers;  // [[simulate.worker]]; empty = `workers` copies of the default
 };
