@@ -202,7 +202,9 @@ TEST(GpuLedger, TwoJobsSettlingTogetherShareTheRiseTheyCausedAndAThirdWaits) {
   auto measured = ledger.settle(14);
   ASSERT_EQ(measured.size(), 2u);
   EXPECT_NEAR(measured[0].share, 0.3, 1e-9) << "both began training at once: the 0.6 rise is split";
-  EXPECT_NEAR(measured[1].share, 0.3, 1e-9) << "job 1, measured by now, is taken off job 2's rise";
+  EXPECT_NEAR(measured[1].share, 0.3, 1e-9) << "job 1, settled by now, still rose with job 2";
+  EXPECT_EQ(measured[0].settled_with, std::vector<int64_t>{2});
+  EXPECT_EQ(measured[1].settled_with, std::vector<int64_t>{1});
 }
 
 TEST(GpuLedger, AProvisionalJobReservesWhatItWasGivenUntilItsPeakIsMeasuredThenThatPeakPlusATenth) {

@@ -124,6 +124,40 @@ TEST(Scheduler, AShareTheReadingsCouldNotSeeIsNotLearnedSoTheNextJobOfItsCommand
   EXPECT_EQ(executor.launched[2].request.sm_share, 0) << "nothing learned: it settles";
 }
 
+// Two jobs of unknown share start together on an idle GPU and begin to
+// train at once; the GPU rises to 0.6. Returns what was measured.
+std::vector<MeasuredShare> settled_together(const std::string& command1, const std::string& command2) {
+  SchedulerOptions o = options();
+  o.thresholds.max_settling_per_gpu = 2;
+  Scheduler scheduler({80 * kGiB}, o);
+  ScriptedExecutor executor;
+  executor.next = reading(0.0, 80);
+  scheduler.observe(executor, 0);
+  scheduler.round({waiting(1, 10, command1), waiting(2, 10, command2)}, executor, 0);
+  EXPECT_EQ(executor.launched.size(), 2u);
+  executor.next = reading(0.6, 60);
+  executor.next.jobs.push_back({1, 10 * kGiB, true, std::nullopt, std::nullopt});
+  executor.next.jobs.push_back({2, 10 * kGiB, true, std::nullopt, std::nullopt});
+  Measured m;
+  for (double t = 1; t <= 10 && m.shares.size() < 2; t += 0.5) {
+    Measured now = scheduler.observe(executor, t);
+    m.shares.insert(m.shares.end(), now.shares.begin(), now.shares.end());
+  }
+  EXPECT_EQ(m.shares.size(), 2u);
+  return m.shares;
+}
+
+TEST(Scheduler, JobsOfOtherCommandsSettledTogetherKeepTheirMeanAsNeitherOnesShare) {
+  for (const MeasuredShare& m : settled_together("python lenet.py", "python transformer.py")) {
+    EXPECT_NEAR(m.share, 0.3, 1e-9) << "the 0.6 rise split";
+    EXPECT_FALSE(m.seen) << "job " << m.id << ": a mean of two different jobs is neither's";
+    EXPECT_NE(m.unseen_because.find("settled together with job"), std::string::npos) << m.unseen_because;
+  }
+  for (const MeasuredShare& m : settled_together("python train.py --seed 1", "python train.py --seed 1")) {
+    EXPECT_TRUE(m.seen) << "two runs of one command: the mean is each one's share";
+  }
+}
+
 TEST(Scheduler, AJobWaitingForItsEstimateStartsOnlyOnAnEmptyGpu) {
   Scheduler scheduler({80 * kGiB, 80 * kGiB}, options());
   ScriptedExecutor executor;

@@ -178,6 +178,7 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   // measuring window it was on the GPU: one that shows no memory yet has
   // launched no kernel, and one that began late rose for part of it.
   double rising = 1;
+  std::vector<int64_t> settled_with;
   const double from = began + thresholds_.settle_warmup_s;
   // A job of known share that joined meanwhile added at most what the GPU
   // had left: activity cannot pass 1.
@@ -190,7 +191,9 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
     // since: its measured share is what it uses alone, not what it added.
     if (o.settling || o.request.sm_share <= 0) {
       if (o.active_since_s < 0 && o.training_since_s < 0) continue;
-      rising += now_s > from ? std::clamp((now_s - std::max(began_s(o), from)) / (now_s - from), 0.0, 1.0) : 1.0;
+      double part = now_s > from ? std::clamp((now_s - std::max(began_s(o), from)) / (now_s - from), 0.0, 1.0) : 1.0;
+      rising += part;
+      if (part > 0) settled_with.push_back(other);
     } else {
       double added = std::min(o.sm_share, headroom);
       rise -= added;
@@ -201,7 +204,10 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   // The SM time its neighbours lost since its baseline, where they report rates.
   double lost = 0;
   int neighbours = 0;
-  MeasuredShare m{id, 0, false, rise, std::nullopt, {}};
+  MeasuredShare m;
+  m.id = id;
+  m.rise = rise;
+  m.settled_with = std::move(settled_with);
   for (const auto& [other, before] : job.neighbour_rates_before) {
     auto o = jobs_.find(other);
     if (o == jobs_.end() || before <= 0) continue;
@@ -232,6 +238,7 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   // use 0.04 or 0.8 alone.
   m.seen = !(had_others && job.activity_before >= kBusyActivity && rise < thresholds_.min_sm_gain &&
              m.neighbour_slowdown.value_or(0) < kMinSeenSlowdown);
+  if (!m.seen) m.unseen_because = "its GPU was already full and showed nothing of it";
   return m;
 }
 

@@ -80,11 +80,16 @@ struct MeasuredShare {
   std::optional<double> neighbour_slowdown;  // its neighbours' mean rate lost (0..1), when they report rates
   // Each neighbour's rate lost (0..1), by job id, that neighbour_slowdown averages.
   std::vector<std::pair<int64_t, double>> neighbour_losses;
-  // False when the readings showed nothing of the job: it joined a GPU
-  // already full (activity at least 0.85), the activity did not rise, and
-  // no neighbour that reports its rate lost 3% of it. `share` is then only
-  // a floor, not to be learned for its command or reported as its figure.
+  // False when the readings did not show the job's own share: it joined a
+  // GPU already full (activity at least 0.85), the activity did not rise,
+  // and no neighbour that reports its rate lost 3% of it (`share` is then
+  // a floor); or the scheduler found it settled beside jobs of other
+  // commands (`share` is their mean). Then `share` is not to be learned for
+  // its command or reported as its figure; `unseen_because` says why.
   bool seen = true;
+  std::string unseen_because;
+  // The settling jobs whose rise it shared (split evenly between them).
+  std::vector<int64_t> settled_with;
 };
 
 // What a job's energy on a GPU is split by among the jobs there: its SM

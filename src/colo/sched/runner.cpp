@@ -315,9 +315,9 @@ void Runner::record_share(const MeasuredShare& m) {
     for (const auto& [id, loss] : m.neighbour_losses) how += " job " + std::to_string(id) + " " + fixed(100 * loss, 0) + "%";
   }
   if (!m.seen) {
-    spdlog::info("job {} settled unseen: its GPU was already full and showed nothing of it ({}); it counts as {:.2f} "
-                 "here, and neither its record nor its command's next job takes that as its share{}",
-                 m.id, how, m.share, m.saturated ? "; its GPU takes no more jobs until one ends" : "");
+    spdlog::info("job {} settled unseen: {} ({}); it counts as {:.2f} here, and neither its record nor its "
+                 "command's next job takes that as its share{}",
+                 m.id, m.unseen_because, how, m.share, m.saturated ? "; its GPU takes no more jobs until one ends" : "");
     return;
   }
   spdlog::info("job {} settled: SM share {:.2f} ({}){}", m.id, m.share, how,

@@ -48,6 +48,23 @@ void Scheduler::mark_stale(const std::vector<int>& gpus) {
   for (int g : gpus) view_stale_.at(static_cast<size_t>(g)) = 1;
 }
 
+void Scheduler::judge(MeasuredShare& m) const {
+  if (!m.seen) return;
+  auto keys = keys_.find(m.id);
+  for (int64_t other : m.settled_with) {
+    auto theirs = keys_.find(other);
+    if (keys == keys_.end() || theirs == keys_.end()) continue;
+    bool same = (!keys->second.workload.empty() && keys->second.workload == theirs->second.workload) ||
+                keys->second.command == theirs->second.command;
+    if (!same) {
+      m.seen = false;
+      m.unseen_because = "it settled together with job " + std::to_string(other) +
+                         " of another command, and its share is their mean";
+      return;
+    }
+  }
+}
+
 void Scheduler::learn(const MeasuredShare& m) {
   if (!m.seen) return;
   auto keys = keys_.find(m.id);
@@ -77,7 +94,8 @@ Measured Scheduler::observe(Executor& executor, double now_s) {
     last = r;
     ledger_.observe(r.gpu, now_s, r.sm_activity, r.mem_free_bytes);
   }
-  for (const MeasuredShare& m : ledger_.settle(now_s)) {
+  for (MeasuredShare& m : ledger_.settle(now_s)) {
+    judge(m);
     learn(m);
     mark_stale(ledger_.jobs().at(m.id).gpus);
     measured.shares.push_back(m);
@@ -230,7 +248,10 @@ std::optional<MeasuredShare> Scheduler::ended(int64_t id, double now_s) {
   if (job == ledger_.jobs().end()) return std::nullopt;
   mark_stale(job->second.gpus);
   std::optional<MeasuredShare> measured = ledger_.remove(id, now_s);
-  if (measured) learn(*measured);
+  if (measured) {
+    judge(*measured);
+    learn(*measured);
+  }
   keys_.erase(id);
   return measured;
 }

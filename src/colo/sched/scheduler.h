@@ -132,6 +132,9 @@ class Scheduler {
   int gpus() const { return static_cast<int>(views_.size()); }
 
  private:
+  // Marks a share measured together with jobs of other commands (their
+  // mean, MeasuredShare::settled_with) as not the job's own.
+  void judge(MeasuredShare& m) const;
   void learn(const MeasuredShare& m);
   void mark_stale(const std::vector<int>& gpus);
   // Views of every GPU for this round: one kept while its GPU is steady.
