@@ -24,8 +24,11 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# JOBS tests run at once, each with one CPU thread for LibTorch and OpenMP:
+# two tests that each took every core slowed each other 2-5x (2 cores: 752 s
+# of CTest against 592 s with one thread each, 2026-11-27).
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	OMP_NUM_THREADS=1 ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 demo: configure
 	@echo "== building the colo executable (progress as [done/total])"
