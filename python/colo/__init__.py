@@ -2,7 +2,8 @@
 (colo.estimate), N copies of your own model trained as one fused array
 (colo.fuse), colod's API (colo.Client), the C++ engine's training and
 fused sweeps (colo.train, colo.sweep), data-parallel training
-(colo.dist.launch) and the plots of colo's results (colo.plots).
+(colo.dist.launch), progress callbacks for Hugging Face's Trainer and
+Lightning (colo.callbacks) and the plots of colo's results (colo.plots).
 
 The compiled core (colo._core) is built by `make` into build/python/colo:
 
@@ -10,6 +11,7 @@ The compiled core (colo._core) is built by `make` into build/python/colo:
 
 See docs/python.md.
 """
+from colo import callbacks  # noqa: F401
 from colo.client import Client, ColoError  # noqa: F401
 from colo.engine import RunError, train  # noqa: F401
 from colo.engine import sweep as _sweep_spec
@@ -27,4 +29,4 @@ def sweep(spec_or_build_model, *args, **kwargs):
     return _sweep_spec(spec_or_build_model, *args, **kwargs)
 
 
-__all__ = ["Client", "ColoError", "Estimate", "RunError", "estimate", "report_progress", "sweep", "train"]
+__all__ = ["Client", "ColoError", "Estimate", "RunError", "callbacks", "estimate", "report_progress", "sweep", "train"]
