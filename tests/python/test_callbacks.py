@@ -65,3 +65,43 @@ def test_outside_colo_the_callbacks_write_nothing(tmp_path, monkeypatch):
     colo.callbacks.hf_trainer().on_step_end(SimpleNamespace(per_device_train_batch_size=2),
                                             SimpleNamespace(global_step=1), None)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_real_hf_trainer_reports_its_samples(progress_file, tmp_path):
+    """Where transformers is installed (the GPU machine): three steps of a
+    one-layer GPT-2 made from a config, on the CPU, nothing downloaded."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=16)
+    model = transformers.GPT2LMHeadModel(config)
+    ids = torch.randint(0, 100, (16, 16))
+    data = [{"input_ids": row, "labels": row} for row in ids]
+    args = transformers.TrainingArguments(str(tmp_path / "out"), per_device_train_batch_size=2,
+                                          gradient_accumulation_steps=2, max_steps=3, report_to=[],
+                                          save_strategy="no", logging_strategy="no", use_cpu=True)
+    transformers.Trainer(model, args, train_dataset=data, callbacks=[colo.callbacks.hf_trainer()]).train()
+    assert json.loads(progress_file.read_text())["samples"] == 3 * 2 * 2
+
+
+def test_a_real_lightning_trainer_reports_its_samples(progress_file):
+    """Where Lightning is installed (the GPU machine): three batches of 2."""
+    pl = pytest.importorskip("lightning.pytorch")
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 2)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return torch.nn.functional.cross_entropy(self.layer(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))),
+                                       batch_size=2)
+    trainer = pl.Trainer(max_steps=3, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[colo.callbacks.lightning()])
+    trainer.fit(Tiny(), data)
+    assert json.loads(progress_file.read_text())["samples"] == 3 * 2
