@@ -211,9 +211,9 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
   for (const auto& [other, before] : job.neighbour_rates_before) {
     auto o = jobs_.find(other);
     if (o == jobs_.end() || before <= 0) continue;
-    std::optional<double> now = rate_since(o->second, job, other);
-    if (!now) continue;
-    double loss = std::clamp(1.0 - *now / before, 0.0, kMaxSlowdown);
+    std::optional<double> rate_now = rate_since(o->second, job, other);
+    if (!rate_now) continue;
+    double loss = std::clamp(1.0 - *rate_now / before, 0.0, kMaxSlowdown);
     m.neighbour_losses.emplace_back(other, loss);
     lost += loss;
     ++neighbours;

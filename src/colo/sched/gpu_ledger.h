@@ -17,10 +17,13 @@
 // at launch), less the known shares of jobs that began after that
 // baseline; a rise shared with other settling jobs that began meanwhile is
 // split evenly between them. Where its neighbours report their training
-// rates (observe_rate), the rise understates what it uses alone on a busy
-// GPU: it also took the SM time they lost. Then its share is the activity
-// it took (rise plus the activity before times their mean slowdown d), over
-// 1 - d, its own rate had it slowed as they did: what it would use alone.
+// rates (observe_rate, and their work done, observe_work, read at its
+// baseline and at its settling), the rise understates what it uses alone
+// on a busy GPU: it also took the SM time they lost. Then its share is the
+// activity it took (rise plus their demand times their mean slowdown d),
+// over 1 - d, its own rate had it slowed as they did: what it would use
+// alone. A share the readings could not show (MeasuredShare::seen) is
+// marked so, and is not to be learned.
 // When that rise is below `min_sm_gain` on a GPU at
 // least `saturation_floor` busy that had other jobs, the GPU's aggregate has
 // stopped growing and it takes no job until one leaves it. A job that ends
