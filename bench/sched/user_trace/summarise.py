@@ -323,10 +323,12 @@ def readme(summary):
                  cell((summary["variants"][v] or {}).get("jobs_lost"), "d") for v in VARIANTS) + " |", "",
              f"Energy saved (model): {cell(summary['energy_saved_model_pct'], '.1f')}%; false OOMs: "
              f"{summary['false_ooms']}; median |settled share - SM activity alone|: "
-             f"{cell(summary['share_gap_median'], '.3f')} over {summary['share_gap_jobs']} settled jobs; "
+             f"{cell(summary['share_gap_median'], '.3f')} over {summary['share_gap_jobs']} settled jobs "
+             f"(unseen, left out: " + ", ".join(f"{v} {summary[f'unseen_shares_{v}']}" for v in VARIANTS
+                                                if f"unseen_shares_{v}" in summary) + "); "
              f"simulation error: {cell(summary['sim_error_pct'], '.1f')}%.", "",
              "Per job: run time alone (loop), start-up, slowdown in each variant (its run time there over alone), "
-             "settled SM share (model / opaque / declared; - where predicted, declared or not measured), "
+             "settled SM share (model / opaque / declared; - where predicted, declared, unseen or not measured), "
              "SM activity alone.", "",
              "| job | alone s | start-up s | model x | opaque x | declared x | settled share | SM alone |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
