@@ -9,7 +9,7 @@ instead of guessing from its start-up.
 Outside colo (no $COLO_PROGRESS_FILE) they do nothing. Each imports its
 framework only when called, so `import colo` never needs either.
 """
-from colo.progress import report_progress
+from colo.progress import flush, report_progress
 
 
 def _hf_samples_per_step(args):
@@ -30,7 +30,6 @@ def hf_trainer():
             return control
 
         def on_train_end(self, args, state, control, **kwargs):
-            from colo.progress import flush
             flush()  # the final count now, before evaluation or saving
             return control
 
@@ -73,7 +72,6 @@ def lightning():
             report_progress(samples=self.samples)
 
         def on_train_end(self, trainer, pl_module):
-            from colo.progress import flush
             flush()
 
     return ColoProgress()

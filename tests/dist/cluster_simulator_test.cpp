@@ -63,10 +63,8 @@ latency_us = 0
 )");
 }
 
-// The schedule of two_worker_cluster, worked out by hand.
-TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
-  testing::TempDir dir;
-  auto runs = simulate_cluster(parse_cluster_spec(two_worker_cluster(dir)));
+// The timing of two_worker_cluster's all-reduce and async runs, worked out by hand.
+void expect_the_hand_computed_schedule(const std::vector<SimulatedRun>& runs) {
   ASSERT_EQ(runs.size(), 2u);
   // All-reduce: 20 ms (slowest worker) + 2 rounds of 0.5 MB at 1 GB/s = 21 ms a step;
   // steps end at 21 and 42 ms within the 50 ms budget.
@@ -79,6 +77,13 @@ TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
   // Staleness (updates between pull and push): 0, 1, 1, 0, 2.
   EXPECT_EQ(runs[1].updates, 5);
   EXPECT_NEAR(runs[1].mean_staleness, 0.8, 1e-12);
+}
+
+TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
+  testing::TempDir dir;
+  auto runs = simulate_cluster(parse_cluster_spec(two_worker_cluster(dir)));
+  expect_the_hand_computed_schedule(runs);
+  ASSERT_EQ(runs.size(), 2u);
   // Evaluations at 0, 10, ..., 50 ms.
   EXPECT_EQ(runs[1].evaluations.size(), 6u);
 }
@@ -86,12 +91,8 @@ TEST(ClusterSimulator, ReproducesAHandComputedSchedule) {
 TEST(ClusterSimulator, TimeOnlyGivesTheSameScheduleWithoutTrainingOrAccuracy) {
   testing::TempDir dir;
   auto runs = simulate_cluster(parse_cluster_spec(two_worker_cluster(dir, "train = false")));
+  expect_the_hand_computed_schedule(runs);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_NEAR(runs[0].step_s, 0.021, 1e-12);
-  EXPECT_EQ(runs[0].updates, 2);
-  EXPECT_EQ(runs[0].samples, 2 * 2 * 10);
-  EXPECT_EQ(runs[1].updates, 5);
-  EXPECT_NEAR(runs[1].mean_staleness, 0.8, 1e-12);
   EXPECT_TRUE(runs[1].evaluations.empty()) << "nothing trained: nothing to evaluate";
 
   testing::TempDir other;

@@ -46,7 +46,6 @@ void add_job_commands(CLI::App& app, int& exit_code) {
     }
     sched::JobStore store(*store_path);
     for (const auto& id : *ids) std::printf("%s\n", sched::to_json(find(store, parse_id(id))).dump(1).c_str());
-    exit_code = 0;
   });
 
   CLI::App* cancel = app.add_subcommand("cancel", "Cancel jobs (a running one is stopped by its runner)");
