@@ -21,6 +21,8 @@ constexpr double kMinWorkSpanS = 1.0;
 // Neighbours that lost less of their rate than this (progress reports are
 // that noisy) show nothing of what a newcomer took.
 constexpr double kMinSeenSlowdown = 0.03;
+// No job is taken to run below this fraction of its speed alone.
+constexpr double kMinSpeed = 0.05;
 
 double averaging_window_s(const Thresholds& t) { return std::max(t.settle_active_s, 0.5); }
 
@@ -122,13 +124,21 @@ void GpuLedger::take_neighbour_rates(int64_t id, LedgerEntry& job) const {
   job.neighbour_rates_before.clear();
   job.neighbour_work_before.clear();
   job.neighbour_demand_before = 0;
+  job.neighbour_speed_before.reset();
+  double speeds = 0;
+  int timed = 0;
   for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
     if (other == id) continue;
     const LedgerEntry& o = jobs_.at(other);
     if (o.rate) job.neighbour_rates_before[other] = *o.rate;
     if (o.work) job.neighbour_work_before[other] = *o.work;
     job.neighbour_demand_before += o.sm_share;  // 0 while unknown
+    if (o.rate && o.solo_rate && *o.solo_rate > 0) {
+      speeds += std::min(1.0, *o.rate / *o.solo_rate);
+      ++timed;
+    }
   }
+  if (timed > 0) job.neighbour_speed_before = speeds / timed;
 }
 
 void GpuLedger::started_training(int64_t id, double now_s) {
@@ -142,6 +152,29 @@ void GpuLedger::started_training(int64_t id, double now_s) {
   if (job.settling && !job.gpus.empty()) {
     job.activity_before = mean_activity(gpus_.at(static_cast<size_t>(job.gpus[0])), now_s);
     take_neighbour_rates(id, job);
+  }
+}
+
+double GpuLedger::neighbour_demand(const LedgerEntry& job) {
+  if (job.activity_before < kBusyActivity) return job.activity_before;
+  // The shares known for them may be floors (a share not seen on a full
+  // GPU) or an earlier job's; their speed is read from their own rates.
+  if (job.neighbour_speed_before) return job.activity_before / std::max(*job.neighbour_speed_before, kMinSpeed);
+  return std::max(job.activity_before, job.neighbour_demand_before);
+}
+
+void GpuLedger::learn_solo_rates(int64_t id, LedgerEntry& job, double speed) {
+  speed = std::clamp(speed, kMinSpeed, 1.0);
+  if (job.rate) job.solo_rate = *job.rate / speed;
+  for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
+    if (other == id) continue;
+    LedgerEntry& o = jobs_.at(other);
+    auto before = job.neighbour_rates_before.find(other);
+    if (job.activity_before < kBusyActivity && before != job.neighbour_rates_before.end()) {
+      o.solo_rate = before->second;  // it ran at full speed at the baseline
+    } else if (!o.solo_rate && o.rate) {
+      o.solo_rate = *o.rate / speed;  // it slowed as the newcomer runs
+    }
   }
 }
 
@@ -219,19 +252,23 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
     ++neighbours;
   }
   double share = rise / rising;
+  bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
   if (neighbours > 0) {
     // Neighbours of demand D that lose a fraction d of their rate gave up
     // D*d of SM time; what it took in all is that and its rise, at the
     // 1 - d of the GPU's time it got itself.
     double slowdown = lost / neighbours;
     m.neighbour_slowdown = slowdown;
-    double demand = job.activity_before >= kBusyActivity
-                        ? std::max(job.activity_before, job.neighbour_demand_before)
-                        : job.activity_before;
+    double demand = neighbour_demand(job);
+    m.neighbour_demand = demand;
+    m.demand_from_speeds = job.activity_before >= kBusyActivity && job.neighbour_speed_before.has_value();
     share = (rise + demand * slowdown) / rising / (1.0 - slowdown);
+    // They ran at activity / demand of their speed alone, and lost d of it.
+    if (demand > 0) m.speed = std::min(1.0, job.activity_before / demand) * (1.0 - slowdown);
+  } else if (!had_others || activity < kBusyActivity) {
+    m.speed = 1.0;
   }
   m.share = std::clamp(share, kMinMeasuredShare, 1.0);
-  bool had_others = on_gpu_.at(static_cast<size_t>(first)).size() > 1;
   m.saturated = had_others && rise < thresholds_.min_sm_gain && activity >= thresholds_.saturation_floor;
   // On a GPU already full, a job that raised its activity by nothing and
   // slowed no neighbour that reports a rate left no trace to read: it may
@@ -269,6 +306,7 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
     --settling_;
     for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
     job.sm_share = m.share;
+    if (m.speed) learn_solo_rates(id, job, *m.speed);
     if (m.saturated) {
       for (int g : job.gpus) {
         gpus_.at(static_cast<size_t>(g)).saturated = "SM activity stopped growing (job " + std::to_string(id) +

@@ -22,7 +22,10 @@
 // on a busy GPU: it also took the SM time they lost. Then its share is the
 // activity it took (rise plus their demand times their mean slowdown d),
 // over 1 - d, its own rate had it slowed as they did: what it would use
-// alone. A share the readings could not show (MeasuredShare::seen) is
+// alone. Their demand is the GPU's activity where it had room; on a busy
+// GPU, that activity over their mean speed as a fraction of alone (their
+// rates over their solo_rate, where earlier settlements showed it), else
+// their known shares added up. A share the readings could not show (MeasuredShare::seen) is
 // marked so, and is not to be learned.
 // When that rise is below `min_sm_gain` on a GPU at
 // least `saturation_floor` busy that had other jobs, the GPU's aggregate has
@@ -56,6 +59,10 @@ struct LedgerEntry {
   double last_growth_s = -1;   // when its measured memory last grew
   double training_since_s = -1;  // its first progress report; -1 = none yet
   std::optional<double> rate;    // its training rate at the last reading (any unit)
+  // Its training rate alone (units of `rate`), as the readings last showed
+  // it: its rate on a GPU with room, or its rate over its speed beside
+  // others (MeasuredShare::speed). nullopt until one settlement tells.
+  std::optional<double> solo_rate;
   std::optional<WorkDone> work;  // its work done at the last reading
   // While it settles: each neighbour's rate when its baseline was taken,
   // and its work done then (its rate since is read from the two works).
@@ -64,6 +71,9 @@ struct LedgerEntry {
   // While it settles: its neighbours' known shares added up at its baseline,
   // what they would use alone (above 1 on an oversubscribed GPU).
   double neighbour_demand_before = 0;
+  // While it settles: its neighbours' mean speed as a fraction of alone at
+  // its baseline, over those whose solo_rate is known; nullopt if none.
+  std::optional<double> neighbour_speed_before;
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
@@ -81,6 +91,11 @@ struct MeasuredShare {
   bool saturated = false;      // the GPU's activity stopped growing with it
   double rise = 0;             // what its GPU's activity rose by with it
   std::optional<double> neighbour_slowdown;  // its neighbours' mean rate lost (0..1), when they report rates
+  // What its neighbours would use alone, by which their loss was weighed,
+  // and whether it was read from their speeds (else from their shares or
+  // the GPU's activity).
+  std::optional<double> neighbour_demand;
+  bool demand_from_speeds = false;
   // Each neighbour's rate lost (0..1), by job id, that neighbour_slowdown averages.
   std::vector<std::pair<int64_t, double>> neighbour_losses;
   // False when the readings did not show the job's own share: it joined a
@@ -93,6 +108,10 @@ struct MeasuredShare {
   std::string unseen_because;
   // The settling jobs whose rise it shared (split evenly between them).
   std::vector<int64_t> settled_with;
+  // Its speed as a fraction of alone once it joined, taken to be its
+  // neighbours' (all of a busy GPU's jobs slow alike): 1 on a GPU with room;
+  // nullopt where the readings do not tell.
+  std::optional<double> speed;
 };
 
 // What a job's energy on a GPU is split by among the jobs there: its SM
@@ -184,6 +203,12 @@ class GpuLedger {
   MeasuredShare measure(int64_t id, const LedgerEntry& job, double now_s);
   // The rates of the jobs beside `job` on its first GPU now: its baseline's.
   void take_neighbour_rates(int64_t id, LedgerEntry& job) const;
+  // What the jobs beside a settling `job` would use alone at its baseline.
+  static double neighbour_demand(const LedgerEntry& job);
+  // A job measured to run at `speed` of alone beside its neighbours: its
+  // solo_rate, theirs where they ran at full speed at its baseline, and
+  // theirs where none was known and they slowed to that speed.
+  void learn_solo_rates(int64_t id, LedgerEntry& job, double speed);
   // A neighbour's rate since `job`'s baseline: from its work then and now,
   // else its last rate; nullopt when it reports neither.
   static std::optional<double> rate_since(const LedgerEntry& neighbour, const LedgerEntry& job, int64_t neighbour_id);

@@ -313,6 +313,9 @@ void Runner::record_share(const MeasuredShare& m) {
   if (m.neighbour_slowdown) {
     how += ", its neighbours lost " + fixed(100 * *m.neighbour_slowdown, 0) + "% of their rate:";
     for (const auto& [id, loss] : m.neighbour_losses) how += " job " + std::to_string(id) + " " + fixed(100 * loss, 0) + "%";
+    if (m.neighbour_demand) {
+      how += "; their demand " + fixed(*m.neighbour_demand, 2) + (m.demand_from_speeds ? " from their speeds" : "");
+    }
   }
   if (!m.seen) {
     spdlog::info("job {} settled unseen: {} ({}); it counts as {:.2f} here, and neither its record nor its "
