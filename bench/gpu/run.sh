@@ -52,7 +52,8 @@
 # commands to) come back under $OUT when RETURN_BINARY=1; carried back in
 # .gpubin, they replace the build when they still load (GPU_BINARY_ONLY=1).
 #
-# BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw").
+# BUILD_TARGETS limits the build to some targets (e.g. "colo allreduce_busbw");
+# unset, it builds everything: all, and the benchmark programs (target bench).
 #
 # Needs .deps (scripts/gpu-deps.sh) and .data carried with the device call.
 set -uo pipefail
@@ -94,7 +95,7 @@ if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_WERROR=OF
 fi
 grep -E "colo: LibTorch" "$OUT/build.log"
 # shellcheck disable=SC2086
-if ! cmake --build "$BUILD" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >>"$OUT/build.log" 2>&1; then
+if ! cmake --build "$BUILD" -j "$(nproc)" --target ${BUILD_TARGETS:-all bench} >>"$OUT/build.log" 2>&1; then
   grep -E -A8 "error" "$OUT/build.log" | head -120; exit 1
 fi
 note "build: $(( $(date +%s) - start )) s, $(grep -c 'warning:' "$OUT/build.log") warning(s) ($(g++ --version | head -1))"
