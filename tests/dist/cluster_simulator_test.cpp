@@ -101,5 +101,27 @@ TEST(ClusterSimulator, TimeOnlyGivesTheSameScheduleWithoutTrainingOrAccuracy) {
             std::string::npos);
 }
 
+// Real workers stop after their shard's steps: with two steps each, the
+// fast one ends after its push at 27 ms and the slow one's second push
+// lands at 47 ms (45 ms of arrival, the server free) with nothing pushed
+// between its pull at 24 ms and then but job 0's update at 27 ms.
+TEST(ClusterSimulator, WorkersStopAfterTheirStepsAndTheSlowOneFinishesAlone) {
+  testing::TempDir dir;
+  auto runs = simulate_cluster(parse_cluster_spec(two_worker_cluster(dir, "train = false\nsteps_per_worker = 2")));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].updates, 2);
+  EXPECT_NEAR(runs[0].simulated_s, 0.042, 1e-9) << "two lockstep steps of 21 ms";
+  // Updates at 13 (w0), 23 (w1), 27 (w0), 47 ms (w1); staleness 0, 1, 1, 1.
+  EXPECT_EQ(runs[1].updates, 4);
+  EXPECT_NEAR(runs[1].mean_staleness, 0.75, 1e-12);
+  EXPECT_NEAR(runs[1].simulated_s, 0.047, 1e-9);
+
+  testing::TempDir one;
+  auto single = simulate_cluster(parse_cluster_spec(two_worker_cluster(one, "train = false\nsteps_per_worker = 1")));
+  ASSERT_EQ(single.size(), 2u);
+  EXPECT_EQ(single[1].updates, 2);
+  EXPECT_NEAR(single[1].mean_staleness, 0.5, 1e-12) << "w0 at 13 ms (0), w1 at 23 ms (1)";
+}
+
 }  // namespace
 }  // namespace colo::dist

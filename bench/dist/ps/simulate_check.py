@@ -13,11 +13,13 @@ uneven ones (held out):
     limit on one host (1e6 Gbit/s).
 Predicted against measured: uneven all-reduce time per step (rank 0's mean
 step time) and uneven async-PS staleness (the servers' mean, from their logs).
-Usage: [SIM_STEPS=40] simulate_check.py COLO OUT_DIR (OUT_DIR holds the runs); adds
+The simulation is timing only (`train = false`) and runs each worker for the
+steps the real ones ran (`steps_per_worker`): the fast async worker ends
+first and the slow one pushes alone after it, as in the real run.
+Usage: simulate_check.py COLO OUT_DIR (OUT_DIR holds the runs); adds
 sim_step_time_error_pct and sim_staleness_error_pct to OUT_DIR/summary.json.
 """
 import json
-import os
 import pathlib
 import re
 import statistics
@@ -62,7 +64,7 @@ def main():
     exchange_s = mean_of(even_async, 0, "communication_s")
     bandwidth_gbps = 2 * model_bytes * 8 / max(exchange_s, 1e-6) / 1e9
     step_guess_s = compute_ms_per_sample * batch / 1000 / speed1
-    steps = int(os.environ.get("SIM_STEPS", "40"))  # simulated steps: the simulator trains for real, on the CPU
+    steps = json.loads((uneven_async / "result.json").read_text())["steps"]  # each worker's, as the real run
     config = out / "configs" / "simulate-uneven.toml"
     config.write_text(f"""seed = 1
 output = "{out / 'simulate-uneven'}"
@@ -87,8 +89,10 @@ strategy = "allreduce"
 compute_ms_per_sample = {compute_ms_per_sample}
 server_bandwidth_gbps = 1000000
 server_latency_us = 0
-max_time_s = {steps * step_guess_s}
-eval_every_s = {steps * step_guess_s}
+max_time_s = {2 * steps * step_guess_s}
+eval_every_s = {2 * steps * step_guess_s}
+train = false
+steps_per_worker = {steps}
 strategies = ["allreduce", "ps-async"]
 [[simulate.worker]]
 speed = 1.0

@@ -5,6 +5,7 @@
 
 #include "colo/cli/gpus_command.h"
 #include "colo/cli/job_commands.h"
+#include "colo/cli/loader_client_commands.h"
 #include "colo/cli/monitor_command.h"
 #include "colo/cli/mps_command.h"
 #include "colo/cli/run_command.h"
@@ -25,6 +26,7 @@ void add_commands_without_torch(CLI::App& app, int& exit_code) {
   add_history_command(app, exit_code);
   add_job_commands(app, exit_code);
   add_slurm_command(app, exit_code);
+  add_loader_client_commands(app, exit_code);
 }
 
 int run_command_line(CLI::App& app, int argc, char** argv, const int& exit_code,

@@ -14,8 +14,9 @@ namespace colo::cli {
 inline constexpr const char* kColoAbout = "colo: pack many neural-network training runs onto GPUs";
 
 // Adds the commands of colo_cli_base: gpus, monitor, mps, simulate, trace,
-// report, queue, history, show, cancel, logs, and slurm with conf, exec and
-// status. The thin `colo` runs these; colo-torch adds the rest beside them.
+// report, queue, history, show, cancel, logs, slurm with conf, exec and
+// status, and loader with status and consume. The thin `colo` runs these;
+// colo-torch adds the rest beside them (its loader group first).
 void add_commands_without_torch(CLI::App& app, int& exit_code);
 
 // Parses `argv` with `app` (whose callbacks set `exit_code`) and returns the

@@ -7,6 +7,8 @@
 
 namespace colo::cli {
 
+// Adds the "loader" group with serve and write-images; status and consume
+// join it from add_commands_without_torch (add_loader_client_commands).
 void add_loader_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo::cli

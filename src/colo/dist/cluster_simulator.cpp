@@ -2,7 +2,9 @@
 #include "colo/dist/strategy_registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include <ATen/ATen.h>
@@ -130,8 +132,8 @@ class Simulation {
     if (s == "allreduce" || s == "switch") t = synchronous(ring_allreduce_s(bytes_, sim_.workers), s == "switch");
     if (s == "ps-sync") t = synchronous(sync_ps_exchange_s(bytes_, sim_, servers_), false);
     if (s == "ps-async" || (s == "switch" && run_.switched_at_update >= 0)) asynchronous(t);
-    evaluate_until(sim_.max_time_s);
-    run_.simulated_s = sim_.max_time_s;
+    run_.simulated_s = ended_s_ >= 0 ? ended_s_ : sim_.max_time_s;
+    evaluate_until(run_.simulated_s);
     run_.final_accuracy = run_.evaluations.empty() ? 0 : run_.evaluations.back()["test_accuracy"].get<double>();
     return run_;
   }
@@ -145,13 +147,15 @@ class Simulation {
     std::unique_ptr<SwitchDecider> rule = make_switch_decider(spec_.switch_rule);
     double fastest = *std::min_element(compute_s_.begin(), compute_s_.end());
     auto planned = static_cast<int64_t>(sim_.max_time_s / run_.step_s);
+    if (sim_.steps_per_worker > 0) planned = std::min(planned, sim_.steps_per_worker);
     double t = 0;
     if (!sim_.train) {
       run_.updates = planned;
       run_.samples = planned * batch_ * static_cast<int64_t>(compute_s_.size());
+      if (planned == sim_.steps_per_worker) ended_s_ = static_cast<double>(planned) * run_.step_s;
       return sim_.max_time_s;
     }
-    while (t + run_.step_s <= sim_.max_time_s) {
+    while (t + run_.step_s <= sim_.max_time_s && run_.updates < planned) {
       std::vector<at::Tensor> inputs, labels;
       for (size_t w = 0; w < compute_s_.size(); ++w) {
         data::Batch b = training_.next_batch(w);
@@ -169,11 +173,13 @@ class Simulation {
         return t;
       }
     }
+    if (run_.updates == sim_.steps_per_worker) ended_s_ = t;
     return sim_.max_time_s;
   }
 
-  // Workers push and pull at their own pace from `start`; the servers
-  // serve one push at a time (their links carry every exchange).
+  // Workers push and pull at their own pace from `start`, each until its
+  // steps run out (steps_per_worker, less the lockstep steps before); the
+  // servers serve one push at a time (their links carry every exchange).
   void asynchronous(double start) {
     ParamServerOptions async = spec_.param_server;
     async.mode = "async";
@@ -189,8 +195,17 @@ class Simulation {
     double service = 2 * server_transfer_s(bytes_, sim_, servers_);
     double server_free = start, staleness = 0;
     int64_t pushes = 0;
+    const int64_t unlimited = std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> steps_left(workers, sim_.steps_per_worker > 0 ? sim_.steps_per_worker - run_.updates : unlimited);
+    for (size_t w = 0; w < workers; ++w) {
+      if (steps_left[w] <= 0) arrival[w] = std::numeric_limits<double>::infinity();
+    }
     while (true) {
       size_t w = static_cast<size_t>(std::min_element(arrival.begin(), arrival.end()) - arrival.begin());
+      if (std::isinf(arrival[w])) {  // every worker has run its steps
+        ended_s_ = server_free;
+        break;
+      }
       double done = std::max(arrival[w], server_free) + service;
       if (done > sim_.max_time_s) break;
       if (sim_.train) {
@@ -207,6 +222,7 @@ class Simulation {
       version[w] = run_.updates;
       double download = worker_transfer_s(bytes_, sim_.workers[w]);
       arrival[w] = done + download + compute_s_[w] + worker_transfer_s(bytes_, sim_.workers[w]);
+      if (steps_left[w] != unlimited && --steps_left[w] == 0) arrival[w] = std::numeric_limits<double>::infinity();
     }
     run_.mean_staleness = pushes > 0 ? staleness / static_cast<double>(pushes) : 0;
   }
@@ -235,6 +251,7 @@ class Simulation {
   std::vector<double> compute_s_;
   double next_eval_ = 0;
   double last_loss_ = 0;
+  double ended_s_ = -1;  // when every worker had run its steps_per_worker; -1 = ran to max_time_s
 };
 
 }  // namespace

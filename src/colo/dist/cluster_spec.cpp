@@ -32,6 +32,7 @@ SimulationSpec parse_simulation(const SpecTable& table, int64_t workers) {
   sim.max_time_s = table.number_or("max_time_s", sim.max_time_s, 1e-3, 1e7);
   sim.eval_every_s = table.number_or("eval_every_s", sim.eval_every_s, 1e-4, 1e6);
   sim.train = table.boolean_or("train", sim.train);
+  sim.steps_per_worker = table.integer_or("steps_per_worker", sim.steps_per_worker, 0, 1000000000);
   const auto& known = simulated_strategy_names();
   sim.strategies = table.strings_or("strategies", known);
   if (!sim.train && std::find(sim.strategies.begin(), sim.strategies.end(), "switch") != sim.strategies.end()) {

@@ -72,6 +72,10 @@ struct SimulationSpec {
   double server_latency_us = 50.0;
   double max_time_s = 120;              // simulated time budget per strategy
   double eval_every_s = 1.0;            // simulated seconds between evaluations
+  // Each worker stops after this many steps, as a real run's workers stop
+  // after their shard's planned steps (a fast async worker then ends first
+  // and the slow one pushes alone); 0 = every worker runs to max_time_s.
+  int64_t steps_per_worker = 0;
   // false: time only (step time, throughput, staleness), no gradient is
   // computed and no accuracy reported: how many workers cost nothing but
   // their timing. The switch strategy reads the loss and needs training.
