@@ -46,6 +46,14 @@ TEST(ThinColo, RunsTheQuickCommandsWithoutColoTorchAndNamesItForTheOthers) {
   EXPECT_NE(train.err.find(dir.file("bin/colo-torch")), std::string::npos) << train.err;
   auto bad = run_program(dir, alone, "show --store " + store + " x");
   EXPECT_EQ(bad.status, 2) << "bad input is exit status 2 here too: " << bad.err;
+  // The shared loader's client commands run here too; serving goes to colo-torch.
+  auto no_loader = run_program(dir, alone, "loader status ipc://" + dir.file("none.sock") + " --timeout 0.2");
+  EXPECT_EQ(no_loader.status, 1);
+  EXPECT_NE(no_loader.err.find("no loader answered at ipc://" + dir.file("none.sock")), std::string::npos)
+      << no_loader.err;
+  auto serve = run_program(dir, alone, "loader serve " + dir.file("data.toml"));
+  EXPECT_EQ(serve.status, 1);
+  EXPECT_NE(serve.err.find(dir.file("bin/colo-torch")), std::string::npos) << serve.err;
 }
 
 TEST(ThinColo, HandsEveryOtherCommandLineToColoTorchWithItsExitStatus) {
