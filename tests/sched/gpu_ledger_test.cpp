@@ -376,10 +376,11 @@ TEST(GpuLedger, AJobOfKnownShareJoiningASettlingJobAddsNoMoreThanTheGpuHadLeft) 
 // Every job on a full GPU runs at (1 / the demand) of its speed alone.
 // Job 1 settles alone at 0.9 and 10 samples/s. Job 2's share is known as
 // 0.3 (an earlier job of its command was measured low) but it uses 0.9:
-// with both on the GPU, job 1 runs at 1/1.8 of alone. Job 3, which uses
-// 0.45 alone, joins: the demand becomes 2.25 and job 1 and job 2 lose a
-// fifth of their rates. Returns job 3's measured share.
-double share_on_a_full_gpu_read_from_speeds(bool job1_reports_rates) {
+// with both on the GPU, job 1 runs at 1/1.8 of alone (or at
+// `job1_speed_beside_job2`). Job 3, which uses 0.45 alone, joins: the
+// demand becomes 2.25 and job 1 and job 2 lose a fifth of their rates.
+// Returns job 3's measured share.
+double share_on_a_full_gpu_read_from_speeds(bool job1_reports_rates, double job1_speed_beside_job2 = 1 / 1.8) {
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, thresholds());
   for (double t = -2; t < 0; t += 0.5) ledger.observe(0, t, 0.0, 80 * kGiB);
   ledger.place(request(1, 10), {0}, 0);
@@ -394,7 +395,7 @@ double share_on_a_full_gpu_read_from_speeds(bool job1_reports_rates) {
   EXPECT_NEAR(measured.empty() ? 0 : measured[0].share, 0.9, 1e-6);
   ledger.place(request(2, 10, 0.3), {0}, 10);
   for (double t = 10; t <= 20; t += 0.5) {
-    if (job1_reports_rates) ledger.observe_rate(1, 10 / 1.8);
+    if (job1_reports_rates) ledger.observe_rate(1, 10 * job1_speed_beside_job2);
     ledger.observe_rate(2, 8);
     ledger.observe(0, t, 1.0, 60 * kGiB);
   }
@@ -402,7 +403,7 @@ double share_on_a_full_gpu_read_from_speeds(bool job1_reports_rates) {
   ledger.started_training(3, 20);
   measured.clear();
   for (double t = 20.5; t <= 30 && measured.empty(); t += 0.5) {
-    if (job1_reports_rates) ledger.observe_rate(1, 10 / 2.25);
+    if (job1_reports_rates) ledger.observe_rate(1, 10 * job1_speed_beside_job2 * 0.8);
     ledger.observe_rate(2, 8 * 0.8);
     ledger.observe(0, t, 1.0, 50 * kGiB);
     measured = ledger.settle(t);
@@ -416,6 +417,8 @@ TEST(GpuLedger, AFullGpusDemandIsReadFromItsJobsSpeedsNotFromTheSharesRecordedFo
       << "job 1 ran at 1/1.8 of alone: the GPU's 1.0 was a demand of 1.8";
   EXPECT_NEAR(share_on_a_full_gpu_read_from_speeds(false), (0.9 + 0.3) * 0.2 / 0.8, 1e-6)
       << "no solo rate known: the shares recorded, 0.9 and 0.3";
+  EXPECT_NEAR(share_on_a_full_gpu_read_from_speeds(true, 0.1), 2.0 * 0.2 / 0.8, 1e-6)
+      << "a speed of 0.1 reads as a demand of 10: two neighbours ask at most two GPUs";
 }
 
 // Job 1 (share 0.9, or 0.3) trains at 100 samples/s; job 2 joins and

@@ -125,6 +125,7 @@ void GpuLedger::take_neighbour_rates(int64_t id, LedgerEntry& job) const {
   job.neighbour_work_before.clear();
   job.neighbour_demand_before = 0;
   job.neighbour_speed_before.reset();
+  job.neighbours_before = 0;
   double speeds = 0;
   int timed = 0;
   for (int64_t other : on_gpu_.at(static_cast<size_t>(job.gpus.at(0)))) {
@@ -133,6 +134,7 @@ void GpuLedger::take_neighbour_rates(int64_t id, LedgerEntry& job) const {
     if (o.rate) job.neighbour_rates_before[other] = *o.rate;
     if (o.work) job.neighbour_work_before[other] = *o.work;
     job.neighbour_demand_before += o.sm_share;  // 0 while unknown
+    ++job.neighbours_before;
     if (o.rate && o.solo_rate && *o.solo_rate > 0) {
       speeds += std::min(1.0, *o.rate / *o.solo_rate);
       ++timed;
@@ -159,7 +161,12 @@ double GpuLedger::neighbour_demand(const LedgerEntry& job) {
   if (job.activity_before < kBusyActivity) return job.activity_before;
   // The shares known for them may be floors (a share not seen on a full
   // GPU) or an earlier job's; their speed is read from their own rates.
-  if (job.neighbour_speed_before) return job.activity_before / std::max(*job.neighbour_speed_before, kMinSpeed);
+  // No job uses more than the whole GPU alone: a speed read far too low (a
+  // solo rate learned high) asks no more than one GPU per neighbour.
+  if (job.neighbour_speed_before) {
+    double demand = job.activity_before / std::max(*job.neighbour_speed_before, kMinSpeed);
+    return std::clamp(demand, job.activity_before, std::max(1.0, static_cast<double>(job.neighbours_before)));
+  }
   return std::max(job.activity_before, job.neighbour_demand_before);
 }
 

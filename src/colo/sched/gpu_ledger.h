@@ -74,6 +74,7 @@ struct LedgerEntry {
   // While it settles: its neighbours' mean speed as a fraction of alone at
   // its baseline, over those whose solo_rate is known; nullopt if none.
   std::optional<double> neighbour_speed_before;
+  int neighbours_before = 0;  // jobs beside it at its baseline
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
