@@ -8,6 +8,7 @@
 
 #include "cli/colo_process.h"
 #include "colo/core/files.h"
+#include "colo/core/paths.h"
 
 namespace colo {
 namespace {
@@ -46,14 +47,24 @@ TEST(ThinColo, RunsTheQuickCommandsWithoutColoTorchAndNamesItForTheOthers) {
   EXPECT_NE(train.err.find(dir.file("bin/colo-torch")), std::string::npos) << train.err;
   auto bad = run_program(dir, alone, "show --store " + store + " x");
   EXPECT_EQ(bad.status, 2) << "bad input is exit status 2 here too: " << bad.err;
-  // The shared loader's client commands run here too; serving goes to colo-torch.
+  // The shared loader runs here too, but for what needs LibTorch: a ring
+  // kept on a GPU, or a registered data set's images.
   auto no_loader = run_program(dir, alone, "loader status ipc://" + dir.file("none.sock") + " --timeout 0.2");
   EXPECT_EQ(no_loader.status, 1);
   EXPECT_NE(no_loader.err.find("no loader answered at ipc://" + dir.file("none.sock")), std::string::npos)
       << no_loader.err;
-  auto serve = run_program(dir, alone, "loader serve " + dir.file("data.toml"));
-  EXPECT_EQ(serve.status, 1);
-  EXPECT_NE(serve.err.find(dir.file("bin/colo-torch")), std::string::npos) << serve.err;
+  auto images = run_program(dir, alone, "loader write-images --source synthetic --limit 12 --size 16 --out " +
+                                            dir.file("images"));
+  EXPECT_EQ(images.status, 0) << images.err;
+  EXPECT_NE(images.out.find("\"images\":12"), std::string::npos) << images.out;
+  auto fashion = run_program(dir, alone, "loader write-images --limit 12 --out " + dir.file("fashion"));
+  EXPECT_EQ(fashion.status, 1);
+  EXPECT_NE(fashion.err.find(dir.file("bin/colo-torch")), std::string::npos) << fashion.err;
+  write_file_atomically(dir.file("gpu.toml"), "root = \"" + dir.file("images") + "\"\nsize = 16\ndevice = \"cuda:0\"\n"
+                                   "address = \"ipc://" + dir.file("gpu.sock") + "\"\n");
+  auto on_gpu = run_program(dir, alone, "loader serve " + dir.file("gpu.toml"));
+  EXPECT_EQ(on_gpu.status, 1);
+  EXPECT_NE(on_gpu.err.find(dir.file("bin/colo-torch")), std::string::npos) << on_gpu.err;
 }
 
 TEST(ThinColo, HandsEveryOtherCommandLineToColoTorchWithItsExitStatus) {

@@ -43,6 +43,8 @@ int run_command_line(CLI::App& app, int argc, char** argv, const int& exit_code,
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "colo: error: %s\n", e.what());
     return kExitBadInput;
+  } catch (const HandToColoTorch&) {
+    throw;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "colo: error: %s\n", text(e).c_str());
     return 1;

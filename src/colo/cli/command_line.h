@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,13 @@ inline constexpr const char* kColoAbout = "colo: pack many neural-network traini
 // status, and loader with status and consume. The thin `colo` runs these;
 // colo-torch adds the rest beside them (its loader group first).
 void add_commands_without_torch(CLI::App& app, int& exit_code);
+
+// Thrown by a command of the thin `colo` that finds, once its input is
+// read, that it needs LibTorch: run_command_line lets it through, and the
+// thin colo runs the same command line in colo-torch.
+struct HandToColoTorch : std::runtime_error {
+  HandToColoTorch() : std::runtime_error("this command needs colo-torch") {}
+};
 
 // Parses `argv` with `app` (whose callbacks set `exit_code`) and returns the
 // process's exit status. An error is printed as one "colo: error: ..." line,

@@ -40,6 +40,8 @@ int consume(const std::string& address, int64_t batch_size, int64_t batches, dou
   return 0;
 }
 
+}  // namespace
+
 CLI::App* loader_group(CLI::App& app) {
   try {
     return app.get_subcommand("loader");
@@ -49,8 +51,6 @@ CLI::App* loader_group(CLI::App& app) {
     return loader;
   }
 }
-
-}  // namespace
 
 void add_loader_client_commands(CLI::App& app, int& exit_code) {
   CLI::App* loader = loader_group(app);

@@ -12,6 +12,9 @@ namespace colo::cli {
 // when it is not there yet (the thin colo has no other loader command).
 void add_loader_client_commands(CLI::App& app, int& exit_code);
 
+// `app`'s "loader" group, created (with kLoaderAbout) when absent.
+CLI::App* loader_group(CLI::App& app);
+
 // The "loader" group's one-line description, the same in both executables.
 inline constexpr const char* kLoaderAbout = "shared data loading: one pipeline serves many jobs";
 

@@ -7,8 +7,9 @@
 
 namespace colo::cli {
 
-// Adds the "loader" group with serve and write-images; status and consume
-// join it from add_commands_without_torch (add_loader_client_commands).
+// Adds the "loader" group's serve and write-images with what needs LibTorch
+// (a ring kept on a GPU, a registered data set's images); status and
+// consume join it from add_commands_without_torch.
 void add_loader_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo::cli

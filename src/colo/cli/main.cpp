@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "colo/cli/command_line.h"
+#include "colo/cli/loader_producer_commands.h"
 #include "colo/core/log.h"
 #include "colo/core/paths.h"
 
@@ -51,7 +52,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   colo::cli::add_commands_without_torch(app, exit_code);
+  colo::cli::add_loader_producer_commands(app, exit_code, colo::cli::providers_without_torch());
   if (!runs_here(app, argc, argv)) return hand_to_colo_torch(argv);
   colo::init_logging();
-  return colo::cli::run_command_line(app, argc, argv, exit_code);
+  try {
+    return colo::cli::run_command_line(app, argc, argv, exit_code);
+  } catch (const colo::cli::HandToColoTorch&) {
+    return hand_to_colo_torch(argv);
+  }
 }
