@@ -334,6 +334,11 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         rest = tuple(t[:1].expand(b, *t.shape[1:]).contiguous() for t in examples[1:])
         return (x.to(first.dtype),) + rest
 
+    # Whether a recorded training step's graph reached every trainable
+    # parameter: then none is beyond it (no reentrant checkpoint), and the
+    # extra forward and backward that would find them is not needed.
+    graph_reaches_all = []
+
     def step_loss(x, _labels):
         if autocast is None:
             out = model(*batch_of(x))
@@ -345,6 +350,9 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 value = loss_of_output(out)
         if not isinstance(value, torch.Tensor) or value.numel() != 1:
             raise ValueError("colo.estimate: the loss must be a scalar tensor")
+        if model.training and value.grad_fn is not None and not graph_reaches_all:
+            reached = _parameters_reached(value)
+            graph_reaches_all.append(all(id(p) in reached for p in model.parameters() if p.requires_grad))
         return value.float() if value.dtype != torch.float32 else value
 
     try:
@@ -409,9 +417,11 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     # graph (those inside torch.utils.checkpoint(use_reentrant=True), reached
     # only when its backward reruns the segment) have gradients and optimizer
     # state on the GPU as the others do.
-    with _float16_recorded_as(model, fp16_as):
-        hidden = _parameters_beyond_the_graph(model, lambda: step_loss(
-            first[:1].expand(2, *first.shape[1:]).contiguous(), None))
+    hidden = []
+    if graph_reaches_all != [True]:
+        with _float16_recorded_as(model, fp16_as):
+            hidden = _parameters_beyond_the_graph(model, lambda: step_loss(
+                first[:1].expand(2, *first.shape[1:]).contiguous(), None))
     if hidden:
         grads = sum(_allocator_bytes(p.numel() * p.element_size()) for p in hidden)
         state = grads * (2 if name != "sgd" else (1 if momentum > 0 else 0))
@@ -435,6 +445,22 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                     learned_bytes=found.get("learned_bytes"))
 
 
+def _parameters_reached(value):
+    """The ids of the tensors whose gradient accumulators the autograd
+    graph from `value` reaches: the trainable parameters its backward fills."""
+    reached, seen, frontier = set(), set(), [value.grad_fn]
+    while frontier:
+        node = frontier.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)  # AccumulateGrad
+        if variable is not None:
+            reached.add(id(variable))
+        frontier.extend(next_node for next_node, _ in node.next_functions)
+    return reached
+
+
 def _parameters_beyond_the_graph(model, loss_of_two_samples):
     """Trainable parameters that a backward of the loss gives a gradient but
     that the autograd graph from the loss does not reach (no gradient
@@ -448,16 +474,7 @@ def _parameters_beyond_the_graph(model, loss_of_two_samples):
         model.train(True)
         with torch.enable_grad():
             value = loss_of_two_samples()
-        reached, seen, frontier = set(), set(), [value.grad_fn]
-        while frontier:
-            node = frontier.pop()
-            if node is None or node in seen:
-                continue
-            seen.add(node)
-            variable = getattr(node, "variable", None)  # AccumulateGrad
-            if variable is not None:
-                reached.add(id(variable))
-            frontier.extend(next_node for next_node, _ in node.next_functions)
+        reached = _parameters_reached(value)
         if all(id(p) in reached for p in trainable):
             return []
         for p in trainable:

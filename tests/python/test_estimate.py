@@ -519,6 +519,19 @@ def test_float16_autocast_is_estimated_as_bfloat16_autocast():
     assert 0.4 < fp16.breakdown["activations"] / plain.breakdown["activations"] < 0.6
 
 
+def test_a_model_whose_graph_reaches_every_parameter_is_not_run_again_to_look_for_hidden_ones(monkeypatch):
+    """The search for parameters beyond the recorded graph (reentrant
+    checkpoints) costs a forward and a backward; a model whose recorded
+    graph reaches every trainable parameter does not pay it."""
+    estimate_module = sys.modules["colo.estimate"]  # colo.estimate is also the function
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("searched for hidden parameters of a model whose graph reaches them all")
+    monkeypatch.setattr(estimate_module, "_parameters_beyond_the_graph", refuse)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    assert colo.estimate(model, torch.randn(1, 16), batch_size=8).bytes > 0
+
+
 def test_parameters_inside_a_reentrant_checkpoint_have_gradients_and_optimizer_state():
     """torch.utils.checkpoint(use_reentrant=True) runs its segment without
     autograd and reruns it in backward, so the recorded graph reaches none
