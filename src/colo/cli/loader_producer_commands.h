@@ -29,6 +29,7 @@ struct ImagesToWrite {
 struct LoaderProviders {
   // The ring's copy on spec.device; nullptr when the spec names none.
   std::function<std::unique_ptr<data::RingMirror>(const data::LoaderServeSpec&)> mirror;
+  // A registered data set's images to write (see ImagesToWrite).
   std::function<ImagesToWrite(const std::string& source, const std::string& path, const std::string& split,
                               int64_t limit, int64_t size)>
       dataset_images;

@@ -152,7 +152,9 @@ class Simulation {
     if (!sim_.train) {
       run_.updates = planned;
       run_.samples = planned * batch_ * static_cast<int64_t>(compute_s_.size());
-      if (planned == sim_.steps_per_worker) ended_s_ = static_cast<double>(planned) * run_.step_s;
+      if (sim_.steps_per_worker > 0 && planned == sim_.steps_per_worker) {
+        ended_s_ = static_cast<double>(planned) * run_.step_s;
+      }
       return sim_.max_time_s;
     }
     while (t + run_.step_s <= sim_.max_time_s && run_.updates < planned) {
@@ -173,7 +175,7 @@ class Simulation {
         return t;
       }
     }
-    if (run_.updates == sim_.steps_per_worker) ended_s_ = t;
+    if (sim_.steps_per_worker > 0 && run_.updates == sim_.steps_per_worker) ended_s_ = t;
     return sim_.max_time_s;
   }
 

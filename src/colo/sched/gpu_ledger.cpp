@@ -157,17 +157,17 @@ void GpuLedger::started_training(int64_t id, double now_s) {
   }
 }
 
-double GpuLedger::neighbour_demand(const LedgerEntry& job) {
-  if (job.activity_before < kBusyActivity) return job.activity_before;
+GpuLedger::Demand GpuLedger::neighbour_demand(const LedgerEntry& job) {
+  if (job.activity_before < kBusyActivity) return {job.activity_before, false};
   // The shares known for them may be floors (a share not seen on a full
   // GPU) or an earlier job's; their speed is read from their own rates.
   // No job uses more than the whole GPU alone: a speed read far too low (a
   // solo rate learned high) asks no more than one GPU per neighbour.
   if (job.neighbour_speed_before) {
     double demand = job.activity_before / std::max(*job.neighbour_speed_before, kMinSpeed);
-    return std::clamp(demand, job.activity_before, std::max(1.0, static_cast<double>(job.neighbours_before)));
+    return {std::clamp(demand, job.activity_before, std::max(1.0, static_cast<double>(job.neighbours_before))), true};
   }
-  return std::max(job.activity_before, job.neighbour_demand_before);
+  return {std::max(job.activity_before, job.neighbour_demand_before), false};
 }
 
 void GpuLedger::learn_solo_rates(int64_t id, LedgerEntry& job, double speed) {
@@ -266,9 +266,9 @@ MeasuredShare GpuLedger::measure(int64_t id, const LedgerEntry& job, double now_
     // 1 - d of the GPU's time it got itself.
     double slowdown = lost / neighbours;
     m.neighbour_slowdown = slowdown;
-    double demand = neighbour_demand(job);
+    const auto [demand, from_speeds] = neighbour_demand(job);
     m.neighbour_demand = demand;
-    m.demand_from_speeds = job.activity_before >= kBusyActivity && job.neighbour_speed_before.has_value();
+    m.demand_from_speeds = from_speeds;
     share = (rise + demand * slowdown) / rising / (1.0 - slowdown);
     // They ran at activity / demand of their speed alone, and lost d of it.
     if (demand > 0) m.speed = std::min(1.0, job.activity_before / demand) * (1.0 - slowdown);

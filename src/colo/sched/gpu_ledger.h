@@ -204,8 +204,13 @@ class GpuLedger {
   MeasuredShare measure(int64_t id, const LedgerEntry& job, double now_s);
   // The rates of the jobs beside `job` on its first GPU now: its baseline's.
   void take_neighbour_rates(int64_t id, LedgerEntry& job) const;
-  // What the jobs beside a settling `job` would use alone at its baseline.
-  static double neighbour_demand(const LedgerEntry& job);
+  // What the jobs beside a settling `job` would use alone at its baseline,
+  // and whether that was read from their speeds.
+  struct Demand {
+    double value = 0;
+    bool from_speeds = false;
+  };
+  static Demand neighbour_demand(const LedgerEntry& job);
   // A job measured to run at `speed` of alone beside its neighbours: its
   // solo_rate, theirs where they ran at full speed at its baseline, and
   // theirs where none was known and they slowed to that speed.
