@@ -18,6 +18,9 @@
 #     loop to end (declared needs its peaks, unless TRACE_PEAKS names an
 #     earlier run's: run.sh) and takes a GPU it freed. Declared placed on a
 #     GPU of its own at the start needs TRACE_PEAKS.
+# LOOP_GPUS=0 runs no loop (every GPU runs a variant): only with SOLO_FROM,
+# an earlier run's summary.json whose SM activity alone the share gap uses;
+# the summary then has no loop_s and no speed-up.
 # Every step is cut at DEADLINE_S after the start (STEP_TIMEOUT of run.sh):
 # a variant cut there has no wall time, only the jobs it completed. Then
 # run.sh sim and summary. Each step's output: OUT/on_gpus_STEP.log.
@@ -75,7 +78,11 @@ for v in "${variants[@]:0:$(( ${#gpus[@]} - loop_gpus ))}"; do
     exit 2
   fi
 done
-if (( ${#gpus[@]} < 2 || loop_gpus < 1 || loop_gpus >= ${#gpus[@]} )); then
+if (( loop_gpus == 0 )) && [ -z "${SOLO_FROM:-}" ]; then
+  echo "on_gpus.sh: LOOP_GPUS=0 needs SOLO_FROM (an earlier run's summary.json) for the share gap" >&2
+  exit 2
+fi
+if (( loop_gpus > 0 && (${#gpus[@]} < 2 || loop_gpus >= ${#gpus[@]}) )); then
   echo "on_gpus.sh: ${#gpus[@]} GPU(s), LOOP_GPUS=$loop_gpus: needs at least one GPU for the loop and one for colo" >&2
   exit 2
 fi

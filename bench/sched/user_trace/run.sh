@@ -20,7 +20,9 @@
 #             that were running start again, which counts against colo)
 #   sim       `colo simulate` of the loop's measurements (magm/MPS, shares
 #             undeclared), for summary.json's sim_error_pct
-#   summary   summarise.py: OUT/summary.json and OUT/README.md
+#   summary   summarise.py: OUT/summary.json and OUT/README.md; SOLO_FROM (an
+#             earlier run's summary.json) gives the share gap its SM activity
+#             alone for jobs this run's loop did not run
 # declared.toml is written after the loop, from its measured peaks, or from
 # TRACE_PEAKS (an earlier run's loop/peaks.json) without waiting for it.
 #
@@ -148,7 +150,7 @@ for step in "$@"; do
     model | opaque | declared) run_variant "$step" ;;
     sim) run_sim ;;
     summary)
-      python3 "$here/summarise.py" "$OUT" | tee "$OUT/summary.txt" ;;
+      python3 "$here/summarise.py" "$OUT" ${SOLO_FROM:+--solo-from "$SOLO_FROM"} | tee "$OUT/summary.txt" ;;
     *) echo "run.sh: unknown step $step (trace loop model opaque declared sim summary)" >&2; exit 2 ;;
   esac
 done

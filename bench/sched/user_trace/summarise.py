@@ -21,6 +21,10 @@ Definitions (also in the README):
                 (GPM, the loop's timeline over the job's training)|, over
                 every (variant, job) that settled; its median; also per
                 variant (share_gap_median_VARIANT)
+  solo_from     --solo-from: an earlier run's summary.json whose per-job SM
+                activity alone stands in for jobs this run's loop did not
+                run, in share_gap only (loop_s and every ratio stay this
+                run's own: null without its loop)
   unseen_shares_VARIANT  jobs colo could not see settle (`settled unseen`
                 in its log: a full GPU, no rise, no neighbour slowed):
                 no share recorded, so not in share_gap
@@ -232,8 +236,19 @@ def rounded(x, digits=3):
     return round(x, digits) if isinstance(x, float) else x
 
 
-def summarise(out, trace, commands):
+def earlier_activity(summary_path):
+    """{job: SM activity alone} from an earlier run's summary.json (its per_job)."""
+    if not summary_path:
+        return {}
+    rows = read_json(summary_path, {}).get("per_job", [])
+    if not rows:
+        sys.exit(f"{summary_path}: no per_job rows to take SM activity alone from")
+    return {r["name"]: r["solo_sm_activity"] for r in rows if r.get("solo_sm_activity") is not None}
+
+
+def summarise(out, trace, commands, solo_from=None):
     solo = loop_jobs(out, trace)
+    activity_before = earlier_activity(solo_from)
     loop_done = len(solo) == len(trace)
     loop_s = sum(j["solo_s"] for j in solo.values()) if loop_done else None
     loop_energy = (sum(j["energy_j"] for j in solo.values())
@@ -243,8 +258,11 @@ def summarise(out, trace, commands):
     gaps_of = {v: [] for v in VARIANTS}
     for job in trace:
         name, alone = job["name"], solo.get(job["name"], {})
+        activity_alone = alone.get("solo_sm_activity", activity_before.get(name))
         row = {"name": name, "solo_s": alone.get("solo_s"), "startup_s": alone.get("startup_s"),
-               "solo_sm_activity": alone.get("solo_sm_activity"), "peak_mem_bytes": (alone.get("final") or {}).get(
+               "solo_sm_activity": activity_alone,
+               "solo_sm_activity_earlier": "solo_sm_activity" not in alone and activity_alone is not None,
+               "peak_mem_bytes": (alone.get("final") or {}).get(
                    "peak_mem_bytes"), "device_mem_bytes": alone.get("device_mem_bytes")}
         for v, run in runs.items():
             r = (run or {}).get("rows", {}).get(name, {})
@@ -252,8 +270,8 @@ def summarise(out, trace, commands):
             row[f"{v}_state"] = r.get("state")
             row[f"{v}_slowdown"] = ratio(exec_s, alone.get("solo_s")) if r.get("state") == "COMPLETED" else None
             row[f"{v}_sm_share"] = r.get("sm_share")
-            if r.get("sm_share") is not None and alone.get("solo_sm_activity") is not None:
-                gaps.append(abs(r["sm_share"] - alone["solo_sm_activity"]))
+            if r.get("sm_share") is not None and activity_alone is not None:
+                gaps.append(abs(r["sm_share"] - activity_alone))
                 gaps_of[v].append(gaps[-1])
         per_job.append(row)
     sim = [s for s in read_json(os.path.join(out, "sim", "summary.json"), []) if s.get("policy") == "magm"]
@@ -288,6 +306,7 @@ def summarise(out, trace, commands):
             [r for part in {j.get("part") for j in read_jsonl(os.path.join(out, "loop", "jobs.jsonl"))}
              for r in timeline(out, part)]).items()},
         "share_gap_jobs": len(gaps),
+        "solo_from": solo_from,
         **{f"share_gap_median_{v}": statistics.median(g) if g else None for v, g in gaps_of.items()},
         **{f"share_gap_jobs_{v}": len(g) for v, g in gaps_of.items()},
         **{f"unseen_shares_{v}": unseen_settlements(os.path.join(out, v)) for v in VARIANTS if runs[v]},
@@ -346,6 +365,8 @@ def main():
     p.add_argument("out")
     p.add_argument("--peaks-out", help="write {job: peak bytes} measured alone (the final lines' peak) and exit")
     p.add_argument("--sim-trace", help="write the loop's measurements as a colo simulate trace CSV and exit")
+    p.add_argument("--solo-from", help="an earlier run's summary.json: SM activity alone for the share gap of "
+                                       "jobs this run's loop did not run")
     args = p.parse_args()
     trace = read_json(os.path.join(args.out, "trace", "jobs.json"), {}).get("jobs", [])
     if not trace:
@@ -379,7 +400,7 @@ def main():
         return
     commands_path = os.path.join(args.out, "commands.txt")
     commands = open(commands_path).read().splitlines() if os.path.exists(commands_path) else []
-    summary = summarise(args.out, trace, commands)
+    summary = summarise(args.out, trace, commands, args.solo_from)
     json.dump(summary, open(os.path.join(args.out, "summary.json"), "w"), indent=1)
     with open(os.path.join(args.out, "README.md"), "w") as f:
         f.write(readme(summary))
