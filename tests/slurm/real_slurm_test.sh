@@ -68,6 +68,11 @@ TOML
 "$colo" slurm submit jobs.toml --state "$work/state" >submit.txt 2>&1 || { cat submit.txt; exit 1; }
 "$colo" slurm submit always_oom.toml --state "$work/state" --max-retries 1 >>submit.txt 2>&1 || { cat submit.txt; exit 1; }
 
+# The batch scripts run the thin colo beside colo-torch: `slurm exec` needs no LibTorch start-up.
+thin_colo_runs_jobs() {
+  grep -rqs "/colo' slurm exec\|/colo slurm exec" "$work/state" && ! grep -rqs "colo-torch'* slurm exec" "$work/state"
+}
+check "the batch scripts run the thin colo, not colo-torch" thin_colo_runs_jobs
 running() { [ "$(squeue -h -t RUNNING -n packed -o %i | wc -l)" -eq "$1" ]; }
 check "four 36 GiB array tasks run at once on two 80 GiB GPUs" wait_until 30 running 4
 # squeue may time out while a loaded host's slurmctld is busy, and a job's reason

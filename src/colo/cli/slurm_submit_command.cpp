@@ -53,7 +53,7 @@ int submit(const SlurmSubmitArgs& args) {
   }
   if (args.max_retries < 0) throw InputError("--max-retries", "", "a count >= 0");
   slurm::SubmitOptions options;
-  options.colo_path = this_program_path();
+  options.colo_path = colo_program_path();  // the thin colo: `slurm exec` needs no LibTorch
   options.state_dir = absolute_path(args.state);
   auto shard = parse_bytes(args.shard);
   if (!shard || *shard <= 0) throw InputError("--shard", "", "a size such as 1GiB");

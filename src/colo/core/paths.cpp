@@ -61,4 +61,10 @@ std::string this_program_path() {
   return std::string(path, static_cast<size_t>(n));
 }
 
+std::string colo_program_path() {
+  std::string self = this_program_path();
+  std::string colo = self.substr(0, self.rfind('/') + 1) + "colo";
+  return ::access(colo.c_str(), X_OK) == 0 ? colo : self;
+}
+
 }  // namespace colo

@@ -24,4 +24,9 @@ std::string read_file(const std::string& path);
 // itself. Throws std::runtime_error when it cannot be read.
 std::string this_program_path();
 
+// The `colo` executable beside the running program (colo-torch, colod or
+// colo itself), which runs the quick commands without LibTorch's start-up
+// and hands the rest to colo-torch; this program when no `colo` is beside it.
+std::string colo_program_path();
+
 }  // namespace colo

@@ -240,12 +240,6 @@ std::vector<std::string> LoaderProducers::running() {
   return files;
 }
 
-std::string colo_program_beside_this_one() {
-  std::string self = this_program_path();
-  auto slash = self.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/colo";
-}
-
 std::vector<int> LoaderProducers::pids() const {
   std::vector<int> out;
   for (const auto& [file, producer] : producers_) {

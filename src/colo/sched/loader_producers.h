@@ -145,7 +145,4 @@ class LoaderProducers {
   bool in_round_ = false;  // between begin_round and end_round
 };
 
-// The `colo` executable beside the running program (colo or colod).
-std::string colo_program_beside_this_one();
-
 }  // namespace colo::sched

@@ -15,6 +15,7 @@
 #include "colo/core/error.h"
 #include "colo/core/files.h"
 #include "colo/core/loader_start_group.h"
+#include "colo/core/paths.h"
 #include "colo/core/table.h"
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
@@ -98,7 +99,7 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   if (!error.empty()) throw InputError(options_.log_dir, "", "cannot create the job log directory: " + error);
   learn_shares();
   loaders_ = std::make_unique<LoaderProducers>(
-      options_.colo_program.empty() ? colo_program_beside_this_one() : options_.colo_program, options_.log_dir);
+      options_.colo_program.empty() ? colo_program_path() : options_.colo_program, options_.log_dir);
   if (options_.estimate_model) {
     estimates_ = std::make_unique<ModelEstimates>(store_, options_.estimate_model, options_.parallel_estimates);
   }
