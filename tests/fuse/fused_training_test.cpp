@@ -170,25 +170,35 @@ double relative_error(const models::Classifier& a, const models::Classifier& b) 
 }
 
 // How far float32 rounding alone moves model i's separate training: the
-// relative change of its result when its inputs change by 1e-7 (relative).
-// A small ResNet can amplify rounding by orders of magnitude (a BatchNorm over
-// a nearly dead channel divides by sqrt(var + 1e-5)); no fused computation can
-// be closer to the reference than the reference is to itself.
+// relative change of its result when its inputs change by 1e-7 (relative),
+// and with `nudge_weights` the larger of that and the change when its starting
+// weights do. A small ResNet can amplify rounding by orders of magnitude (a
+// BatchNorm over a nearly dead channel divides by sqrt(var + 1e-5)), and
+// fusion rounds the weights' updates differently, not only the inputs'
+// products; no fused computation can be closer to the reference than the
+// reference is to itself.
 double noise_floor(const Case& c, const train::OptimizerSpec& spec, int64_t i,
-                   const std::vector<Batch>& data, const models::Classifier& reference) {
+                   const std::vector<Batch>& data, const models::Classifier& reference, bool nudge_weights) {
   auto noisy = data;
   at::manual_seed(99);
   for (auto& b : noisy) {
     if (b.inputs.is_floating_point()) b.inputs = b.inputs * (1 + 1e-7 * at::randn_like(b.inputs));
   }
-  return relative_error(*train_alone(spec, fresh_model(c, i), noisy), reference);
+  double floor = relative_error(*train_alone(spec, fresh_model(c, i), noisy), reference);
+  if (!nudge_weights) return floor;
+  auto nudged = fresh_model(c, i);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : nudged->parameters()) p.mul_(1 + 1e-7 * at::randn_like(p));
+  }
+  return std::max(floor, relative_error(*train_alone(spec, nudged, data), reference));
 }
 
 // Fused and separate trainings agree to 1e-5 (relative) wherever the
 // separate training is itself reproducible to 1e-6 under rounding; where it
 // is not, to within 10x its own noise floor. Returns how many models were
 // held to the strict bound.
-int expect_fused_equals_alone(const Case& c, const std::string& optimizer) {
+int expect_fused_equals_alone(const Case& c, const std::string& optimizer, bool nudge_weights = false) {
   auto data = batches(c.shape, c.dtype);
   std::vector<train::OptimizerSpec> specs;
   std::vector<models::ClassifierPtr> start;
@@ -202,7 +212,7 @@ int expect_fused_equals_alone(const Case& c, const std::string& optimizer) {
     auto alone = train_alone(specs[i], fresh_model(c, i), data);
     // The models moved: a fused result equal to its start would be vacuous.
     EXPECT_GT(relative_error(*fresh_model(c, i), *alone), 1e-4);
-    double floor = c.dtype == at::kFloat ? noise_floor(c, specs[i], i, data, *alone) : 0.0;
+    double floor = c.dtype == at::kFloat ? noise_floor(c, specs[i], i, data, *alone, nudge_weights) : 0.0;
     double bound = floor < 1e-6 ? 1e-5 : 10 * floor;
     strict += floor < 1e-6 ? 1 : 0;
     EXPECT_LT(relative_error(*fused[i], *alone), bound)
@@ -237,8 +247,10 @@ TEST_P(FusedTraining, LenetArrayMatchesSeparateTraining) {
   EXPECT_GE(expect_fused_equals_alone(lenet_case(), GetParam()), 2);
 }
 TEST_P(FusedTraining, ResnetWithBatchNormMatchesSeparateTraining) {
-  // A small ResNet is often chaotic in float32: at least one model strict.
-  EXPECT_GE(expect_fused_equals_alone(resnet_case(), GetParam()), 1);
+  // A small ResNet is often chaotic in float32 (its floor nudges the weights
+  // too: on some CPUs' kernels a reference reproducible under input rounding
+  // still moves 1e-4 under weight rounding): at least one model strict.
+  EXPECT_GE(expect_fused_equals_alone(resnet_case(), GetParam(), true), 1);
 }
 // Token inputs cannot be perturbed, so every float32 model is held to 1e-5.
 TEST_P(FusedTraining, TransformerOverTokensMatchesSeparateTraining) {

@@ -216,7 +216,9 @@ def test_killing_the_producer_ends_consumers_cleanly_with_nothing_leaked(loader)
     assert consumer.returncode == 3, (out, err)
     assert "stopped answering" in out and "loader.sock" in out
     assert time.time() - started < 10
-    assert set(os.listdir("/dev/shm")) == shm_before  # the ring was a memfd: gone with its last user
+    # The ring was a memfd: gone with its last user, nothing new left in /dev/shm (other
+    # processes on the machine may remove their own entries meanwhile).
+    assert not set(os.listdir("/dev/shm")) - shm_before
 
 
 def _expect_loading_locally_once_the_producer_is_killed(data, producer, device):
