@@ -2,7 +2,10 @@
 with today (issue 50): a frozen backbone with a trainable head, the last
 blocks trainable, peft LoRA adapters, bf16 and fp16 autocast (fp16 with
 torch.cuda.amp.GradScaler), a pure bf16 model, gradient accumulation,
-zero_grad(set_to_none=False), and the `out = model(x)` form.
+zero_grad(set_to_none=False), and the `out = model(x)` form. The same
+loops, with gradient checkpointing and plain fp32 training besides, serve
+bench/estimate/real_training.py (issue 50's validation set) through
+`measure`, given its own models.
 
     PYTHONPATH=BUILD/python python3 bench/estimate/setups.py run --out DIR [--only SETUP,...] [--parallel 2]
     python3 bench/estimate/setups.py summarize DIR/rows.jsonl --out DIR
@@ -13,7 +16,9 @@ describes; colo is colo.estimate told the same set-up on the CPU. Both see
 the same model object built the same way (frozen parts, adapters, dtype).
 """
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -21,6 +26,8 @@ import sys
 import time
 
 import torch
+import torch.nn as nn
+import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from real_models import MODELS, loss_of, print_truth  # noqa: E402
@@ -28,7 +35,9 @@ from real_models import MODELS, loss_of, print_truth  # noqa: E402
 HEADS = {"resnet50": "fc", "convnext_tiny": "classifier", "vit_b_16": "heads", "hf_bert": "classifier"}
 LAST_BLOCKS = {"resnet50": ("layer4", "fc"), "hf_gpt2": ("transformer.h.4", "transformer.h.5", "transformer.ln_f")}
 
-# (setup, model, batch, optimizer): the loop of each set-up is in `train_step`.
+TRUTH_TIMEOUT_S = 300  # a row's truth takes 10-20 s on an H100; a hung one must not stop the rest
+
+# (setup, model, batch, optimizer): the loop of each set-up is in `truth`.
 ROWS = [
     ("frozen_backbone", "resnet50", 64, "adamw"), ("frozen_backbone", "resnet50", 128, "sgd"),
     ("frozen_backbone", "convnext_tiny", 64, "adamw"), ("frozen_backbone", "vit_b_16", 64, "adamw"),
@@ -48,29 +57,64 @@ def row_dict(setup, model, batch, optimizer):
     return {"setup": setup, "model": model, "family": MODELS[model][0], "batch": batch, "optimizer": optimizer}
 
 
-def build(row):
-    """The row's model as its set-up trains it (on the CPU): frozen parts, adapters, dtype."""
+class Checkpointed(nn.Module):
+    """`block` run under torch.utils.checkpoint: its activations are not kept
+    for backward but recomputed there. Positional tensors only (the reentrant
+    kind takes no keyword arguments)."""
+
+    def __init__(self, block, reentrant):
+        super().__init__()
+        self.block = block
+        self.reentrant = reentrant
+
+    def forward(self, *args):
+        return torch.utils.checkpoint.checkpoint(self.block, *args, use_reentrant=self.reentrant)
+
+
+def checkpoint_blocks(model, containers, reentrant):
+    """Wraps in Checkpointed each child of every (container path, first index)
+    in `containers`; a model with Hugging Face's gradient_checkpointing_enable
+    (`containers` == "hf") uses that instead."""
+    if containers == "hf":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+        return
+    for path, first in containers:
+        container = model.get_submodule(path)
+        for i, child in list(enumerate(container))[first:]:
+            container[i] = Checkpointed(child, reentrant)
+
+
+def build(row, models=MODELS):
+    """The row's model as its set-up trains it (on the CPU): frozen parts,
+    adapters, checkpointed blocks, dtype. A row may name its own head
+    (`head`), trainable blocks (`trainable`), LoRA targets (`lora_targets`)
+    and checkpointed containers (`checkpoint_blocks`); else the tables above."""
     torch.manual_seed(0)
-    model = MODELS[row["model"]][1]()
+    model = models[row["model"]][1]()
     setup = row["setup"]
     if setup == "frozen_backbone":
         model.requires_grad_(False)
-        model.get_submodule(HEADS[row["model"]]).requires_grad_(True)
+        model.get_submodule(row.get("head") or HEADS[row["model"]]).requires_grad_(True)
     elif setup == "last_blocks":
         model.requires_grad_(False)
-        for name in LAST_BLOCKS[row["model"]]:
+        for name in row.get("trainable") or LAST_BLOCKS[row["model"]]:
             model.get_submodule(name).requires_grad_(True)
     elif setup == "lora":
         from peft import LoraConfig, get_peft_model
-        targets = ["c_attn", "c_proj"] if row["model"] == "hf_gpt2" else ["query", "key", "value", "dense"]
+        targets = row.get("lora_targets") or (["c_attn", "c_proj"] if row["model"] == "hf_gpt2"
+                                              else ["query", "key", "value", "dense"])
         model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=targets, lora_dropout=0.05))
+    elif setup in ("checkpoint", "checkpoint_reentrant"):
+        blocks = row["checkpoint_blocks"]
+        checkpoint_blocks(model, blocks if blocks == "hf" else [tuple(b) for b in blocks],
+                          reentrant=setup == "checkpoint_reentrant")
     elif setup == "pure_bf16":
         model = model.to(torch.bfloat16)
     return model
 
 
-def example(row):
-    one = MODELS[row["model"]][2]()
+def example(row, models=MODELS):
+    one = models[row["model"]][2]()
     return one.to(torch.bfloat16) if row["setup"] == "pure_bf16" and one.is_floating_point() else one
 
 
@@ -87,11 +131,12 @@ def autocast_of(row):
     return {"bf16": "bf16", "fp16_scaler": "fp16"}.get(row["setup"])
 
 
-def truth(row):
-    """Child process: 4 optimiser steps of the row's set-up on the GPU; prints its NVML peak."""
-    model = build(row).cuda().train()
+def truth(row, models=MODELS):
+    """Child process: 4 optimiser steps of the row's set-up on the GPU; prints its NVML peak.
+    Any set-up not named here (fp32, checkpoint) is the plain loop on the model build() gives."""
+    model = build(row, models).cuda().train()
     opt = make_optimizer(row["optimizer"], model)
-    one = example(row)
+    one = example(row, models)
     x = one.expand(row["batch"], *one.shape[1:]).contiguous().cuda()
     if not x.is_floating_point():
         x = torch.randint(0, int(one.max()) + 1, x.shape, device="cuda")
@@ -118,35 +163,73 @@ def truth(row):
     print_truth(train)
 
 
-def colo_estimate(row, threads):
+def colo_estimate(row, threads, models=MODELS):
+    """colo.estimate of the row's set-up on the CPU with `threads` threads, as
+    a record's fields; a model that cannot be built or estimated gives
+    `build_error` or `colo_error` instead (never raises)."""
     import colo
-    model = build(row)
+    try:
+        model = build(row, models)
+        one = example(row, models)
+    except Exception as exc:  # a missing library, a model this torch lacks: the row says which
+        return {"build_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
     start = time.time()
-    e = colo.estimate(model, example(row), batch_size=row["batch"], optimizer=make_optimizer(row["optimizer"], model),
-                      autocast=autocast_of(row), keep_output=row["setup"] == "keep_output",
-                      set_to_none=row["setup"] != "keep_grads",
-                      accumulation_steps=4 if row["setup"] == "accumulate4" else 1, threads=threads)
-    return {"colo_bytes": e.bytes, "colo_high_bytes": e.bytes + e.uncertainty, "colo_s": time.time() - start,
-            "colo_phase": e.peak_phase, "colo_unmodelled": e.unmodelled_ops, "colo_breakdown": e.breakdown}
+    try:
+        e = colo.estimate(model, one, batch_size=row["batch"], optimizer=make_optimizer(row["optimizer"], model),
+                          autocast=autocast_of(row), keep_output=row["setup"] == "keep_output",
+                          set_to_none=row["setup"] != "keep_grads",
+                          accumulation_steps=4 if row["setup"] == "accumulate4" else 1, threads=threads)
+    except Exception as exc:  # the row says how colo failed; the others go on
+        return {"colo_error": f"{type(exc).__name__}: {str(exc)[:300]}", "colo_s": time.time() - start,
+                "colo_threads": threads}
+    return {"colo_bytes": e.bytes, "colo_high_bytes": e.bytes_high, "colo_s": time.time() - start,
+            "colo_threads": threads, "colo_phase": e.peak_phase, "colo_unmodelled": e.unmodelled_ops,
+            "colo_breakdown": e.breakdown}
 
 
-def run(args):
-    os.makedirs(args.out, exist_ok=True)
-    rows = [row_dict(*r) for r in ROWS if not args.only or r[0] in args.only.split(",")]
-    pending, running = list(rows), []
-    with open(os.path.join(args.out, "rows.jsonl"), "a") as out:
+def estimate_alone(estimate, row, threads, context):
+    """`estimate(row, threads)` in a process of its own; its death is the row's colo_error."""
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as alone:
+        try:
+            return alone.submit(estimate, row, threads).result()
+        except concurrent.futures.process.BrokenProcessPool as exc:
+            return {"colo_error": f"the estimate's process died: {exc}"}
+
+
+def measure(rows, out_dir, parallel, threads, script, estimate=colo_estimate, estimators=1):
+    """Measures every row: its truth in a fresh process (`script truth ROW`),
+    `parallel` at a time on the GPU, and `estimate(row, threads)` in
+    `estimators` worker processes on the CPU meanwhile. Appends one record a
+    row to out_dir/rows.jsonl, in the rows' order, and prints its line.
+    `estimate` must be picklable (a module-level function): the workers are
+    spawned. A worker that dies marks its row and a new pool takes the rest."""
+    os.makedirs(out_dir, exist_ok=True)
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding torch's threads
+    pool = concurrent.futures.ProcessPoolExecutor(estimators, mp_context=context)
+    estimates = [pool.submit(estimate, row, threads) for row in rows]
+    pending, running = list(enumerate(rows)), []
+    with open(os.path.join(out_dir, "rows.jsonl"), "a") as out:
         while pending or running:
-            while pending and len(running) < args.parallel:
-                row = pending.pop(0)
-                child = subprocess.Popen([sys.executable, __file__, "truth", json.dumps(row)],
+            while pending and len(running) < parallel:
+                i, row = pending.pop(0)
+                child = subprocess.Popen([sys.executable, script, "truth", json.dumps(row)],
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                try:
-                    est = colo_estimate(row, args.threads)
-                except Exception as exc:  # the row says how colo failed; the others go on
-                    est = {"colo_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-                running.append((row, child, est))
-            row, child, est = running.pop(0)
-            stdout, stderr = child.communicate()
+                running.append((i, row, child))
+            i, row, child = running.pop(0)
+            try:
+                stdout, stderr = child.communicate(timeout=TRUTH_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                stdout, stderr = child.communicate()
+                stderr += f"\ntruth timed out after {TRUTH_TIMEOUT_S} s"
+            try:
+                est = estimates[i].result()
+            except concurrent.futures.process.BrokenProcessPool:
+                # This row's worker, or one beside it, died: the row again on its own, the rest in a new pool.
+                pool.shutdown(wait=False, cancel_futures=True)
+                est = estimate_alone(estimate, row, threads, context)
+                pool = concurrent.futures.ProcessPoolExecutor(estimators, mp_context=context)
+                estimates[i + 1:] = [pool.submit(estimate, r, threads) for r in rows[i + 1:]]
             record = dict(row, **est, torch=torch.__version__)
             try:
                 record.update(json.loads(stdout.strip().splitlines()[-1]))
@@ -155,9 +238,16 @@ def run(args):
             out.write(json.dumps(record) + "\n")
             out.flush()
             print(line_of(record), flush=True)
+    pool.shutdown()
+
+
+def run(args):
+    rows = [row_dict(*r) for r in ROWS if not args.only or r[0] in args.only.split(",")]
+    measure(rows, args.out, args.parallel, args.threads, __file__, estimators=args.estimators)
 
 
 def error(record, key="colo_bytes"):
+    """(estimate - truth) / truth of `key`, or None when either is missing."""
     if not record.get("truth_bytes") or not record.get(key):
         return None
     return (record[key] - record["truth_bytes"]) / record["truth_bytes"]
@@ -166,7 +256,8 @@ def error(record, key="colo_bytes"):
 def line_of(r):
     e, h = error(r), error(r, "colo_high_bytes")
     if e is None:
-        return f"{r['setup']:16} {r['model']:14} b{r['batch']:<4} {r.get('colo_error') or r.get('truth_error', '')[-200:]}"
+        why = r.get("skipped") or r.get("build_error") or r.get("colo_error") or r.get("truth_error", "")[-200:]
+        return f"{r['setup']:16} {r['model']:14} b{r['batch']:<4} {why}"
     return (f"{r['setup']:16} {r['model']:14} b{r['batch']:<4} truth {r['truth_bytes'] / 2**30:6.2f} GiB "
             f"colo {r['colo_bytes'] / 2**30:6.2f} GiB ({100 * e:+5.1f}%, high {100 * h:+5.1f}%) "
             f"peak in {r['colo_phase']}")
@@ -201,6 +292,7 @@ def main():
     r.add_argument("--only", default="", help="comma-separated set-ups")
     r.add_argument("--parallel", type=int, default=2, help="truth processes at once on the GPU")
     r.add_argument("--threads", type=int, default=4, help="CPU threads of each colo.estimate")
+    r.add_argument("--estimators", type=int, default=1, help="colo.estimate processes at once on the CPU")
     t = sub.add_parser("truth")
     t.add_argument("row")
     s = sub.add_parser("summarize")

@@ -22,6 +22,8 @@
 #   bench/gpu/run.sh demo       # build + scripts/demo.sh on the GPU (MPS, one job recovered from OOM)
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh estsetups  # build + colo.estimate against NVML for fine-tuning, autocast, accumulation... (ESTSETUPS)
+#   bench/gpu/run.sh realtraining # build + colo.estimate against NVML on issue 50's 31 architectures, 116 rows
+#                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
@@ -276,6 +278,15 @@ if want estsetups; then
   PYTHONPATH="$BUILD/python" python3 bench/estimate/setups.py run --out "$OUT/estsetups" ${ESTSETUPS:+--only $ESTSETUPS} \
     --parallel "${REAL_PARALLEL:-2}" 2>"$OUT/estsetups/stderr.log" | tail -30
   python3 bench/estimate/setups.py summarize "$OUT/estsetups/rows.jsonl" --out "$OUT/estsetups" \
+    --gpu "$(head -1 "$OUT/gpu.txt")" | tail -1 | tee -a "$summary"
+fi
+
+if want realtraining; then
+  # REALTRAINING: set-ups, architectures or libraries of bench/estimate/real_training.py (all when empty).
+  mkdir -p "$OUT/realtraining"
+  PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py run --out "$OUT/realtraining" \
+    ${REALTRAINING:+--only $REALTRAINING} --parallel "${REAL_PARALLEL:-4}" 2>"$OUT/realtraining/stderr.log" | tail -30
+  python3 bench/estimate/real_training.py summarize "$OUT/realtraining/rows.jsonl" --out "$OUT/realtraining" \
     --gpu "$(head -1 "$OUT/gpu.txt")" | tail -1 | tee -a "$summary"
 fi
 
