@@ -6,6 +6,7 @@
 #include <set>
 
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 
 #include "colo/estimate/job_model.h"
 #include "colo/estimate/step_simulation.h"
@@ -34,6 +35,28 @@ TEST(CpuAllocationRecorder, RecordsThisThreadsAllocationsAndFreesInOrder) {
   // The allocator is back: tensors made now are not recorded anywhere.
   at::Tensor after = at::ones({4});
   EXPECT_EQ(after.sum().item<float>(), 4.0f);
+}
+
+// oneDNN takes its buffers through raw_allocate, which needs a DataPtr whose
+// context is its data: recorded like any allocation, and a bf16 model's
+// evaluation need not switch oneDNN off (100x slower matrix products).
+TEST(CpuAllocationRecorder, RecordsRawAllocationsAsOneDnnMakesThem) {
+  std::vector<CpuAllocationEvent> events;
+  {
+    CpuAllocationRecorder recorder;
+    c10::Allocator* allocator = c10::GetCPUAllocator();
+    void* buffer = allocator->raw_allocate(4096);
+    static_cast<char*>(buffer)[4095] = 1;
+    allocator->raw_deallocate(buffer);
+    at::Tensor tensor = at::empty({16});
+    events = recorder.events();
+  }
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_TRUE(events[0].allocate);
+  EXPECT_EQ(events[0].bytes, 4096);
+  EXPECT_FALSE(events[1].allocate);
+  EXPECT_EQ(events[1].id, events[0].id);
+  EXPECT_EQ(events[2].bytes, 64);
 }
 
 train::TrainSpec spec(const testing::TempDir& dir, const std::string& model) {

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -30,21 +31,47 @@ struct CpuAllocationRecorder::State {
 
 namespace {
 
-// Owns the real allocation; its deleter records the free.
+// A recorded allocation: the real one, and whom to tell of its free.
 struct RecordedBlock {
   c10::DataPtr inner;
   std::shared_ptr<CpuAllocationRecorder::State> state;
   int64_t id;
 };
 
-void delete_recorded(void* context) {
-  auto* block = static_cast<RecordedBlock*>(context);
-  {
-    std::lock_guard<std::mutex> lock(block->state->mutex);
-    if (block->state->active) block->state->events.push_back({false, block->id, 0});
-  }
-  delete block;
+// Recorded blocks by their data pointer. A recorded DataPtr's context is its
+// data, as raw_allocate (oneDNN's buffers) requires, so its free is found here.
+struct RecordedBlocks {
+  std::mutex mutex;
+  std::unordered_map<void*, RecordedBlock> by_data;
+  c10::DeleterFnPtr base_raw_deleter = nullptr;  // for pointers not recorded
+};
+
+RecordedBlocks& recorded_blocks() {
+  static auto* blocks = new RecordedBlocks();  // never destroyed: storages may outlive any recorder
+  return *blocks;
 }
+
+// The deleter of recorded DataPtrs and the raw deleter while recording:
+// records the free of a recorded block, else hands the pointer to the
+// allocator that made it.
+void delete_recorded(void* data) {
+  RecordedBlocks& blocks = recorded_blocks();
+  std::unique_lock<std::mutex> lock(blocks.mutex);
+  auto it = blocks.by_data.find(data);
+  if (it == blocks.by_data.end()) {
+    c10::DeleterFnPtr base = blocks.base_raw_deleter;
+    lock.unlock();
+    if (base) base(data);
+    return;
+  }
+  RecordedBlock block = std::move(it->second);
+  blocks.by_data.erase(it);
+  lock.unlock();
+  {
+    std::lock_guard<std::mutex> state_lock(block.state->mutex);
+    if (block.state->active) block.state->events.push_back({false, block.id, 0});
+  }
+}  // block.inner frees the memory here
 
 // One per process and never destroyed: storages made while recording keep
 // a pointer to the allocator that made them. Forwards to the allocator it
@@ -67,12 +94,18 @@ struct RecordingAllocator : c10::Allocator {
     }
     void* data = inner.get();
     c10::Device device = inner.device();
-    return c10::DataPtr(data, new RecordedBlock{std::move(inner), current, id}, &delete_recorded, device);
+    {
+      RecordedBlocks& blocks = recorded_blocks();
+      std::lock_guard<std::mutex> lock(blocks.mutex);
+      blocks.by_data.emplace(data, RecordedBlock{std::move(inner), current, id});
+    }
+    return c10::DataPtr(data, data, &delete_recorded, device);
   }
 
-  // raw_allocate/raw_deallocate (oneDNN's buffers) in other threads pair
-  // through the base allocator whether this one is installed or not.
-  c10::DeleterFnPtr raw_deleter() const override { return base ? base->raw_deleter() : nullptr; }
+  // raw_allocate/raw_deallocate (oneDNN's buffers): recorded in the
+  // recording thread like any allocation; other threads' pair through the
+  // base allocator, via delete_recorded, whether this one is installed or not.
+  c10::DeleterFnPtr raw_deleter() const override { return &delete_recorded; }
 
 #if COLO_HAS_COPY_DATA
   void copy_data(void* dest, const void* src, size_t count) const override { std::memcpy(dest, src, count); }
@@ -96,7 +129,11 @@ CpuAllocationRecorder::CpuAllocationRecorder() : state_(std::make_shared<State>(
     std::lock_guard<std::mutex> lock(recording.mutex);
     if (recording.state) throw std::runtime_error("cannot record CPU allocations: another recorder is alive");
     c10::Allocator* current = c10::GetCPUAllocator();
-    if (current != &recording) recording.base = current;
+    if (current != &recording) {
+      recording.base = current;
+      std::lock_guard<std::mutex> blocks_lock(recorded_blocks().mutex);
+      recorded_blocks().base_raw_deleter = current->raw_deleter();
+    }
     recording.state = state_;
   }
   c10::SetCPUAllocator(&recording);

@@ -18,9 +18,9 @@ struct CpuAllocationEvent {
 
 // Installs itself as LibTorch's CPU allocator on construction and puts the
 // previous one back on destruction. Only the constructing thread's
-// allocations are recorded (intra-op worker threads' are not); other
-// threads' allocations, raw ones included, pass to the previous allocator
-// untouched. One recorder
+// allocations are recorded, raw ones (oneDNN's buffers) included; intra-op
+// worker threads' are not, and pass to the previous allocator untouched.
+// One recorder
 // at a time per process: throws std::runtime_error when another is alive or
 // when another allocator of higher priority is installed.
 class CpuAllocationRecorder {
