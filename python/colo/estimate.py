@@ -430,6 +430,17 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         breakdown["gradients"] += grads
         breakdown["optimizer"] += state
         unseen += grads + state
+    # A reentrant checkpoint reruns its segment in backward, with that
+    # segment's saved tensors on the GPU while its backward runs: not
+    # modelled. Its high bound is the same step with every checkpoint run as
+    # plain code (each segment's tensors kept from forward to backward), which
+    # the rerun of one segment at a time does not exceed.
+    checkpoint_bound = 0
+    if hidden and not _checkpoints_run_plain.active:
+        with _checkpoints_run_plain():
+            plain = _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size,
+                              autocast, learned, keep_output, keeps_gradients, _core)
+        checkpoint_bound = plain.bytes_high
     # Adam(amsgrad=True) keeps a third buffer per trainable parameter: the
     # largest second moment seen.
     if isinstance(optimizer, torch.optim.Optimizer) and optimizer.param_groups[0].get("amsgrad", False):
@@ -437,12 +448,39 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         most = sum(_allocator_bytes(p.numel() * p.element_size()) for p in trainable)
         breakdown["optimizer"] += most
         unseen += most
-    return Estimate(bytes=found["bytes"] + unseen, breakdown=breakdown, peak_phase=found["peak_phase"],
-                    unmodelled_ops=found["unmodelled_ops"],
-                    rule="assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else "",
-                    parameter_count=found["parameter_count"],
-                    uncertainty=found["uncertainty"] + unseen // 10,
-                    learned_bytes=found.get("learned_bytes"))
+    total = found["bytes"] + unseen
+    uncertainty = max(found["uncertainty"] + unseen // 10, checkpoint_bound - total)
+    rule = "assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else ""
+    if checkpoint_bound:
+        rule = "; ".join(filter(None, [rule, "reentrant checkpoints' reruns are not modelled: the high bound is "
+                                             "the step without checkpointing"]))
+    return Estimate(bytes=total, breakdown=breakdown, peak_phase=found["peak_phase"],
+                    unmodelled_ops=found["unmodelled_ops"], rule=rule, parameter_count=found["parameter_count"],
+                    uncertainty=uncertainty, learned_bytes=found.get("learned_bytes"))
+
+
+class _checkpoints_run_plain:
+    """Within it, torch.utils.checkpoint(use_reentrant=True) runs its
+    segment as plain code under autograd (found at call time on the
+    autograd Function, however the model imported `checkpoint`)."""
+
+    active = False
+
+    def __enter__(self):
+        from torch.utils.checkpoint import CheckpointFunction
+        self._own_apply = CheckpointFunction.__dict__.get("apply")  # else inherited from autograd.Function
+        CheckpointFunction.apply = staticmethod(lambda function, _preserve_rng_state, *args: function(*args))
+        type(self).active = True
+        return self
+
+    def __exit__(self, *exc):
+        from torch.utils.checkpoint import CheckpointFunction
+        if self._own_apply is None:
+            del CheckpointFunction.apply
+        else:
+            CheckpointFunction.apply = self._own_apply
+        type(self).active = False
+        return False
 
 
 def _parameters_reached(value):
