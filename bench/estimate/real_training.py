@@ -391,6 +391,12 @@ def per_gpu(records):
     return {gpu: accuracy([r for r in records if r["gpu"] == gpu]) for gpu in sorted({r["gpu"] for r in records})}
 
 
+def card_key(gpu):
+    """A card's short name from nvidia-smi's line: "NVIDIA H100 80GB HBM3, ..." -> "h100"."""
+    words = gpu.replace(",", " ").split()
+    return (words[1] if len(words) > 1 and words[0] == "NVIDIA" else words[0]).lower()
+
+
 def summarize(args):
     gpus = args.gpu if len(args.gpu) == len(args.rows) else args.gpu[:1] * len(args.rows)
     if len(args.gpu) not in (1, len(args.rows)):
@@ -424,6 +430,11 @@ def summarize(args):
                     "gpus": per_gpu([r for r in measured if r["model"] in heldout])},
         "tuning": {"architectures": len({r["model"] for r in measured if r["model"] not in heldout}),
                    "gpus": per_gpu([r for r in measured if r["model"] not in heldout])},
+        # The same figures under a short name per card ("h100"), for key paths (scripts/check_readme_figures.py).
+        "by_card": {card_key(gpu): {"all": per_gpu([r for r in measured if r["gpu"] == gpu])[gpu],
+                                    "heldout": per_gpu([r for r in measured if r["gpu"] == gpu
+                                                        and r["model"] in heldout]).get(gpu)}
+                    for gpu in sorted({r["gpu"] for r in measured})},
         "per_setup": {s: per_gpu([r for r in measured if r["setup"] == s]) for s in sorted({r["setup"] for r in measured})},
         "failed": {"rows": len(failed),
                    "build_error": sum("build_error" in r for r in failed),
