@@ -56,6 +56,22 @@ TEST(SimulatedDevice, PowerFollowsActivityAndEnergyIntegratesIt) {
   EXPECT_DOUBLE_EQ(*gpu.sample().energy_j, 2500);
 }
 
+TEST(SimulatedDevice, AJobsActivityChangesInPlaceWithEnergyCountedAtTheOldPowerUntilThen) {
+  SimulatedGpuSpec spec;
+  spec.idle_power_w = 100;
+  spec.busy_floor_power_w = 100;
+  spec.max_power_w = 500;
+  SimulatedDevice gpu(0, spec);
+  gpu.place(1, {1, 2 * kGiB, 0.0});  // starting up: the busy floor
+  gpu.advance(10);                   // 1000 J
+  gpu.set_activity(1, 0.5);          // training: 300 W
+  gpu.set_activity(7, 0.9);          // not placed: nothing
+  EXPECT_DOUBLE_EQ(gpu.sm_activity(), 0.5);
+  EXPECT_EQ(gpu.mem_used_bytes(), 2 * kGiB);
+  gpu.advance(5);                    // 1500 J
+  EXPECT_DOUBLE_EQ(gpu.energy_j(), 2500);
+}
+
 TEST(SimulatedDevice, AJobLiftsPowerToTheBusyFloorEvenWhenItsSmActivityIsZero) {
   SimulatedGpuSpec spec;
   spec.idle_power_w = 70;

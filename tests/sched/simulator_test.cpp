@@ -221,6 +221,36 @@ TEST(Simulator, AMultiGpuJobIsGangPlacedAndNotStarvedPastItsReservation) {
   }
 }
 
+TEST(Simulator, AJobsStartUpUsesNoSmAndIsNotSlowedByItsNeighbours) {
+  // Two jobs of 0.8 with 50 s of start-up in their 100 s alone: both start
+  // up side by side (no SM activity, each at its own pace), then train
+  // their 50 s at 1/1.6 of alone: 50 + 80 = 130 s, where a trace without
+  // start-ups gives 160 s.
+  std::vector<TraceJob> trace{job(0, "A", 100, 10, 0.8), job(0, "B", 100, 10, 0.8)};
+  SimulationOptions o = options(1, "magm", CollocationMode::kMps);
+  o.thresholds.max_sm_activity = 0.9;
+  for (auto& j : trace) j.startup_s = 50;
+  auto r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 0);
+  EXPECT_NEAR(r.total_s, 130, 1e-6);
+  EXPECT_NEAR(r.energy_j, 100 * 50 + 500 * 80, 1e-6) << "the busy floor while both start, full power after";
+}
+
+TEST(Simulator, AnUndeclaredJobSettlesOnceItsStartUpIsOverAtWhatItUsesAlone) {
+  // A (0.3 alone, 20 s of start-up) settles alone on a GPU: measured from
+  // its training, it settles at 0.3, where a reading from its start gives
+  // the GPU's mean rise over start-up and training (less).
+  std::vector<TraceJob> trace{job(0, "a", 200, 4, 0.3)};
+  trace[0].command = "python a.py";
+  trace[0].startup_s = 20;
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  auto r = simulate(trace, o);
+  ASSERT_TRUE(r.jobs[0].settled_share);
+  EXPECT_NEAR(*r.jobs[0].settled_share, 0.3, 1e-6);
+  EXPECT_NEAR(r.total_s, 200, 1e-6);
+}
+
 TEST(Simulator, UndeclaredSharesAreMeasuredAfterASettleWindow) {
   // Four jobs of SM activity 0.3 on one GPU, none declared. Three settle at
   // once (each measured over 1 s of warm-up and 3 s of training, the rise

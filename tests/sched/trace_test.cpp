@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "colo/core/error.h"
+#include "colo/core/paths.h"
 #include "support/input_error.h"
 #include "support/temp_dir.h"
 
@@ -28,6 +29,26 @@ TEST(Trace, RoundTripsThroughCsvWithCommasInCommands) {
   EXPECT_DOUBLE_EQ(read[1].submit_s, 5.5);
   EXPECT_EQ(read[0].gpus, 2);
   EXPECT_EQ(read[1].gpus, 1);
+}
+
+TEST(Trace, StartUpsRoundTripInTheirOwnColumnAndMustLieWithinTheRun) {
+  testing::TempDir dir;
+  std::vector<TraceJob> jobs(2);
+  jobs[0] = {0, "a", 30, 1 << 30, 0.4, std::nullopt, 0, 1, "python a.py", 7.5};
+  jobs[1] = {1, "b", 10, 123, 1.0, std::nullopt, 0, 1, "python b.py"};
+  write_trace(dir.file("t.csv"), jobs);
+  EXPECT_EQ(read_file(dir.file("t.csv")).substr(0, std::string(kTraceHeaderStartup).size()), kTraceHeaderStartup);
+  auto read = read_trace(dir.file("t.csv"));
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_DOUBLE_EQ(read[0].startup_s, 7.5);
+  EXPECT_DOUBLE_EQ(read[1].startup_s, 0);
+  EXPECT_EQ(read[0].command, "python a.py");
+  write_trace(dir.file("plain.csv"), {jobs[1]});
+  EXPECT_EQ(read_file(dir.file("plain.csv")).substr(0, std::string(kTraceHeader).size() + 1),
+            std::string(kTraceHeader) + "\n") << "no start-up, no column";
+  std::string header = std::string(kTraceHeaderStartup) + "\n";
+  EXPECT_NE(trace_error_of(header + "0,a,10,1,0.5,,0,1,10,x\n").find("startup_s"), std::string::npos);
+  EXPECT_NE(trace_error_of(header + "0,a,10,1,0.5,,0,1,-1,x\n").find("startup_s"), std::string::npos);
 }
 
 TEST(Trace, ATraceWithoutTheGpusColumnIsOneGpuPerJob) {

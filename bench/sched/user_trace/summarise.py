@@ -386,17 +386,20 @@ def main():
         with open(args.sim_trace, "w") as f, open(opaque_path, "w") as opaque:
             for out_file in (f, opaque):
                 out_file.write("submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,"
-                               "command\n")
+                               "startup_s,command\n")
             for job in trace:
                 s = solo[job["name"]]
                 mem = s["device_mem_bytes"] or (s["final"] or {}).get("peak_mem_bytes") or 0
                 # The scheduler knows each job's memory (the model variant's estimates), not its share.
-                # The simulator holds a job at one activity for its whole duration, start-up
-                # included: the mean over that duration, not over its training alone (which
-                # counted 9-22 s of idle start-up as busy, 15.7% too long on 2026-11-27).
-                activity = s["run_sm_activity"] or s["solo_sm_activity"] or 0.5
-                f.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{activity:.3f},{mem},0,1,{job['command']}\n")
-                opaque.write(f"0,{job['name']},{s['solo_s']:.2f},{mem},{activity:.3f},,0,1,{job['command']}\n")
+                # Each job starts up (no SM activity) for its measured start-up, then trains at its
+                # activity over training; where either is unknown, no start-up and its mean over
+                # the whole run.
+                startup = s["startup_s"] if s.get("startup_s") is not None and s["startup_s"] < s["solo_s"] else 0
+                activity = (s["solo_sm_activity"] if startup and s["solo_sm_activity"] is not None
+                            else s["run_sm_activity"] or s["solo_sm_activity"] or 0.5)
+                common = f"{s['solo_s']:.2f},{mem},{activity:.3f}"
+                f.write(f"0,{job['name']},{common},{mem},0,1,{startup:.2f},{job['command']}\n")
+                opaque.write(f"0,{job['name']},{common},,0,1,{startup:.2f},{job['command']}\n")
         return
     commands_path = os.path.join(args.out, "commands.txt")
     commands = open(commands_path).read().splitlines() if os.path.exists(commands_path) else []

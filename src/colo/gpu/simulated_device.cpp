@@ -60,6 +60,14 @@ void SimulatedDevice::remove(int64_t id) {
   loads_.erase(id);
 }
 
+void SimulatedDevice::set_activity(int64_t id, double sm_activity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = loads_.find(id);
+  if (it == loads_.end()) return;
+  settle_locked();
+  it->second.sm_activity = sm_activity;
+}
+
 double SimulatedDevice::progress_rate() const {
   std::lock_guard<std::mutex> lock(mutex_);
   double sum = 0;

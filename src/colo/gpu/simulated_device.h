@@ -56,6 +56,9 @@ class SimulatedDevice : public Device {
   // in what is free: the job would die of out-of-memory.
   bool place(int64_t id, const SimulatedLoad& load);
   void remove(int64_t id);
+  // Changes placed job `id`'s SM activity (a job whose start-up ended);
+  // nothing when it is not placed.
+  void set_activity(int64_t id, double sm_activity);
 
   // Fraction of its solo speed each job runs at now: 1 / max(1, sum of activities).
   double progress_rate() const;

@@ -21,7 +21,8 @@ constexpr double kEpsilon = 1e-9;
 struct Active {
   int64_t id = 0;
   int single_gpu = -1;       // its GPU, or -1 for a multi-GPU job (gpus_of_)
-  double remaining_s = 0;    // solo-speed seconds of work left
+  double startup_left_s = 0; // seconds of start-up left (before it trains)
+  double remaining_s = 0;    // solo-speed seconds of training left
   double oom_at_s = kInf;    // when it dies of OOM, if it does
   double done_below_s = 0;   // finished once remaining_s is at most this
 };
@@ -36,6 +37,8 @@ class Simulation : private Executor {
     for (int g = 0; g < options.gpus; ++g) gpus_.push_back(std::make_unique<gpu::SimulatedDevice>(g, options.gpu));
     on_gpu_.resize(static_cast<size_t>(options.gpus));
     active_pos_.assign(trace.size(), -1);
+    training_.assign(trace.size(), 0);
+    held_bytes_.assign(trace.size(), 0);
     gpus_of_.resize(trace.size());
     readings_.assign(static_cast<size_t>(options.gpus), Reading{0.0, 0});
     advanced_to_.assign(static_cast<size_t>(options.gpus), 0.0);
@@ -124,9 +127,18 @@ class Simulation : private Executor {
     seen.jobs.reserve(active_.size());
     for (const auto& r : active_) {
       // Work in seconds of solo speed done, on the simulated clock: its rate
-      // between two readings is its mean fraction of alone.
-      WorkDone work{trace_[r.id].duration_s - r.remaining_s, now_};
-      seen.jobs.push_back({r.id, std::nullopt, false, cached_job_rate(r), work});
+      // between two readings is its mean fraction of alone. A job still
+      // starting reports nothing yet, as a real one writes no progress.
+      if (!training_[static_cast<size_t>(r.id)]) {
+        seen.jobs.push_back({r.id, std::nullopt, false, std::nullopt, std::nullopt});
+        continue;
+      }
+      WorkDone work{training_s(trace_[r.id]) - r.remaining_s, now_};
+      // One that started up shows its memory once it trains (its launch
+      // showed none); one that trained from launch showed it then.
+      std::optional<int64_t> used;
+      if (trace_[r.id].startup_s > 0) used = held_bytes_[static_cast<size_t>(r.id)];
+      seen.jobs.push_back({r.id, used, true, cached_job_rate(r), work});
     }
     return seen;
   }
@@ -164,7 +176,7 @@ class Simulation : private Executor {
   // Each job's speed on GPU `g` as a fraction of alone.
   double gpu_rate(int g) const {
     double sum = 0;
-    for (int64_t id : on_gpu_[g]) sum += trace_[id].sm_activity;
+    for (int64_t id : on_gpu_[g]) sum += activity_now(id);
     double rate = 1.0 / std::max(1.0, sum);
     if (options_.mode == CollocationMode::kShared && on_gpu_[g].size() > 1) rate *= 1.0 - options_.shared_overhead;
     return rate;
@@ -187,16 +199,19 @@ class Simulation : private Executor {
     return facts;
   }
 
-  // Starts a placed job on the simulated GPUs: it trains from its first
-  // moment, holding its true memory where it fits and dying of OOM
-  // oom_after_s later where it does not.
+  // Starts a placed job on the simulated GPUs: it starts up for its
+  // startup_s (no SM activity, no progress) and then trains, holding its true
+  // memory from the first moment where it fits and dying of OOM oom_after_s
+  // later where it does not.
   Launch launch(int64_t id, const std::vector<int>& gpus, const JobRequest& /*request*/) override {
     const TraceJob& t = trace_[id];
     Active r;
     r.id = id;
     r.single_gpu = gpus.size() == 1 ? gpus.front() : -1;
-    r.remaining_s = t.duration_s;
+    r.startup_left_s = t.startup_s;
+    r.remaining_s = training_s(t);
     r.done_below_s = kEpsilon * std::max(1.0, t.duration_s);
+    training_[static_cast<size_t>(id)] = t.startup_s > 0 ? 0 : 1;
     int64_t held_most = 0;
     for (int g : gpus) {
       catch_up(g);
@@ -206,12 +221,13 @@ class Simulation : private Executor {
         held = std::max<int64_t>(physical_free, 0);
         r.oom_at_s = std::min(r.oom_at_s, now_ + std::min(options_.oom_after_s, t.duration_s));
       }
-      gpus_[g]->place(id, {static_cast<uint32_t>(id), held, t.sm_activity});
+      gpus_[g]->place(id, {static_cast<uint32_t>(id), held, activity_now(id)});
       reread(g);
       on_gpu_[g].push_back(id);
       held_most = std::max(held_most, held);
     }
     gpus_of_[static_cast<size_t>(id)] = gpus;
+    held_bytes_[static_cast<size_t>(id)] = held_most;
     active_pos_[static_cast<size_t>(id)] = static_cast<int>(active_.size());
     active_.push_back(r);
     SimulatedJob& job = result_.jobs[id];
@@ -219,6 +235,9 @@ class Simulation : private Executor {
     job.gpu = gpus.front();
     job.start_s = now_;
     ++job.attempts;
+    // A job still starting shows the scheduler no memory yet, as a real one
+    // before it moves its model to the GPU; its training shows it is active.
+    if (t.startup_s > 0) return Launch::started(0, /*training=*/false);
     return Launch::started(held_most, /*training=*/true);
   }
 
@@ -267,7 +286,10 @@ class Simulation : private Executor {
   double next_event() {
     compute_gpu_rates();
     double next = kInf;
-    for (const auto& r : active_) next = std::min({next, now_ + r.remaining_s / cached_job_rate(r), r.oom_at_s});
+    for (const auto& r : active_) {
+      double done = r.startup_left_s > 0 ? now_ + r.startup_left_s : now_ + r.remaining_s / cached_job_rate(r);
+      next = std::min({next, done, r.oom_at_s});
+    }
     return next;
   }
 
@@ -279,11 +301,43 @@ class Simulation : private Executor {
       double used = gpus_[g]->advance(dt);
       advanced_to_[static_cast<size_t>(g)] = now_ + dt;
       double share_sum = 0;
-      for (int64_t id : on_gpu_[g]) share_sum += std::max(trace_[id].sm_activity, 1e-6);
-      for (int64_t id : on_gpu_[g]) result_.jobs[id].energy_j += used * std::max(trace_[id].sm_activity, 1e-6) / share_sum;
+      for (int64_t id : on_gpu_[g]) share_sum += std::max(activity_now(id), 1e-6);
+      for (int64_t id : on_gpu_[g]) result_.jobs[id].energy_j += used * std::max(activity_now(id), 1e-6) / share_sum;
     }
-    for (auto& r : active_) r.remaining_s -= dt * cached_job_rate(r);
+    for (auto& r : active_) {
+      if (r.startup_left_s > 0) {
+        r.startup_left_s -= dt;  // events end start-ups exactly: dt never crosses one
+      } else {
+        r.remaining_s -= dt * cached_job_rate(r);
+      }
+    }
     now_ += dt;
+    begin_training_due();
+  }
+
+  // Jobs whose start-up ended by now begin to train: their SM activity
+  // joins their GPUs'.
+  void begin_training_due() {
+    for (auto& r : active_) {
+      if (training_[static_cast<size_t>(r.id)] || r.startup_left_s > kEpsilon * std::max(1.0, trace_[r.id].duration_s)) {
+        continue;
+      }
+      r.startup_left_s = 0;
+      training_[static_cast<size_t>(r.id)] = 1;
+      for (int g : gpus_of_[static_cast<size_t>(r.id)]) {
+        catch_up(g);
+        gpus_[g]->set_activity(r.id, trace_[r.id].sm_activity);
+        reread(g);
+      }
+    }
+  }
+
+  // Seconds of training alone (its run alone less its start-up).
+  static double training_s(const TraceJob& t) { return t.duration_s - t.startup_s; }
+
+  // Its SM activity now: none while it starts up.
+  double activity_now(int64_t id) const {
+    return training_[static_cast<size_t>(id)] ? trace_[id].sm_activity : 0.0;
   }
 
   void release(int64_t id) {
@@ -299,6 +353,7 @@ class Simulation : private Executor {
     active_pos_[static_cast<size_t>(active_[pos].id)] = static_cast<int>(pos);
     active_.pop_back();
     active_pos_[static_cast<size_t>(id)] = -1;
+    training_[static_cast<size_t>(id)] = 0;
   }
 
   // Jobs that ended by now, handled in id order (as the runner's job table
@@ -366,6 +421,8 @@ class Simulation : private Executor {
   std::vector<std::unique_ptr<gpu::SimulatedDevice>> gpus_;
   std::vector<Active> active_;                // running jobs, in no order
   std::vector<int> active_pos_;               // by job id: its index in active_, -1 when not running
+  std::vector<char> training_;                // by job id: running and past its start-up
+  std::vector<int64_t> held_bytes_;           // by job id: memory it holds on its GPUs (the most on one)
   std::vector<std::vector<int>> gpus_of_;     // by job id: the GPUs of its current attempt
   std::vector<std::vector<int64_t>> on_gpu_;  // running jobs by GPU
   std::vector<int> workload_id_;      // by job: its workload (workload_of), numbered

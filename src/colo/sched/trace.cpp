@@ -69,10 +69,11 @@ std::vector<TraceJob> read_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "trace file does not exist or cannot be read");
   std::string line;
-  if (!read_line(in, line) || (line != kTraceHeader && line != kTraceHeaderV1)) {
-    throw InputError(path + ":1", "", std::string("expected the header ") + kTraceHeader);
+  if (!read_line(in, line) || (line != kTraceHeader && line != kTraceHeaderV1 && line != kTraceHeaderStartup)) {
+    throw InputError(path + ":1", "", std::string("expected the header ") + kTraceHeader + " (or " +
+                                          kTraceHeaderStartup + ")");
   }
-  const size_t columns = line == kTraceHeader ? 9 : 8;
+  const size_t columns = line == kTraceHeaderStartup ? 10 : line == kTraceHeader ? 9 : 8;
   std::vector<TraceJob> jobs;
   int number = 1;
   while (read_line(in, line)) {
@@ -91,9 +92,15 @@ std::vector<TraceJob> read_trace(const std::string& path) {
     job.sm_activity = parse_number<double>(f[4], where, "sm_activity", "a fraction in [0, 1]");
     if (!f[5].empty()) job.mem_estimate_bytes = parse_number<int64_t>(f[5], where, "mem_estimate_bytes", "bytes");
     job.priority = parse_number<int>(f[6], where, "priority", "an integer");
-    if (columns == 9) {
+    if (columns >= 9) {
       job.gpus = parse_number<int>(f[7], where, "gpus", "an integer >= 1");
       if (job.gpus < 1) throw InputError(where, "gpus", "expected an integer >= 1");
+    }
+    if (columns == 10) {
+      job.startup_s = parse_number<double>(f[8], where, "startup_s", "seconds in [0, duration_s)");
+      if (!(job.startup_s >= 0) || job.startup_s >= job.duration_s) {
+        throw InputError(where, "startup_s", "expected seconds in [0, duration_s)");
+      }
     }
     job.command = csv_unquote(f[columns - 1]);
     if (job.submit_s < 0) throw InputError(where, "submit_s", "expected seconds >= 0");
@@ -107,13 +114,16 @@ std::vector<TraceJob> read_trace(const std::string& path) {
 }
 
 void write_trace(const std::string& path, const std::vector<TraceJob>& jobs) {
+  const bool startup = std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.startup_s > 0; });
   std::ostringstream out;
-  out << kTraceHeader << "\n";
+  out << (startup ? kTraceHeaderStartup : kTraceHeader) << "\n";
   out.precision(10);
   for (const auto& j : jobs) {
     out << j.submit_s << "," << j.name << "," << j.duration_s << "," << j.mem_bytes << "," << j.sm_activity
         << "," << (j.mem_estimate_bytes ? std::to_string(*j.mem_estimate_bytes) : "") << "," << j.priority
-        << "," << j.gpus << "," << csv_quote(j.command) << "\n";
+        << "," << j.gpus << ",";
+    if (startup) out << j.startup_s << ",";
+    out << csv_quote(j.command) << "\n";
   }
   write_file_atomically(path, out.str());
 }

@@ -20,12 +20,18 @@ struct TraceJob {
   int priority = 0;             // higher first
   int gpus = 1;                 // GPUs it runs on at once (gang-placed); memory is per GPU
   std::string command;          // for real replays; may be empty in simulations
+  double startup_s = 0;         // of duration_s, its start-up (imports, building the model):
+                                // no SM activity, no training progress, at its own pace
 };
 
 // The CSV header write_trace writes; read_trace also takes kTraceHeaderV1
-// (no gpus column: every job takes one GPU).
+// (no gpus column: every job takes one GPU) and kTraceHeaderStartup (a
+// startup_s column before the command; then sm_activity is the job's while
+// it trains), which write_trace writes when a job has a start-up.
 inline constexpr const char* kTraceHeader =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,command";
+inline constexpr const char* kTraceHeaderStartup =
+    "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,startup_s,command";
 inline constexpr const char* kTraceHeaderV1 =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command";
 
