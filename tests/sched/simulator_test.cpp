@@ -251,6 +251,24 @@ TEST(Simulator, AnUndeclaredJobSettlesOnceItsStartUpIsOverAtWhatItUsesAlone) {
   EXPECT_NEAR(r.total_s, 200, 1e-6);
 }
 
+TEST(Simulator, AGpuOverTheCeilingWhoseActivityGrewTakesAnUnknownJobAsTheRunnerDoes) {
+  // a (0.85 alone) settles alone, over the 0.8 ceiling, its rise 0.85: the
+  // GPU still grows, so b (share and memory unknown, started provisionally)
+  // starts once a settled and its memory was measured, as under colo run;
+  // the simulator's quick pre-check once refused it until a ended (100 s).
+  std::vector<TraceJob> trace{job(0, "a", 100, 4, 0.85), job(0, "b", 100, 4, 0.5)};
+  trace[0].command = "python a.py";
+  trace[1].command = "python b.py";
+  for (auto& j : trace) j.mem_estimate_bytes.reset();
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  o.provisional_memory = true;
+  auto r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.jobs[0].start_s, 0);
+  EXPECT_GT(r.jobs[1].start_s, 0);
+  EXPECT_LT(r.jobs[1].start_s, 10);
+}
+
 TEST(Simulator, UndeclaredSharesAreMeasuredAfterASettleWindow) {
   // Four jobs of SM activity 0.3 on one GPU, none declared. Three settle at
   // once (each measured over 1 s of warm-up and 3 s of training, the rise

@@ -87,7 +87,10 @@ GpuRoom room_of(const std::vector<GpuView>& gpus, const Thresholds& t) {
   GpuRoom room;
   for (const auto& v : gpus) {
     if (v.jobs == 0) ++room.empty;
-    bool open = !v.held_exclusively && v.closed_reason.empty() && v.sm_activity <= t.max_sm_activity;
+    // Over the SM ceiling, a GPU whose activity still grows takes a job of
+    // unknown share (collocation_thresholds): open to one, as far as may fit.
+    bool open = !v.held_exclusively && v.closed_reason.empty() &&
+                (v.sm_activity <= t.max_sm_activity || v.grows_past_ceiling);
     if (open) room.most_free_open_bytes = std::max(room.most_free_open_bytes, v.mem_free_bytes);
   }
   return room;

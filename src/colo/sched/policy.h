@@ -164,7 +164,7 @@ int64_t provisional_reservation(const GpuView& gpu, const Thresholds& t);
 
 // What a set of GPUs has room for, summed up once: how many are empty, and
 // the most free memory on one that is open (not held or closed, SM activity
-// within the ceiling).
+// within the ceiling or still growing past it).
 struct GpuRoom {
   int empty = 0;
   int64_t most_free_open_bytes = 0;
