@@ -212,6 +212,7 @@ class Simulation : private Executor {
     r.remaining_s = training_s(t);
     r.done_below_s = kEpsilon * std::max(1.0, t.duration_s);
     training_[static_cast<size_t>(id)] = t.startup_s > 0 ? 0 : 1;
+    if (t.startup_s > 0) ++starting_;
     int64_t held_most = 0;
     for (int g : gpus) {
       catch_up(g);
@@ -318,12 +319,14 @@ class Simulation : private Executor {
   // Jobs whose start-up ended by now begin to train: their SM activity
   // joins their GPUs'.
   void begin_training_due() {
+    if (starting_ == 0) return;  // most simulations have no start-ups: no walk
     for (auto& r : active_) {
       if (training_[static_cast<size_t>(r.id)] || r.startup_left_s > kEpsilon * std::max(1.0, trace_[r.id].duration_s)) {
         continue;
       }
       r.startup_left_s = 0;
       training_[static_cast<size_t>(r.id)] = 1;
+      --starting_;
       for (int g : gpus_of_[static_cast<size_t>(r.id)]) {
         catch_up(g);
         gpus_[g]->set_activity(r.id, trace_[r.id].sm_activity);
@@ -353,6 +356,7 @@ class Simulation : private Executor {
     active_pos_[static_cast<size_t>(active_[pos].id)] = static_cast<int>(pos);
     active_.pop_back();
     active_pos_[static_cast<size_t>(id)] = -1;
+    if (!training_[static_cast<size_t>(id)]) --starting_;  // it left while starting up
     training_[static_cast<size_t>(id)] = 0;
   }
 
@@ -423,6 +427,7 @@ class Simulation : private Executor {
   std::vector<int> active_pos_;               // by job id: its index in active_, -1 when not running
   std::vector<char> training_;                // by job id: running and past its start-up
   std::vector<int64_t> held_bytes_;           // by job id: memory it holds on its GPUs (the most on one)
+  int64_t starting_ = 0;                      // running jobs still starting up
   std::vector<std::vector<int>> gpus_of_;     // by job id: the GPUs of its current attempt
   std::vector<std::vector<int64_t>> on_gpu_;  // running jobs by GPU
   std::vector<int> workload_id_;      // by job: its workload (workload_of), numbered
