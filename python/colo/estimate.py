@@ -272,8 +272,11 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     stay allocated through every forward and backward, as with
                     set_to_none=False
 
-    Returns an Estimate. Raises ValueError/TypeError for bad arguments and the
-    model's own exception (with colo's note) when its forward or loss fails.
+    Returns an Estimate. Raises ValueError/TypeError for bad arguments (a
+    model with tensors on the meta device or a GPU among them: colo runs one
+    training step on the CPU), RuntimeError naming the cause when the forward
+    needs a GPU (the model's error chained), and the model's own exception
+    when its forward or loss fails otherwise.
     """
     from colo import _core  # the compiled core; import errors name the build
 
@@ -316,6 +319,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     if autocast not in (None, "bf16", "fp16"):
         raise ValueError(f"colo.estimate: autocast must be None, 'bf16' or 'fp16', got {autocast!r}")
     name, momentum, weight_decay, nesterov = _optimizer_fields(optimizer)
+    _require_cpu_tensors(model)
     loss_of_output = loss or cross_entropy_loss
     was_training = model.training
     # A CPU that cannot run float16 (torch 1.13's) records it as bfloat16:
@@ -356,7 +360,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         return value.float() if value.dtype != torch.float32 else value
 
     try:
-        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
+        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named():
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -457,6 +461,43 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     return Estimate(bytes=total, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"], rule=rule, parameter_count=found["parameter_count"],
                     uncertainty=uncertainty, learned_bytes=found.get("learned_bytes"))
+
+
+def _require_cpu_tensors(model):
+    """Raises ValueError, saying what to do, when a parameter or buffer is not
+    on the CPU: colo runs one training step there with real weights (a model
+    built on the meta device, too big for the CPU's memory, cannot be)."""
+    elsewhere = [(n, t.device) for n, t in list(model.named_parameters()) + list(model.named_buffers())
+                 if t.device.type != "cpu"]
+    if not elsewhere:
+        return
+    name, device = elsewhere[0]
+    if device.type == "meta":
+        raise ValueError(f"colo.estimate: {len(elsewhere)} of the model's tensors are on the meta device (e.g. "
+                         f"{name!r}); colo runs one training step on the CPU and needs real weights: build the model on "
+                         "the CPU (it must fit in the CPU's memory), or give the job's memory by hand (mem = ...)")
+    raise ValueError(f"colo.estimate: {len(elsewhere)} of the model's tensors are on {device} (e.g. {name!r}); colo "
+                     "runs one training step on the CPU: pass the model before .to(device), or model.cpu()")
+
+
+class _gpu_only_named:
+    """Within it, a forward or loss that fails because it needs CUDA (it moves
+    tensors to the GPU, or calls a GPU-only op) raises colo's RuntimeError
+    saying so, the model's own exception chained."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, _traceback):
+        if error is None or not isinstance(error, (RuntimeError, AssertionError, NotImplementedError)):
+            return False
+        text = str(error)
+        if "cuda" not in text.lower() and "nvidia" not in text.lower():
+            return False
+        raise RuntimeError(f"colo.estimate: the model's forward needs a GPU ({type(error).__name__}: "
+                           f"{text.splitlines()[0] if text else ''}); colo runs one training step on the CPU, so its "
+                           "forward must run there: use its inputs' device instead of 'cuda', or give the job's "
+                           "memory by hand (mem = ...)") from error
 
 
 class _checkpoints_run_plain:

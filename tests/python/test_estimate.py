@@ -601,6 +601,31 @@ def test_a_reentrant_checkpoints_high_bound_is_the_step_without_checkpointing():
     assert "CheckpointFunctionBackward" in head_inputs, head_inputs  # the checkpoint is a checkpoint again
 
 
+def test_a_model_on_the_meta_device_is_refused_with_what_to_do_instead_of_an_estimate_without_weights():
+    """A model built on the meta device (too big for the CPU's memory) came
+    out at 0.81 GiB, its weights, gradients and activations all 0 MiB: colo
+    now refuses it and says what to do."""
+    with pytest.raises(ValueError, match="meta device.*'0.weight'.*build the model on the CPU"):
+        colo.estimate(nn.Sequential(nn.Linear(8, 4)).to("meta"), torch.randn(1, 8), batch_size=4)
+
+
+def test_a_forward_that_needs_a_gpu_is_named_as_such_with_the_models_error_chained():
+    """colo runs the step on the CPU: a forward that moves its input to CUDA
+    failed with torch's bare `Torch not compiled with CUDA enabled`."""
+
+    class ToCuda(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.layer(x.to("cuda"))
+
+    with pytest.raises(RuntimeError, match="needs a GPU") as raised:
+        colo.estimate(ToCuda(), torch.randn(1, 8), batch_size=4)
+    assert raised.value.__cause__ is not None and "cuda" in str(raised.value.__cause__).lower()
+
+
 def test_recurrent_layers_have_rules_for_every_op():
     """nn.LSTM and nn.GRU (the CPU path) split each step's gates with
     unsafe_split, a view that saves nothing: no op is left unmodelled, and the
