@@ -1,5 +1,6 @@
 #include "colo/core/subprocess.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -267,6 +268,14 @@ bool is_same_or_descendant(uint32_t pid, uint32_t ancestor) {
 
 bool belongs_to_job(uint32_t pid, uint32_t leader) {
   return process_group_of(pid) == static_cast<int>(leader) || is_same_or_descendant(pid, leader);
+}
+
+bool keep_blas_on_calling_threads() {
+  using SetThreads = void (*)(int);
+  auto set_threads = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (!set_threads) return false;
+  set_threads(1);
+  return true;
 }
 
 }  // namespace colo

@@ -66,6 +66,15 @@ class ChildProcess {
   int hold_fd_ = -1;  // held: the pipe end whose one byte releases it
 };
 
+// Keeps BLAS on the calling thread for the rest of this process, where the
+// loaded library offers it (OpenBLAS's openblas_set_num_threads, found at
+// run time); returns whether it did. OpenBLAS built with pthreads joins its
+// worker threads in a fork handler, and that join can hang once they sleep:
+// `colo run` forking a job after its background estimates had used BLAS
+// hung in fork() in 2 of 3 demos on a 2-core machine. A process that forks
+// children while other threads may run BLAS calls it before any BLAS work.
+bool keep_blas_on_calling_threads();
+
 // Shell-style exit code of a wait status: the code, or 128 + signal.
 int exit_code_of(int wait_status);
 

@@ -16,6 +16,7 @@
 #include "colo/core/files.h"
 #include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
+#include "colo/core/subprocess.h"
 #include "colo/core/table.h"
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
@@ -84,6 +85,8 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   if (options_.cpu_slots < 1) {
     throw InputError("cpu_slots", "", "must be at least 1, not " + std::to_string(options_.cpu_slots));
   }
+  // The scheduler's estimates run BLAS in other threads while this one forks jobs.
+  keep_blas_on_calling_threads();
   if (!has_gpus_) {
     gpu::SimulatedGpuSpec cpu;
     cpu.name = "no GPU";
