@@ -1,14 +1,17 @@
 """Where a real training step's GPU memory goes: the caching allocator's own
-trace of rows of bench/estimate/real_models.py, for comparing with colo's
-modelled step (colo.estimate(..., breakdown)).
+trace of rows of bench/estimate/real_models.py (MODEL:BATCH:OPTIMIZER, two
+plain steps) or of bench/estimate/real_training.py (SETUP:MODEL:BATCH:OPTIMIZER,
+the set-up's own loop of 4 steps, as its truth runs it), for comparing with
+colo's modelled step (COLO_ESTIMATE_TRACE, trace_pair.sh).
 
-    python3 bench/estimate/alloc_trace.py MODEL:BATCH:OPTIMIZER [...] --out DIR
+    python3 bench/estimate/alloc_trace.py ROW [...] --out DIR
 
-For each row, two training steps are run with the allocator's history on and
-DIR/MODEL_BATCH_OPT.json gets: max allocated/reserved; every cudaMalloc of a
-segment (size, bytes allocated at that moment, the Python line that asked);
-allocations of 8 MiB and more (size, line); and the bytes live at the peak of
-allocation grouped by Python line. A one-line summary per row goes to stdout.
+DIR/ROW.json (':' as '_') gets: max allocated/reserved; every cudaMalloc of a
+segment (size, bytes allocated at that moment, the op and Python line that
+asked); allocations of 8 MiB and more; the bytes live at the peak of
+allocation grouped by op and line; and `events`, every alloc, free and
+segment event as [action, size, address]. A one-line summary per row goes to
+stdout.
 """
 import argparse
 import collections
@@ -40,14 +43,42 @@ def loss_of(output):
                                                                  device=logits.device))
 
 
-def trace_row(model_name, batch, optimizer):
+STACKS = "python"  # "all" adds the ATen op of each allocation, but symbolising C++ frames takes minutes
+
+
+def plain_loop(model_name, batch, optimizer):
+    """Two plain steps of a real_models.py row."""
     model, opt, x = real_models.gpu_training({"model": model_name, "batch": batch, "optimizer": optimizer})
-    torch.cuda.memory._record_memory_history(max_entries=400000, stacks="all")
-    for _ in range(2):
-        loss = loss_of(model(x))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+
+    def train():
+        for _ in range(2):
+            loss = loss_of(model(x))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    return train
+
+
+def setup_loop(setup, model_name, batch, optimizer):
+    """The set-up's own loop of a real_training.py row, as its truth runs it."""
+    import real_training
+    row = next((r for r in real_training.all_rows() if (r["setup"], r["model"], r["batch"], r["optimizer"])
+                == (setup, model_name, batch, optimizer)), None)
+    if row is None:
+        sys.exit(f"alloc_trace.py: no real_training.py row {setup}:{model_name}:{batch}:{optimizer}")
+    return real_training.setups.gpu_loop(row, real_training.MODELS)
+
+
+def trace_row(spec):
+    parts = spec.split(":")
+    if len(parts) == 3:
+        train = plain_loop(parts[0], int(parts[1]), parts[2])
+    elif len(parts) == 4:
+        train = setup_loop(parts[0], parts[1], int(parts[2]), parts[3])
+    else:
+        sys.exit(f"alloc_trace.py: a row is MODEL:BATCH:OPTIMIZER or SETUP:MODEL:BATCH:OPTIMIZER, got {spec!r}")
+    torch.cuda.memory._record_memory_history(max_entries=400000, stacks=STACKS)
+    train()
     torch.cuda.synchronize()
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
@@ -79,28 +110,32 @@ def trace_row(model_name, batch, optimizer):
     for size, line in live.values():
         by_line[line] += size
     return {
-        "row": f"{model_name}:{batch}:{optimizer}",
+        "row": spec,
         "max_allocated": torch.cuda.max_memory_allocated(),
         "max_reserved": torch.cuda.max_memory_reserved(),
         "trace_peak_allocated": peak,
         "peak_event": peak_at,
-        "events": len(events),
+        "event_count": len(events),
         "segments": segments,
         "large_allocations": big,
         "live_at_peak_by_line": by_line.most_common(40),
+        "events": [[e["action"], e.get("size", 0), e.get("addr", 0)] for e in events],
     }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("rows", nargs="+", help="MODEL:BATCH:OPTIMIZER")
+    parser.add_argument("rows", nargs="+", help="MODEL:BATCH:OPTIMIZER or SETUP:MODEL:BATCH:OPTIMIZER")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--stacks", default="python", choices=("python", "all"),
+                        help="'all' names each allocation's ATen op too (slow: minutes a row)")
     args = parser.parse_args()
+    global STACKS
+    STACKS = args.stacks
     os.makedirs(args.out, exist_ok=True)
     for spec in args.rows:
-        name, batch, optimizer = spec.split(":")
-        result = trace_row(name, int(batch), optimizer)
-        with open(os.path.join(args.out, f"{name}_{batch}_{optimizer}.json"), "w") as f:
+        result = trace_row(spec)
+        with open(os.path.join(args.out, spec.replace(":", "_") + ".json"), "w") as f:
             json.dump(result, f, indent=1)
         print(json.dumps({k: result[k] for k in ("row", "max_allocated", "max_reserved", "trace_peak_allocated")}),
               flush=True)

@@ -132,8 +132,14 @@ def autocast_of(row):
 
 
 def truth(row, models=MODELS):
-    """Child process: 4 optimiser steps of the row's set-up on the GPU; prints its NVML peak.
-    Any set-up not named here (fp32, checkpoint) is the plain loop on the model build() gives."""
+    """Child process: 4 optimiser steps of the row's set-up on the GPU; prints its NVML peak."""
+    print_truth(gpu_loop(row, models))
+
+
+def gpu_loop(row, models=MODELS):
+    """() -> None running 4 optimiser steps of the row's set-up on the GPU, its
+    model and optimiser made now. Any set-up not named here (fp32, checkpoint)
+    is the plain loop on the model build() gives."""
     model = build(row, models).cuda().train()
     opt = make_optimizer(row["optimizer"], model)
     one = example(row, models)
@@ -160,7 +166,7 @@ def truth(row, models=MODELS):
                 scaler.update()
             else:
                 opt.step()
-    print_truth(train)
+    return train
 
 
 def colo_estimate(row, threads, models=MODELS):
