@@ -34,6 +34,6 @@ export -f estimate_one
 export build out
 printf '%s\n' "$@" | xargs -P "${PAIR_PARALLEL:-4}" -I{} bash -c 'estimate_one "$1" > "$out/colo_$(echo "$1" | tr : _).txt" 2>&1' _ {} &
 estimates=$!
-python3 bench/estimate/alloc_trace.py "$@" --out "$out"
+PYTHONPATH="$build/python" python3 bench/estimate/alloc_trace.py "$@" --out "$out"
 wait "$estimates"
 cat "$out"/colo_*.txt | grep -v Warning

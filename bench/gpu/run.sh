@@ -24,7 +24,7 @@
 #   bench/gpu/run.sh estsetups  # build + colo.estimate against NVML for fine-tuning, autocast, accumulation... (ESTSETUPS)
 #   bench/gpu/run.sh realtraining # build + colo.estimate against NVML on issue 50's 31 architectures, 116 rows
 #                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
-X
+#   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
 #                               #   SHARED_RUNS="MODEL:SIZE:BATCH:STEPS[:amp] ...", SHARED_ARGS;
