@@ -9,6 +9,8 @@
 
 #include "colo/estimate/analytical_estimator.h"
 #include "colo/estimate/caching_allocator_model.h"
+#include "colo/estimate/device_profile.h"
+#include "colo/estimate/training_graph.h"
 #include "colo/estimate/learned_estimator.h"
 #include "colo/estimate/user_model.h"
 #include "data_bindings.h"
@@ -93,6 +95,19 @@ std::pair<int64_t, int64_t> allocator_peaks(const std::vector<std::pair<int64_t,
   return {allocator.peak_allocated(), allocator.peak_reserved()};
 }
 
+// cuDNN's workspace for the forward kernel of a 2-d convolution of these
+// input, weight and output shapes at `batch` samples, on colo's reference GPU,
+// for elements of `element_bytes` (see ConvWorkspaceTable). 0 when the
+// shapes are not a 2-d convolution's.
+int64_t conv_forward_workspace(const std::vector<int64_t>& input, const std::vector<int64_t>& weight,
+                               const std::vector<int64_t>& output, int64_t batch, int64_t element_bytes) {
+  static const colo::estimate::DeviceProfile profile = colo::estimate::default_device_profile();
+  colo::estimate::ConvGeometry conv = colo::estimate::conv_geometry(input, weight, output);
+  if (conv.in_channels <= 0) return 0;
+  return profile.conv_workspace.workspace_bytes(conv, colo::estimate::ConvPass::kForward, batch) * element_bytes /
+         4;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -102,6 +117,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
         py::arg("keeps_output") = true, py::arg("keeps_gradients") = false, py::arg("learned") = "");
   m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
+  m.def("next_sequence_number", &colo::estimate::next_sequence_number);
+  m.def("note_recomputed_region", &colo::estimate::note_recomputed_region, py::arg("first"), py::arg("end"));
+  m.def("conv_forward_workspace", &conv_forward_workspace, py::arg("input"), py::arg("weight"), py::arg("output"),
+        py::arg("batch"), py::arg("element_bytes"));
   bind_fuse(m);
   bind_data(m);
 }

@@ -360,7 +360,8 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         return value.float() if value.dtype != torch.float32 else value
 
     try:
-        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named():
+        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named(), \
+                _non_reentrant_checkpoints_noted(_core):
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -500,6 +501,41 @@ class _gpu_only_named:
                            "memory by hand (mem = ...)") from error
 
 
+@contextlib.contextmanager
+def _non_reentrant_checkpoints_noted(core):
+    """Within it, each torch.utils.checkpoint(use_reentrant=False) that runs
+    tells `core` the autograd nodes it made (their sequence numbers), so that
+    the recorded step lets go of what they save and recomputes it in
+    backward, as the checkpoint does. Patches the checkpoint's module-level
+    worker, which checkpoint() looks up at every call, however the model
+    imported `checkpoint`."""
+    import torch.utils.checkpoint as checkpointing
+
+    name = ("_checkpoint_without_reentrant_generator"
+            if hasattr(checkpointing, "_checkpoint_without_reentrant_generator")
+            else "_checkpoint_without_reentrant")
+    original = getattr(checkpointing, name, None)
+    if original is None:
+        yield
+        return
+    if name.endswith("_generator"):  # torch 2.x: set-up, yield, the segment runs, tear-down
+        def noted(*args, **kwargs):
+            first = core.next_sequence_number()
+            yield from original(*args, **kwargs)
+            core.note_recomputed_region(first, core.next_sequence_number())
+    else:  # torch 1.13: runs the segment itself
+        def noted(*args, **kwargs):
+            first = core.next_sequence_number()
+            result = original(*args, **kwargs)
+            core.note_recomputed_region(first, core.next_sequence_number())
+            return result
+    setattr(checkpointing, name, noted)
+    try:
+        yield
+    finally:
+        setattr(checkpointing, name, original)
+
+
 class _checkpoints_run_plain:
     """Within it, torch.utils.checkpoint(use_reentrant=True) runs its
     segment as plain code under autograd (found at call time on the
@@ -581,7 +617,8 @@ def _forward_live_peak(model, forward, batch_size, inputs, core):
     `inputs` are left out (counted elsewhere). Every tensor
     an op makes is followed until the last tensor sharing its memory dies,
     so what the model's code holds (a residual, autograd's saved tensors)
-    counts as long as it is held. Only tensors made from the batch grow
+    counts as long as it is held; a 2-d convolution also takes cuDNN's forward
+    workspace for a moment after its output. Only tensors made from the batch grow
     with it: an op's output is scaled when one of its inputs came from the
     batch, not when all came from the model (autocast's copies of weights).
     0 when every layer's output is in the autograd graph: the recorded
@@ -589,6 +626,7 @@ def _forward_live_peak(model, forward, batch_size, inputs, core):
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
+    _CONVOLUTION = torch.ops.aten.convolution.default
     counted = {_storage_of(t)[0] for t in list(model.parameters()) + list(model.buffers()) + list(inputs)}
     from_batch = {_storage_of(t)[0] for t in inputs}
     live = {}  # address -> [bytes at batch_size, tensors alive over it, allocation id]
@@ -622,6 +660,14 @@ def _forward_live_peak(model, forward, batch_size, inputs, core):
                     events.append((len(events), live[address][0]))
                 live[address][1] += 1
                 weakref.finalize(t, release, address)
+            if func == _CONVOLUTION and scaled:
+                # cuDNN's forward workspace, taken and given back after the output.
+                weight, result = args[1], out
+                workspace = core.conv_forward_workspace(list(args[0].shape), list(weight.shape), list(result.shape),
+                                                        batch_size, result.element_size())
+                if workspace:
+                    events.append((len(events), workspace))
+                    events.append((events[-1][0], 0))
             return out
 
     outside_autograd = [False]

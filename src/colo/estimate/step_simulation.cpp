@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "colo/estimate/caching_allocator_model.h"
@@ -87,7 +89,14 @@ class Memory {
 class Simulation {
  public:
   Simulation(const TrainingGraph& graph, const StepConfig& config, const ConvWorkspaceTable* workspace)
-      : g_(graph), c_(config), workspace_(workspace) {}
+      : g_(graph), c_(config), workspace_(workspace), region_of_storage_(graph.tensors.size(), -1) {
+    for (const GraphOp& op : g_.ops) {
+      if (op.recompute_region < 0) continue;
+      for (int t : op.outputs) {
+        if (g_.tensors[t].owns_memory) region_of_storage_[g_.tensors[t].storage] = op.recompute_region;
+      }
+    }
+  }
 
   SimulatedPeak run() {
     for (int64_t bytes : g_.parameter_bytes) params_.push_back(mem_.allocate(kParameters, bytes, "setup"));
@@ -103,7 +112,9 @@ class Simulation {
   // A convolution kernel's workspace: taken and given back around the kernel.
   void conv_workspace(const GraphOp& op, ConvPass pass, int64_t batch, const char* phase) {
     if (!workspace_ || op.conv.in_channels <= 0) return;
-    int64_t ws = workspace_->workspace_bytes(op.conv, pass, batch);
+    // The table holds float32 convolutions; cuDNN's bf16 and fp16 kernels
+    // take about their element size's share (H100 traces: 0.5-0.6x per sample).
+    int64_t ws = workspace_->workspace_bytes(op.conv, pass, batch) * op.conv_element_bytes / 4;
     if (ws > 0) mem_.free(mem_.allocate(kWorkspace, ws, phase));
   }
 
@@ -119,6 +130,32 @@ class Simulation {
       }
     }
     return -1;
+  }
+
+  // Whether `op` saves tensor `t` from inside its own non-reentrant
+  // checkpoint: then it is not kept from the forward but recomputed.
+  bool recomputed(const GraphOp& op, int t) const {
+    return op.recompute_region >= 0 && g_.tensors[t].storage >= 0 &&
+           region_of_storage_[g_.tensors[t].storage] == op.recompute_region;
+  }
+
+  // Backward reaching a non-reentrant checkpoint runs its forward again:
+  // what its ops save from inside it (and their masks) is allocated anew,
+  // each held by its savers until their backward lets it go.
+  void recompute(int region, int64_t b, std::vector<int64_t>& extras) {
+    std::set<int> made;
+    for (size_t j = 0; j < g_.ops.size(); ++j) {
+      const GraphOp& op = g_.ops[j];
+      if (op.recompute_region != region) continue;
+      for (int t : op.saved) {
+        if (!recomputed(op, t)) continue;
+        int s = g_.tensors[t].storage;
+        if (made.insert(s).second) storage_id_[s] = mem_.allocate(kActivations, bytes(s, b), "backward");
+        ++holders_[s];
+      }
+      int64_t extra = op.extra_saved_fixed + op.extra_saved_per_sample * b;
+      if (extra > 0) extras[j] = mem_.allocate(kActivations, extra, "backward");
+    }
   }
 
   // Frees storage `s` once nothing holds it.
@@ -137,7 +174,9 @@ class Simulation {
     storage_id_.assign(g_.tensors.size(), -1);
     for (const GraphOp& op : g_.ops) {
       for (int t : op.inputs) hold(t);
-      for (int t : op.saved) hold(t);
+      for (int t : op.saved) {
+        if (!recomputed(op, t)) hold(t);
+      }
     }
     // The trainer keeps the logits (for accuracy) to the end of the step.
     const int logits = c_.keeps_output ? logits_tensor() : -1;
@@ -154,6 +193,7 @@ class Simulation {
       conv_workspace(op, ConvPass::kForward, b, "forward");
       int64_t extra = op.extra_saved_fixed + op.extra_saved_per_sample * b;
       if (extra > 0) extras[i] = mem_.allocate(kActivations, extra, "forward");
+      if (op.recompute_region >= 0 && extras[i] >= 0) mem_.free(std::exchange(extras[i], -1));
       for (int t : op.inputs) release(g_.tensors[t].storage);
       for (int t : op.outputs) {
         if (g_.tensors[t].owns_memory) release(t);
@@ -171,9 +211,13 @@ class Simulation {
     // then its saved tensors and its outputs' gradients are let go.
     std::vector<int64_t> grad_of(g_.tensors.size(), -1);
     std::vector<bool> grad_shared(g_.tensors.size(), false);
+    std::set<int> recomputed_regions;
     for (size_t k = g_.ops.size(); k-- > 0;) {
       const GraphOp& op = g_.ops[k];
       mem_.at_op(op.name);
+      if (op.recompute_region >= 0 && recomputed_regions.insert(op.recompute_region).second) {
+        recompute(op.recompute_region, b, extras);
+      }
       for (int t : op.new_grads) {
         if (grad_of[t] < 0) grad_of[t] = mem_.allocate(kActivations, bytes(t, b), "backward");
       }
@@ -297,6 +341,7 @@ class Simulation {
   std::vector<int64_t> params_, grads_;
   std::vector<int> holders_;
   std::vector<int64_t> storage_id_;
+  std::vector<int> region_of_storage_;  // the checkpoint whose op made each storage, or -1
 };
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include <stdexcept>
 #include <tuple>
 #include <sstream>
+#include <utility>
 
 #include <ATen/ATen.h>
+#include <ATen/SequenceNumber.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/generated/Functions.h>
 #include <torch/version.h>
@@ -101,10 +103,11 @@ OpRule rule_for(const std::string& name) {
   return rule;
 }
 
-// What a two-operand node (mul, div, mm, bmm) really saved: autograd keeps
-// an operand only when the other one's gradient needs it, so x * mask keeps
-// the mask, not x. For each operand: -1 not saved, else its element count.
-std::optional<std::array<int64_t, 2>> saved_operands(const Node& node) {
+// What a node that multiplies (mul, div, mm, bmm, addmm) really saved, per
+// edge: autograd keeps an operand only when the other one's gradient needs
+// it, so x * mask keeps the mask, not x, and a Linear with a frozen weight
+// keeps no input. For each edge: -1 not saved, else its element count.
+std::optional<std::vector<int64_t>> saved_operands(const Node& node) {
   namespace gen = torch::autograd::generated;
   auto count = [](const torch::autograd::SavedVariable& v) -> int64_t {
     try {
@@ -114,10 +117,14 @@ std::optional<std::array<int64_t, 2>> saved_operands(const Node& node) {
       return 0;  // saved, then changed in place: kept, size unknown
     }
   };
-  if (const auto* n = dynamic_cast<const gen::MulBackward0*>(&node)) return std::array{count(n->self_), count(n->other_)};
-  if (const auto* n = dynamic_cast<const gen::DivBackward0*>(&node)) return std::array{count(n->self_), count(n->other_)};
-  if (const auto* n = dynamic_cast<const gen::MmBackward0*>(&node)) return std::array{count(n->self_), count(n->mat2_)};
-  if (const auto* n = dynamic_cast<const gen::BmmBackward0*>(&node)) return std::array{count(n->self_), count(n->mat2_)};
+  using Counts = std::vector<int64_t>;
+  if (const auto* n = dynamic_cast<const gen::MulBackward0*>(&node)) return Counts{count(n->self_), count(n->other_)};
+  if (const auto* n = dynamic_cast<const gen::DivBackward0*>(&node)) return Counts{count(n->self_), count(n->other_)};
+  if (const auto* n = dynamic_cast<const gen::MmBackward0*>(&node)) return Counts{count(n->self_), count(n->mat2_)};
+  if (const auto* n = dynamic_cast<const gen::BmmBackward0*>(&node)) return Counts{count(n->self_), count(n->mat2_)};
+  if (const auto* n = dynamic_cast<const gen::AddmmBackward0*>(&node)) {
+    return Counts{-1, count(n->mat1_), count(n->mat2_)};  // the bias is never kept
+  }
   return std::nullopt;
 }
 
@@ -154,36 +161,6 @@ int64_t metadata_bytes(const Node& node, uint32_t slot) {
   return metadata_numel(node, slot) * static_cast<int64_t>(node.input_metadata(slot).dtype().itemsize());
 }
 
-// A convolution's shape from its input, weight and output shapes
-// ([N, C, H, W], [O, C/groups, KH, KW], [N, O, HO, WO]); stride and padding
-// follow from the output size (dilation 1).
-ConvGeometry conv_geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& weight,
-                           const std::vector<int64_t>& out) {
-  ConvGeometry c;
-  if (in.size() != 4 || weight.size() != 4 || out.size() != 4 || weight[1] <= 0 || out[2] <= 0) return c;
-  c.in_channels = in[1], c.out_channels = weight[0];
-  c.kernel_h = weight[2], c.kernel_w = weight[3];
-  c.groups = in[1] / weight[1];
-  c.height = in[2], c.width = in[3];
-  // Patches (stride = kernel, no padding) first, then the smallest stride
-  // with the largest padding up to half the kernel that gives the output.
-  auto gives = [&](int64_t stride, int64_t padding) {
-    return (in[2] + 2 * padding - c.kernel_h) / stride + 1 == out[2];
-  };
-  if (c.kernel_h > 1 && in[2] % c.kernel_h == 0 && gives(c.kernel_h, 0)) {
-    c.stride = c.kernel_h;
-    return c;
-  }
-  for (int64_t stride = 1; stride <= std::max<int64_t>(c.kernel_h, 2); ++stride) {
-    for (int64_t padding = c.kernel_h / 2; padding >= 0; --padding) {
-      if (gives(stride, padding)) {
-        c.stride = stride, c.padding = padding;
-        return c;
-      }
-    }
-  }
-  return c;
-}
 
 bool is_accumulate_grad(const Node& node) {
   return node.name().find("AccumulateGrad") != std::string::npos;
@@ -195,11 +172,16 @@ struct Recording {
   std::vector<int64_t> extra;    // per op: extra saved bytes
 };
 
+// Non-reentrant checkpoints noted while the current recording's loss runs.
+thread_local std::vector<std::pair<uint64_t, uint64_t>> recomputed_regions;
+
 Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
   auto [x, y] = synthetic_batch(input, batch);
+  recomputed_regions.clear();
   at::Tensor loss = loss_of(x, y);
+  const auto regions = std::exchange(recomputed_regions, {});
   if (!loss.grad_fn()) throw std::runtime_error("the model has no trainable parameters in its graph");
 
   std::vector<std::shared_ptr<Node>> nodes;
@@ -234,6 +216,11 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
     OpRule rule = rule_for(node->name());
     GraphOp op;
     op.name = node->name();
+    for (size_t r = 0; r < regions.size(); ++r) {
+      if (node->sequence_nr() >= regions[r].first && node->sequence_nr() < regions[r].second) {
+        op.recompute_region = static_cast<int>(r);  // the innermost: noted last
+      }
+    }
     op.view = rule.view;
     op.modelled = rule.modelled;
     if (!rule.modelled) g.unmodelled.push_back(op.name);
@@ -253,6 +240,9 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
       } else if (auto t = tensor_of.find({edge.function.get(), edge.input_nr}); t != tensor_of.end()) {
         id = t->second;
         op.inputs.push_back(id);
+        // A weight that reaches the op through another op (autocast's cast
+        // to bf16 or fp16) has that op's output shape.
+        if (e == 1) weight_shape = tensor_shape[id];
         if (!rule.grad_is_view) op.new_grads.push_back(id);
         if (e == 0) first_input = id, first_shape = tensor_shape[id];
       }
@@ -278,6 +268,7 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
     }
     if (base_name(op.name) == "ConvolutionBackward" && node->num_inputs() == 1) {
       op.conv = conv_geometry(first_shape, weight_shape, tensor_shape[op.outputs.front()]);
+      op.conv_element_bytes = static_cast<int64_t>(node->input_metadata(0).dtype().itemsize());
     }
     int64_t extra = rule.extra_bytes_per_output_element * output_elements;
     switch (rule.saves) {
@@ -287,12 +278,13 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
         break;
       case Saves::kOutputs: op.saved = op.outputs; break;
       case Saves::kInputs:
-        if (auto operands = saved_operands(*node); operands && edge_tensor.size() == 2) {
-          for (size_t e = 0; e < 2; ++e) {
+        if (auto operands = saved_operands(*node); operands && edge_tensor.size() == operands->size()) {
+          const bool elementwise = base_name(op.name) == "MulBackward" || base_name(op.name) == "DivBackward";
+          for (size_t e = 0; e < operands->size(); ++e) {
             if ((*operands)[e] < 0) continue;
             if (edge_tensor[e] >= 0) {
               op.saved.push_back(edge_tensor[e]);
-            } else if (!node->next_edges()[e].function && (*operands)[e] == output_elements) {
+            } else if (elementwise && !node->next_edges()[e].function && (*operands)[e] == output_elements) {
               // An operand of the output's size without a gradient: a
               // dropout mask, one byte per element on the GPU. A number
               // (x * 0.5) costs nothing.
@@ -329,6 +321,38 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
 }
 
 }  // namespace
+
+uint64_t next_sequence_number() { return at::sequence_number::peek(); }
+
+void note_recomputed_region(uint64_t first, uint64_t end) { recomputed_regions.emplace_back(first, end); }
+
+ConvGeometry conv_geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& weight,
+                           const std::vector<int64_t>& out) {
+  ConvGeometry c;
+  if (in.size() != 4 || weight.size() != 4 || out.size() != 4 || weight[1] <= 0 || out[2] <= 0) return c;
+  c.in_channels = in[1], c.out_channels = weight[0];
+  c.kernel_h = weight[2], c.kernel_w = weight[3];
+  c.groups = in[1] / weight[1];
+  c.height = in[2], c.width = in[3];
+  // Patches (stride = kernel, no padding) first, then the smallest stride
+  // with the largest padding up to half the kernel that gives the output.
+  auto gives = [&](int64_t stride, int64_t padding) {
+    return (in[2] + 2 * padding - c.kernel_h) / stride + 1 == out[2];
+  };
+  if (c.kernel_h > 1 && in[2] % c.kernel_h == 0 && gives(c.kernel_h, 0)) {
+    c.stride = c.kernel_h;
+    return c;
+  }
+  for (int64_t stride = 1; stride <= std::max<int64_t>(c.kernel_h, 2); ++stride) {
+    for (int64_t padding = c.kernel_h / 2; padding >= 0; --padding) {
+      if (gives(stride, padding)) {
+        c.stride = stride, c.padding = padding;
+        return c;
+      }
+    }
+  }
+  return c;
+}
 
 std::string ConvGeometry::key() const {
   return "c" + std::to_string(in_channels) + "o" + std::to_string(out_channels) + "k" + std::to_string(kernel_h) +

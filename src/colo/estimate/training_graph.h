@@ -36,6 +36,13 @@ struct ConvGeometry {
   static ConvGeometry from_key(const std::string& key);
 };
 
+// A convolution's shape from its input, weight and output shapes
+// ([N, C, H, W], [O, C/groups, KH, KW], [N, O, HO, WO]); stride and padding
+// follow from the output size (dilation 1). in_channels is 0 when the shapes
+// are not those of a 2-d convolution.
+ConvGeometry conv_geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& weight,
+                           const std::vector<int64_t>& out);
+
 // One operation of the forward pass, in execution order.
 struct GraphOp {
   std::string name;                 // the backward node's name, e.g. "ConvolutionBackward0"
@@ -49,7 +56,22 @@ struct GraphOp {
   bool view = false;                // outputs alias the first input
   bool modelled = true;             // false: unknown op, assumed to save everything
   ConvGeometry conv;                // set for convolutions (their kernels take workspace)
+  int64_t conv_element_bytes = 4;   // bytes per element of its output (2 under bf16 or fp16 autocast)
+  // >= 0: the op ran inside that non-reentrant activation checkpoint
+  // (torch.utils.checkpoint, use_reentrant=False): what it saves from inside
+  // the checkpoint is let go after the forward and recomputed in backward.
+  int recompute_region = -1;
 };
+
+// The next autograd sequence number of this thread: the one the next
+// backward node made here gets.
+uint64_t next_sequence_number();
+
+// Notes that the autograd nodes numbered [first, end) were made inside one
+// non-reentrant activation checkpoint. Called (from the Python package)
+// while a loss that record_training_graph runs is running; that recording
+// takes the notes of its own run, in this thread.
+void note_recomputed_region(uint64_t first, uint64_t end);
 
 // One allocation or free of the evaluation pass (a no-grad forward), in the
 // order the model's code makes them; sizes affine in the batch like
