@@ -397,6 +397,15 @@ def card_key(gpu):
     return (words[1] if len(words) > 1 and words[0] == "NVIDIA" else words[0]).lower()
 
 
+def run_file_of(rows_path):
+    """The run.json that `run` wrote beside a rows file: run_CARD.json beside
+    rows_CARD.jsonl (several cards' rows in one folder), else run.json."""
+    folder, name = os.path.split(os.path.abspath(rows_path))
+    own = os.path.join(folder, "run" + name[len("rows"):-len(".jsonl")] + ".json") \
+        if name.startswith("rows") and name.endswith(".jsonl") else ""
+    return own if own and os.path.exists(own) else os.path.join(folder, "run.json")
+
+
 def summarize(args):
     gpus = args.gpu if len(args.gpu) == len(args.rows) else args.gpu[:1] * len(args.rows)
     if len(args.gpu) not in (1, len(args.rows)):
@@ -408,8 +417,7 @@ def summarize(args):
     failed = [r for r in records if setups.error(r) is None]
     estimated = [r for r in records if r.get("colo_bytes") is not None]
     two_threads = bool(estimated) and all(r.get("colo_threads") == 2 for r in estimated)
-    runs = [json.load(open(p)) for p in {os.path.join(os.path.dirname(os.path.abspath(r)), "run.json")
-                                         for r in args.rows} if os.path.exists(p)]
+    runs = [json.load(open(p)) for p in sorted({run_file_of(r) for r in args.rows}) if os.path.exists(p)]
     seconds_source, timed = "the run's estimates, " + "; ".join(
         f"{r.get('threads')} threads each, {r.get('estimators')} at once beside {r.get('parallel')} truth "
         f"processes on {r.get('cpus')} CPUs" for r in runs), estimated
