@@ -119,6 +119,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
   m.def("next_sequence_number", &colo::estimate::next_sequence_number);
   m.def("note_recomputed_region", &colo::estimate::note_recomputed_region, py::arg("first"), py::arg("end"));
+  m.def("note_in_place_node", &colo::estimate::note_in_place_node, py::arg("sequence_number"));
   m.def("conv_forward_workspace", &conv_forward_workspace, py::arg("input"), py::arg("weight"), py::arg("output"),
         py::arg("batch"), py::arg("element_bytes"));
   bind_fuse(m);

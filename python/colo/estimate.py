@@ -361,7 +361,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
 
     try:
         with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named(), \
-                _non_reentrant_checkpoints_noted(_core):
+                _non_reentrant_checkpoints_noted(_core), _in_place_ops_noted(_core):
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -534,6 +534,33 @@ def _non_reentrant_checkpoints_noted(core):
         yield
     finally:
         setattr(checkpointing, name, original)
+
+
+_IN_PLACE_OPERATORS = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}
+
+
+@contextlib.contextmanager
+def _in_place_ops_noted(core):
+    """Within it, each in-place op on a tensor autograd follows (x.relu_(),
+    x += y, nn.ReLU(inplace=True)) tells `core` the node it made, so that the
+    recorded step gives its result the input's memory instead of new memory,
+    as the GPU does. Seen as the op's result being its first argument."""
+    from torch.overrides import TorchFunctionMode
+
+    class Noted(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            name = getattr(func, "__name__", "")
+            in_place = ((name.endswith("_") and not name.endswith("__")) or name in _IN_PLACE_OPERATORS
+                        or kwargs.get("inplace") is True)
+            if (in_place and args and result is args[0] and isinstance(result, torch.Tensor)
+                    and result.grad_fn is not None):
+                core.note_in_place_node(core.next_sequence_number() - 1)
+            return result
+
+    with Noted():
+        yield
 
 
 class _checkpoints_run_plain:

@@ -568,6 +568,42 @@ def test_parameters_inside_a_reentrant_checkpoint_have_gradients_and_optimizer_s
     assert adam.breakdown["optimizer"] == 2 * parameter_bytes(model)
 
 
+def test_an_in_place_op_takes_no_new_memory():
+    """nn.ReLU(inplace=True) and `y += x` write into their input: on the GPU
+    their result is no new allocation. colo allocated one, which changed how
+    the replayed allocator split its cached blocks: on 66 rows of issue 50's
+    validation (torchvision and custom models, estimated on the CPU against
+    the H100's truth) the median error went 6.57% -> 3.92% with in-place ops
+    modelled, rows under by more than 5% 28 -> 19."""
+    layer_output = 4096 * 2048 * 4  # 32 MiB
+
+    def relus(inplace):
+        return nn.Sequential(*[m for _ in range(6) for m in (nn.Linear(2048, 2048), nn.ReLU(inplace=inplace))],
+                             nn.Linear(2048, 10))
+
+    class Residual(nn.Module):
+        def __init__(self, inplace):
+            super().__init__()
+            self.a, self.b, self.inplace = nn.Linear(2048, 2048), nn.Linear(2048, 2048), inplace
+
+        def forward(self, x):
+            y = self.b(torch.tanh(self.a(x)))
+            if self.inplace:
+                y += x
+                return y
+            return y + x
+
+    def residuals(inplace):
+        return nn.Sequential(*[Residual(inplace) for _ in range(4)], nn.Linear(2048, 10))
+
+    x = torch.randn(1, 2048)
+    for build in (relus, residuals):
+        copied = colo.estimate(build(False), x, batch_size=4096, optimizer="sgd")
+        in_place = colo.estimate(build(True), x, batch_size=4096, optimizer="sgd")
+        assert in_place.bytes <= copied.bytes - layer_output, (build.__name__, in_place, copied)
+        assert in_place.breakdown["activations"] >= 4 * layer_output  # what backward needs is still kept
+
+
 def test_a_linear_layer_with_a_frozen_weight_keeps_no_input():
     """Autograd keeps a Linear's input only for its weight's gradient, so a
     frozen Linear that gradients pass through (a LoRA adapter's base layer, a

@@ -174,14 +174,18 @@ struct Recording {
 
 // Non-reentrant checkpoints noted while the current recording's loss runs.
 thread_local std::vector<std::pair<uint64_t, uint64_t>> recomputed_regions;
+// In-place ops noted while it runs, by their nodes' sequence numbers.
+thread_local std::set<uint64_t> in_place_nodes;
 
 Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_t batch) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
   auto [x, y] = synthetic_batch(input, batch);
   recomputed_regions.clear();
+  in_place_nodes.clear();
   at::Tensor loss = loss_of(x, y);
   const auto regions = std::exchange(recomputed_regions, {});
+  const auto in_place = std::exchange(in_place_nodes, {});
   if (!loss.grad_fn()) throw std::runtime_error("the model has no trainable parameters in its graph");
 
   std::vector<std::shared_ptr<Node>> nodes;
@@ -254,9 +258,11 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
       GraphTensor t;
       t.storage = id;
       t.fixed_bytes = metadata_bytes(*node, i);
-      if (rule.view && (first_input >= 0 || first_is_external)) {
-        // A view keeps the viewed tensor's memory alive and adds none; a
-        // view of a parameter or of the data lives in memory counted elsewhere.
+      const bool aliases_input = rule.view || (i == 0 && in_place.count(node->sequence_nr()));
+      if (aliases_input && (first_input >= 0 || first_is_external)) {
+        // A view, or an in-place op's result, keeps the input's memory alive
+        // and adds none; one of a parameter or of the data lives in memory
+        // counted elsewhere.
         t.owns_memory = false;
         t.storage = first_input >= 0 ? g.tensors[first_input].storage : -1;
       }
@@ -325,6 +331,8 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
 uint64_t next_sequence_number() { return at::sequence_number::peek(); }
 
 void note_recomputed_region(uint64_t first, uint64_t end) { recomputed_regions.emplace_back(first, end); }
+
+void note_in_place_node(uint64_t sequence_number) { in_place_nodes.insert(sequence_number); }
 
 ConvGeometry conv_geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& weight,
                            const std::vector<int64_t>& out) {

@@ -73,6 +73,11 @@ uint64_t next_sequence_number();
 // takes the notes of its own run, in this thread.
 void note_recomputed_region(uint64_t first, uint64_t end);
 
+// Notes that the autograd node numbered `sequence_number` was made by an
+// in-place op (relu_, add_, an nn.ReLU(inplace=True)): its result is its
+// first input's memory, not new memory. Noted as note_recomputed_region is.
+void note_in_place_node(uint64_t sequence_number);
+
 // One allocation or free of the evaluation pass (a no-grad forward), in the
 // order the model's code makes them; sizes affine in the batch like
 // GraphTensor's.
