@@ -2,14 +2,20 @@
 // are (torch's own pybind11 casters); Python callables become the
 // std::functions the estimator runs, called with the GIL held.
 
+#include <map>
+#include <optional>
+#include <utility>
+
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "colo/core/files.h"
 #include "colo/estimate/analytical_estimator.h"
 #include "colo/estimate/caching_allocator_model.h"
 #include "colo/estimate/device_profile.h"
+#include "colo/estimate/device_profile_store.h"
 #include "colo/estimate/training_graph.h"
 #include "colo/estimate/learned_estimator.h"
 #include "colo/estimate/user_model.h"
@@ -44,6 +50,23 @@ py::dict to_dict(const colo::estimate::MemoryEstimate& e, int64_t parameter_coun
   return d;
 }
 
+// The stored profile of GPU `gpu` ("h200"), or the reference GPU's for "";
+// read once per file version (an estimate asks at every convolution).
+const colo::estimate::DeviceProfile& profile_of(const std::string& gpu) {
+  static const colo::estimate::DeviceProfile reference = colo::estimate::default_device_profile();
+  static std::map<std::string, std::pair<std::optional<double>, colo::estimate::DeviceProfile>> stored;
+  if (gpu.empty()) return reference;
+  std::optional<double> written =
+      colo::estimate::device_profile_stored(gpu)
+          ? colo::file_written_unix_s(colo::estimate::profile_directory() + "/" + gpu + ".json")
+          : std::nullopt;
+  auto it = stored.find(gpu);
+  if (it == stored.end() || it->second.first != written) {
+    it = stored.insert_or_assign(gpu, std::make_pair(written, colo::estimate::load_device_profile(gpu))).first;
+  }
+  return it->second.second;
+}
+
 // The analytical estimate of a model given as Python callables; see
 // colo/estimate.py for the arguments' meaning.
 py::dict estimate_model(const std::function<void(bool)>& set_mode,
@@ -51,7 +74,7 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
                         const std::vector<int64_t>& sample_shape, bool tokens, int64_t vocab, int64_t batch_size,
                         int64_t eval_batch_size, const std::string& optimizer, double momentum,
                         double weight_decay, bool nesterov, bool keeps_output, bool keeps_gradients,
-                        const std::string& learned) {
+                        const std::string& learned, const std::string& gpu) {
   colo::estimate::UserModel model;
   model.set_mode = set_mode;
   model.loss = loss;
@@ -68,8 +91,7 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
   training.keeps_output = keeps_output;
   training.keeps_gradients = keeps_gradients;
   colo::estimate::JobModel job = colo::estimate::describe_user_job(model, training);
-  py::dict d = to_dict(colo::estimate::analytical_estimate(job, colo::estimate::default_device_profile()),
-                       job.parameter_count);
+  py::dict d = to_dict(colo::estimate::analytical_estimate(job, profile_of(gpu)), job.parameter_count);
   if (!learned.empty()) {
     // colo's learned estimator on the same model's summary (a peer, for comparison).
     colo::estimate::EstimateRequest request;
@@ -96,12 +118,13 @@ std::pair<int64_t, int64_t> allocator_peaks(const std::vector<std::pair<int64_t,
 }
 
 // cuDNN's workspace for the forward kernel of a 2-d convolution of these
-// input, weight and output shapes at `batch` samples, on colo's reference GPU,
+// input, weight and output shapes at `batch` samples, on GPU `gpu` (see profile_of),
 // for elements of `element_bytes` (see ConvWorkspaceTable). 0 when the
 // shapes are not a 2-d convolution's.
 int64_t conv_forward_workspace(const std::vector<int64_t>& input, const std::vector<int64_t>& weight,
-                               const std::vector<int64_t>& output, int64_t batch, int64_t element_bytes) {
-  static const colo::estimate::DeviceProfile profile = colo::estimate::default_device_profile();
+                               const std::vector<int64_t>& output, int64_t batch, int64_t element_bytes,
+                               const std::string& gpu) {
+  const colo::estimate::DeviceProfile& profile = profile_of(gpu);
   colo::estimate::ConvGeometry conv = colo::estimate::conv_geometry(input, weight, output);
   if (conv.in_channels <= 0) return 0;
   return profile.conv_workspace.workspace_bytes(conv, colo::estimate::ConvPass::kForward, batch) * element_bytes /
@@ -115,13 +138,26 @@ PYBIND11_MODULE(_core, m) {
   m.def("estimate_model", &estimate_model, py::arg("set_mode"), py::arg("loss"), py::arg("sample_shape"),
         py::arg("tokens"), py::arg("vocab"), py::arg("batch_size"), py::arg("eval_batch_size"),
         py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
-        py::arg("keeps_output") = true, py::arg("keeps_gradients") = false, py::arg("learned") = "");
+        py::arg("keeps_output") = true, py::arg("keeps_gradients") = false, py::arg("learned") = "",
+        py::arg("gpu") = "");
   m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
   m.def("next_sequence_number", &colo::estimate::next_sequence_number);
   m.def("note_recomputed_region", &colo::estimate::note_recomputed_region, py::arg("first"), py::arg("end"));
   m.def("note_in_place_node", &colo::estimate::note_in_place_node, py::arg("sequence_number"));
   m.def("conv_forward_workspace", &conv_forward_workspace, py::arg("input"), py::arg("weight"), py::arg("output"),
-        py::arg("batch"), py::arg("element_bytes"));
+        py::arg("batch"), py::arg("element_bytes"), py::arg("gpu") = "");
+  m.def("profile_key", &colo::estimate::profile_key, py::arg("gpu_name"));
+  m.def("profile_directory", &colo::estimate::profile_directory);
+  m.def("device_profile_stored", &colo::estimate::device_profile_stored, py::arg("key"));
+  m.def("device_profile_name", [](const std::string& key) { return colo::estimate::load_device_profile(key).name; },
+        py::arg("key"));
+  m.def("store_device_profile",
+        [](const std::string& json, const std::string& key) {
+          return colo::estimate::store_device_profile(colo::estimate::device_profile_from_json(json), key);
+        },
+        py::arg("json"), py::arg("key"));
+  m.def("reference_device_profile_json",
+        [] { return colo::estimate::device_profile_to_json(colo::estimate::default_device_profile()); });
   bind_fuse(m);
   bind_data(m);
 }

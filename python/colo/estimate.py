@@ -37,6 +37,7 @@ class Estimate:
     parameter_count: int = 0
     uncertainty: int = 0            # one-sided: the truth is expected below bytes + uncertainty
     learned_bytes: int = None       # colo's learned estimator on the same model, when asked for
+    gpu: str = "h100"               # the GPU profile it is for (colo gpus --profile; "h100" built in)
 
     @property
     def gib(self):
@@ -241,7 +242,7 @@ def _keeps_model_buffers(estimate_fn):
 @_keeps_model_buffers
 def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
              eval_batch_size=None, autocast=None, learned=None, keep_output=True, threads=2,
-             set_to_none=True, accumulation_steps=1):
+             set_to_none=True, accumulation_steps=1, gpu=None):
     """Peak GPU memory of training `model` with `optimizer` at `batch_size`.
 
     model           an nn.Module (moved to nothing: it is run on the CPU, unchanged)
@@ -271,11 +272,16 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     step (batch_size is one micro-batch): above 1, the gradients
                     stay allocated through every forward and backward, as with
                     set_to_none=False
+    gpu             the GPU it is for, by the short name `colo gpus --profile`
+                    stored its profile under ("h200"); None: this machine's GPU
+                    when its profile is stored, else colo's reference GPU (an
+                    H100, built in as "h100")
 
     Returns an Estimate. Raises ValueError/TypeError for bad arguments (a
     model with tensors on the meta device or a GPU among them: colo runs one
     training step on the CPU), RuntimeError naming the cause when the forward
-    needs a GPU (the model's error chained), and the model's own exception
+    needs a GPU (the model's error chained), ValueError naming `colo gpus
+    --profile` for a `gpu` with no stored profile, and the model's own exception
     when its forward or loss fails otherwise.
     """
     from colo import _core  # the compiled core; import errors name the build
@@ -288,9 +294,29 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     torch.set_num_threads(threads)
     try:
         return _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast,
-                         learned, keep_output, _keeps_gradients(set_to_none, accumulation_steps), _core)
+                         learned, keep_output, _keeps_gradients(set_to_none, accumulation_steps),
+                         _profile_name(gpu, _core), _core)
     finally:
         torch.set_num_threads(before)
+
+
+def _profile_name(gpu, core):
+    """The stored GPU profile the estimate uses: `gpu` itself, checked; for
+    None this machine's GPU's when one is stored, else "" (the reference GPU's,
+    built in)."""
+    if gpu is None:
+        if torch.cuda.is_available():
+            key = core.profile_key(torch.cuda.get_device_name(torch.cuda.current_device()))
+            if core.device_profile_stored(key):
+                return key
+        return ""
+    if not isinstance(gpu, str):
+        raise TypeError(f"colo.estimate: gpu must be a GPU's short name such as 'h200', got {type(gpu).__name__}")
+    try:
+        core.device_profile_name(gpu)  # reads it: a missing or malformed profile raises
+    except (RuntimeError, ValueError) as exc:
+        raise ValueError(f"colo.estimate: {exc}") from None
+    return gpu
 
 
 def _keeps_gradients(set_to_none, accumulation_steps):
@@ -304,7 +330,7 @@ def _keeps_gradients(set_to_none, accumulation_steps):
 
 
 def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast, learned,
-              keep_output, keeps_gradients, _core):
+              keep_output, keeps_gradients, gpu, _core):
     """estimate()'s work, its arguments' types checked."""
     examples = _as_tuple(example_inputs)
     if any(t.dim() < 1 or t.shape[0] < 1 for t in examples):
@@ -367,7 +393,8 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
                 eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
-                keeps_output=bool(keep_output), keeps_gradients=keeps_gradients, learned=str(learned or ""))
+                keeps_output=bool(keep_output), keeps_gradients=keeps_gradients, learned=str(learned or ""),
+                gpu=gpu)
     finally:
         model.train(was_training)
     breakdown = dict(found["breakdown"])
@@ -410,7 +437,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
             return model(*two)
 
     with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
-        untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core)
+        untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core, gpu)
     if untracked:
         held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())
         at_forward = sum(breakdown[k] for k in held)
@@ -444,7 +471,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     if hidden and not _checkpoints_run_plain.active:
         with _checkpoints_run_plain():
             plain = _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size,
-                              autocast, learned, keep_output, keeps_gradients, _core)
+                              autocast, learned, keep_output, keeps_gradients, gpu, _core)
         checkpoint_bound = plain.bytes_high
     # Adam(amsgrad=True) keeps a third buffer per trainable parameter: the
     # largest second moment seen.
@@ -461,7 +488,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                                              "the step without checkpointing"]))
     return Estimate(bytes=total, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"], rule=rule, parameter_count=found["parameter_count"],
-                    uncertainty=uncertainty, learned_bytes=found.get("learned_bytes"))
+                    uncertainty=uncertainty, learned_bytes=found.get("learned_bytes"), gpu=gpu or "h100")
 
 
 def _require_cpu_tensors(model):
@@ -635,7 +662,7 @@ def _storage_of(t):
     return storage.data_ptr(), storage.nbytes()
 
 
-def _forward_live_peak(model, forward, batch_size, inputs, core):
+def _forward_live_peak(model, forward, batch_size, inputs, core, gpu):
     """The most bytes the CUDA caching allocator holds (reserved, as colo's
     model of it in `core` gives) for the tensors alive while `forward()` (a
     training forward of the model on two samples) runs, each scaled to
@@ -691,7 +718,7 @@ def _forward_live_peak(model, forward, batch_size, inputs, core):
                 # cuDNN's forward workspace, taken and given back after the output.
                 weight, result = args[1], out
                 workspace = core.conv_forward_workspace(list(args[0].shape), list(weight.shape), list(result.shape),
-                                                        batch_size, result.element_size())
+                                                        batch_size, result.element_size(), gpu)
                 if workspace:
                     events.append((len(events), workspace))
                     events.append((events[-1][0], 0))

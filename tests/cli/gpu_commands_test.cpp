@@ -28,6 +28,22 @@ TEST(ColoGpus, WithoutAGpuSaysSoAndSucceeds) {
   EXPECT_NE(run.out.find("no GPU on this machine"), std::string::npos) << run.out;
 }
 
+TEST(ColoGpus, ProfileIsMeasuredOnlyOnARealGpuAndSaysWhy) {
+  if (path_exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has a GPU";
+  TempDir dir;
+  auto none = run_colo(dir, "gpus --profile");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("no GPU on this machine"), std::string::npos) << none.err;
+  auto missing = run_colo(dir, "gpus --profile --gpu 5", "COLO_SIMULATED_GPUS=2");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("no GPU 5 (this machine has 2)"), std::string::npos) << missing.err;
+  // A simulated GPU gets as far as colo.device_profile, which finds no CUDA GPU in torch.
+  auto simulated = run_colo(dir, "gpus --profile", "COLO_SIMULATED_GPUS=1 COLO_PROFILE_DIR=" + dir.file("profiles"));
+  EXPECT_EQ(simulated.status, 2) << simulated.out << simulated.err;
+  EXPECT_NE(simulated.err.find("no CUDA GPU here"), std::string::npos) << simulated.err;
+  EXPECT_FALSE(path_exists(dir.file("profiles")));
+}
+
 TEST(ColoGpus, ListsSimulatedGpusAsJson) {
   TempDir dir;
   auto run = run_colo(dir, "gpus --json", "COLO_SIMULATED_GPUS=3");

@@ -830,3 +830,46 @@ def test_the_job_estimate_child_passes_on_how_the_script_trains(tmp_path):
                              set_to_none=False, accumulation_steps=2).bytes
     assert child(*flags) == expected
     assert child() == colo.estimate(model, ids, batch_size=64, optimizer="adamw").bytes != expected
+
+
+def test_an_estimate_for_another_gpu_uses_its_stored_profile(tmp_path, monkeypatch):
+    """colo.estimate(..., gpu="h200") reads the profile `colo gpus --profile`
+    stored for that GPU: its context and cuDNN workspaces replace the
+    reference H100's. With none stored it says which command makes one;
+    "h100", the reference, is built in."""
+    from colo import _core
+
+    monkeypatch.setenv("COLO_PROFILE_DIR", str(tmp_path))
+    model, x = torchvision.models.resnet18(num_classes=10), torch.randn(1, 3, 64, 64)
+    with pytest.raises(ValueError, match="colo gpus --profile"):
+        colo.estimate(model, x, batch_size=32, optimizer="sgd", gpu="h200")
+    with pytest.raises(ValueError, match="short name"):
+        colo.estimate(model, x, batch_size=32, optimizer="sgd", gpu="../h200")
+    reference = colo.estimate(model, x, batch_size=32, optimizer="sgd", gpu="h100")
+    assert reference.gpu == "h100"
+    assert colo.estimate(model, x, batch_size=32, optimizer="sgd").bytes == reference.bytes  # no GPU here
+
+    profile = json.loads(_core.reference_device_profile_json())
+    profile["name"] = "NVIDIA H200, PyTorch 2.11, CUDA 13"
+    profile["context_bytes"] += 512 << 20
+    for passes in profile["conv_workspace"]["shapes"].values():  # every convolution takes 3x the workspace
+        for points in passes.values():
+            for point in points:
+                point[1] *= 3
+    _core.store_device_profile(json.dumps(profile), "h200")
+    h200 = colo.estimate(model, x, batch_size=32, optimizer="sgd", gpu="h200")
+    assert h200.gpu == "h200"
+    assert h200.breakdown["context"] == reference.breakdown["context"] + (512 << 20)
+    assert h200.breakdown["workspace"] > reference.breakdown["workspace"]
+    assert h200.bytes > reference.bytes + (512 << 20)
+
+
+def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
+    """python -m colo.device_profile (what `colo gpus --profile` runs) on a
+    machine whose torch sees no CUDA GPU exits 2, saying so, and stores nothing."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    run = subprocess.run([sys.executable, "-m", "colo.device_profile"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "no CUDA GPU here" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1

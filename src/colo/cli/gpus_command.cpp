@@ -1,9 +1,12 @@
 #include "colo/cli/gpus_command.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "colo/core/subprocess.h"
 #include "colo/core/table.h"
 #include "colo/gpu/device.h"
 #include "colo/gpu/sampler.h"
@@ -28,6 +31,31 @@ nlohmann::json device_json(gpu::Device& device) {
   for (const auto& m : info.mig_instances) mig.push_back({{"index", m.index}, {"uuid", m.uuid}, {"mem_total_bytes", m.mem_total_bytes}});
   j["mig_instances"] = mig;
   return j;
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+// Measures GPU `gpu` for colo.estimate (python/colo/device_profile.py, with
+// the colo package this colo was built with) and stores its profile.
+int run_profile(int gpu) {
+  auto devices = gpu::discover_devices();
+  if (devices.empty()) {
+    std::fprintf(stderr, "colo gpus --profile: no GPU on this machine: a profile is measured on the GPU it is for\n");
+    return 2;
+  }
+  if (gpu < 0 || gpu >= static_cast<int>(devices.size())) {
+    std::fprintf(stderr, "colo gpus --profile: no GPU %d (this machine has %zu)\n", gpu, devices.size());
+    return 2;
+  }
+  std::string path = env_or("COLO_PYTHONPATH", COLO_BUILD_PYTHONPATH);
+  if (const char* more = std::getenv("PYTHONPATH"); more && *more) path += std::string(":") + more;
+  ChildProcess measure({env_or("COLO_PYTHON", COLO_BUILD_PYTHON), "-m", "colo.device_profile", "--gpu",
+                        std::to_string(gpu)},
+                       {{"PYTHONPATH", path}}, "", /*end_with_parent=*/true);
+  return exit_code_of(measure.wait());
 }
 
 int run_gpus(bool json) {
@@ -66,9 +94,15 @@ int run_gpus(bool json) {
 
 void add_gpus_command(CLI::App& app, int& exit_code) {
   auto json = std::make_shared<bool>(false);
+  auto profile = std::make_shared<bool>(false);
+  auto gpu = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand("gpus", "List the GPUs: memory, utilisation, SM activity, power, energy");
   cmd->add_flag("--json", *json, "print JSON (one object per GPU, with processes and MIG instances)");
-  cmd->callback([json, &exit_code] { exit_code = run_gpus(*json); });
+  cmd->add_flag("--profile", *profile,
+                "measure a GPU for colo.estimate (its context, library and cuDNN workspaces) and store the "
+                "profile under its short name, e.g. h200 (docs/python.md)");
+  cmd->add_option("--gpu", *gpu, "with --profile: which GPU (default 0)");
+  cmd->callback([json, profile, gpu, &exit_code] { exit_code = *profile ? run_profile(*gpu) : run_gpus(*json); });
 }
 
 }  // namespace colo::cli

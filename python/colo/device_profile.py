@@ -1,0 +1,173 @@
+"""Measures this machine's GPU for colo.estimate and stores the profile.
+
+    colo gpus --profile [--gpu N]          (runs: python3 -m colo.device_profile --gpu N)
+
+What a training process takes on a GPU beyond its own tensors differs per GPU
+model and driver: the CUDA context with cuBLAS and cuDNN loaded, the
+workspaces cuBLAS keeps in PyTorch's caching allocator, and the workspace
+cuDNN takes for each convolution. This measures the three on GPU N with this
+PyTorch and stores them under the GPU's short name ("h100", "h200", "a100")
+in colo's profile directory, where colo.estimate(..., gpu=NAME) and every
+estimate made on a machine with that GPU read them. The convolution shapes
+and batch sizes are those of colo's built-in H100 profile; the ratios of
+measured to replayed reservation (`fragmentation`) are the built-in ones.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def process_footprint_bytes(pid):
+    """This process's memory on the GPUs as nvidia-smi lists it (what NVML counts)."""
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, check=True).stdout
+    total = 0
+    for line in out.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 2 and fields[0] == str(pid) and fields[1].isdigit():
+            total += int(fields[1]) << 20
+    return total
+
+
+def warm_up(device):
+    """One training step of a small CNN and a linear layer in float32 and under
+    bf16 autocast: loads the CUDA context, cuBLAS, cuDNN and the kernels a
+    training process loads."""
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+                               torch.nn.Conv2d(32, 64, 3, stride=2, padding=1), torch.nn.AdaptiveAvgPool2d(1),
+                               torch.nn.Flatten(), torch.nn.Linear(64, 10)).to(device)
+    linear = torch.nn.Linear(1024, 1024).to(device)
+    opt = torch.optim.AdamW(list(conv.parameters()) + list(linear.parameters()))
+    for dtype in (None, torch.bfloat16):
+        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = F.cross_entropy(conv(torch.randn(8, 3, 32, 32, device=device)),
+                                   torch.zeros(8, dtype=torch.long, device=device))
+            loss = loss + linear(torch.randn(64, 1024, device=device)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    torch.cuda.synchronize(device)
+
+
+def context_and_library_bytes(device):
+    """(context, library workspace): the process's footprint beyond what the
+    caching allocator reserves, and what the allocator still holds once every
+    tensor of the warm-up is gone (cuBLAS's workspaces)."""
+    warm_up(device)
+    torch.cuda.empty_cache()
+    torch.cuda.synchronize(device)
+    library = torch.cuda.memory_reserved(device)
+    context = process_footprint_bytes(os.getpid()) - torch.cuda.memory_reserved(device)
+    return max(0, context), library
+
+
+def conv_geometry(key):
+    """(in, out, kh, kw, stride, padding, groups, h, w) of a ConvGeometry key such as c16o16k3x3s1p1g1h32w32."""
+    import re
+
+    m = re.fullmatch(r"c(\d+)o(\d+)k(\d+)x(\d+)s(\d+)p(\d+)g(\d+)h(\d+)w(\d+)", key)
+    if not m:
+        raise ValueError(f"malformed convolution key {key!r}")
+    return tuple(int(v) for v in m.groups())
+
+
+def _allocated_block(t):
+    return max(512, (t.numel() * t.element_size() + 511) // 512 * 512)
+
+
+def conv_workspace_bytes(device, key, batch):
+    """{pass: bytes} of cuDNN's workspace for the forward, input-gradient and
+    weight-gradient kernels of convolution `key` at `batch` in float32: the
+    allocator's peak during the kernel beyond its operands and result. A
+    pass that does not fit on the GPU is left out."""
+    cin, cout, kh, kw, stride, padding, groups, h, w = conv_geometry(key)
+    found = {}
+    try:
+        x = torch.randn(batch, cin, h, w, device=device)
+        weight = torch.randn(cout, cin // groups, kh, kw, device=device)
+        y = F.conv2d(x, weight, None, stride, padding, 1, groups)
+        grad = torch.randn_like(y)
+    except torch.cuda.OutOfMemoryError:
+        return found
+    passes = {"forward": None, "input_grad": [True, False, False], "weight_grad": [False, True, False]}
+    for name, mask in passes.items():
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        try:
+            if mask is None:
+                result = F.conv2d(x, weight, None, stride, padding, 1, groups)
+            else:
+                grads = torch.ops.aten.convolution_backward(grad, x, weight, None, [stride, stride],
+                                                            [padding, padding], [1, 1], False, [0, 0], groups, mask)
+                result = grads[0] if mask[0] else grads[1]
+            torch.cuda.synchronize(device)
+        except torch.cuda.OutOfMemoryError:
+            continue
+        found[name] = max(0, torch.cuda.max_memory_allocated(device) - before - _allocated_block(result))
+        del result
+    return found
+
+
+def measure(device_index, quick=False, progress=None):
+    """This GPU's profile as colo stores it (a dict; see device_profile_to_json in C++)."""
+    from colo import _core
+
+    device = torch.device("cuda", device_index)
+    torch.cuda.set_device(device)
+    torch.backends.cudnn.benchmark = False  # as training runs by default: cuDNN's heuristics pick
+    reference = json.loads(_core.reference_device_profile_json())
+    context, library = context_and_library_bytes(device)
+    shapes = reference["conv_workspace"]["shapes"]
+    batches = sorted({b for passes in shapes.values() for points in passes.values() for b, _ in points})
+    if quick:
+        batches = [b for b in batches if b in (32, 128, 512)] or batches[:3]
+    table, started = {}, time.time()
+    for i, key in enumerate(sorted(shapes)):
+        points = {"forward": [], "input_grad": [], "weight_grad": []}
+        for batch in batches:
+            for name, value in conv_workspace_bytes(device, key, batch).items():
+                points[name].append([batch, value])
+        table[key] = points
+        torch.cuda.empty_cache()
+        if progress and (i + 1) % 25 == 0:
+            progress(f"convolutions: {i + 1} of {len(shapes)} shapes ({time.time() - started:.0f} s)")
+    name = torch.cuda.get_device_name(device)
+    return {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
+            "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
+            "fragmentation": reference["fragmentation"], "conv_workspace": {"shapes": table}}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="colo gpus --profile", description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", type=int, default=0, help="which GPU (default 0)")
+    parser.add_argument("--quick", action="store_true", help="convolutions at batch 32, 128 and 512 only")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("colo gpus --profile: no CUDA GPU here (torch.cuda.is_available() is False): a profile is measured "
+              "on the GPU it is for", file=sys.stderr)
+        return 2
+    if not 0 <= args.gpu < torch.cuda.device_count():
+        print(f"colo gpus --profile: no GPU {args.gpu} (this machine has {torch.cuda.device_count()})",
+              file=sys.stderr)
+        return 2
+    from colo import _core
+
+    started = time.time()
+    profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True))
+    key = _core.profile_key(profile["gpu"])
+    path = _core.store_device_profile(json.dumps(profile), key)
+    print(f"{profile['name']}: context {profile['context_bytes'] >> 20} MiB, library workspaces "
+          f"{profile['library_workspace_bytes'] >> 20} MiB, {len(profile['conv_workspace']['shapes'])} convolution "
+          f"shapes, in {time.time() - started:.0f} s; stored as '{key}' in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
