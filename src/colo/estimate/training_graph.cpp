@@ -283,7 +283,7 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
         if (first_input >= 0) op.saved.push_back(first_input);
         break;
       case Saves::kOutputs: op.saved = op.outputs; break;
-      case Saves::kInputs:
+      case Saves::kInputs: {
         // Inside a non-reentrant checkpoint a saved tensor is unpacked by
         // recomputing the segment (torch 2.x: the whole segment at every
         // unpack outside backward, 5x the estimate's time on a checkpointed
@@ -318,6 +318,7 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
           }
         }
         break;
+      }
       case Saves::kEverything:
         op.saved = op.inputs;
         op.saved.insert(op.saved.end(), op.outputs.begin(), op.outputs.end());
