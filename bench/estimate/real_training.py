@@ -3,6 +3,7 @@
     PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py run --out DIR [--parallel 4] [--only NAME,...]
     python3 bench/estimate/real_training.py summarize DIR/rows.jsonl [MORE.jsonl ...] --out DIR --gpu NAME [--gpu NAME ...]
     PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py check [--estimate --out ROWS.jsonl] [--only NAME,...]
+    PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py recheck --truth GPU_ROWS.jsonl --out DIR
 
 31 architectures, 116 rows: torchvision CNNs and vision transformers, timm
 models (pretrained=False), Hugging Face causal LMs, encoders and an
@@ -20,7 +21,8 @@ built or estimated is kept with its error; a row whose library does not
 import is kept as skipped. `run` needs torchvision, transformers and peft
 (timm rows are skipped, with the reason, where timm is missing); `check`
 builds every row it can on any machine, says which libraries it skipped,
-and with --estimate times colo.estimate on 2 threads.
+and with --estimate times colo.estimate on 2 threads; `recheck` estimates
+those rows here against a GPU run's committed truth.
 
 A fifth of the architectures is held out (`heldout_architectures`, a rule
 fixed before any tuning) and reported separately by `summarize`.
@@ -371,6 +373,45 @@ def check(args):
     sys.exit(1 if failed else 0)
 
 
+def recheck(args):
+    """colo.estimate of every row this machine can build, on its CPU, against
+    the truth a GPU run measured (`--truth ROWS.jsonl`): the truth of a row
+    does not change with colo (it repeated on a second H100 run and on an
+    H200), so an estimator change can be judged here before a device call.
+    Writes rows.jsonl and summary.json (with the GPU run's own estimates of
+    the same rows beside) to --out."""
+    truth = {(r["setup"], r["model"], r["batch"], r["optimizer"]): r
+             for r in map(json.loads, open(args.truth)) if r.get("truth_bytes")}
+    rows = [r for r in select(all_rows(), args.only)
+            if not set(libraries_of(r)) & set(missing_libraries([r]))
+            and (r["setup"], r["model"], r["batch"], r["optimizer"]) in truth]
+    os.makedirs(args.out, exist_ok=True)
+    records, then = [], []
+    with open(os.path.join(args.out, "rows.jsonl"), "w") as out:
+        for row in rows:
+            measured = truth[(row["setup"], row["model"], row["batch"], row["optimizer"])]
+            record = dict(row, **estimate_row(row, args.threads), torch=torch.__version__,
+                          **{k: measured[k] for k in ("truth_bytes", "max_reserved", "max_allocated")},
+                          gpu_run_colo_bytes=measured.get("colo_bytes"),
+                          gpu_run_colo_high_bytes=measured.get("colo_high_bytes"))
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            print(setups.line_of(record), flush=True)
+            if setups.error(record) is not None:
+                records.append(record)
+                then.append(dict(record, colo_bytes=record["gpu_run_colo_bytes"],
+                                 colo_high_bytes=record["gpu_run_colo_high_bytes"]))
+    summary = {"rows": len(records), "failed": len(rows) - len(records), "torch": torch.__version__,
+               "threads": args.threads, "truth": os.path.relpath(args.truth),
+               "here": accuracy(records), "gpu_run_estimates_of_these_rows": accuracy(then),
+               "seconds_max": round(max((r["colo_s"] for r in records), default=0), 2),
+               "command": shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:])}
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(json.dumps({k: ({m: v for m, v in s.items() if m != "under5_rows"} if isinstance(s, dict) else s)
+                      for k, s in summary.items()}))
+
+
 def accuracy(records):
     """Issue 50's measures over `records`: |error| median and p95, and the
     shares of rows under by more than 5% (bytes, and bytes_high)."""
@@ -492,6 +533,11 @@ def main():
     c.add_argument("--only", default="", help="comma-separated set-ups, architectures or libraries")
     c.add_argument("--estimate", action="store_true", help="also colo.estimate each row (2 threads)")
     c.add_argument("--out", default="", help="rows.jsonl of what check found")
+    k = sub.add_parser("recheck", help="colo.estimate here of the rows this machine builds, against a GPU run's truth")
+    k.add_argument("--truth", required=True, help="rows.jsonl of a GPU run")
+    k.add_argument("--out", required=True)
+    k.add_argument("--only", default="", help="comma-separated set-ups, architectures or libraries")
+    k.add_argument("--threads", type=int, default=2)
     s = sub.add_parser("summarize")
     s.add_argument("rows", nargs="+")
     s.add_argument("--out", required=True)
@@ -506,6 +552,8 @@ def main():
         setups.truth(json.loads(args.row), MODELS)
     elif args.verb == "check":
         check(args)
+    elif args.verb == "recheck":
+        recheck(args)
     else:
         summarize(args)
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/colo_process.h"
+#include "colo/core/files.h"
 
 namespace colo {
 namespace {
@@ -55,8 +56,8 @@ TEST(ColoEstimate, BadInputIsOneLineAndStatusTwo) {
   EXPECT_NE(no_model.err.find("none.pt"), std::string::npos) << no_model.err;
 }
 
-int64_t estimate_bytes(const TempDir& dir, const std::string& extra) {
-  auto run = run_colo(dir, "estimate --json " + dir.file("spec.toml") + extra);
+int64_t estimate_bytes(const TempDir& dir, const std::string& extra, const std::string& env = "") {
+  auto run = run_colo(dir, "estimate --json " + dir.file("spec.toml") + extra, env);
   EXPECT_EQ(run.status, 0) << run.err;
   return run.status == 0 ? nlohmann::json::parse(run.out)[0]["bytes"].get<int64_t>() : -1;
 }
@@ -79,6 +80,24 @@ TEST(ColoEstimate, TakesAnotherGpusConvolutionWorkspaceTable) {
   auto missing = run_colo(dir, "estimate " + dir.file("spec.toml") + " --conv-workspace " + dir.file("none.json"));
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
+}
+
+TEST(ColoEstimate, TakesAStoredGpuProfileByName) {
+  TempDir dir;
+  dir.write("spec.toml", kSpec);
+  make_directories(dir.file("profiles"));
+  // As `colo gpus --profile` stores it: this GPU's context is 1 GiB larger than the reference H100's.
+  const int64_t context = (int64_t{758} << 20) + (int64_t{1} << 30);
+  dir.write("profiles/h200.json", "{\"name\": \"NVIDIA H200\", \"context_bytes\": " + std::to_string(context) +
+                                      ", \"library_workspace_bytes\": 68488704, \"conv_workspace\": {\"shapes\": {}}}");
+  const std::string env = "COLO_PROFILE_DIR=" + dir.file("profiles");
+  int64_t reference = estimate_bytes(dir, "", env);
+  int64_t h200 = estimate_bytes(dir, " --gpu h200", env);
+  EXPECT_GE(h200 - reference, int64_t{1} << 29) << reference << " vs " << h200;
+  EXPECT_EQ(estimate_bytes(dir, " --gpu h100", env), reference);  // the reference is built in
+  auto missing = run_colo(dir, "estimate " + dir.file("spec.toml") + " --gpu a100", env);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("colo gpus --profile"), std::string::npos) << missing.err;
 }
 
 TEST(ColoRun, EstimatesATrainingSpecInTheSchedulerNotAtSubmission) {

@@ -11,6 +11,7 @@
 #include "colo/core/table.h"
 #include "colo/core/units.h"
 #include "colo/estimate/analytical_estimator.h"
+#include "colo/estimate/device_profile_store.h"
 #include "colo/estimate/learned_estimator.h"
 #include "colo/estimate/probe_estimator.h"
 #include "colo/estimate/torchscript_model.h"
@@ -19,7 +20,7 @@ namespace colo::cli {
 namespace {
 
 struct EstimateOptions {
-  std::string spec, summary, learned, device = "cuda", conv_workspace;
+  std::string spec, summary, learned, device = "cuda", conv_workspace, gpu;
   bool probe = false, json = false;
   int64_t array = 1;
   // A TorchScript model instead of a spec.
@@ -106,6 +107,13 @@ int run_estimate(const EstimateOptions& o) {
     throw InputError("colo estimate", "", "a training spec, --summary FILE or --torchscript FILE");
   }
   estimate::DeviceProfile profile = estimate::default_device_profile();
+  if (!o.gpu.empty()) {
+    try {
+      profile = estimate::load_device_profile(o.gpu);
+    } catch (const std::exception& e) {
+      throw InputError("--gpu", "", std::string("a GPU whose profile is stored (") + e.what() + ")");
+    }
+  }
   if (!o.conv_workspace.empty()) {
     try {
       profile.conv_workspace = estimate::ConvWorkspaceTable::from_json(read_file(o.conv_workspace));
@@ -157,6 +165,8 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", o->device, "device the probe runs on (cuda | cuda:N)");
   cmd->add_option("--learned", o->learned, "a learned estimator file (bench/results/estimate/learned.pt)");
   cmd->add_flag("--json", o->json, "print JSON instead of tables");
+  cmd->add_option("--gpu", o->gpu, "the GPU it is for, by its stored profile's short name, e.g. h200 "
+                                    "(colo gpus --profile; default the built-in H100)");
   cmd->add_option("--conv-workspace", o->conv_workspace,
                   "cuDNN workspace table of another GPU (bench/estimate/measure_conv_workspace)");
   cmd->add_option("--torchscript", o->torchscript, "a TorchScript model file (torch.jit.save) instead of a spec");
