@@ -23,6 +23,8 @@
 #   bench/gpu/run.sh realmodels # build + colo.estimate against NVML on real PyTorch models (REAL_ROWS)
 #   bench/gpu/run.sh estsetups  # build + colo.estimate against NVML for fine-tuning, autocast, accumulation... (ESTSETUPS)
 #   bench/gpu/run.sh realtraining # build + colo.estimate against NVML on issue 50's 31 architectures, 116 rows
+#   bench/gpu/run.sh gpuprofile # build (colo colo_core_module) + colo gpus --profile (PROFILE_ARGS, e.g. --quick)
+#                               #   into $OUT/profiles, compared with the built-in H100 profile
 #                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
@@ -256,6 +258,29 @@ if want demo; then
   note "demo: exit $?, $(grep -E '^[0-9]+ completed' "$OUT/demo.log"), $(grep -E '^== \[ *[0-9]+s\] demo done' "$OUT/demo.log")"
   grep -E "OUT_OF_MEMORY|out of memory|outgrows" "$OUT/demo.log" | head -5
   cp runs/demo/report/gantt_magm_mps.png runs/demo/report/timeline_gpus.png "$OUT/" 2>/dev/null
+fi
+
+if want gpuprofile; then
+  # The measured profile beside the built-in one: context, library workspaces, and the
+  # median ratio of measured to built-in cuDNN workspace over the shapes both have.
+  mkdir -p "$OUT/profiles"
+  # shellcheck disable=SC2086
+  COLO_PROFILE_DIR="$OUT/profiles" "$BUILD/colo" gpus --profile ${PROFILE_ARGS:-} 2>&1 | tail -3 | tee -a "$summary"
+  COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$BUILD/python" python3 - <<'PY' 2>&1 | tee -a "$summary"
+import glob, json, os, statistics
+from colo import _core
+ref = json.loads(_core.reference_device_profile_json())
+for path in glob.glob(os.path.join(os.environ["COLO_PROFILE_DIR"], "*.json")):
+    p = json.load(open(path))
+    built_in = {(key, name, batch): bytes_ for key, passes in ref["conv_workspace"]["shapes"].items()
+                for name, points in passes.items() for batch, bytes_ in points}
+    ratios = [b / built_in[(key, name, batch)] for key, passes in p["conv_workspace"]["shapes"].items()
+              for name, points in passes.items() for batch, b in points if built_in.get((key, name, batch))]
+    print(f"{os.path.basename(path)}: context {p['context_bytes'] >> 20} MiB (built-in {ref['context_bytes'] >> 20}), "
+          f"library {p['library_workspace_bytes'] >> 20} MiB ({ref['library_workspace_bytes'] >> 20}), "
+          f"cuDNN workspace / built-in: median {statistics.median(ratios) if ratios else float('nan'):.3f} "
+          f"over {len(ratios)} points")
+PY
 fi
 
 if want tracepair; then
