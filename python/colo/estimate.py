@@ -387,7 +387,8 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
 
     try:
         with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named(), \
-                _non_reentrant_checkpoints_noted(_core), _in_place_ops_noted(_core):
+                _non_reentrant_checkpoints_noted(_core), _checkpoints_run_plain(_core), \
+                _in_place_ops_noted(_core):
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -446,9 +447,10 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
             breakdown["activations"], breakdown["gradients"] = untracked, 0
             found = dict(found, peak_phase="forward")
     # Parameters whose gradients backward computes beyond the recorded
-    # graph (those inside torch.utils.checkpoint(use_reentrant=True), reached
-    # only when its backward reruns the segment) have gradients and optimizer
-    # state on the GPU as the others do.
+    # graph (those inside a reentrant checkpoint other than torch's, which
+    # the recording runs as plain code: reached only when its backward reruns
+    # the segment) have gradients and optimizer state on the GPU as the
+    # others do.
     hidden = []
     if graph_reaches_all != [True]:
         with _float16_recorded_as(model, fp16_as):
@@ -462,17 +464,6 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         breakdown["gradients"] += grads
         breakdown["optimizer"] += state
         unseen += grads + state
-    # A reentrant checkpoint reruns its segment in backward, with that
-    # segment's saved tensors on the GPU while its backward runs: not
-    # modelled. Its high bound is the same step with every checkpoint run as
-    # plain code (each segment's tensors kept from forward to backward), which
-    # the rerun of one segment at a time does not exceed.
-    checkpoint_bound = 0
-    if hidden and not _checkpoints_run_plain.active:
-        with _checkpoints_run_plain():
-            plain = _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size,
-                              autocast, learned, keep_output, keeps_gradients, gpu, _core)
-        checkpoint_bound = plain.bytes_high
     # Adam(amsgrad=True) keeps a third buffer per trainable parameter: the
     # largest second moment seen.
     if isinstance(optimizer, torch.optim.Optimizer) and optimizer.param_groups[0].get("amsgrad", False):
@@ -481,11 +472,8 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         breakdown["optimizer"] += most
         unseen += most
     total = found["bytes"] + unseen
-    uncertainty = max(found["uncertainty"] + unseen // 10, checkpoint_bound - total)
+    uncertainty = found["uncertainty"] + unseen // 10
     rule = "assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else ""
-    if checkpoint_bound:
-        rule = "; ".join(filter(None, [rule, "reentrant checkpoints' reruns are not modelled: the high bound is "
-                                             "the step without checkpointing"]))
     return Estimate(bytes=total, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"], rule=rule, parameter_count=found["parameter_count"],
                     uncertainty=uncertainty, learned_bytes=found.get("learned_bytes"), gpu=gpu or "h100")
@@ -593,14 +581,33 @@ def _in_place_ops_noted(core):
 class _checkpoints_run_plain:
     """Within it, torch.utils.checkpoint(use_reentrant=True) runs its
     segment as plain code under autograd (found at call time on the
-    autograd Function, however the model imported `checkpoint`)."""
+    autograd Function, however the model imported `checkpoint`). Given
+    colo's `core`, each segment also tells it the autograd nodes it made, as
+    a non-reentrant checkpoint does (_non_reentrant_checkpoints_noted): the
+    recorded step then keeps the segment's inputs and recomputes what it
+    saves when backward reaches it, which is what the reentrant kind does too
+    (its backward reruns the segment's forward with autograd, then its
+    backward)."""
 
     active = False
 
+    def __init__(self, core=None):
+        self._core = core
+
     def __enter__(self):
         from torch.utils.checkpoint import CheckpointFunction
+        core = self._core
+
+        def plain(function, _preserve_rng_state, *args):
+            if core is None:
+                return function(*args)
+            first = core.next_sequence_number()
+            result = function(*args)
+            core.note_recomputed_region(first, core.next_sequence_number())
+            return result
+
         self._own_apply = CheckpointFunction.__dict__.get("apply")  # else inherited from autograd.Function
-        CheckpointFunction.apply = staticmethod(lambda function, _preserve_rng_state, *args: function(*args))
+        CheckpointFunction.apply = staticmethod(plain)
         type(self).active = True
         return self
 
