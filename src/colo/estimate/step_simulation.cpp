@@ -132,14 +132,14 @@ class Simulation {
     return -1;
   }
 
-  // Whether `op` saves tensor `t` from inside its own non-reentrant
+  // Whether `op` saves tensor `t` from inside its own activation
   // checkpoint: then it is not kept from the forward but recomputed.
   bool recomputed(const GraphOp& op, int t) const {
     return op.recompute_region >= 0 && g_.tensors[t].storage >= 0 &&
            region_of_storage_[g_.tensors[t].storage] == op.recompute_region;
   }
 
-  // Backward reaching a non-reentrant checkpoint runs its forward again:
+  // Backward reaching an activation checkpoint runs its forward again:
   // what its ops save from inside it (and their masks) is allocated anew,
   // each held by its savers until their backward lets it go.
   void recompute(int region, int64_t b, std::vector<int64_t>& extras) {

@@ -284,10 +284,10 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
         break;
       case Saves::kOutputs: op.saved = op.outputs; break;
       case Saves::kInputs: {
-        // Inside a non-reentrant checkpoint a saved tensor is unpacked by
-        // recomputing the segment (torch 2.x: the whole segment at every
-        // unpack outside backward, 5x the estimate's time on a checkpointed
-        // GPT-2): there the rule's operands stand.
+        // Inside a checkpoint the rule's operands stand: a non-reentrant one
+        // unpacks a saved tensor by recomputing the segment (torch 2.x: the
+        // whole segment at every unpack outside backward, 5x the estimate's
+        // time on a checkpointed GPT-2).
         std::optional<std::vector<int64_t>> operands;
         if (op.recompute_region < 0) operands = saved_operands(*node);
         if (operands && edge_tensor.size() == operands->size()) {

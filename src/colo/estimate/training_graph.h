@@ -57,9 +57,9 @@ struct GraphOp {
   bool modelled = true;             // false: unknown op, assumed to save everything
   ConvGeometry conv;                // set for convolutions (their kernels take workspace)
   int64_t conv_element_bytes = 4;   // bytes per element of its output (2 under bf16 or fp16 autocast)
-  // >= 0: the op ran inside that non-reentrant activation checkpoint
-  // (torch.utils.checkpoint, use_reentrant=False): what it saves from inside
-  // the checkpoint is let go after the forward and recomputed in backward.
+  // >= 0: the op ran inside that activation checkpoint (torch.utils.checkpoint,
+  // either kind): what it saves from inside the checkpoint is let go after
+  // the forward and recomputed in backward.
   int recompute_region = -1;
 };
 
@@ -68,7 +68,7 @@ struct GraphOp {
 uint64_t next_sequence_number();
 
 // Notes that the autograd nodes numbered [first, end) were made inside one
-// non-reentrant activation checkpoint. Called (from the Python package)
+// activation checkpoint (a reentrant one run as plain code for the recording). Called (from the Python package)
 // while a loss that record_training_graph runs is running; that recording
 // takes the notes of its own run, in this thread.
 void note_recomputed_region(uint64_t first, uint64_t end);
