@@ -388,7 +388,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     try:
         with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named(), \
                 _non_reentrant_checkpoints_noted(_core), _checkpoints_run_plain(_core), \
-                _in_place_ops_noted(_core):
+                _in_place_ops_noted(_core), _outputs_outside_autograd_watched(model) as outside_autograd:
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -437,8 +437,10 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         with torch.autocast("cpu", dtype=torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
             return model(*two)
 
-    with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
-        untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core, gpu)
+    untracked = 0
+    if outside_autograd[0]:  # else the recorded graph holds the whole forward
+        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
+            untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core, gpu)
     if untracked:
         held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())
         at_forward = sum(breakdown[k] for k in held)
@@ -549,6 +551,28 @@ def _non_reentrant_checkpoints_noted(core):
         yield
     finally:
         setattr(checkpointing, name, original)
+
+
+@contextlib.contextmanager
+def _outputs_outside_autograd_watched(model):
+    """Yields a list whose only item turns True when, with the model in
+    training mode, one of its leaf modules gives a floating-point output
+    that autograd does not follow (a frozen layer, a torch.no_grad() block):
+    what _forward_live_peak looks for, seen during the recording."""
+    seen = [False]
+
+    def watch(_module, _inputs, output):
+        outputs = output if isinstance(output, (tuple, list)) else (output,)
+        if model.training and any(isinstance(t, torch.Tensor) and t.is_floating_point() and not t.requires_grad
+                                  for t in outputs):
+            seen[0] = True
+
+    hooks = [m.register_forward_hook(watch) for m in model.modules() if not list(m.children())]
+    try:
+        yield seen
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 _IN_PLACE_OPERATORS = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}

@@ -414,7 +414,7 @@ TrainingGraph record_training_graph(torch::nn::Module& model, const LossOf& loss
 }
 
 TrainingGraph record_training_graph(const TrainingMode& set_mode, const LossOf& loss,
-                                    const data::InputShape& input) {
+                                    const data::InputShape& input, bool with_evaluation) {
   set_mode(true);
   Recording a = record_at(loss, input, kRecordedSmallBatch);
   Recording b = record_at(loss, input, kRecordedLargeBatch);
@@ -431,7 +431,7 @@ TrainingGraph record_training_graph(const TrainingMode& set_mode, const LossOf& 
   }
   std::sort(g.unmodelled.begin(), g.unmodelled.end());
   g.unmodelled.erase(std::unique(g.unmodelled.begin(), g.unmodelled.end()), g.unmodelled.end());
-  g.evaluation = record_evaluation_allocations(set_mode, loss, input, g);
+  if (with_evaluation) g.evaluation = record_evaluation_allocations(set_mode, loss, input, g);
   return g;
 }
 

@@ -122,9 +122,11 @@ TrainingGraph record_training_graph(torch::nn::Module& module, const LossOf& los
                                     const data::InputShape& input);
 
 // The same for any model: `set_mode` switches it between training and
-// evaluation; it is left in training mode.
+// evaluation; it is left in training mode. Without `with_evaluation` the
+// evaluation pass is not recorded (its replay then frees each tensor one op
+// late), saving its two forwards.
 TrainingGraph record_training_graph(const TrainingMode& set_mode, const LossOf& loss,
-                                    const data::InputShape& input);
+                                    const data::InputShape& input, bool with_evaluation = true);
 
 // The two batch sizes every recording is made at. Small batches fix an
 // affine size cheaply; a batch of one can take other code paths (squeezed

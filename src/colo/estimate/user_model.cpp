@@ -21,7 +21,8 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   if (training.eval_batch_size < 0) throw std::invalid_argument("evaluation batch size must be 0 or more");
   if (!model.set_mode || !model.loss) throw std::invalid_argument("a user model needs set_mode and loss");
   JobModel job;
-  job.graph = record_training_graph(model.set_mode, model.loss, model.input);
+  // The evaluation pass is recorded (two more forwards) only when it is replayed.
+  job.graph = record_training_graph(model.set_mode, model.loss, model.input, training.eval_batch_size > 0);
   job.parameter_count = job.graph.parameter_count;
   job.model_name = model.name;
   job.step.batch_size = training.batch_size;
