@@ -106,6 +106,44 @@ def _attention_as_on_gpu():
         F.scaled_dot_product_attention = _SDPA
 
 
+_FLOAT32_UNDER_AUTOCAST = {"layer_norm", "group_norm"}     # CUDA autocast casts their inputs to float32
+_FLOAT32_RESULT_UNDER_AUTOCAST = {"softmax", "log_softmax"}  # CUDA autocast gives them dtype=float32
+
+
+@contextlib.contextmanager
+def _autocast_as_on_gpu(dtype):
+    """torch.autocast on the CPU in `dtype`, with CUDA autocast's policy for
+    the ops where the CPU's differs: on a GPU layer_norm and group_norm run in
+    float32 (their bf16/fp16 inputs cast, the result float32) and softmax and
+    log_softmax give float32; the CPU keeps all four in `dtype`, which made a
+    transformer's normalised activations half their size on the GPU (and
+    LayerNorm under bf16 fail on torch 1.13's CPU)."""
+    from torch.overrides import TorchFunctionMode
+
+    low = (torch.bfloat16, torch.float16)
+
+    def to_float32(value):
+        return value.float() if isinstance(value, torch.Tensor) and value.dtype in low else value
+
+    class AsOnGpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            if not torch.is_autocast_cpu_enabled() or not args or not isinstance(args[0], torch.Tensor):
+                return func(*args, **kwargs)
+            if name in _FLOAT32_UNDER_AUTOCAST:
+                with torch.autocast("cpu", enabled=False):
+                    return func(*[to_float32(a) for a in args], **{k: to_float32(v) for k, v in kwargs.items()})
+            if (name in _FLOAT32_RESULT_UNDER_AUTOCAST and args[0].dtype in low and kwargs.get("dtype") is None
+                    and not any(isinstance(a, torch.dtype) for a in args[1:])):
+                with torch.autocast("cpu", enabled=False):
+                    return func(*args, **dict(kwargs, dtype=torch.float32))
+            return func(*args, **kwargs)
+
+    with torch.autocast("cpu", dtype=dtype), AsOnGpu():
+        yield
+
+
 @functools.lru_cache(maxsize=None)
 def _cpu_runs_float16():
     """Whether this torch's CPU kernels multiply float16 matrices (1.13's do not)."""
@@ -256,7 +294,8 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     evaluation      also replay a no-grad evaluation pass after training
     eval_batch_size its batch (default: batch_size)
     autocast        None, or "bf16"/"fp16": record under torch.autocast, as a trainer
-                    using autocast runs (CPU autocast's op list stands in for CUDA's)
+                    using autocast runs (CPU autocast's op list stands in for CUDA's,
+                    with CUDA's float32 layer_norm, group_norm, softmax, log_softmax)
     keep_output     whether the training loop holds the model's output through
                     backward, as `out = model(x); loss = f(out)` does (True);
                     False for `loss = f(model(x))`, which lets it go before
@@ -375,7 +414,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
             value = loss_of_output(out)
         else:
             dtype = torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()
-            with torch.autocast("cpu", dtype=dtype):
+            with _autocast_as_on_gpu(dtype):
                 out = model(*batch_of(x))
                 value = loss_of_output(out)
         if not isinstance(value, torch.Tensor) or value.numel() != 1:
@@ -434,7 +473,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     def two_sample_forward():
         if autocast is None:
             return model(*two)
-        with torch.autocast("cpu", dtype=torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
+        with _autocast_as_on_gpu(torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
             return model(*two)
 
     untracked = 0

@@ -878,3 +878,33 @@ def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
     assert run.returncode == 2, run.stderr
     assert "no CUDA GPU here" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_under_autocast_layer_norm_runs_in_float32_as_on_a_gpu():
+    """CUDA autocast runs layer_norm (and group_norm) in float32 and gives
+    softmax a float32 result; CPU autocast, which colo records under, keeps
+    them in bf16, so a transformer's normalised activations came out half
+    their GPU size (and torch 1.13's CPU LayerNorm failed on its float32
+    weight: Swin-T, ConvNeXt-T and the LayerNorm MLP could not be estimated
+    under autocast). Six Linear + LayerNorm blocks at batch 4096 keep, per
+    block, LayerNorm's float32 input (16 MiB) and the next Linear's bf16
+    copy of its output (8 MiB)."""
+    blocks = 6
+    model = nn.Sequential(*[m for _ in range(blocks) for m in (nn.Linear(1024, 1024), nn.LayerNorm(1024))],
+                          nn.Linear(1024, 10))
+    e = colo.estimate(model, torch.randn(1, 1024), batch_size=4096, optimizer="sgd", autocast="bf16")
+    elements = 4096 * 1024
+    assert e.breakdown["activations"] >= blocks * elements * (4 + 2), e  # 2 + 2 with CPU autocast's policy
+    probabilities = []
+
+    class Attention(nn.Module):
+        def forward(self, x):
+            p = torch.softmax(x @ x.transpose(-1, -2), dim=-1)
+            probabilities.append(p.dtype)
+            return p @ x
+
+    colo.estimate(nn.Sequential(nn.Linear(64, 64), Attention(), nn.Linear(64, 10)), torch.randn(1, 16, 64),
+                  batch_size=8, autocast="bf16")
+    assert probabilities and set(probabilities) == {torch.float32}, probabilities
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # torch's own autocast is left as it was
+        assert torch.softmax(torch.randn(4, 4).bfloat16(), dim=-1).dtype == torch.bfloat16
