@@ -476,13 +476,15 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         with _autocast_as_on_gpu(torch.bfloat16 if autocast == "bf16" else _cpu_autocast_float16()):
             return model(*two)
 
-    untracked = 0
+    untracked_allocated, untracked, forward_bound = 0, 0, 0
     if outside_autograd[0]:  # else the recorded graph holds the whole forward
         with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
-            untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core, gpu)
+            untracked_allocated, untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core,
+                                                                gpu)
     if untracked:
         held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())
         at_forward = sum(breakdown[k] for k in held)
+        forward_bound = at_forward + int(_FORWARD_RESERVATION_BOUND * untracked_allocated)
         if at_forward + untracked > found["bytes"] + unseen:
             unseen = at_forward + untracked - found["bytes"]
             breakdown["activations"], breakdown["gradients"] = untracked, 0
@@ -513,8 +515,11 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         breakdown["optimizer"] += most
         unseen += most
     total = found["bytes"] + unseen
-    uncertainty = found["uncertainty"] + unseen // 10
-    rule = "assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else ""
+    uncertainty = max(found["uncertainty"] + unseen // 10, forward_bound - total)
+    rule = "; ".join(filter(None, [
+        "assumed to keep their inputs and outputs for backward" if found["unmodelled_ops"] else "",
+        f"layers outside autograd: bytes_high allows the forward's allocator {_FORWARD_RESERVATION_BOUND}x its "
+        "allocated peak" if forward_bound > total + found["uncertainty"] + unseen // 10 else ""]))
     return Estimate(bytes=total, breakdown=breakdown, peak_phase=found["peak_phase"],
                     unmodelled_ops=found["unmodelled_ops"], rule=rule, parameter_count=found["parameter_count"],
                     uncertainty=uncertainty, learned_bytes=found.get("learned_bytes"), gpu=gpu or "h100")
@@ -732,9 +737,21 @@ def _storage_of(t):
     return storage.data_ptr(), storage.nbytes()
 
 
+# A forward through layers outside autograd (a frozen backbone, the frozen
+# blocks before the trainable ones) is where colo's replay of the caching
+# allocator falls short of a fresh training process: on an H100 the 19
+# frozen-backbone and last-blocks rows of issue 50's validation
+# (bench/results/estimate/real_training) reserved 1.06-1.65x what they
+# allocated at their peak, colo's replay about 1.0x of the same allocations
+# (as the real allocator did for the same step in a warm process). bytes_high
+# allows the largest seen; `bytes` stays the replay's.
+_FORWARD_RESERVATION_BOUND = 1.65
+
+
 def _forward_live_peak(model, forward, batch_size, inputs, core, gpu):
-    """The most bytes the CUDA caching allocator holds (reserved, as colo's
-    model of it in `core` gives) for the tensors alive while `forward()` (a
+    """(allocated, reserved): the most bytes the CUDA caching allocator has
+    allocated, and holds (reserved, as colo's model of it in `core` gives),
+    for the tensors alive while `forward()` (a
     training forward of the model on two samples) runs, each scaled to
     `batch_size`: blocks freed in one size that later tensors of another
     cannot reuse count too. The model's parameters and buffers and the
@@ -745,7 +762,7 @@ def _forward_live_peak(model, forward, batch_size, inputs, core, gpu):
     workspace for a moment after its output. Only tensors made from the batch grow
     with it: an op's output is scaled when one of its inputs came from the
     batch, not when all came from the model (autocast's copies of weights).
-    0 when every layer's output is in the autograd graph: the recorded
+    (0, 0) when every layer's output is in the autograd graph: the recorded
     graph then holds the whole forward."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -811,7 +828,7 @@ def _forward_live_peak(model, forward, batch_size, inputs, core, gpu):
         model.train(was_training)
         for hook in hooks:
             hook.remove()
-    return core.allocator_peaks(events)[1] if outside_autograd[0] else 0
+    return core.allocator_peaks(events) if outside_autograd[0] else (0, 0)
 
 
 def _allocator_bytes(nbytes):

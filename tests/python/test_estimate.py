@@ -908,3 +908,23 @@ def test_under_autocast_layer_norm_runs_in_float32_as_on_a_gpu():
     assert probabilities and set(probabilities) == {torch.float32}, probabilities
     with torch.autocast("cpu", dtype=torch.bfloat16):  # torch's own autocast is left as it was
         assert torch.softmax(torch.randn(4, 4).bfloat16(), dim=-1).dtype == torch.bfloat16
+
+
+def test_a_forward_outside_autograd_gets_a_reservation_bound_in_bytes_high():
+    """On an H100 a fresh process reserved up to 1.65x what a frozen
+    backbone's forward allocated at its peak, where colo's replay of the
+    allocator gives about 1x (ResNet-18 frozen: bytes_high 13% under). Such a
+    model's bytes_high now allows 1.65x the forward's allocated peak, and
+    `rule` says so; `bytes` is the replay's, and a model with no layer
+    outside autograd gets no such bound."""
+    frozen = torchvision.models.resnet18(num_classes=10)
+    frozen.requires_grad_(False)
+    frozen.fc.requires_grad_(True)
+    e = colo.estimate(frozen, torch.randn(1, 3, 64, 64), batch_size=256, optimizer="sgd")
+    assert e.peak_phase == "forward"
+    assert e.uncertainty >= 0.4 * e.breakdown["activations"], e
+    assert "outside autograd" in e.rule
+    trainable = colo.estimate(torchvision.models.resnet18(num_classes=10), torch.randn(1, 3, 64, 64),
+                              batch_size=256, optimizer="sgd")
+    assert "outside autograd" not in trainable.rule
+    assert trainable.uncertainty < 0.4 * trainable.breakdown["activations"]
