@@ -657,8 +657,6 @@ class _checkpoints_run_plain:
     (its backward reruns the segment's forward with autograd, then its
     backward)."""
 
-    active = False
-
     def __init__(self, core=None):
         self._core = core
 
@@ -676,7 +674,6 @@ class _checkpoints_run_plain:
 
         self._own_apply = CheckpointFunction.__dict__.get("apply")  # else inherited from autograd.Function
         CheckpointFunction.apply = staticmethod(plain)
-        type(self).active = True
         return self
 
     def __exit__(self, *exc):
@@ -685,7 +682,6 @@ class _checkpoints_run_plain:
             del CheckpointFunction.apply
         else:
             CheckpointFunction.apply = self._own_apply
-        type(self).active = False
         return False
 
 
