@@ -63,8 +63,11 @@ def context_and_library_bytes(device):
     torch.cuda.empty_cache()
     torch.cuda.synchronize(device)
     library = torch.cuda.memory_reserved(device)
-    context = process_footprint_bytes(os.getpid()) - torch.cuda.memory_reserved(device)
-    return max(0, context), library
+    footprint = process_footprint_bytes(os.getpid())
+    if footprint <= torch.cuda.memory_reserved(device):
+        raise RuntimeError("nvidia-smi lists no GPU memory for this process (a container that hides its pids?): "
+                           "the CUDA context cannot be measured here")
+    return footprint - torch.cuda.memory_reserved(device), library
 
 
 def conv_geometry(key):
@@ -160,7 +163,11 @@ def main(argv=None):
     from colo import _core
 
     started = time.time()
-    profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True))
+    try:
+        profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True))
+    except (RuntimeError, subprocess.CalledProcessError, FileNotFoundError) as exc:
+        print(f"colo gpus --profile: {exc}".replace("\n", " "), file=sys.stderr)
+        return 1
     key = _core.profile_key(profile["gpu"])
     path = _core.store_device_profile(json.dumps(profile), key)
     print(f"{profile['name']}: context {profile['context_bytes'] >> 20} MiB, library workspaces "
