@@ -390,7 +390,8 @@ def recheck(args):
     with open(os.path.join(args.out, "rows.jsonl"), "w") as out:
         for row in rows:
             measured = truth[(row["setup"], row["model"], row["batch"], row["optimizer"])]
-            record = dict(row, **estimate_row(row, args.threads), torch=torch.__version__,
+            record = dict(row, **estimate_row(row, args.threads), **setups.peer_estimates(row, MODELS),
+                          torch=torch.__version__,
                           **{k: measured[k] for k in ("truth_bytes", "max_reserved", "max_allocated")},
                           gpu_run_colo_bytes=measured.get("colo_bytes"),
                           gpu_run_colo_high_bytes=measured.get("colo_high_bytes"))
@@ -401,9 +402,14 @@ def recheck(args):
                 records.append(record)
                 then.append(dict(record, colo_bytes=record["gpu_run_colo_bytes"],
                                  colo_high_bytes=record["gpu_run_colo_high_bytes"]))
+    def as_peer(key):
+        return [dict(r, colo_bytes=r[key], colo_high_bytes=r[key]) for r in records if r.get(key)]
+
     summary = {"rows": len(records), "failed": len(rows) - len(records), "torch": torch.__version__,
                "threads": args.threads, "truth": os.path.relpath(args.truth),
                "here": accuracy(records), "gpu_run_estimates_of_these_rows": accuracy(then),
+               "peers": {"horus_rule": accuracy(as_peer("horus_bytes")), "learned": accuracy(as_peer("learned_bytes")),
+                         "fake_tensor_memtracker": "not run: torch.distributed._tools.MemTracker needs torch 2.x"},
                "seconds_max": round(max((r["colo_s"] for r in records), default=0), 2),
                "command": shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:])}
     with open(os.path.join(args.out, "summary.json"), "w") as f:

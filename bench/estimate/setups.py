@@ -30,7 +30,7 @@ import torch.nn as nn
 import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from real_models import MODELS, loss_of, print_truth  # noqa: E402
+from real_models import LEARNED, MODELS, horus_rule, loss_of, print_truth  # noqa: E402
 
 HEADS = {"resnet50": "fc", "convnext_tiny": "classifier", "vit_b_16": "heads", "hf_bert": "classifier"}
 LAST_BLOCKS = {"resnet50": ("layer4", "fc"), "hf_gpt2": ("transformer.h.4", "transformer.h.5", "transformer.ln_f")}
@@ -191,6 +191,25 @@ def colo_estimate(row, threads, models=MODELS):
     return {"colo_bytes": e.bytes, "colo_high_bytes": e.bytes_high, "colo_s": time.time() - start,
             "colo_threads": threads, "colo_phase": e.peak_phase, "colo_unmodelled": e.unmodelled_ops,
             "colo_breakdown": e.breakdown}
+
+
+def peer_estimates(row, models=MODELS):
+    """The peers' answers for the row's set-up, as a record's fields:
+    `horus_bytes` (real_models.horus_rule: counts only, no frozen weights, no
+    autocast) and `learned_bytes` (colo's learned estimator on the model's
+    summary); `peer_error` instead when the model cannot be built or run."""
+    import colo
+    try:
+        model = build(row, models)
+        one = example(row, models)
+        e = colo.estimate(model, one, batch_size=row["batch"], optimizer=make_optimizer(row["optimizer"], model),
+                          autocast=autocast_of(row), keep_output=row["setup"] == "keep_output",
+                          set_to_none=row["setup"] != "keep_grads",
+                          accumulation_steps=4 if row["setup"] == "accumulate4" else 1, learned=LEARNED)
+        model.eval()
+        return {"horus_bytes": horus_rule(model, one, row), "learned_bytes": e.learned_bytes}
+    except Exception as exc:  # the row says how the peers failed; the others go on
+        return {"peer_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
 def estimate_alone(estimate, row, threads, context):
