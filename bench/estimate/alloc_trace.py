@@ -35,28 +35,9 @@ def where(frames):
     return f"{op} @ {line}"
 
 
-def loss_of(output):
-    """colo.estimate's default loss without importing colo: cross entropy against class 0."""
-    logits = output.logits if hasattr(output, "logits") else output[0] if isinstance(output, tuple) else output
-    logits = logits.reshape(-1, logits.shape[-1])
-    return torch.nn.functional.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long,
-                                                                 device=logits.device))
-
-
-STACKS = "python"  # "all" adds the ATen op of each allocation, but symbolising C++ frames takes minutes
-
-
 def plain_loop(model_name, batch, optimizer):
     """Two plain steps of a real_models.py row."""
-    model, opt, x = real_models.gpu_training({"model": model_name, "batch": batch, "optimizer": optimizer})
-
-    def train():
-        for _ in range(2):
-            loss = loss_of(model(x))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-    return train
+    return real_models.plain_steps({"model": model_name, "batch": batch, "optimizer": optimizer}, 2)
 
 
 def setup_loop(setup, model_name, batch, optimizer):

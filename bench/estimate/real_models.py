@@ -193,17 +193,22 @@ def print_truth(train):
                       "max_allocated": torch.cuda.max_memory_allocated(), "train_s": time.time() - start}))
 
 
-def truth(row):
-    """Child process: train the row's model for 4 steps on the GPU; print its NVML peak."""
+def plain_steps(row, steps):
+    """() -> None training the row's model (made now, on the GPU) for `steps` plain steps."""
     model, opt, x = gpu_training(row)
 
     def train():
-        for _ in range(4):
+        for _ in range(steps):
             loss = loss_of(model(x))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-    print_truth(train)
+    return train
+
+
+def truth(row):
+    """Child process: train the row's model for 4 steps on the GPU; print its NVML peak."""
+    print_truth(plain_steps(row, 4))
 
 
 def fake_tensor_peak(row):

@@ -649,15 +649,14 @@ def _in_place_ops_noted(core):
 class _checkpoints_run_plain:
     """Within it, torch.utils.checkpoint(use_reentrant=True) runs its
     segment as plain code under autograd (found at call time on the
-    autograd Function, however the model imported `checkpoint`). Given
-    colo's `core`, each segment also tells it the autograd nodes it made, as
-    a non-reentrant checkpoint does (_non_reentrant_checkpoints_noted): the
-    recorded step then keeps the segment's inputs and recomputes what it
-    saves when backward reaches it, which is what the reentrant kind does too
-    (its backward reruns the segment's forward with autograd, then its
-    backward)."""
+    autograd Function, however the model imported `checkpoint`), and tells
+    colo's `core` the autograd nodes it made, as a non-reentrant checkpoint
+    does (_non_reentrant_checkpoints_noted): the recorded step then keeps the
+    segment's inputs and recomputes what it saves when backward reaches it,
+    which is what the reentrant kind does too (its backward reruns the
+    segment's forward with autograd, then its backward)."""
 
-    def __init__(self, core=None):
+    def __init__(self, core):
         self._core = core
 
     def __enter__(self):
@@ -665,8 +664,6 @@ class _checkpoints_run_plain:
         core = self._core
 
         def plain(function, _preserve_rng_state, *args):
-            if core is None:
-                return function(*args)
             first = core.next_sequence_number()
             result = function(*args)
             core.note_recomputed_region(first, core.next_sequence_number())

@@ -620,6 +620,25 @@ def test_a_linear_layer_with_a_frozen_weight_keeps_no_input():
     assert trainable.breakdown["activations"] >= 5 * layer_output, trainable  # each keeps its input
 
 
+class _CheckpointedBlocks(nn.Module):
+    """Eight 1024-4096-1024 GELU blocks and a head; each block under
+    torch.utils.checkpoint with use_reentrant=`reentrant`, or plain for None."""
+
+    def __init__(self, reentrant):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
+                                    for _ in range(8))
+        self.head = nn.Linear(1024, 10)
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        import torch.utils.checkpoint as checkpoint
+
+        for block in self.blocks:
+            x = block(x) if self.reentrant is None else checkpoint.checkpoint(block, x, use_reentrant=self.reentrant)
+        return self.head(x)
+
+
 def test_non_reentrant_checkpoints_keep_their_inputs_and_recompute_one_block_at_a_time():
     """torch.utils.checkpoint(use_reentrant=False) keeps each checkpointed
     block's input and recomputes the block's saved tensors in its backward.
@@ -630,22 +649,9 @@ def test_non_reentrant_checkpoints_keep_their_inputs_and_recompute_one_block_at_
     block's recomputed tensors at a time."""
     import torch.utils.checkpoint as checkpoint
 
-    class Blocks(nn.Module):
-        def __init__(self, checkpointed):
-            super().__init__()
-            self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
-                                        for _ in range(8))
-            self.head = nn.Linear(1024, 10)
-            self.checkpointed = checkpointed
-
-        def forward(self, x):
-            for block in self.blocks:
-                x = checkpoint.checkpoint(block, x, use_reentrant=False) if self.checkpointed else block(x)
-            return self.head(x)
-
     x = torch.randn(1, 1024)
-    plain = colo.estimate(Blocks(False), x, batch_size=2048, optimizer="sgd")
-    checkpointed = colo.estimate(Blocks(True), x, batch_size=2048, optimizer="sgd")
+    plain = colo.estimate(_CheckpointedBlocks(None), x, batch_size=2048, optimizer="sgd")
+    checkpointed = colo.estimate(_CheckpointedBlocks(False), x, batch_size=2048, optimizer="sgd")
     mib = 2 ** 20
     block_saved = 2048 * (1024 + 4096 + 4096) * 4
     assert plain.breakdown["activations"] >= 8 * block_saved
@@ -667,32 +673,16 @@ def test_a_reentrant_checkpoint_is_modelled_as_the_non_reentrant_kind():
     without checkpointing, +145%). The recording now runs each segment as
     plain code and notes its nodes, so both kinds get the same estimate;
     checkpoint works as before afterwards."""
-    import torch.utils.checkpoint as checkpoint
-
-    class Blocks(nn.Module):
-        def __init__(self, reentrant):
-            super().__init__()
-            self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
-                                        for _ in range(8))
-            self.head = nn.Linear(1024, 10)
-            self.reentrant = reentrant
-
-        def forward(self, x):
-            for block in self.blocks:
-                x = block(x) if self.reentrant is None else checkpoint.checkpoint(block, x,
-                                                                                  use_reentrant=self.reentrant)
-            return self.head(x)
-
     x = torch.randn(1, 1024)
-    plain = colo.estimate(Blocks(None), x, batch_size=2048, optimizer="sgd")
-    reentrant = colo.estimate(Blocks(True), x, batch_size=2048, optimizer="sgd")
-    non_reentrant = colo.estimate(Blocks(False), x, batch_size=2048, optimizer="sgd")
+    plain = colo.estimate(_CheckpointedBlocks(None), x, batch_size=2048, optimizer="sgd")
+    reentrant = colo.estimate(_CheckpointedBlocks(True), x, batch_size=2048, optimizer="sgd")
+    non_reentrant = colo.estimate(_CheckpointedBlocks(False), x, batch_size=2048, optimizer="sgd")
     block_saved = 2048 * (1024 + 4096 + 4096) * 4
     assert reentrant.bytes == non_reentrant.bytes, (reentrant, non_reentrant)
     assert reentrant.bytes < plain.bytes - 4 * block_saved
     assert reentrant.breakdown["optimizer"] == plain.breakdown["optimizer"]  # every block's momentum
     assert "reentrant" not in reentrant.rule and not reentrant.unmodelled_ops
-    out = Blocks(True)(torch.randn(3, 1024).requires_grad_())
+    out = _CheckpointedBlocks(True)(torch.randn(3, 1024).requires_grad_())
     head_inputs = [type(f).__name__ for f, _ in out.grad_fn.next_functions]
     assert "CheckpointFunctionBackward" in head_inputs, head_inputs  # the checkpoint is a checkpoint again
 
