@@ -42,6 +42,9 @@ TEST(ColoGpus, ProfileIsMeasuredOnlyOnARealGpuAndSaysWhy) {
   EXPECT_EQ(simulated.status, 2) << simulated.out << simulated.err;
   EXPECT_NE(simulated.err.find("no CUDA GPU here"), std::string::npos) << simulated.err;
   EXPECT_FALSE(path_exists(dir.file("profiles")));
+  auto alone = run_colo(dir, "gpus --gpu 1", "COLO_SIMULATED_GPUS=2");  // --gpu chooses a GPU to profile only
+  EXPECT_NE(alone.status, 0);
+  EXPECT_NE(alone.err.find("--profile"), std::string::npos) << alone.err;
 }
 
 TEST(ColoGpus, ListsSimulatedGpusAsJson) {

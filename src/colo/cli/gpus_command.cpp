@@ -98,10 +98,11 @@ void add_gpus_command(CLI::App& app, int& exit_code) {
   auto gpu = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand("gpus", "List the GPUs: memory, utilisation, SM activity, power, energy");
   cmd->add_flag("--json", *json, "print JSON (one object per GPU, with processes and MIG instances)");
-  cmd->add_flag("--profile", *profile,
-                "measure a GPU for colo.estimate (its context, library and cuDNN workspaces) and store the "
-                "profile under its short name, e.g. h200 (docs/python.md)");
-  cmd->add_option("--gpu", *gpu, "with --profile: which GPU (default 0)");
+  CLI::Option* profile_flag =
+      cmd->add_flag("--profile", *profile,
+                    "measure a GPU for colo.estimate (its context, library and cuDNN workspaces) and store the "
+                    "profile under its short name, e.g. h200 (docs/python.md)");
+  cmd->add_option("--gpu", *gpu, "with --profile: which GPU (default 0)")->needs(profile_flag);
   cmd->callback([json, profile, gpu, &exit_code] { exit_code = *profile ? run_profile(*gpu) : run_gpus(*json); });
 }
 
