@@ -131,6 +131,26 @@ TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
   options.mode = "async";
   options.momentum_compensation = false;
   EXPECT_EQ(server_optimizer(sgd, options, 4).momentum, 0.9);
+  options.momentum_compensation = true;
+  options.overlap = true;  // two updates in flight per worker
+  EXPECT_NEAR(server_optimizer(sgd, options, 2).momentum, 0.15, 1e-12);
+}
+
+TEST(ClusterSpec, CompressionIsNoneOrBf16AndOverlapNeedsAsync) {
+  testing::TempDir dir;
+  const std::string ps = "[cluster]\nstrategy = \"param_server\"\n";
+  ClusterSpec spec = parse_cluster_spec(dir.write(
+      "ok.toml", std::string(kBase) + ps + "[param_server]\ncompression = \"bf16\"\noverlap = true\n"));
+  EXPECT_EQ(spec.param_server.compression, "bf16");
+  EXPECT_TRUE(spec.param_server.overlap);
+  ClusterSpec plain = parse_cluster_spec(dir.write("plain.toml", std::string(kBase) + ps));
+  EXPECT_EQ(plain.param_server.compression, "none");
+  EXPECT_FALSE(plain.param_server.overlap);
+  EXPECT_NE(error_for(dir, ps + "[param_server]\ncompression = \"fp8\"\n").find("param_server.compression"),
+            std::string::npos);
+  std::string sync = error_for(dir, ps + "[param_server]\nmode = \"sync\"\noverlap = true\n");
+  EXPECT_NE(sync.find("param_server.overlap"), std::string::npos) << sync;
+  EXPECT_NE(sync.find("async"), std::string::npos) << sync;
 }
 
 TEST(StrategyRegistry, NamesEveryStrategyOnceAndRefusesAnUnknownOne) {

@@ -62,6 +62,29 @@ TEST(PsTransport, MessagesAndPayloadsArriveWhole) {
   EXPECT_TRUE(into.equal(reply.payload));
 }
 
+TEST(PsTransport, BFloat16PayloadsArriveAsBFloat16InPlaceOnlyIntoABFloat16Buffer) {
+  ServerSocket server("127.0.0.1", "server 0");
+  ServerLink link(server.address(), 1, "server 0");
+  Message push;
+  push.type = MessageType::kPush;
+  push.payload = at::linspace(-3, 3, 3000).to(at::kBFloat16);
+  link.send(push);
+  at::Tensor into = at::zeros({3000}, at::kBFloat16);
+  auto got = receive_within(server, 10, &into);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->message.payload.data_ptr(), into.data_ptr());
+  EXPECT_TRUE(into.equal(push.payload));
+
+  link.send(push);
+  at::Tensor floats = at::zeros({3000}, at::kFloat);
+  got = receive_within(server, 10, &floats);
+  ASSERT_TRUE(got);
+  EXPECT_NE(got->message.payload.data_ptr(), floats.data_ptr());  // not the float32 buffer
+  EXPECT_EQ(got->message.payload.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(got->message.payload.equal(push.payload));
+  EXPECT_TRUE(floats.eq(0).all().item<bool>());
+}
+
 TEST(PsTransport, MessageWithoutPayloadHasNone) {
   ServerSocket server("127.0.0.1", "server 0");
   ServerLink link(server.address(), 0, "server 0");

@@ -64,7 +64,10 @@ train::OptimizerSpec server_optimizer(const train::OptimizerSpec& optimizer,
                                       const ParamServerOptions& options, int64_t workers) {
   train::OptimizerSpec applied = optimizer;
   if (options.mode != "sync" && options.momentum_compensation && applied.name == "sgd") {
-    double implicit = 1.0 - 1.0 / static_cast<double>(workers);
+    // Updates in flight: one per worker, two with overlap (its next step
+    // computes before its last push is answered).
+    double in_flight = static_cast<double>(workers) * (options.overlap ? 2 : 1);
+    double implicit = 1.0 - 1.0 / in_flight;
     applied.momentum = std::max(0.0, applied.momentum - implicit);
     if (applied.momentum == 0) applied.nesterov = false;
   }
@@ -110,7 +113,13 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
         t->boolean_or("momentum_compensation", spec.param_server.momentum_compensation);
     spec.param_server.transport = t->choice_or("transport", spec.param_server.transport, {"auto", "zmq"});
     spec.param_server.rejoin_s = t->number_or("rejoin_s", spec.param_server.rejoin_s, 0, 86400);
+    spec.param_server.compression = t->choice_or("compression", spec.param_server.compression, {"none", "bf16"});
+    spec.param_server.overlap = t->boolean_or("overlap", spec.param_server.overlap);
     if (spec.strategy == "switch") spec.param_server.mode = "async";
+    if (spec.param_server.overlap && spec.param_server.mode != "async") {
+      t->fail("overlap", "false unless mode = \"async\" (a synchronous or bounded-staleness reply is what the "
+                         "next step waits for)");
+    }
     if (spec.param_server.rejoin_s > 0 && spec.param_server.mode == "sync") {
       t->fail("rejoin_s", "0 with mode = \"sync\" (a synchronous round cannot go on with a server restarted from "
                           "an older step; resume the whole run with colo dist --resume)");

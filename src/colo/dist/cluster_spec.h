@@ -31,6 +31,18 @@ struct ParamServerOptions {
   // through shared device memory (CUDA IPC), every other pair through
   // ZeroMQ via host memory; zmq: every pair through ZeroMQ.
   std::string transport = "auto";
+  // none | bf16: the ranges that travel through ZeroMQ and host memory go
+  // as bfloat16, half the bytes: a push carries the gradients rounded, a
+  // reply what to add to the parameters the worker holds (the server keeps
+  // the worker's copy, so rounding never accumulates: each reply also
+  // carries what the last one's rounding left out). The first reply to a
+  // worker is float32. Shared device memory always carries float32.
+  std::string compression = "none";
+  // async only: a worker does not wait for the reply to its push; it takes
+  // it at the next step, so sending, the server's update and the reply
+  // overlap its computation. Its own gradient then reaches its parameters
+  // one step later; momentum compensation counts each worker twice.
+  bool overlap = false;
   // Seconds a worker waits for a server whose connection closed to come
   // back, restarted from the run's last checkpoint (by `colo dist`'s
   // launcher; under srun, by whoever starts its rank again), before the run

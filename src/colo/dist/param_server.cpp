@@ -76,6 +76,10 @@ class Server {
     int64_t clock = 0;                     // ssp: the step it wants to start
     int64_t pulled_update = 0;             // updates applied when it was last answered
     std::unique_ptr<SharedBoxes> shared;   // null: payloads through the transport
+    // Through the transport with compression: the parameters the worker
+    // holds, as the replies so far built them (undefined before the first).
+    at::Tensor holds;
+    at::Tensor reply_host;  // the pinned buffer its compressed replies go out from
   };
 
   void handle(int worker, const Message& message) {
@@ -122,6 +126,7 @@ class Server {
   void welcome(int worker, const Message& hello) {
     WorkerState& state = workers_[static_cast<size_t>(worker)];
     state.hello = true;
+    state.holds = at::Tensor();  // a hello comes with parameters of its own: the next reply is whole
     Message answer;
     answer.type = MessageType::kWelcome;
     bool same_host = hello.blob == this_host_name() + "\ncuda";
@@ -187,7 +192,7 @@ class Server {
     values_ = state_in.narrow(0, 0, size).clone();
     gradients_ = at::zeros_like(values_);
     sum_ = at::zeros_like(values_);
-    scratch_ = at::empty({size}, at::TensorOptions().dtype(at::kFloat).pinned_memory(device_.is_cuda()));
+    scratch_ = at::empty({size}, host_options(compressed() ? at::kBFloat16 : at::kFloat));
     optimizer_ = std::make_unique<FlatOptimizer>(
         values_, gradients_, server_optimizer(spec_.train.optimizer, spec_.param_server, spec_.workers));
     auto state = optimizer_->state();
@@ -346,28 +351,57 @@ class Server {
   }
 
   // Sends the key range's parameters to `workers`: into each one's shared
-  // outbox, or one host copy for all that take it through the transport.
+  // outbox; through the transport, one float32 host copy for all, or with
+  // compression each worker what it lacks, as bfloat16.
   void reply(const std::vector<int>& workers, double hold_s) {
-    at::Tensor host;
+    at::Tensor whole;
+    std::vector<at::Tensor> payloads;
     bool wrote_shared = false;
     for (int w : workers) {
-      const auto& shared = workers_[static_cast<size_t>(w)].shared;
-      if (shared) {
-        shared->outbox.tensor().copy_(values_);
+      WorkerState& state = workers_[static_cast<size_t>(w)];
+      if (state.shared) {
+        state.shared->outbox.tensor().copy_(values_);
         wrote_shared = true;
-      } else if (!host.defined()) {
-        host = values_.is_cpu() ? values_.clone() : values_.to(at::kCPU);
+        payloads.emplace_back();
+      } else if (compressed() && state.holds.defined()) {
+        at::Tensor change = (values_ - state.holds).to(at::kBFloat16);
+        state.holds.add_(change);  // what the worker's add of the same bfloat16 gives, bit for bit
+        state.reply_host = reusable(state.reply_host, at::kBFloat16);
+        state.reply_host.copy_(change);
+        payloads.push_back(state.reply_host);
+      } else {
+        if (!whole.defined()) {
+          whole = reusable(whole_host_, at::kFloat);
+          whole.copy_(values_);
+          whole_host_ = whole;
+        }
+        if (compressed()) state.holds = values_.clone();
+        payloads.push_back(whole);
       }
     }
     if (wrote_shared) gpu::finish_writes_for_other_processes(device_);
-    for (int w : workers) {
-      workers_[static_cast<size_t>(w)].pulled_update = report_.updates;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      workers_[static_cast<size_t>(workers[i])].pulled_update = report_.updates;
       Message message;
       message.type = MessageType::kParams;
       message.hold_s = hold_s;
-      if (!workers_[static_cast<size_t>(w)].shared) message.payload = host;
-      socket_.send(w, message);
+      message.payload = payloads[i];
+      socket_.send(workers[i], message);
     }
+  }
+
+  bool compressed() const { return spec_.param_server.compression == "bf16"; }
+
+  at::TensorOptions host_options(at::ScalarType type) const {
+    return at::TensorOptions().dtype(type).pinned_memory(device_.is_cuda());
+  }
+
+  // `buffer` again when no message still being sent holds it (the transport
+  // keeps a reference until its I/O thread has written the frame), else a
+  // new one of the range's size.
+  at::Tensor reusable(const at::Tensor& buffer, at::ScalarType type) const {
+    if (buffer.defined() && buffer.use_count() == 1) return buffer;
+    return at::empty({values_.numel()}, host_options(type));
   }
 
   double clock_now() const { return uptime_.elapsed_s(); }
@@ -389,6 +423,7 @@ class Server {
   Stopwatch closed_early_;
   bool closed_early_seen_ = false;
   at::Tensor values_, gradients_, sum_, scratch_;
+  at::Tensor whole_host_;  // the pinned buffer float32 replies go out from
   std::unique_ptr<FlatOptimizer> optimizer_;
   ServerReport report_;
 };

@@ -25,9 +25,10 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
                                          Rendezvous& rendezvous, const ClusterSpec& spec, int worker)
     : model_(model), rendezvous_(rendezvous), spec_(spec),
       moments_(FlatOptimizer::moment_buffers(spec.train.optimizer)), mode_(spec.param_server.mode),
-      worker_(worker), timeout_s_(spec.timeout_s) {
+      worker_(worker), timeout_s_(spec.timeout_s), compressed_(spec.param_server.compression == "bf16"),
+      overlap_(spec.param_server.overlap) {
   bool cuda = model_.values().is_cuda();
-  auto host = at::TensorOptions().dtype(at::kFloat).pinned_memory(cuda);
+  auto host = at::TensorOptions().dtype(compressed_ ? at::kBFloat16 : at::kFloat).pinned_memory(cuda);
   host_values_ = at::empty({model_.size()}, host);
   host_gradients_ = at::empty({model_.size()}, host);
   auto state = optimizer.state();
@@ -123,11 +124,13 @@ double ParamServerStrategy::pull_from(size_t s) {
   if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
     throw std::runtime_error("unexpected reply from " + server.link.peer());
   }
+  at::Tensor range = model_.values().narrow(0, server.begin, server.end - server.begin);
   if (shared) {
-    model_.values().narrow(0, server.begin, server.end - server.begin).copy_(server.outbox);
+    range.copy_(server.outbox);
+  } else if (reply.payload.scalar_type() == at::kBFloat16) {
+    range.add_(reply.payload.to(range.device()));  // a compressed reply: what the parameters lack; waits (slot is reused)
   } else {
-    if (reply.payload.data_ptr() != slot.data_ptr()) slot.copy_(reply.payload);
-    model_.values().narrow(0, server.begin, server.end - server.begin).copy_(slot);  // waits: slot is reused
+    range.copy_(reply.payload);  // waits: the payload may be the reused slot
   }
   return reply.hold_s;
 }
@@ -135,6 +138,8 @@ double ParamServerStrategy::pull_from(size_t s) {
 ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
   Stopwatch clock;
   ExchangeCost cost;
+  // Overlap: the reply to the last push, which arrived while this step computed.
+  if (awaiting_reply_) cost.waiting_s = take_outstanding_reply();
   bool any_host = false;
   for (auto& server : servers_) {
     at::Tensor range = model_.gradients().narrow(0, server.begin, server.end - server.begin);
@@ -144,7 +149,10 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
       any_host = true;
     }
   }
-  if (any_host) host_gradients_.copy_(model_.gradients());
+  if (any_host) {
+    // Converted on the device: half the bytes cross to the host.
+    host_gradients_.copy_(compressed_ ? model_.gradients().to(at::kBFloat16) : model_.gradients());
+  }
   // The servers read the inboxes as soon as the pushes arrive.
   gpu::finish_writes_for_other_processes(model_.values().device());
   for (auto& server : servers_) {
@@ -154,19 +162,29 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
     push.step = step;
     push.lr = lr;
     if (!server.inbox.defined()) push.payload = host_gradients_.narrow(0, server.begin, server.end - server.begin);
-    cost.bytes_sent += (server.end - server.begin) * 4;
+    cost.bytes_sent += (server.end - server.begin) * (server.inbox.defined() ? 4 : host_gradients_.element_size());
     try {
       server.link.send(push);
     } catch (const ServerClosed&) {
       // Lost with the server; the pull below rejoins it or fails.
     }
   }
-  cost.waiting_s = pull();
+  if (overlap_) {
+    awaiting_reply_ = true;
+  } else {
+    cost.waiting_s += pull();
+  }
   cost.communication_s = std::max(0.0, clock.elapsed_s() - cost.waiting_s);
   return cost;
 }
 
+double ParamServerStrategy::take_outstanding_reply() {
+  awaiting_reply_ = false;
+  return pull();
+}
+
 std::vector<at::Tensor> ParamServerStrategy::run_state() {
+  if (awaiting_reply_) take_outstanding_reply();
   const int64_t size = model_.size();
   std::vector<at::Tensor> run;
   for (int m = 0; m <= moments_; ++m) run.push_back(at::empty({size}, at::kFloat));
@@ -202,6 +220,7 @@ std::vector<at::Tensor> ParamServerStrategy::run_state() {
 void ParamServerStrategy::finish() {
   if (finished_) return;
   finished_ = true;
+  if (awaiting_reply_) take_outstanding_reply();
   if (spec_.param_server.rejoin_s > 0) rendezvous_.set(worker_done_key(worker_), "1");
   for (size_t s = 0; s < servers_.size(); ++s) {
     Message done;

@@ -4,7 +4,9 @@
 // parameters the servers answer with. Sync, async or SSP is the servers'
 // mode; the worker code is the same. A server on this host with its range on
 // a GPU hands out shared device buffers, and the ranges move device to
-// device; any other server gets them through the transport, via host memory.
+// device; any other server gets them through the transport, via host memory,
+// as float32 or, with compression, bfloat16. With overlap (async), the
+// reply to a push is taken at the next step instead of waited for.
 // With `rejoin_s`, a server that closed its connection is waited for: once
 // it is back (restarted from the checkpoint, at a new address), the worker
 // connects again, takes its range's parameters and goes on; the step's push
@@ -55,6 +57,9 @@ class ParamServerStrategy : public Strategy {
   ServerEnd connect(int64_t s);
   // Receives every server's kParams into the model; returns the longest hold.
   double pull();
+  // Overlap: pulls the reply to the last push, which the worker has not
+  // waited for; returns the longest hold.
+  double take_outstanding_reply();
   // Receives server `s`'s kParams into the model, rejoining it first if it
   // closed; returns its hold.
   double pull_from(size_t s);
@@ -70,9 +75,12 @@ class ParamServerStrategy : public Strategy {
   std::string mode_;
   int worker_;
   double timeout_s_;
+  bool compressed_;  // payloads through the transport as bfloat16
+  bool overlap_;     // the reply to a push is taken at the next step
   std::vector<ServerEnd> servers_;
-  at::Tensor host_values_;     // [P] on the CPU, received into
-  at::Tensor host_gradients_;  // [P] on the CPU, sent from
+  at::Tensor host_values_;     // [P] on the CPU, received into (bfloat16 with compression)
+  at::Tensor host_gradients_;  // [P] on the CPU, sent from (bfloat16 with compression)
+  bool awaiting_reply_ = false;
   bool finished_ = false;
 };
 

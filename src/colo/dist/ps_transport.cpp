@@ -9,6 +9,7 @@
 #include <cstring>
 #include <unordered_map>
 #include <stdexcept>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <zmq.hpp>
@@ -25,18 +26,31 @@ struct Header {
   uint32_t magic;
   uint32_t type;
   int32_t worker;
-  int32_t unused;
+  int32_t element;  // the payload's element type: kFloat32Element or kBFloat16Element
   int64_t step;
   int64_t count;
   double lr;
   double hold_s;
-  int64_t floats;
+  int64_t elements;
 };
+
+constexpr int32_t kFloat32Element = 0;
+constexpr int32_t kBFloat16Element = 1;
+
+at::ScalarType element_type(int32_t element) { return element == kBFloat16Element ? at::kBFloat16 : at::kFloat; }
+
+// I/O threads of the process's context: each connection is served by one,
+// so a server's workers (and a worker's servers) move their payloads in
+// parallel instead of through one thread.
+int io_threads() {
+  unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores / 4, 1u, 4u));
+}
 
 // One context for the process, never destroyed: destroying it at exit would
 // block on any socket an exception left open.
 zmq::context_t& transport_context() {
-  static auto* context = new zmq::context_t(1);
+  static auto* context = new zmq::context_t(io_threads());
   return *context;
 }
 
@@ -90,7 +104,9 @@ bool is_ipv4_address(const std::string& host) {
 }
 
 void send_frames(zmq::socket_t& socket, const Message& message) {
-  Header header{kMagic, static_cast<uint32_t>(message.type), message.worker, 0, message.step, message.count,
+  const bool bf16 = message.payload.defined() && message.payload.scalar_type() == at::kBFloat16;
+  Header header{kMagic, static_cast<uint32_t>(message.type), message.worker,
+                bf16 ? kBFloat16Element : kFloat32Element, message.step, message.count,
                 message.lr, message.hold_s, message.payload.defined() ? message.payload.numel() : 0};
   socket.send(zmq::buffer(&header, sizeof(header)), zmq::send_flags::sndmore);
   socket.send(zmq::buffer(message.blob), zmq::send_flags::sndmore);
@@ -98,14 +114,14 @@ void send_frames(zmq::socket_t& socket, const Message& message) {
     socket.send(zmq::message_t(), zmq::send_flags::none);
     return;
   }
-  if (!message.payload.device().is_cpu() || message.payload.scalar_type() != at::kFloat ||
+  if (!message.payload.device().is_cpu() || (message.payload.scalar_type() != at::kFloat && !bf16) ||
       !message.payload.is_contiguous()) {
-    throw std::logic_error("a parameter-server payload must be a contiguous float32 CPU tensor");
+    throw std::logic_error("a parameter-server payload must be a contiguous float32 or bfloat16 CPU tensor");
   }
   // Sent without a copy: the frame holds a reference to the tensor until
   // ZeroMQ's I/O thread has written it.
   auto* kept = new at::Tensor(message.payload);
-  zmq::message_t frame(kept->data_ptr(), static_cast<size_t>(kept->numel()) * sizeof(float),
+  zmq::message_t frame(kept->data_ptr(), kept->nbytes(),
                        [](void*, void* hint) { delete static_cast<at::Tensor*>(hint); }, kept);
   socket.send(frame, zmq::send_flags::none);
 }
@@ -124,7 +140,9 @@ Message read_frames(zmq::socket_t& socket, at::Tensor* into, const std::string& 
   }
   std::memcpy(&header, header_frame.data(), sizeof(header));
   if (source_fd != nullptr) *source_fd = zmq_msg_get(header_frame.handle(), ZMQ_SRCFD);
-  if (header.magic != kMagic || payload_frame.size() != static_cast<size_t>(header.floats) * sizeof(float)) {
+  if (header.magic != kMagic || (header.element != kFloat32Element && header.element != kBFloat16Element) ||
+      header.elements < 0 ||
+      payload_frame.size() != static_cast<size_t>(header.elements) * at::elementSize(element_type(header.element))) {
     throw std::runtime_error("malformed message from " + from);
   }
   Message message;
@@ -135,15 +153,17 @@ Message read_frames(zmq::socket_t& socket, at::Tensor* into, const std::string& 
   message.lr = header.lr;
   message.hold_s = header.hold_s;
   message.blob.assign(static_cast<const char*>(blob_frame.data()), blob_frame.size());
-  if (header.floats == 0) return message;
-  if (into != nullptr && into->numel() == header.floats && into->is_contiguous() && into->is_cpu()) {
+  if (header.elements == 0) return message;
+  const at::ScalarType type = element_type(header.element);
+  if (into != nullptr && into->numel() == header.elements && into->scalar_type() == type && into->is_contiguous() &&
+      into->is_cpu()) {
     std::memcpy(into->data_ptr(), payload_frame.data(), payload_frame.size());
     message.payload = *into;
     return message;
   }
   auto* held = new zmq::message_t(std::move(payload_frame));
-  message.payload = at::from_blob(held->data(), {header.floats}, [held](void*) { delete held; },
-                                  at::TensorOptions().dtype(at::kFloat));
+  message.payload = at::from_blob(held->data(), {header.elements}, [held](void*) { delete held; },
+                                  at::TensorOptions().dtype(type));
   return message;
 }
 

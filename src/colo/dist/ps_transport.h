@@ -2,7 +2,7 @@
 // The parameter server's transport, on ZeroMQ: each server binds a ROUTER
 // socket, each worker reaches it through a DEALER socket named after its
 // index, and a message is a fixed header, a byte blob and an optional
-// float32 payload (sent without a copy). Where worker and server share a
+// float32 or bfloat16 payload (sent without a copy). Where worker and server share a
 // host and a CUDA build, the payloads skip this transport: they move device
 // to device through shared device memory (gpu/shared_device_memory.h) and
 // only the small messages go over ZeroMQ.
@@ -37,7 +37,10 @@ struct Message {
   double lr = 0;        // kPush: learning rate to apply
   double hold_s = 0;    // kParams: how long the server held the reply back (sync/SSP)
   std::string blob;     // kHello: the worker's host and device; kWelcome: buffer handles
-  at::Tensor payload;   // float32 CPU, contiguous; undefined for none
+  // float32 or bfloat16 CPU, contiguous; undefined for none. A bfloat16
+  // kPush carries the gradients rounded; a bfloat16 kParams carries what to
+  // add to the parameters the worker holds (ParamServerOptions::compression).
+  at::Tensor payload;
 };
 
 // A message from one worker, as a server receives it.
@@ -62,7 +65,7 @@ class ServerSocket {
   std::string address() const;
   // The next message from any worker; nullopt when none came within
   // `timeout_s` (< 0: wait forever). A payload goes into `into` when it is
-  // given and of the same size (no allocation).
+  // given and of the same size and type (no allocation).
   std::optional<Envelope> receive(double timeout_s, at::Tensor* into = nullptr);
   void send(int worker, const Message& message);
   // Worker connections that have closed so far (a worker that is done
@@ -97,7 +100,7 @@ class ServerLink {
   ServerLink& operator=(ServerLink&& other) noexcept;
 
   void send(const Message& message);
-  // A payload goes into `into` when it is given and of the same size.
+  // A payload goes into `into` when it is given and of the same size and type.
   Message receive(double timeout_s, at::Tensor* into = nullptr);
   const std::string& peer() const { return peer_; }
   // Whether the server has closed the connection, as known now (no wait).
