@@ -1,9 +1,9 @@
 """A neighbour job for the uneven-worker runs, on the GPU it is given, until
 killed. It shares that GPU with a colo dist worker by time-slicing (no MPS).
 
-    neighbour.py [--work matmul|resnet]
+    neighbour.py [--work matmul|resnet] [--size N]
 
-matmul (default): back-to-back 8192 x 8192 bf16 matrix products, a
+matmul (default): back-to-back N x N (8192) bf16 matrix products, a
 compute-bound job that keeps the GPU busy all the time, so the time-sliced
 worker gets about half of it. resnet: ResNet-18 on random 64x64 images, a
 launch-bound job that leaves the worker most of the GPU (about 1.2x slower
@@ -14,7 +14,8 @@ import time
 import torch
 
 
-def resnet_step():
+def resnet_step(size):
+    del size
     import torchvision
     model = torchvision.models.resnet18(num_classes=10).cuda()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -28,9 +29,9 @@ def resnet_step():
     return step
 
 
-def matmul_step():
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+def matmul_step(size):
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(a)
 
     def step():
@@ -41,7 +42,9 @@ def matmul_step():
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", choices=("matmul", "resnet"), default="matmul")
-    step = {"matmul": matmul_step, "resnet": resnet_step}[p.parse_args().work]()
+    p.add_argument("--size", type=int, default=8192, help="matmul: the matrices' size")
+    args = p.parse_args()
+    step = {"matmul": matmul_step, "resnet": resnet_step}[args.work](args.size)
     steps, start = 0, time.time()
     while True:
         step()

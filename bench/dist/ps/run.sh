@@ -8,10 +8,17 @@
 #                    default): worker 1 at about half speed, measured in each run
 # PS_ROUNDS (default 3): every run that many times, round after round; round 1's
 # directory is NAME, later ones NAME.rK; summarize.py gives medians and spreads.
-# STRATEGY: allreduce, ps-sync, ps-async, ps-async-zmq (async PS with every range
-# through ZeroMQ and host memory instead of shared device memory), switch (colo's
-# plateau rule), switch-ss (Sync-Switch's rule: 1/8 of the steps synchronous, or a
-# straggler for 20 steps).
+# STRATEGY: allreduce, ps-sync, ps-async, ps-async-ov (async PS, each reply taken a
+# step late: param_server.overlap), ps-ssp, ps-async-zmq (async PS with every range
+# through ZeroMQ and host memory instead of shared device memory, as bfloat16 with
+# overlap: the best of that path), ps-async-zmq-bf16 (bfloat16, no overlap),
+# ps-async-zmq-fp32 (float32, no overlap), switch (colo's plateau rule), switch-ss
+# (Sync-Switch's rule: 1/8 of the steps synchronous, or a straggler for 20 steps).
+# Round K trains with seed K (CLUSTER_SEED); evaluations every PS_EVAL_EVERY (25)
+# steps. NEIGHBOUR_SIZE (8192): the neighbour's matrix size. PS_BUSBW=1 first
+# measures all-reduce bus bandwidth, colo against PyTorch's NCCL, in the same call
+# (bench/dist/run.sh busbw; needs the allreduce_busbw target). PS_SIMULATE=0 skips
+# simulate_check.py (it trains on the CPU: run it elsewhere on the copied output).
 # PS_BACKEND=gloo and PS_MAX_STEPS=N run the workers' group on Gloo with N steps each:
 # on a one-GPU machine both workers then share cuda:0 (a check of the transports, not
 # the comparison the issue asks for).
@@ -33,12 +40,18 @@ on_device = true
 prefetch = 0'
 cluster_file() {  # NAME STRATEGY EXTRA
   resnet_cluster_file "$OUT/configs/$1.toml" "$SCRATCH/$1" 2 "$2" "$data" "${PS_MAX_STEPS:-0}" 3 "${PS_BACKEND:-nccl}" \
-    "eval_every = 50
+    "eval_every = ${PS_EVAL_EVERY:-25}
 target_accuracy = ${TTA_TARGET:-0.90}
 $3"
 }
 
+if [ "${PS_BUSBW:-0}" = 1 ]; then
+  bench/dist/run.sh "$BUILD" "$(dirname "$OUT")" busbw
+  cp "$(dirname "$OUT")/dist/busbw.jsonl" "$OUT/busbw.jsonl"
+fi
+
 for round in $(seq 1 "${PS_ROUNDS:-3}"); do
+export CLUSTER_SEED=$round
 for run in "${runs[@]}"; do
   setup=${run%%:*}
   strategy=${run#*:}
@@ -47,7 +60,11 @@ for run in "${runs[@]}"; do
     ps-sync) s=param_server; extra=$'[param_server]\nmode = "sync"' ;;
     ps-async) s=param_server; extra=$'[param_server]\nmode = "async"' ;;
     ps-ssp) s=param_server; extra=$'[param_server]\nmode = "ssp"\nstaleness = 4' ;;
-    ps-async-zmq) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
+    ps-async-ov) s=param_server; extra=$'[param_server]\nmode = "async"\noverlap = true' ;;
+    ps-async-zmq) s=param_server
+      extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true' ;;
+    ps-async-zmq-bf16) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
+    ps-async-zmq-fp32) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
     switch) s=switch; extra=$'[switch]\nmin_steps = 100\nwindow = 50' ;;
     switch-ss) s=switch; extra=$'[switch]\nrule = "sync-switch"\nfraction = 0.125' ;;
     *) echo "unknown strategy $strategy"; continue ;;
@@ -58,6 +75,7 @@ for run in "${runs[@]}"; do
   neighbour=""
   if [ "$setup" = uneven ]; then
     CUDA_VISIBLE_DEVICES=1 python3 bench/dist/ps/neighbour.py --work "${NEIGHBOUR_WORK:-matmul}" \
+      --size "${NEIGHBOUR_SIZE:-8192}" \
       >"$OUT/$name-neighbour.log" 2>&1 &
     neighbour=$!
     for _ in $(seq 1 120); do grep -q ready "$OUT/$name-neighbour.log" 2>/dev/null && break; sleep 0.5; done
@@ -72,6 +90,8 @@ done
 done
 rm -rf "$SCRATCH"
 python3 bench/dist/ps/summarize.py "$OUT" | tee "$OUT/table.txt"
-OMP_NUM_THREADS=$(nproc) python3 bench/dist/ps/simulate_check.py "$BUILD/colo" "$OUT" | tee -a "$OUT/table.txt"
+if [ "${PS_SIMULATE:-1}" = 1 ]; then
+  OMP_NUM_THREADS=$(nproc) python3 bench/dist/ps/simulate_check.py "$BUILD/colo" "$OUT" | tee -a "$OUT/table.txt"
+fi
 cp "$OUT/summary.json" "$(dirname "$OUT")/ps-summary.json"; cp "$OUT/table.txt" "$(dirname "$OUT")/ps-table.txt"
 tar czf "$(dirname "$OUT")/ps.tgz" -C "$(dirname "$OUT")" ps && rm -rf "$OUT"

@@ -58,6 +58,17 @@ def slowdown(run):
     return ratio(ranks[1]["compute_ms"], ranks[0]["compute_ms"]) if 0 in ranks and 1 in ranks else None
 
 
+def busbw_summary(path):
+    """colo's all-reduce bus bandwidth of 256 MiB on 2 GPUs against PyTorch's NCCL, from the same call."""
+    rows = [r for r in read_jsonl(path) if r.get("world") == 2]
+    colo = [r["busbw_gbps"] for r in rows if r["impl"] == "colo"]
+    torch = [r["busbw_gbps"] for r in rows if r["impl"] == "torch"]
+    if not colo or not torch:
+        return {"allreduce_busbw_over_nccl": None}
+    return {"allreduce_busbw_over_nccl": colo[-1] / torch[-1], "busbw_colo_gbps": colo[-1],
+            "busbw_torch_gbps": torch[-1]}
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     rounds = {}  # run name -> its rounds' summaries (NAME, NAME.r2, NAME.r3 ...)
@@ -69,8 +80,10 @@ def main():
     accuracy = {name: spread([r["final_test_accuracy"] for r in rs]) for name, rs in rounds.items()}
     median = {name: t["median"] for name, t in tta.items()}
     even_ar, uneven_ar = median.get("even-allreduce"), median.get("uneven-allreduce")
-    uneven = {n: median[n] for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async", "uneven-ps-ssp")
-              if median.get(n) is not None}
+    uneven = {n: median[n] for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async", "uneven-ps-async-ov",
+                                     "uneven-ps-ssp") if median.get(n) is not None}
+    even_async = {n: median[n] for n in ("even-ps-async", "even-ps-async-ov") if median.get(n) is not None}
+    best_async = min(even_async, key=even_async.get) if even_async else None
     best_uneven = min(uneven, key=uneven.get) if uneven else None
     slowdowns = [slowdown(r) for name, rs in rounds.items() if name.startswith("uneven-") for r in rs]
     gap = lambda name: (100 * (accuracy[name]["median"] - accuracy["uneven-allreduce"]["median"])
@@ -88,14 +101,16 @@ def main():
         "tta_s": tta,
         "final_test_accuracy": accuracy,
         "ps_sync_tta_over_allreduce": ratio(median.get("even-ps-sync"), even_ar),
-        "ps_async_tta_over_allreduce": ratio(median.get("even-ps-async"), even_ar),
+        "ps_async_tta_over_allreduce": ratio(even_async.get(best_async), even_ar),
+        "ps_async_best_run": best_async,
+        "ps_async_tta_over_allreduce_by_run": {n: ratio(t, even_ar) for n, t in even_async.items()},
         "ps_async_zmq_tta_over_allreduce": ratio(median.get("even-ps-async-zmq"), even_ar),
         "uneven_slowdown": spread(slowdowns),
         "uneven_best_strategy": best_uneven,
         "uneven_best_over_allreduce": ratio(uneven.get(best_uneven), uneven_ar),
         "switch_accuracy_gap_points": gap(best_uneven) if best_uneven else None,
         "uneven_accuracy_gap_points": {name: gap(name) for name in uneven},
-        "allreduce_busbw_over_nccl": None,
+        **busbw_summary(out / "busbw.jsonl"),
         "runs": {name: rs[0] for name, rs in rounds.items()},
         "commands": {
             "all": "bench/gpu/run.sh ps  (on two GPUs; runs bench/dist/ps/run.sh BUILD OUT, then "
@@ -112,8 +127,9 @@ def main():
         print(f"{name:22} {fmt(t['median']):>12} ({fmt(t['min'])}-{fmt(t['max'])}) x{len(rs)} "
               f"{fmt(accuracy[name]['median'], 4):>9} {fmt(r0.get('step_ms')):>10} {fmt(r1.get('step_ms')):>10} "
               f"{fmt(slowdown(rs[0])):>13}")
-    for key in ("ps_sync_tta_over_allreduce", "ps_async_tta_over_allreduce", "ps_async_zmq_tta_over_allreduce",
-                "uneven_best_over_allreduce", "uneven_best_strategy", "switch_accuracy_gap_points"):
+    for key in ("ps_sync_tta_over_allreduce", "ps_async_tta_over_allreduce", "ps_async_best_run",
+                "ps_async_zmq_tta_over_allreduce", "uneven_best_over_allreduce", "uneven_best_strategy",
+                "switch_accuracy_gap_points", "allreduce_busbw_over_nccl"):
         value = summary[key]
         print(f"{key}: {'-' if value is None else (round(value, 3) if isinstance(value, float) else value)}")
     print(f"uneven_slowdown: median {fmt(summary['uneven_slowdown']['median'])} "
