@@ -148,10 +148,12 @@ FIGURES = [
     ("bench/results/dist/summary.json", "busbw_torch_2gpu_gbps", gbps),
     ("bench/results/dist/summary.json", "allreduce_eff_2gpu", whole_percent),
     ("bench/results/dist/summary.json", "allreduce_eff_4gpu", whole_percent),
+    ("bench/results/dist/ps/summary.json", "uneven_best_switch_over_allreduce", lambda v: f"{1 / v:.2f}x"),
+    ("bench/results/dist/ps/summary.json", "uneven_slowdown.median", ratio),
 ]
 
 # Numbers in the README that are definitions, not measurements.
-THRESHOLDS = ["10%"]
+THRESHOLDS = ["10%", "90%"]
 
 FIGURE_PATTERN = re.compile(r"\d+(?:\.\d+)?(?:x\b|%|M samples/s| GB/s)")
 

@@ -10,6 +10,9 @@
 #      8192 and a 16384 matrix-product neighbour; the rounds use the smaller
 #      one that slows worker 1's compute at least 1.8x (else the stronger);
 #   4. PS_ROUNDS (3) rounds of every run to 90% test accuracy.
+# It takes about 17 minutes on 2 H200s, more than one device call: the device
+# tool ends a call's processes, background ones too, when the call returns, so
+# split it across calls (PS_ROUNDS, and PS_FIRST_ROUND in bench/dist/ps/run.sh).
 # Usage: bench/dist/ps/full_run.sh OUT   (results in OUT/{ablation,neighbour-*,main}; OUT/DONE at the end)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

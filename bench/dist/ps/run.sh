@@ -14,7 +14,8 @@
 # overlap: the best of that path), ps-async-zmq-bf16 (bfloat16, no overlap),
 # ps-async-zmq-fp32 (float32, no overlap), switch (colo's plateau rule), switch-ss
 # (Sync-Switch's rule: 1/8 of the steps synchronous, or a straggler for 20 steps).
-# Round K trains with seed K (CLUSTER_SEED); evaluations every PS_EVAL_EVERY (25)
+# PS_FIRST_ROUND=K starts at round K (a later call going on with the rounds of
+# an earlier one, into another OUT). Round K trains with seed K (CLUSTER_SEED); evaluations every PS_EVAL_EVERY (25)
 # steps. NEIGHBOUR_SIZE (8192): the neighbour's matrix size. PS_BUSBW=1 first
 # measures all-reduce bus bandwidth, colo against PyTorch's NCCL, in the same call
 # (bench/dist/run.sh busbw; needs the allreduce_busbw target). PS_SIMULATE=0 skips
@@ -50,7 +51,7 @@ if [ "${PS_BUSBW:-0}" = 1 ]; then
   cp "$(dirname "$OUT")/dist/busbw.jsonl" "$OUT/busbw.jsonl"
 fi
 
-for round in $(seq 1 "${PS_ROUNDS:-3}"); do
+for round in $(seq "${PS_FIRST_ROUND:-1}" "${PS_ROUNDS:-3}"); do
 export CLUSTER_SEED=$round
 for run in "${runs[@]}"; do
   setup=${run%%:*}

@@ -46,11 +46,16 @@ def ratio(a, b):
 
 
 def spread(values):
-    """Median, lowest, highest and every value of the rounds that reached it (None: none did)."""
+    """Median over every round, a round that never reached the target (None)
+    counting as slower than any that did: None when half or more did not.
+    Lowest and highest of those that did, how many did, and every value."""
     got = [v for v in values if v is not None]
     if not got:
-        return {"median": None, "min": None, "max": None, "values": values}
-    return {"median": statistics.median(got), "min": min(got), "max": max(got), "values": values}
+        return {"median": None, "min": None, "max": None, "reached": 0, "values": values}
+    ordered = sorted(values, key=lambda v: float("inf") if v is None else v)
+    middle = ordered[(len(ordered) - 1) // 2: len(ordered) // 2 + 1]
+    median = None if None in middle else statistics.mean(middle)
+    return {"median": median, "min": min(got), "max": max(got), "reached": len(got), "values": values}
 
 
 def slowdown(run):
@@ -79,12 +84,16 @@ def main():
     tta = {name: spread([r["tta_s"] for r in rs]) for name, rs in rounds.items()}
     accuracy = {name: spread([r["final_test_accuracy"] for r in rs]) for name, rs in rounds.items()}
     median = {name: t["median"] for name, t in tta.items()}
+    step_ms = {name: statistics.median(r["ranks"][0]["step_ms"] for r in rs if 0 in r["ranks"])
+               for name, rs in rounds.items() if any(0 in r["ranks"] for r in rs)}
     even_ar, uneven_ar = median.get("even-allreduce"), median.get("uneven-allreduce")
     uneven = {n: median[n] for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async", "uneven-ps-async-ov",
                                      "uneven-ps-ssp") if median.get(n) is not None}
     even_async = {n: median[n] for n in ("even-ps-async", "even-ps-async-ov") if median.get(n) is not None}
     best_async = min(even_async, key=even_async.get) if even_async else None
     best_uneven = min(uneven, key=uneven.get) if uneven else None
+    switched = {n: t for n, t in uneven.items() if n.startswith("uneven-switch")}
+    best_switch = min(switched, key=switched.get) if switched else None
     slowdowns = [slowdown(r) for name, rs in rounds.items() if name.startswith("uneven-") for r in rs]
     gap = lambda name: (100 * (accuracy[name]["median"] - accuracy["uneven-allreduce"]["median"])
                         if name in accuracy and "uneven-allreduce" in accuracy
@@ -105,10 +114,16 @@ def main():
         "ps_async_best_run": best_async,
         "ps_async_tta_over_allreduce_by_run": {n: ratio(t, even_ar) for n, t in even_async.items()},
         "ps_async_zmq_tta_over_allreduce": ratio(median.get("even-ps-async-zmq"), even_ar),
+        # What the ZeroMQ path costs per step, whether or not its rounds reached the target.
+        "ps_async_zmq_step_over_allreduce": ratio(step_ms.get("even-ps-async-zmq"), step_ms.get("even-allreduce")),
+        "rank0_step_ms": step_ms,
         "uneven_slowdown": spread(slowdowns),
         "uneven_best_strategy": best_uneven,
         "uneven_best_over_allreduce": ratio(uneven.get(best_uneven), uneven_ar),
-        "switch_accuracy_gap_points": gap(best_uneven) if best_uneven else None,
+        # The switched run (the faster of the two rules) against uneven all-reduce.
+        "uneven_best_switch": best_switch,
+        "uneven_best_switch_over_allreduce": ratio(switched.get(best_switch), uneven_ar),
+        "switch_accuracy_gap_points": gap(best_switch) if best_switch else None,
         "uneven_accuracy_gap_points": {name: gap(name) for name in uneven},
         **busbw_summary(out / "busbw.jsonl"),
         "runs": {name: rs[0] for name, rs in rounds.items()},
@@ -120,16 +135,17 @@ def main():
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     fmt = lambda v, d=2: "-" if v is None else f"{v:.{d}f}"
-    print(f"{'run':22} {'to 90% s (median, min-max)':>28} {'final acc':>9} {'r0 step ms':>10} {'r1 step ms':>10} "
+    print(f"{'run':22} {'to 90% s (median, min-max) reached':>34} {'final acc':>9} {'r0 step ms':>10} {'r1 step ms':>10} "
           f"{'r1/r0 compute':>13}")
     for name, rs in rounds.items():
         t, r0, r1 = tta[name], rs[0]["ranks"].get(0, {}), rs[0]["ranks"].get(1, {})
-        print(f"{name:22} {fmt(t['median']):>12} ({fmt(t['min'])}-{fmt(t['max'])}) x{len(rs)} "
+        print(f"{name:22} {fmt(t['median']):>12} ({fmt(t['min'])}-{fmt(t['max'])}) {t['reached']}/{len(rs)} "
               f"{fmt(accuracy[name]['median'], 4):>9} {fmt(r0.get('step_ms')):>10} {fmt(r1.get('step_ms')):>10} "
               f"{fmt(slowdown(rs[0])):>13}")
     for key in ("ps_sync_tta_over_allreduce", "ps_async_tta_over_allreduce", "ps_async_best_run",
-                "ps_async_zmq_tta_over_allreduce", "uneven_best_over_allreduce", "uneven_best_strategy",
-                "switch_accuracy_gap_points", "allreduce_busbw_over_nccl"):
+                "ps_async_zmq_tta_over_allreduce", "ps_async_zmq_step_over_allreduce", "uneven_best_over_allreduce", "uneven_best_strategy",
+                "uneven_best_switch", "uneven_best_switch_over_allreduce", "switch_accuracy_gap_points",
+                "allreduce_busbw_over_nccl"):
         value = summary[key]
         print(f"{key}: {'-' if value is None else (round(value, 3) if isinstance(value, float) else value)}")
     print(f"uneven_slowdown: median {fmt(summary['uneven_slowdown']['median'])} "
