@@ -18,7 +18,7 @@ and writes DIR/estimate_vs_measured.png: each estimator's estimate against
 the measured footprint on the held-out rows, log-log, with the +-10% band.
 
 `dist DIR` reads the runs under DIR (each a `colo dist` output with
-eval.jsonl and steps-rank0.jsonl; bench/results/dist/tta-*) and writes
+eval.jsonl and steps-rank0.jsonl) and writes
 DIR/dist_loss.png (training loss against wall time) and
 DIR/dist_accuracy.png (test accuracy against training time).
 
