@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/core/colo_python.h"
 #include "colo/core/subprocess.h"
 #include "colo/core/table.h"
 #include "colo/gpu/device.h"
@@ -33,11 +34,6 @@ nlohmann::json device_json(gpu::Device& device) {
   return j;
 }
 
-std::string env_or(const char* name, const char* fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
-
 // Measures GPU `gpu` for colo.estimate (python/colo/device_profile.py, with
 // the colo package this colo was built with) and stores its profile.
 int run_profile(int gpu) {
@@ -50,11 +46,8 @@ int run_profile(int gpu) {
     std::fprintf(stderr, "colo gpus --profile: no GPU %d (this machine has %zu)\n", gpu, devices.size());
     return 2;
   }
-  std::string path = env_or("COLO_PYTHONPATH", COLO_BUILD_PYTHONPATH);
-  if (const char* more = std::getenv("PYTHONPATH"); more && *more) path += std::string(":") + more;
-  ChildProcess measure({env_or("COLO_PYTHON", COLO_BUILD_PYTHON), "-m", "colo.device_profile", "--gpu",
-                        std::to_string(gpu)},
-                       {{"PYTHONPATH", path}}, "", /*end_with_parent=*/true);
+  ChildProcess measure({colo_python_interpreter(), "-m", "colo.device_profile", "--gpu", std::to_string(gpu)},
+                       {{"PYTHONPATH", colo_python_path(colo_python_package_dir())}}, "", /*end_with_parent=*/true);
   return exit_code_of(measure.wait());
 }
 

@@ -4,15 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "colo/core/colo_python.h"
 #include "colo/core/subprocess.h"
 
 namespace colo::estimate {
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
@@ -34,8 +30,8 @@ std::string last_line(const std::string& text) {
 
 PythonModelEstimator::PythonModelEstimator(std::string python, std::string package_dir, double timeout_s,
                                            int threads)
-    : python_(python.empty() ? env_or("COLO_PYTHON", COLO_BUILD_PYTHON) : std::move(python)),
-      package_dir_(package_dir.empty() ? env_or("COLO_PYTHONPATH", COLO_BUILD_PYTHONPATH) : std::move(package_dir)),
+    : python_(python.empty() ? colo_python_interpreter() : std::move(python)),
+      package_dir_(package_dir.empty() ? colo_python_package_dir() : std::move(package_dir)),
       timeout_s_(timeout_s),
       threads_(threads) {}
 
@@ -51,7 +47,7 @@ MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
   if (!m.autocast.empty()) argv.insert(argv.end(), {"--autocast", m.autocast});
   if (!m.keep_output) argv.push_back("--no-keep-output");
   if (!m.set_to_none) argv.push_back("--no-set-to-none");
-  EnvironmentOverrides env{{"PYTHONPATH", package_dir_ + ":" + env_or("PYTHONPATH", "")},
+  EnvironmentOverrides env{{"PYTHONPATH", colo_python_path(package_dir_)},
                            {"CUDA_VISIBLE_DEVICES", ""}};
   if (threads_ > 0) {
     for (const char* variable : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
