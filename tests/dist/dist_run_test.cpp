@@ -167,6 +167,22 @@ TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
     if (name == "switch") {
       EXPECT_GT(result["switched_at_step"].get<int64_t>(), 0);
     }
+    if (name == "async-host") {
+      // Each step's exchange, by phase, within the exchange's time.
+      auto steps = read_json_lines(dir.file(name + "/steps-rank0.jsonl"));
+      ASSERT_FALSE(steps.empty());
+      for (const auto& step : steps) {
+        ASSERT_TRUE(step.contains("exchange_phases_s")) << step.dump();
+        double phases = 0;
+        for (const char* key : {"receive_s", "apply_s", "to_host_s", "send_s"}) {
+          double seconds = step["exchange_phases_s"].at(key).get<double>();
+          EXPECT_GE(seconds, 0) << key;
+          phases += seconds;
+        }
+        EXPECT_LE(phases, step["communication_s"].get<double>() + step["waiting_s"].get<double>() + 1e-3)
+            << step.dump();
+      }
+    }
   }
   EXPECT_GT(accuracy["allreduce"], 0.80);
   EXPECT_GE(accuracy["async"], accuracy["allreduce"] - 0.01);

@@ -31,6 +31,10 @@ def run_summary(directory):
             "waiting_ms": 1000 * statistics.mean(s["waiting_s"] for s in steps),
             "step_ms": 1000 * statistics.mean(s["step_s"] for s in steps),
         }
+        phased = [s["exchange_phases_s"] for s in steps if "exchange_phases_s" in s]
+        if phased:  # the parameter server's exchange by phase (receive, apply, to_host, send)
+            ranks[rank]["exchange_phases_ms"] = {
+                key: 1000 * statistics.mean(p.get(key, 0) for p in phased) for key in phased[0]}
     return {
         "tta_s": result.get("time_to_target_s"),
         "final_test_accuracy": result.get("test_accuracy"),

@@ -234,6 +234,7 @@ class Server {
 
   void push(int worker, const Message& message) {
     if (!initialized_) throw std::runtime_error(name_ + ": push before init");
+    Stopwatch updating;
     at::Tensor pushed = gradients_of(worker, message);
     ++report_.pushes;
     report_.staleness_sum += report_.updates - workers_[static_cast<size_t>(worker)].pulled_update;
@@ -242,12 +243,14 @@ class Server {
       sum_.add_(pushed.to(device_, /*non_blocking=*/false));
       held_.push_back(HeldReply{worker, clock_now(), message.step + 1});
       last_lr_ = message.lr;
+      report_.update_s += updating.elapsed_s();
       complete_sync_round();
       return;
     }
     gradients_.copy_(pushed);
     optimizer_->step(message.lr);
     ++report_.updates;
+    report_.update_s += updating.elapsed_s();
     if (mode == "async") {
       reply({worker}, 0);
       return;
@@ -354,6 +357,7 @@ class Server {
   // outbox; through the transport, one float32 host copy for all, or with
   // compression each worker what it lacks, as bfloat16.
   void reply(const std::vector<int>& workers, double hold_s) {
+    Stopwatch replying;
     at::Tensor whole;
     std::vector<at::Tensor> payloads;
     bool wrote_shared = false;
@@ -388,6 +392,7 @@ class Server {
       message.payload = payloads[i];
       socket_.send(workers[i], message);
     }
+    report_.reply_s += replying.elapsed_s();
   }
 
   bool compressed() const { return spec_.param_server.compression == "bf16"; }

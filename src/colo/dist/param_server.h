@@ -36,6 +36,11 @@ struct ServerReport {
   // Sum over pushes of the updates applied between the pusher's last pull
   // and its push (its gradient's staleness); / pushes = the mean.
   int64_t staleness_sum = 0;
+  // Where the server's time went: taking pushes in and launching the
+  // optimiser (update_s), and building and sending replies (reply_s: on a
+  // GPU the update finishes inside it, when a reply is copied out).
+  double update_s = 0;
+  double reply_s = 0;
 };
 
 // Serves key range `index` of `spec.servers` for `spec.workers` workers

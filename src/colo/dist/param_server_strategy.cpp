@@ -114,12 +114,15 @@ double ParamServerStrategy::pull_from(size_t s) {
   ServerEnd& server = servers_[s];
   at::Tensor slot = host_values_.narrow(0, server.begin, server.end - server.begin);
   Message reply;
+  Stopwatch receiving;
   try {
     reply = server.link.receive(kServerAnswerTimeouts * timeout_s_, &slot);
   } catch (const ServerClosed& lost) {
     rejoin(s, lost);
     return pull_from(s);  // the restarted server's answer to the hello
   }
+  phases_s_["receive_s"] += receiving.elapsed_s();
+  Stopwatch applying;
   bool shared = server.outbox.defined();
   if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
     throw std::runtime_error("unexpected reply from " + server.link.peer());
@@ -132,14 +135,17 @@ double ParamServerStrategy::pull_from(size_t s) {
   } else {
     range.copy_(reply.payload);  // waits: the payload may be the reused slot
   }
+  phases_s_["apply_s"] += applying.elapsed_s();
   return reply.hold_s;
 }
 
 ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
   Stopwatch clock;
   ExchangeCost cost;
+  phases_s_ = {{"receive_s", 0.0}, {"apply_s", 0.0}, {"to_host_s", 0.0}, {"send_s", 0.0}};
   // Overlap: the reply to the last push, which arrived while this step computed.
   if (awaiting_reply_) cost.waiting_s = take_outstanding_reply();
+  Stopwatch to_host;
   bool any_host = false;
   for (auto& server : servers_) {
     at::Tensor range = model_.gradients().narrow(0, server.begin, server.end - server.begin);
@@ -155,6 +161,8 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
   }
   // The servers read the inboxes as soon as the pushes arrive.
   gpu::finish_writes_for_other_processes(model_.values().device());
+  phases_s_["to_host_s"] += to_host.elapsed_s();
+  Stopwatch sending;
   for (auto& server : servers_) {
     Message push;
     push.type = MessageType::kPush;
@@ -169,12 +177,14 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
       // Lost with the server; the pull below rejoins it or fails.
     }
   }
+  phases_s_["send_s"] += sending.elapsed_s();
   if (overlap_) {
     awaiting_reply_ = true;
   } else {
     cost.waiting_s += pull();
   }
   cost.communication_s = std::max(0.0, clock.elapsed_s() - cost.waiting_s);
+  cost.phases_s = phases_s_;
   return cost;
 }
 

@@ -81,6 +81,11 @@ class ParamServerStrategy : public Strategy {
   at::Tensor host_values_;     // [P] on the CPU, received into (bfloat16 with compression)
   at::Tensor host_gradients_;  // [P] on the CPU, sent from (bfloat16 with compression)
   bool awaiting_reply_ = false;
+  // This step's exchange by phase: receive_s (waiting for and reading the
+  // servers' replies), apply_s (putting them into the model), to_host_s
+  // (the gradients into the inboxes or the host buffer), send_s (handing
+  // the pushes to ZeroMQ).
+  std::map<std::string, double> phases_s_;
   bool finished_ = false;
 };
 

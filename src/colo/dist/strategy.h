@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct ExchangeCost {
   double communication_s = 0;  // sending, receiving and reducing, as this worker saw it
   double waiting_s = 0;        // held back by slower peers (a server's hold, or the collective's straggler)
   int64_t bytes_sent = 0;      // payload this worker put on the wire
+  // Where the exchange's time went, by phase (seconds, within the two
+  // above), for strategies that time theirs; empty for the others.
+  std::map<std::string, double> phases_s;
 };
 
 // What a strategy carries from step to step besides the parameters and the

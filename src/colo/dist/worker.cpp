@@ -205,10 +205,12 @@ void run_worker(const ClusterSpec& spec, Rendezvous& rendezvous, int rank) {
     progress.communication_s += cost.communication_s;
     progress.waiting_s += cost.waiting_s;
     progress.bytes_sent += cost.bytes_sent;
-    steps.write({{"rank", rank}, {"step", progress.step}, {"epoch", progress.epoch + 1}, {"strategy", phase},
-                 {"loss", loss_value}, {"compute_s", compute_s}, {"communication_s", cost.communication_s},
-                 {"waiting_s", cost.waiting_s}, {"bytes_sent", cost.bytes_sent},
-                 {"step_s", clock.elapsed_s()}, {"wall_s", wall_s()}});
+    nlohmann::json record{{"rank", rank}, {"step", progress.step}, {"epoch", progress.epoch + 1}, {"strategy", phase},
+                          {"loss", loss_value}, {"compute_s", compute_s}, {"communication_s", cost.communication_s},
+                          {"waiting_s", cost.waiting_s}, {"bytes_sent", cost.bytes_sent},
+                          {"step_s", clock.elapsed_s()}, {"wall_s", wall_s()}};
+    if (!cost.phases_s.empty()) record["exchange_phases_s"] = cost.phases_s;
+    steps.write(record);
     if (!std::isfinite(loss_value)) throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value));
     // Evaluations: every eval_every steps, at each epoch's end and after the last step.
     bool epoch_done = progress.batch == per_epoch;
@@ -273,10 +275,14 @@ void run_rank(const ClusterSpec& spec, const Membership& member) {
     at::set_num_threads(1);  // elementwise updates; spare the cores for the workers
     int64_t index = member.rank - spec.workers;
     ServerReport report = run_param_server(spec, rendezvous, index, server_device(spec, index));
-    std::fprintf(stderr, "server %lld: %lld pushes, %lld updates, replies held %.2f s in all, mean staleness %.3f\n",
+    const double pushes = static_cast<double>(std::max<int64_t>(report.pushes, 1));
+    std::fprintf(stderr,
+                 "server %lld: %lld pushes, %lld updates, replies held %.2f s in all, mean staleness %.3f, "
+                 "per push %.3f ms taking it in and updating, %.3f ms replying\n",
                  static_cast<long long>(index), static_cast<long long>(report.pushes),
                  static_cast<long long>(report.updates), report.held_s,
-                 static_cast<double>(report.staleness_sum) / static_cast<double>(std::max<int64_t>(report.pushes, 1)));
+                 static_cast<double>(report.staleness_sum) / pushes, 1000 * report.update_s / pushes,
+                 1000 * report.reply_s / pushes);
   }
 }
 
