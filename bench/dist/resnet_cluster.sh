@@ -1,6 +1,6 @@
 # Sourced by bench/dist/run.sh and bench/dist/ps/run.sh: writes the ResNet-18
 # cluster file both benchmarks use (SGD lr 0.05 momentum 0.9, 128 per worker,
-# 2 servers, timeout 300 s, seed $CLUSTER_SEED or 1) and prints its path.
+# $CLUSTER_SERVERS or 2 servers, timeout 300 s, seed $CLUSTER_SEED or 1) and prints its path.
 #   resnet_cluster_file PATH OUTPUT WORKERS STRATEGY DATA STEPS EPOCHS BACKEND EXTRA
 resnet_cluster_file() {
   local path=$1 output=$2 workers=$3 strategy=$4 data=$5 steps=$6 epochs=$7 backend=$8 extra=$9
@@ -25,7 +25,7 @@ momentum = 0.9
 [cluster]
 workers = $workers
 strategy = "$strategy"
-servers = 2
+servers = ${CLUSTER_SERVERS:-2}
 backend = "$backend"
 timeout_s = 300
 $extra

@@ -4,7 +4,8 @@
 #   1. build colo and allreduce_busbw; all-reduce bus bandwidth, colo against
 #      PyTorch's NCCL;
 #   2. 200-step runs of the ZeroMQ path (float32; bfloat16; bfloat16 with
-#      overlap), of async PS over CUDA IPC with and without overlap, and of
+#      overlap; bfloat16 over 4 servers), each step's exchange by phase in
+#      the step records and each server's in its log, of async PS over CUDA IPC with and without overlap, and of
 #      even all-reduce: where each one's step time goes;
 #   3. the neighbour's strength: uneven all-reduce for 200 steps beside an
 #      8192 and a 16384 matrix-product neighbour; the rounds use the smaller
@@ -21,7 +22,7 @@ mkdir -p "$OUT"
 export BUILD_TARGETS="colo allreduce_busbw" CMAKE_EXTRA=-DCOLO_BUILD_TESTS=OFF PS_SIMULATE=0
 
 OUT=$OUT/ablation PS_ROUNDS=1 PS_BUSBW=1 PS_MAX_STEPS=200 \
-  PS_RUNS="even:allreduce even:ps-async even:ps-async-ov even:ps-async-zmq-fp32 even:ps-async-zmq-bf16 even:ps-async-zmq" \
+  PS_RUNS="even:allreduce even:ps-async even:ps-async-ov even:ps-async-zmq-fp32 even:ps-async-zmq-bf16 even:ps-async-zmq even:ps-async-zmq-s4" \
   bash bench/gpu/run.sh ps
 for size in 8192 16384; do
   OUT=$OUT/neighbour-$size PS_ROUNDS=1 PS_MAX_STEPS=200 NEIGHBOUR_SIZE=$size PS_RUNS="uneven:allreduce" \

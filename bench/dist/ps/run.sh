@@ -12,7 +12,8 @@
 # step late: param_server.overlap), ps-ssp, ps-async-zmq (async PS with every range
 # through ZeroMQ and host memory instead of shared device memory, as bfloat16 with
 # overlap: the best of that path), ps-async-zmq-bf16 (bfloat16, no overlap),
-# ps-async-zmq-fp32 (float32, no overlap), switch (colo's plateau rule), switch-ss
+# ps-async-zmq-fp32 (float32, no overlap), ps-async-zmq-s4 (bfloat16, no overlap, 4
+# servers: two shards a GPU, each its own process and connections), switch (colo's plateau rule), switch-ss
 # (Sync-Switch's rule: 1/8 of the steps synchronous, or a straggler for 20 steps).
 # PS_FIRST_ROUND=K starts at round K (a later call going on with the rounds of
 # an earlier one, into another OUT). Round K trains with seed K (CLUSTER_SEED); evaluations every PS_EVAL_EVERY (25)
@@ -66,10 +67,14 @@ for run in "${runs[@]}"; do
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true' ;;
     ps-async-zmq-bf16) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
     ps-async-zmq-fp32) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
+    ps-async-zmq-s4) s=param_server; servers=4
+      extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
     switch) s=switch; extra=$'[switch]\nmin_steps = 100\nwindow = 50' ;;
     switch-ss) s=switch; extra=$'[switch]\nrule = "sync-switch"\nfraction = 0.125' ;;
     *) echo "unknown strategy $strategy"; continue ;;
   esac
+  export CLUSTER_SERVERS=${servers:-2}
+  servers=""
   name="$setup-$strategy"
   [ "$round" -gt 1 ] && name="$name.r$round"
   f=$(cluster_file "$name" "$s" "$extra")
