@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <zmq.hpp>
 
 #include "colo/core/stopwatch.h"
 
@@ -83,6 +84,43 @@ TEST(PsTransport, BFloat16PayloadsArriveAsBFloat16InPlaceOnlyIntoABFloat16Buffer
   EXPECT_EQ(got->message.payload.scalar_type(), at::kBFloat16);
   EXPECT_TRUE(got->message.payload.equal(push.payload));
   EXPECT_TRUE(floats.eq(0).all().item<bool>());
+}
+
+// What a server gets from a peer that speaks the framing wrongly: one
+// line naming the worker, not a payload read as the wrong type.
+TEST(PsTransport, AFrameOfAnUnknownElementTypeOrTheWrongSizeIsRefusedNamingTheWorker) {
+  struct RawHeader {
+    uint32_t magic = 0x636f6c6f, type = 3;
+    int32_t worker = 2, element = 0;
+    int64_t step = 0, count = 0;
+    double lr = 0, hold_s = 0;
+    int64_t elements = 0;
+  };
+  auto refusal = [](int32_t element, int64_t elements, size_t payload_bytes) {
+    ServerSocket server("127.0.0.1", "server 0");
+    zmq::context_t context(1);
+    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::routing_id, "worker-2");
+    dealer.set(zmq::sockopt::linger, 0);
+    dealer.connect(server.address());
+    RawHeader header;
+    header.element = element;
+    header.elements = elements;
+    std::string payload(payload_bytes, '\0');
+    dealer.send(zmq::buffer(&header, sizeof(header)), zmq::send_flags::sndmore);
+    dealer.send(zmq::message_t(), zmq::send_flags::sndmore);
+    dealer.send(zmq::buffer(payload), zmq::send_flags::none);
+    try {
+      receive_within(server, 10);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal(7, 4, 16), "malformed message from worker 2");    // no such element type
+  EXPECT_EQ(refusal(1, 4, 16), "malformed message from worker 2");    // 4 bfloat16 are 8 bytes
+  EXPECT_EQ(refusal(0, -1, 0), "malformed message from worker 2");    // a negative count
+  EXPECT_EQ(refusal(1, 4, 8), "accepted");                            // well formed
 }
 
 TEST(PsTransport, MessageWithoutPayloadHasNone) {
