@@ -49,7 +49,8 @@ $3"
 
 if [ "${PS_BUSBW:-0}" = 1 ]; then
   bench/dist/run.sh "$BUILD" "$(dirname "$OUT")" busbw
-  cp "$(dirname "$OUT")/dist/busbw.jsonl" "$OUT/busbw.jsonl"
+  # bench/dist/run.sh packs its folder into dist.tgz when it ends.
+  tar xzf "$(dirname "$OUT")/dist.tgz" -O dist/busbw.jsonl >"$OUT/busbw.jsonl"
 fi
 
 for round in $(seq "${PS_FIRST_ROUND:-1}" "${PS_ROUNDS:-3}"); do
