@@ -247,7 +247,9 @@ class Server {
       complete_sync_round();
       return;
     }
-    gradients_.copy_(pushed);
+    // To the device first, then converted there: a copy_ from the host that
+    // also changes the type converts on the CPU, into pageable memory.
+    gradients_.copy_(pushed.to(device_));
     optimizer_->step(message.lr);
     ++report_.updates;
     report_.update_s += updating.elapsed_s();
