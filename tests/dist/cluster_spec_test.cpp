@@ -136,7 +136,7 @@ TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
   EXPECT_NEAR(server_optimizer(sgd, options, 2).momentum, 0.15, 1e-12);
 }
 
-TEST(ClusterSpec, CompressionIsNoneOrBf16AndOverlapNeedsAsync) {
+TEST(ClusterSpec, CompressionIsNoneOrBf16AndOverlapNeedsAsyncAndStalenessLrAStaleMode) {
   testing::TempDir dir;
   const std::string ps = "[cluster]\nstrategy = \"param_server\"\n";
   ClusterSpec spec = parse_cluster_spec(dir.write(
@@ -151,6 +151,11 @@ TEST(ClusterSpec, CompressionIsNoneOrBf16AndOverlapNeedsAsync) {
   std::string sync = error_for(dir, ps + "[param_server]\nmode = \"sync\"\noverlap = true\n");
   EXPECT_NE(sync.find("param_server.overlap"), std::string::npos) << sync;
   EXPECT_NE(sync.find("async"), std::string::npos) << sync;
+  EXPECT_TRUE(parse_cluster_spec(dir.write("sl.toml", std::string(kBase) + ps + "[param_server]\nmode = \"ssp\"\n"
+                                                                               "staleness_lr = true\n"))
+                  .param_server.staleness_lr);
+  std::string never_stale = error_for(dir, ps + "[param_server]\nmode = \"sync\"\nstaleness_lr = true\n");
+  EXPECT_NE(never_stale.find("param_server.staleness_lr"), std::string::npos) << never_stale;
 }
 
 TEST(StrategyRegistry, NamesEveryStrategyOnceAndRefusesAnUnknownOne) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -17,19 +18,17 @@
 namespace colo::dist {
 namespace {
 
-// One asynchronous server on the CPU for one worker, SGD without momentum,
-// its payloads through ZeroMQ as bfloat16; run in a thread until the worker
-// says it is done.
-class CompressedServer {
+// One asynchronous server on the CPU, SGD without momentum, its payloads
+// through ZeroMQ; run in a thread until every worker says it is done.
+class TestServer {
  public:
-  CompressedServer()
+  explicit TestServer(const ParamServerOptions& options, int64_t workers = 1)
       : rendezvous_(Membership{0, 1, "tcp://127.0.0.1:" + std::to_string(free_tcp_port())},
                     std::chrono::seconds(10)) {
-    spec_.workers = 1;
+    spec_.workers = workers;
     spec_.servers = 1;
     spec_.timeout_s = 30;
-    spec_.param_server.mode = "async";
-    spec_.param_server.compression = "bf16";
+    spec_.param_server = options;
     spec_.train.optimizer.name = "sgd";
     spec_.train.optimizer.lr = 0.1;
     spec_.train.optimizer.momentum = 0;
@@ -41,7 +40,7 @@ class CompressedServer {
       }
     });
   }
-  ~CompressedServer() {
+  ~TestServer() {
     if (thread_.joinable()) thread_.join();
   }
 
@@ -64,11 +63,29 @@ class CompressedServer {
   std::exception_ptr error_;
 };
 
-Message message(MessageType type) {
+Message message(MessageType type, int worker = 0) {
   Message m;
   m.type = type;
-  m.worker = 0;
+  m.worker = worker;
   return m;
+}
+
+ParamServerOptions compressed() {
+  ParamServerOptions options;
+  options.compression = "bf16";
+  return options;
+}
+
+// Worker `worker`'s link, after its hello (from another host: payloads
+// through the transport) and the server's welcome.
+std::unique_ptr<ServerLink> say_hello(TestServer& server, int worker, int64_t size) {
+  auto link = std::make_unique<ServerLink>(server.address(), worker, "server 0");
+  Message hello = message(MessageType::kHello, worker);
+  hello.count = size;
+  hello.blob = "another-host\ncpu";
+  link->send(hello);
+  EXPECT_EQ(link->receive(30).type, MessageType::kWelcome);
+  return link;
 }
 
 // The worker holds the server's parameters to within one bfloat16 rounding
@@ -77,13 +94,9 @@ Message message(MessageType type) {
 // over many steps; the pushed bfloat16 gradients are applied as sent.
 TEST(ParamServer, CompressedRepliesKeepTheWorkerWithinOneRoundingOfTheLastChange) {
   const int64_t size = 4096;
-  CompressedServer server;
-  ServerLink link(server.address(), 0, "server 0");
-  Message hello = message(MessageType::kHello);
-  hello.count = size;
-  hello.blob = "another-host\ncpu";
-  link.send(hello);
-  ASSERT_EQ(link.receive(30).type, MessageType::kWelcome);
+  TestServer server(compressed());
+  auto own = say_hello(server, 0, size);
+  ServerLink& link = *own;
 
   at::manual_seed(3);
   at::Tensor start = at::randn({size}) * 4;
@@ -128,6 +141,41 @@ TEST(ParamServer, CompressedRepliesKeepTheWorkerWithinOneRoundingOfTheLastChange
   EXPECT_TRUE(at::allclose(state.payload, expected, 1e-5, 1e-5));
   link.send(message(MessageType::kDone));
   server.join();
+}
+
+// Worker 0 pulls, worker 1 then pushes twice: worker 0's gradient is two
+// updates old. With staleness_lr it moves the parameters by lr / 2, without
+// by lr; fresh gradients always by lr.
+TEST(ParamServer, AStaleGradientStepsLrOverItsStalenessWithStalenessLr) {
+  for (bool staleness_lr : {false, true}) {
+    const int64_t size = 64;
+    ParamServerOptions options;
+    options.staleness_lr = staleness_lr;
+    TestServer server(options, 2);
+    auto first = say_hello(server, 0, size);
+    auto second = say_hello(server, 1, size);
+    Message init = message(MessageType::kInit);
+    init.payload = at::zeros({size});
+    first->send(init);
+    ASSERT_EQ(first->receive(30).type, MessageType::kParams);   // pulled at update 0
+    ASSERT_EQ(second->receive(30).type, MessageType::kParams);
+    auto push = [&](ServerLink& link, int worker, float value) {
+      Message m = message(MessageType::kPush, worker);
+      m.lr = 0.1;
+      m.payload = at::full({size}, value);
+      link.send(m);
+      return link.receive(30);
+    };
+    push(*second, 1, 1.0f);  // fresh: staleness 0
+    push(*second, 1, 1.0f);  // fresh: staleness 0
+    Message after = push(*first, 0, 1.0f);  // two updates old
+    const float expected = staleness_lr ? -0.25f : -0.3f;
+    EXPECT_TRUE(at::allclose(after.payload, at::full({size}, expected), 1e-6, 1e-6))
+        << "staleness_lr " << staleness_lr << ": " << after.payload[0].item<float>();
+    first->send(message(MessageType::kDone, 0));
+    second->send(message(MessageType::kDone, 1));
+    server.join();
+  }
 }
 
 }  // namespace

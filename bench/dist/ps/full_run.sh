@@ -13,7 +13,7 @@
 #             neighbour: the rounds use the smaller one that slows worker 1's
 #             compute at least 1.8x, else the stronger). About 5 minutes on 2 H200s.
 #   rounds K  round K of every run to 90% test accuracy (seed K), into
-#             OUT/main/ps as NAME (K = 1) or NAME.rK. About 3.5 minutes.
+#             OUT/main/ps as NAME (K = 1) or NAME.rK. About 4 minutes.
 #   summary   bench/dist/ps/summarize.py over every round in OUT/main/ps.
 # Usage: bench/dist/ps/full_run.sh OUT prep | rounds K | summary
 set -uo pipefail
@@ -23,7 +23,7 @@ STAGE=${2:-prep}
 mkdir -p "$OUT"
 export BUILD_TARGETS="colo allreduce_busbw" CMAKE_EXTRA=-DCOLO_BUILD_TESTS=OFF PS_SIMULATE=0
 RUNS="even:allreduce even:ps-sync even:ps-async even:ps-async-ov even:ps-async-zmq even:ps-async-zmq-s4
-      uneven:allreduce uneven:ps-async uneven:ps-async-ov uneven:switch uneven:switch-ss"
+      uneven:allreduce uneven:ps-async uneven:ps-async-ov uneven:ps-async-sl uneven:switch uneven:switch-ss"
 
 case $STAGE in
   prep)

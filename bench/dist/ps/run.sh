@@ -9,7 +9,8 @@
 # PS_ROUNDS (default 3): every run that many times, round after round; round 1's
 # directory is NAME, later ones NAME.rK; summarize.py gives medians and spreads.
 # STRATEGY: allreduce, ps-sync, ps-async, ps-async-ov (async PS, each reply taken a
-# step late: param_server.overlap), ps-ssp, ps-async-zmq (async PS with every range
+# step late: param_server.overlap), ps-async-sl (async PS, a stale gradient's lr
+# divided by its staleness: param_server.staleness_lr), ps-ssp, ps-async-zmq (async PS with every range
 # through ZeroMQ and host memory instead of shared device memory, as bfloat16 with
 # overlap: the best of that path), ps-async-zmq-bf16 (bfloat16, no overlap),
 # ps-async-zmq-fp32 (float32, no overlap), ps-async-zmq-s4 (bfloat16, no overlap, 4
@@ -64,6 +65,7 @@ for run in "${runs[@]}"; do
     ps-async) s=param_server; extra=$'[param_server]\nmode = "async"' ;;
     ps-ssp) s=param_server; extra=$'[param_server]\nmode = "ssp"\nstaleness = 4' ;;
     ps-async-ov) s=param_server; extra=$'[param_server]\nmode = "async"\noverlap = true' ;;
+    ps-async-sl) s=param_server; extra=$'[param_server]\nmode = "async"\nstaleness_lr = true' ;;
     ps-async-zmq) s=param_server
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true' ;;
     ps-async-zmq-bf16) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;

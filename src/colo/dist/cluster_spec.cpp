@@ -115,7 +115,11 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
     spec.param_server.rejoin_s = t->number_or("rejoin_s", spec.param_server.rejoin_s, 0, 86400);
     spec.param_server.compression = t->choice_or("compression", spec.param_server.compression, {"none", "bf16"});
     spec.param_server.overlap = t->boolean_or("overlap", spec.param_server.overlap);
+    spec.param_server.staleness_lr = t->boolean_or("staleness_lr", spec.param_server.staleness_lr);
     if (spec.strategy == "switch") spec.param_server.mode = "async";
+    if (spec.param_server.staleness_lr && spec.param_server.mode == "sync") {
+      t->fail("staleness_lr", "false with mode = \"sync\" (a synchronous update's gradients are never stale)");
+    }
     if (spec.param_server.overlap && spec.param_server.mode != "async") {
       t->fail("overlap", "false unless mode = \"async\" (a synchronous or bounded-staleness reply is what the "
                          "next step waits for)");

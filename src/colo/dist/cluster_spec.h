@@ -43,6 +43,11 @@ struct ParamServerOptions {
   // overlap its computation. Its own gradient then reaches its parameters
   // one step later; momentum compensation counts each worker twice.
   bool overlap = false;
+  // async/ssp: a push whose gradient is `staleness` > 1 updates old (the
+  // server applied that many since the pusher last pulled) is applied with
+  // lr / staleness (Zhang et al., "Staleness-aware Async-SGD", 2016), so a
+  // slow worker's old gradients move the parameters less.
+  bool staleness_lr = false;
   // Seconds a worker waits for a server whose connection closed to come
   // back, restarted from the run's last checkpoint (by `colo dist`'s
   // launcher; under srun, by whoever starts its rank again), before the run

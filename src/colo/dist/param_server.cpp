@@ -237,7 +237,8 @@ class Server {
     Stopwatch updating;
     at::Tensor pushed = gradients_of(worker, message);
     ++report_.pushes;
-    report_.staleness_sum += report_.updates - workers_[static_cast<size_t>(worker)].pulled_update;
+    const int64_t staleness = report_.updates - workers_[static_cast<size_t>(worker)].pulled_update;
+    report_.staleness_sum += staleness;
     const std::string& mode = spec_.param_server.mode;
     if (mode == "sync") {
       sum_.add_(pushed.to(device_, /*non_blocking=*/false));
@@ -250,7 +251,10 @@ class Server {
     // To the device first, then converted there: a copy_ from the host that
     // also changes the type converts on the CPU, into pageable memory.
     gradients_.copy_(pushed.to(device_));
-    optimizer_->step(message.lr);
+    // Staleness-aware (Zhang et al., 2016): a gradient computed `staleness`
+    // updates ago steps lr / staleness.
+    const bool damped = spec_.param_server.staleness_lr && staleness > 1;
+    optimizer_->step(damped ? message.lr / static_cast<double>(staleness) : message.lr);
     ++report_.updates;
     report_.update_s += updating.elapsed_s();
     if (mode == "async") {
