@@ -34,7 +34,7 @@ class TestServer {
     spec_.train.optimizer.momentum = 0;
     thread_ = std::thread([this] {
       try {
-        run_param_server(spec_, rendezvous_, 0, at::kCPU);
+        report_ = run_param_server(spec_, rendezvous_, 0, at::kCPU);
       } catch (...) {
         error_ = std::current_exception();
       }
@@ -50,10 +50,11 @@ class TestServer {
     while (!rendezvous_.has(server_address_key(0))) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return rendezvous_.get(server_address_key(0));
   }
-  // Joins the server; rethrows what it threw.
-  void join() {
+  // Joins the server and gives its report; rethrows what it threw.
+  ServerReport join() {
     thread_.join();
     if (error_) std::rethrow_exception(error_);
+    return report_;
   }
 
  private:
@@ -61,6 +62,7 @@ class TestServer {
   Rendezvous rendezvous_;
   std::thread thread_;
   std::exception_ptr error_;
+  ServerReport report_;
 };
 
 Message message(MessageType type, int worker = 0) {
@@ -175,6 +177,36 @@ TEST(ParamServer, AStaleGradientStepsLrOverItsStalenessWithStalenessLr) {
     first->send(message(MessageType::kDone, 0));
     second->send(message(MessageType::kDone, 1));
     server.join();
+  }
+}
+
+// The messages are the same with overlap or without: the worker takes each
+// reply before its next push. With overlap its gradient was computed on the
+// parameters of the reply before that one, so each push after the first is
+// one update staler than the server would otherwise count.
+TEST(ParamServer, WithOverlapAGradientIsStaleSinceTheReplyBeforeTheLast) {
+  for (bool overlap : {false, true}) {
+    const int64_t size = 16;
+    ParamServerOptions options;
+    options.overlap = overlap;
+    TestServer server(options);
+    auto link = say_hello(server, 0, size);
+    Message init = message(MessageType::kInit);
+    init.payload = at::zeros({size});
+    link->send(init);
+    ASSERT_EQ(link->receive(30).type, MessageType::kParams);
+    for (int step = 0; step < 3; ++step) {
+      Message push = message(MessageType::kPush);
+      push.step = step;
+      push.lr = 0.1;
+      push.payload = at::ones({size});
+      link->send(push);
+      ASSERT_EQ(link->receive(30).type, MessageType::kParams);
+    }
+    link->send(message(MessageType::kDone));
+    ServerReport report = server.join();
+    EXPECT_EQ(report.pushes, 3);
+    EXPECT_EQ(report.staleness_sum, overlap ? 2 : 0) << "overlap " << overlap;  // 0, 1, 1 with overlap
   }
 }
 

@@ -75,6 +75,10 @@ class Server {
     bool done = false;
     int64_t clock = 0;                     // ssp: the step it wants to start
     int64_t pulled_update = 0;             // updates applied when it was last answered
+    // ... when it was answered the time before: with overlap, the parameters
+    // its next gradient is computed on (it takes a reply a step late).
+    int64_t pulled_before = 0;
+    bool answered = false;                 // since its hello
     std::unique_ptr<SharedBoxes> shared;   // null: payloads through the transport
     // Through the transport with compression: the parameters the worker
     // holds, as the replies so far built them (undefined before the first).
@@ -127,6 +131,7 @@ class Server {
     WorkerState& state = workers_[static_cast<size_t>(worker)];
     state.hello = true;
     state.holds = at::Tensor();  // a hello comes with parameters of its own: the next reply is whole
+    state.answered = false;
     Message answer;
     answer.type = MessageType::kWelcome;
     bool same_host = hello.blob == this_host_name() + "\ncuda";
@@ -237,7 +242,9 @@ class Server {
     Stopwatch updating;
     at::Tensor pushed = gradients_of(worker, message);
     ++report_.pushes;
-    const int64_t staleness = report_.updates - workers_[static_cast<size_t>(worker)].pulled_update;
+    const WorkerState& pusher = workers_[static_cast<size_t>(worker)];
+    const int64_t staleness =
+        report_.updates - (spec_.param_server.overlap ? pusher.pulled_before : pusher.pulled_update);
     report_.staleness_sum += staleness;
     const std::string& mode = spec_.param_server.mode;
     if (mode == "sync") {
@@ -391,7 +398,10 @@ class Server {
     }
     if (wrote_shared) gpu::finish_writes_for_other_processes(device_);
     for (size_t i = 0; i < workers.size(); ++i) {
-      workers_[static_cast<size_t>(workers[i])].pulled_update = report_.updates;
+      WorkerState& peer = workers_[static_cast<size_t>(workers[i])];
+      peer.pulled_before = peer.answered ? peer.pulled_update : report_.updates;
+      peer.pulled_update = report_.updates;
+      peer.answered = true;
       Message message;
       message.type = MessageType::kParams;
       message.hold_s = hold_s;

@@ -33,8 +33,10 @@ struct ServerReport {
   int64_t updates = 0;   // optimiser steps applied
   int64_t pushes = 0;
   double held_s = 0;     // total time replies were held back
-  // Sum over pushes of the updates applied between the pusher's last pull
-  // and its push (its gradient's staleness); / pushes = the mean.
+  // Sum over pushes of the updates applied between the pull whose
+  // parameters the pusher's gradient was computed on (its last; with
+  // overlap, the one before) and its push: its gradient's staleness;
+  // / pushes = the mean.
   int64_t staleness_sum = 0;
   // Where the server's time went: taking pushes in and launching the
   // optimiser (update_s), and building and sending replies (reply_s: on a
