@@ -14,7 +14,8 @@
 #             compute at least 1.8x, else the stronger). About 5 minutes on 2 H200s.
 #   rounds K  round K of every run to 90% test accuracy (seed K), into
 #             OUT/main/ps as NAME (K = 1) or NAME.rK. About 4 minutes.
-#   summary   bench/dist/ps/summarize.py over every round in OUT/main/ps.
+#   summary   bench/dist/ps/summarize.py over every round in OUT/main/ps, then
+#             simulate_check.py (timing only, seconds) on round 1.
 # Usage: bench/dist/ps/full_run.sh OUT prep | rounds K | summary
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -60,6 +61,8 @@ PY
   summary)
     tar xzf "$OUT/ablation/dist.tgz" -O dist/busbw.jsonl >"$OUT/main/ps/busbw.jsonl"
     python3 bench/dist/ps/summarize.py "$OUT/main/ps" | tee "$OUT/main/table.txt"
+    OMP_NUM_THREADS=$(nproc) python3 bench/dist/ps/simulate_check.py "${BUILD:-build-gpu}/colo" "$OUT/main/ps" \
+      | tee -a "$OUT/main/table.txt"
     ;;
   *) echo "usage: $0 OUT prep | rounds K | summary" >&2; exit 2 ;;
 esac
