@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "colo/core/paths.h"
 #include "colo/dist/link_model.h"
 #include "support/input_error.h"
 #include "support/temp_dir.h"
@@ -121,6 +122,31 @@ TEST(ClusterSimulator, WorkersStopAfterTheirStepsAndTheSlowOneFinishesAlone) {
   ASSERT_EQ(single.size(), 2u);
   EXPECT_EQ(single[1].updates, 2);
   EXPECT_NEAR(single[1].mean_staleness, 0.5, 1e-12) << "w0 at 13 ms (0), w1 at 23 ms (1)";
+}
+
+// With overlap a worker sends each push and computes on: w0 sends at 10,
+// 20, 30, 40 ms, w1 at 20 and 40 (each send waits for its step and the
+// reply to its last push, which is back 1 ms after the server's 2 ms).
+// Updates land at 13 (w0), 23 (w0), 25 (w1), 33 (w0), 43 (w0), 45 ms (w1):
+// six against five without overlap. Each gradient is computed on the reply
+// before the last: staleness 0, 1, 2, 2, 2, 5 (w1's second push still on
+// the first parameters).
+TEST(ClusterSimulator, OverlapSendsWithoutWaitingAndComputesOnTheReplyBeforeTheLast) {
+  testing::TempDir dir;
+  std::string path = two_worker_cluster(dir, "train = false", R"(["ps-async"])");
+  std::string text = read_file(path);
+  text.replace(text.find("[simulate]"), 10, "[param_server]\noverlap = true\n[simulate]");
+  auto runs = simulate_cluster(parse_cluster_spec(dir.write("overlap.toml", text)));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].updates, 6);
+  EXPECT_NEAR(runs[0].mean_staleness, 2.0, 1e-12);
+  // Training on the simulated schedule: the same timing, and evaluations.
+  text.replace(text.find("train = false"), 13, "");
+  auto trained = simulate_cluster(parse_cluster_spec(dir.write("trained.toml", text)));
+  ASSERT_EQ(trained.size(), 1u);
+  EXPECT_EQ(trained[0].updates, 6);
+  EXPECT_NEAR(trained[0].mean_staleness, 2.0, 1e-12);
+  EXPECT_FALSE(trained[0].evaluations.empty());
 }
 
 }  // namespace

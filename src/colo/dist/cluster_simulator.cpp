@@ -182,17 +182,25 @@ class Simulation {
   // Workers push and pull at their own pace from `start`, each until its
   // steps run out (steps_per_worker, less the lockstep steps before); the
   // servers serve one push at a time (their links carry every exchange).
+  // With [param_server] overlap a worker sends its push and computes its
+  // next step at once, taking the reply before its next push: its gradient
+  // is computed on the parameters of the reply before the last.
   void asynchronous(double start) {
     ParamServerOptions async = spec_.param_server;
     async.mode = "async";
     training_.change_optimizer(server_optimizer(spec_.train.optimizer, async, static_cast<int64_t>(compute_s_.size())));
     size_t workers = compute_s_.size();
-    std::vector<at::Tensor> snapshot(workers);
-    std::vector<int64_t> version(workers, run_.updates);
-    std::vector<double> arrival(workers);
+    const bool overlap = spec_.param_server.overlap;
+    // The parameters (and their update count) the next push's gradient is
+    // computed on; with overlap also those of the reply the worker takes next.
+    std::vector<at::Tensor> snapshot(workers), replied(workers);
+    std::vector<int64_t> version(workers, run_.updates), replied_version(workers, run_.updates);
+    std::vector<double> arrival(workers), sent(workers);
     for (size_t w = 0; w < workers; ++w) {
       if (sim_.train) snapshot[w] = training_.global().clone();
-      arrival[w] = start + compute_s_[w] + worker_transfer_s(bytes_, sim_.workers[w]);
+      if (sim_.train && overlap) replied[w] = snapshot[w].clone();
+      sent[w] = start + compute_s_[w];
+      arrival[w] = sent[w] + worker_transfer_s(bytes_, sim_.workers[w]);
     }
     double service = 2 * server_transfer_s(bytes_, sim_, servers_);
     double server_free = start, staleness = 0;
@@ -220,10 +228,23 @@ class Simulation {
       ++run_.updates;
       run_.samples += batch_;
       server_free = done;
-      if (sim_.train) snapshot[w].copy_(training_.global());
-      version[w] = run_.updates;
       double download = worker_transfer_s(bytes_, sim_.workers[w]);
-      arrival[w] = done + download + compute_s_[w] + worker_transfer_s(bytes_, sim_.workers[w]);
+      if (overlap) {
+        // Its next push: computed on the reply it took before this push,
+        // sent once both that step and this push's reply are done.
+        if (sim_.train) {
+          snapshot[w].copy_(replied[w]);
+          replied[w].copy_(training_.global());
+        }
+        version[w] = replied_version[w];
+        replied_version[w] = run_.updates;
+        sent[w] = std::max(sent[w] + compute_s_[w], done + download);
+      } else {
+        if (sim_.train) snapshot[w].copy_(training_.global());
+        version[w] = run_.updates;
+        sent[w] = done + download + compute_s_[w];
+      }
+      arrival[w] = sent[w] + worker_transfer_s(bytes_, sim_.workers[w]);
       if (steps_left[w] != unlimited && --steps_left[w] == 0) arrival[w] = std::numeric_limits<double>::infinity();
     }
     run_.mean_staleness = pushes > 0 ? staleness / static_cast<double>(pushes) : 0;
