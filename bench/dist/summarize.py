@@ -16,6 +16,19 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def busbw_by_world(path):
+    """{world: (colo's bus bandwidth, PyTorch NCCL's)} in GB/s from a busbw.jsonl
+    (bench/dist/run.sh busbw), for every world that has both."""
+    rows = read_jsonl(str(path))
+    both = {}
+    for world in sorted({r["world"] for r in rows}):
+        colo = [r["busbw_gbps"] for r in rows if r["world"] == world and r["impl"] == "colo"]
+        torch = [r["busbw_gbps"] for r in rows if r["world"] == world and r["impl"] == "torch"]
+        if colo and torch:
+            both[world] = (colo[0], torch[0])
+    return both
+
+
 def throughput(run_dir):
     result_path = os.path.join(run_dir, "result.json")
     if not os.path.exists(result_path):
@@ -36,15 +49,11 @@ def main(out):
     except (OSError, IndexError):
         pass
     summary = {"gpu": gpu}
-    busbw = read_jsonl(os.path.join(out, "busbw.jsonl"))
     ratios = {}
-    for world in sorted({r["world"] for r in busbw}):
-        colo = [r["busbw_gbps"] for r in busbw if r["world"] == world and r["impl"] == "colo"]
-        torch = [r["busbw_gbps"] for r in busbw if r["world"] == world and r["impl"] == "torch"]
-        if colo and torch:
-            ratios[world] = colo[0] / torch[0]
-            summary[f"busbw_colo_{world}gpu_gbps"] = colo[0]
-            summary[f"busbw_torch_{world}gpu_gbps"] = torch[0]
+    for world, (colo, torch) in busbw_by_world(os.path.join(out, "busbw.jsonl")).items():
+        ratios[world] = colo / torch
+        summary[f"busbw_colo_{world}gpu_gbps"] = colo
+        summary[f"busbw_torch_{world}gpu_gbps"] = torch
     summary["busbw_over_nccl_256mib"] = ratios.get(2)
     if 4 in ratios:
         summary["busbw_over_nccl_256mib_4gpu"] = ratios[4]

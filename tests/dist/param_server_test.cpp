@@ -78,6 +78,14 @@ ParamServerOptions compressed() {
   return options;
 }
 
+// Worker 0 starts the server from `size` zeros (SGD without momentum keeps
+// no other state); every worker that said hello is then answered.
+void start_from_zeros(ServerLink& worker0, int64_t size) {
+  Message init = message(MessageType::kInit);
+  init.payload = at::zeros({size});
+  worker0.send(init);
+}
+
 // Worker `worker`'s link, after its hello (from another host: payloads
 // through the transport) and the server's welcome.
 std::unique_ptr<ServerLink> say_hello(TestServer& server, int worker, int64_t size) {
@@ -156,9 +164,7 @@ TEST(ParamServer, AStaleGradientStepsLrOverItsStalenessWithStalenessLr) {
     TestServer server(options, 2);
     auto first = say_hello(server, 0, size);
     auto second = say_hello(server, 1, size);
-    Message init = message(MessageType::kInit);
-    init.payload = at::zeros({size});
-    first->send(init);
+    start_from_zeros(*first, size);
     ASSERT_EQ(first->receive(30).type, MessageType::kParams);   // pulled at update 0
     ASSERT_EQ(second->receive(30).type, MessageType::kParams);
     auto push = [&](ServerLink& link, int worker, float value) {
@@ -191,9 +197,7 @@ TEST(ParamServer, WithOverlapAGradientIsStaleSinceTheReplyBeforeTheLast) {
     options.overlap = overlap;
     TestServer server(options);
     auto link = say_hello(server, 0, size);
-    Message init = message(MessageType::kInit);
-    init.payload = at::zeros({size});
-    link->send(init);
+    start_from_zeros(*link, size);
     ASSERT_EQ(link->receive(30).type, MessageType::kParams);
     for (int step = 0; step < 3; ++step) {
       Message push = message(MessageType::kPush);

@@ -2,10 +2,23 @@
 strategy with even workers and with worker 1's GPU shared, the ratios issue 53
 asks for (medians of the rounds, with their spread), and per-rank step times. Usage: summarize.py OUT_DIR (writes
 OUT_DIR/summary.json, prints a table)."""
+import importlib.util
 import json
 import pathlib
 import statistics
 import sys
+
+
+def _dist_summarize():
+    """bench/dist/summarize.py, loaded by its path (its module name is this file's too)."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "summarize.py"
+    spec = importlib.util.spec_from_file_location("dist_summarize", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+busbw_by_world = _dist_summarize().busbw_by_world
 
 
 def read_jsonl(path):
@@ -69,13 +82,10 @@ def slowdown(run):
 
 def busbw_summary(path):
     """colo's all-reduce bus bandwidth of 256 MiB on 2 GPUs against PyTorch's NCCL, from the same call."""
-    rows = [r for r in read_jsonl(path) if r.get("world") == 2]
-    colo = [r["busbw_gbps"] for r in rows if r["impl"] == "colo"]
-    torch = [r["busbw_gbps"] for r in rows if r["impl"] == "torch"]
-    if not colo or not torch:
+    two = busbw_by_world(path).get(2)
+    if not two:
         return {"allreduce_busbw_over_nccl": None}
-    return {"allreduce_busbw_over_nccl": colo[-1] / torch[-1], "busbw_colo_gbps": colo[-1],
-            "busbw_torch_gbps": torch[-1]}
+    return {"allreduce_busbw_over_nccl": two[0] / two[1], "busbw_colo_gbps": two[0], "busbw_torch_gbps": two[1]}
 
 
 def main():
