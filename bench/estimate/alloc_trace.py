@@ -108,6 +108,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rows", nargs="+", help="MODEL:BATCH:OPTIMIZER or SETUP:MODEL:BATCH:OPTIMIZER")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="trace each row this many times in this process (ROW.rK.json for K > 1): "
+                             "the first is the process's first training, the others run warm")
     parser.add_argument("--stacks", default="python", choices=("python", "all"),
                         help="'all' names each allocation's ATen op too (slow: minutes a row)")
     args = parser.parse_args()
@@ -115,17 +118,18 @@ def main():
     STACKS = args.stacks
     os.makedirs(args.out, exist_ok=True)
     for spec in args.rows:
-        result = trace_row(spec)
-        with open(os.path.join(args.out, spec.replace(":", "_") + ".json"), "w") as f:
-            json.dump(result, f, indent=1)
-        print(json.dumps({k: result[k] for k in ("row", "max_allocated", "max_reserved", "trace_peak_allocated")}),
-              flush=True)
-        print("  segments:", [(s["size"] >> 20, s["allocated_then"] >> 20, s["at"]) for s in result["segments"]
-                              if s["size"] >= 20 << 20][:25], flush=True)
-        del result
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-
+        for round_ in range(1, args.repeat + 1):
+            result = trace_row(spec)
+            name = spec.replace(":", "_") + (f".r{round_}" if round_ > 1 else "")
+            with open(os.path.join(args.out, name + ".json"), "w") as f:
+                json.dump(result, f, indent=1)
+            print(json.dumps({key: result[key] for key in ("row", "max_allocated", "max_reserved",
+                                                           "trace_peak_allocated")}), flush=True)
+            print("  segments:", [(s["size"] >> 20, s["allocated_then"] >> 20, s["at"]) for s in result["segments"]
+                                  if s["size"] >= 20 << 20][:25], flush=True)
+            del result
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
 
 if __name__ == "__main__":
     main()

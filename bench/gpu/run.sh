@@ -26,6 +26,7 @@
 #   bench/gpu/run.sh gpuprofile # build (colo colo_core_module) + colo gpus --profile (PROFILE_ARGS, e.g. --quick)
 #                               #   into $OUT/profiles, compared with the built-in H100 profile
 #                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
+#   bench/gpu/run.sh freshprobe # fresh against warm allocator traces, alone against 6 at once (PROBE_ROWS)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
@@ -265,7 +266,11 @@ if want gpuprofile; then
   # median ratio of measured to built-in cuDNN workspace over the shapes both have.
   mkdir -p "$OUT/profiles"
   # shellcheck disable=SC2086
-  COLO_PROFILE_DIR="$OUT/profiles" "$BUILD/colo" gpus --profile ${PROFILE_ARGS:-} 2>&1 | tail -3 | tee -a "$summary"
+  # colo gpus --profile runs python3 -m colo.device_profile; the module alone when only colo._core was built.
+  if [ -x "$BUILD/colo" ]; then profile_cmd=("$BUILD/colo" gpus --profile); else profile_cmd=(python3 -m colo.device_profile); fi
+  # shellcheck disable=SC2086
+  COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$BUILD/python" timeout "${PROFILE_TIMEOUT_S:-300}" "${profile_cmd[@]}" \
+    ${PROFILE_ARGS:-} 2>&1 | tail -3 | tee -a "$summary"
   COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$BUILD/python" python3 - <<'PY' 2>&1 | tee -a "$summary"
 import glob, json, os, statistics
 from colo import _core
@@ -281,6 +286,13 @@ for path in glob.glob(os.path.join(os.environ["COLO_PROFILE_DIR"], "*.json")):
           f"cuDNN workspace / built-in: median {statistics.median(ratios) if ratios else float('nan'):.3f} "
           f"over {len(ratios)} points")
 PY
+fi
+
+if want freshprobe; then
+  # PROBE_ROWS: real_training.py rows traced fresh and warm, and alone against 6 at once.
+  # shellcheck disable=SC2086
+  bench/estimate/fresh_probe.sh "$OUT/freshprobe" ${PROBE_ROWS:-frozen_backbone:resnet18:128:sgd} 2>&1 | tail -40 \
+    | tee -a "$summary"
 fi
 
 if want tracepair; then
