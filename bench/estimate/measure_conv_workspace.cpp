@@ -4,7 +4,7 @@
 // allocation beyond inputs and output is recorded. The shapes are those of
 // the estimate data set's CNN jobs (colo's zoo, 32-64 px), and with --grid
 // also generic layers of CNNs at ImageNet resolution (stems, patchify,
-// bottleneck, downsampling and depthwise convolutions from 224 px to 7 px).
+// bottleneck, downsampling, grouped and depthwise convolutions from 224 px to 7 px).
 // Writes the table that default_device_profile() embeds
 // (src/colo/estimate/profiles/) and ConvWorkspaceTable reads.
 //
@@ -90,6 +90,14 @@ std::vector<ConvGeometry> imagenet_grid() {
       }
       for (auto [kernel, stride] : {std::pair{3, 1}, {5, 1}, {7, 1}, {3, 2}}) {  // depthwise
         if (stride == 1 || side > 7) shapes.push_back(conv(c, c, kernel, stride, c, side));
+      }
+      // Grouped, neither dense nor depthwise: 16 channels a group (RegNet's
+      // group widths) and 32 groups (ResNeXt's); cuDNN runs them with kernels
+      // of their own, whose workspace can exceed the layer's input.
+      for (int64_t groups : {c / 16, int64_t{32}}) {
+        if (groups < 2 || groups >= c || c % groups != 0) continue;
+        shapes.push_back(conv(c, c, 3, 1, groups, side));
+        if (side > 7) shapes.push_back(conv(c, c, 3, 2, groups, side));
       }
     }
   }

@@ -28,9 +28,11 @@ A fifth of the architectures is held out (`heldout_architectures`, a rule
 fixed before any tuning) and reported separately by `summarize`.
 """
 import argparse
+import concurrent.futures
 import hashlib
 import importlib.util
 import json
+import multiprocessing
 import os
 import shlex
 import shutil
@@ -387,10 +389,18 @@ def recheck(args):
             and (r["setup"], r["model"], r["batch"], r["optimizer"]) in truth]
     os.makedirs(args.out, exist_ok=True)
     records, then = [], []
+    # Estimates run `--estimators` at a time in spawned workers (a GPU host's CPUs), reported in row order.
+    pool = concurrent.futures.ProcessPoolExecutor(args.estimators, mp_context=multiprocessing.get_context("spawn")) \
+        if args.estimators > 1 else None
+    estimates = [pool.submit(estimate_row, row, args.threads) for row in rows] if pool else None
     with open(os.path.join(args.out, "rows.jsonl"), "w") as out:
-        for row in rows:
+        for i, row in enumerate(rows):
             measured = truth[(row["setup"], row["model"], row["batch"], row["optimizer"])]
-            record = dict(row, **estimate_row(row, args.threads), **setups.peer_estimates(row, MODELS),
+            try:
+                estimated = estimates[i].result() if pool else estimate_row(row, args.threads)
+            except concurrent.futures.process.BrokenProcessPool as exc:
+                estimated = {"colo_error": f"the estimate's worker died: {exc}"}
+            record = dict(row, **estimated, **setups.peer_estimates(row, MODELS),
                           torch=torch.__version__,
                           **{k: measured[k] for k in ("truth_bytes", "max_reserved", "max_allocated")},
                           gpu_run_colo_bytes=measured.get("colo_bytes"),
@@ -402,6 +412,9 @@ def recheck(args):
                 records.append(record)
                 then.append(dict(record, colo_bytes=record["gpu_run_colo_bytes"],
                                  colo_high_bytes=record["gpu_run_colo_high_bytes"]))
+    if pool:
+        pool.shutdown()
+
     def as_peer(key):
         return [dict(r, colo_bytes=r[key], colo_high_bytes=r[key]) for r in records if r.get(key)]
 
@@ -547,6 +560,7 @@ def main():
     k.add_argument("--out", required=True)
     k.add_argument("--only", default="", help="comma-separated set-ups, architectures or libraries")
     k.add_argument("--threads", type=int, default=2)
+    k.add_argument("--estimators", type=int, default=1, help="colo.estimate processes at once")
     s = sub.add_parser("summarize")
     s.add_argument("rows", nargs="+")
     s.add_argument("--out", required=True)

@@ -27,6 +27,7 @@
 #                               #   into $OUT/profiles, compared with the built-in H100 profile
 #                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
 #   bench/gpu/run.sh freshprobe # fresh against warm allocator traces, alone against 6 at once (PROBE_ROWS)
+#   bench/gpu/run.sh recheck    # build colo._core + colo.estimate against the committed truth of this card (RECHECK_*)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
@@ -325,6 +326,17 @@ if want realtraining; then
     ${REALTRAINING:+--only $REALTRAINING} --parallel "${REAL_PARALLEL:-4}" 2>"$OUT/realtraining/stderr.log" | tail -30
   python3 bench/estimate/real_training.py summarize "$OUT/realtraining/rows.jsonl" --out "$OUT/realtraining" \
     --gpu "$(head -1 "$OUT/gpu.txt")" | tail -1 | tee -a "$summary"
+fi
+
+if want recheck; then
+  # This tree's colo.estimate, on this host's CPUs, against a GPU run's committed truth (RECHECK_TRUTH,
+  # default this card's rows_CARD.jsonl of bench/results/estimate/real_training): truth does not change
+  # with colo, so an estimator change needs no new truth processes. RECHECK_ESTIMATORS at once.
+  card=$(head -1 "$OUT/gpu.txt" | awk '{print tolower($2)}')
+  mkdir -p "$OUT/recheck_$card"
+  PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py recheck \
+    --truth "${RECHECK_TRUTH:-bench/results/estimate/real_training/rows_$card.jsonl}" --out "$OUT/recheck_$card" \
+    --estimators "${RECHECK_ESTIMATORS:-8}" 2>"$OUT/recheck_$card/stderr.log" | tail -2 | cut -c1-400 | tee -a "$summary"
 fi
 
 if want userfuse; then

@@ -18,7 +18,9 @@ AnalyticalEstimator::AnalyticalEstimator(DeviceProfile profile, int64_t array_mo
     : profile_(std::move(profile)), array_models_(array_models) {}
 
 MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& profile) {
-  SimulatedPeak peak = simulate_training(job.graph, job.step, &profile.conv_workspace);
+  StepConfig step = job.step;
+  step.gemm_workspace_bytes = profile.gemm_workspace_bytes();
+  SimulatedPeak peak = simulate_training(job.graph, step, &profile.conv_workspace);
   const double factor = profile.fragmentation_of(job.model_name, peak.phase);
   const auto reserved = static_cast<int64_t>(std::llround(factor * static_cast<double>(peak.peak_reserved)));
   MemoryBreakdown b;
@@ -27,9 +29,11 @@ MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& pro
   b.optimizer = peak.optimizer;
   b.activations = peak.activations;
   b.data = peak.data;
-  // Library workspaces, a convolution's workspace at the peak, the
-  // allocator's rounding and its cached-but-free blocks count as workspace.
-  b.workspace = profile.library_workspace_bytes + peak.workspace + (reserved - peak.peak_allocated);
+  // Library workspaces (less cuBLAS's, which the replay took), a
+  // convolution's workspace at the peak, the allocator's rounding and its
+  // cached-but-free blocks count as workspace.
+  b.workspace = profile.library_workspace_bytes - peak.gemm_workspaces * step.gemm_workspace_bytes +
+                peak.workspace + (reserved - peak.peak_allocated);
   b.context = profile.context_bytes;
   MemoryEstimate e;
   e.estimator = "analytical";

@@ -21,6 +21,12 @@ struct DeviceProfile {
   // cuDNN's workspace per convolution shape and batch on this device.
   ConvWorkspaceTable conv_workspace{};
 
+  // cuBLAS's workspace per handle. PyTorch takes one from the caching
+  // allocator when a thread runs its first matrix product (the forward's
+  // thread, then autograd's) and keeps it; the library workspace holds those
+  // two, so each is half of it, in whole MiB.
+  int64_t gemm_workspace_bytes() const { return library_workspace_bytes / 2 / (1 << 20) * (1 << 20); }
+
   double fragmentation_of(const std::string& model, const std::string& phase) const {
     for (const std::string& key : {model + "/" + phase, model}) {
       if (auto it = fragmentation.find(key); it != fragmentation.end()) return it->second;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -103,7 +104,9 @@ class Simulation {
     if (c_.resident_data_bytes > 0) mem_.allocate(kData, c_.resident_data_bytes, "setup");
     for (int step = 0; step < 3; ++step) train_step(step == 0);
     evaluate();
-    return mem_.result();
+    SimulatedPeak peak = mem_.result();
+    peak.gemm_workspaces = gemm_workspaces_;
+    return peak;
   }
 
  private:
@@ -116,6 +119,20 @@ class Simulation {
     // take about their element size's share (H100 traces: 0.5-0.6x per sample).
     int64_t ws = workspace_->workspace_bytes(op.conv, pass, batch) * op.conv_element_bytes / 4;
     if (ws > 0) mem_.free(mem_.allocate(kWorkspace, ws, phase));
+  }
+
+  // cuBLAS's workspace for this thread's handle, taken (and kept) at its
+  // first matrix product: `handle` 0 the forward's thread, 1 autograd's.
+  void gemm_workspace(const GraphOp& op, int handle, const char* phase) {
+    static const std::array<std::string_view, 5> kMatrixProducts{"AddmmBackward", "MmBackward", "BmmBackward",
+                                                                 "BaddbmmBackward", "AddbmmBackward"};
+    if (c_.gemm_workspace_bytes <= 0 || gemm_taken_[handle]) return;
+    const bool product = std::any_of(kMatrixProducts.begin(), kMatrixProducts.end(),
+                                     [&](std::string_view name) { return op.name.rfind(name, 0) == 0; });
+    if (!product) return;
+    gemm_taken_[handle] = true;
+    ++gemm_workspaces_;
+    mem_.allocate(kWorkspace, c_.gemm_workspace_bytes, phase);
   }
 
   void hold(int tensor) {
@@ -191,6 +208,7 @@ class Simulation {
         ++holders_[t];  // the op's own reference until its readers are done
       }
       conv_workspace(op, ConvPass::kForward, b, "forward");
+      gemm_workspace(op, 0, "forward");
       int64_t extra = op.extra_saved_fixed + op.extra_saved_per_sample * b;
       if (extra > 0) extras[i] = mem_.allocate(kActivations, extra, "forward");
       if (op.recompute_region >= 0 && extras[i] >= 0) mem_.free(std::exchange(extras[i], -1));
@@ -221,6 +239,7 @@ class Simulation {
       for (int t : op.new_grads) {
         if (grad_of[t] < 0) grad_of[t] = mem_.allocate(kActivations, bytes(t, b), "backward");
       }
+      gemm_workspace(op, 1, "backward");
       if (!op.new_grads.empty()) conv_workspace(op, ConvPass::kInputGrad, b, "backward");
       for (int t : op.inputs) {
         if (grad_of[t] < 0 && !op.outputs.empty() && grad_of[op.outputs.front()] >= 0) {
@@ -341,6 +360,8 @@ class Simulation {
   std::vector<int64_t> params_, grads_;
   std::vector<int> holders_;
   std::vector<int64_t> storage_id_;
+  std::array<bool, 2> gemm_taken_{};  // cuBLAS handles whose workspace is taken
+  int gemm_workspaces_ = 0;
   std::vector<int> region_of_storage_;  // the checkpoint whose op made each storage, or -1
 };
 

@@ -22,12 +22,17 @@ struct StepConfig {
   // passes into them. Each backward then adds a parameter's incoming gradient
   // into its kept one (a transient of the parameter's size).
   bool keeps_gradients = false;
+  // cuBLAS's workspace per handle (DeviceProfile::gemm_workspace_bytes): a
+  // fresh process takes one at the forward's first matrix product and one at
+  // backward's (autograd's thread), and keeps both. 0: not replayed.
+  int64_t gemm_workspace_bytes = 0;
 };
 
 // Bytes live at the allocated peak, by kind, and the allocator's peaks.
 struct SimulatedPeak {
   int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, data = 0;
-  int64_t workspace = 0;              // a convolution kernel's cuDNN workspace
+  int64_t workspace = 0;              // a convolution kernel's cuDNN workspace, cuBLAS's once taken
+  int gemm_workspaces = 0;            // cuBLAS workspaces the replay took (0-2)
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;          // the caching allocator's peak (includes rounding)
   std::string phase;                  // "forward", "backward", "optimizer" or "evaluation"
