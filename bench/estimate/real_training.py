@@ -425,7 +425,7 @@ def recheck(args):
                            "here": accuracy([r for r in records if r["heldout"]]),
                            "gpu_run_estimates_of_these_rows": accuracy([r for r in then if r["heldout"]])},
                "peers": {"horus_rule": accuracy(as_peer("horus_bytes")), "learned": accuracy(as_peer("learned_bytes")),
-                         "fake_tensor_memtracker": "not run: torch.distributed._tools.MemTracker needs torch 2.x"},
+                         "fake_tensor_memtracker": "not run by recheck: ../real_models compares it on plain rows (torch 2.x)"},
                "seconds_max": round(max((r["colo_s"] for r in records), default=0), 2),
                "command": shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:])}
     with open(os.path.join(args.out, "summary.json"), "w") as f:
