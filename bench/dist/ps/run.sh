@@ -13,7 +13,7 @@
 # divided by its staleness: param_server.staleness_lr), ps-ssp, ps-async-zmq (async PS with every range
 # through ZeroMQ and host memory instead of shared device memory, as bfloat16 with
 # overlap: the best of that path), ps-async-zmq-bf16 (bfloat16, no overlap),
-# ps-async-zmq-fp32 (float32, no overlap), ps-async-zmq-s4 (bfloat16, no overlap, 4
+# ps-async-zmq-sl (ps-async-zmq with staleness_lr), ps-async-zmq-fp32 (float32, no overlap), ps-async-zmq-s4 (bfloat16, no overlap, 4
 # servers: two shards a GPU, each its own process and connections), switch (colo's plateau rule), switch-ss
 # (Sync-Switch's rule: 1/8 of the steps synchronous, or a straggler for 20 steps).
 # PS_FIRST_ROUND=K starts at round K (a later call going on with the rounds of
@@ -68,6 +68,8 @@ for run in "${runs[@]}"; do
     ps-async-sl) s=param_server; extra=$'[param_server]\nmode = "async"\nstaleness_lr = true' ;;
     ps-async-zmq) s=param_server
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true' ;;
+    ps-async-zmq-sl) s=param_server
+      extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true\nstaleness_lr = true' ;;
     ps-async-zmq-bf16) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
     ps-async-zmq-fp32) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
     ps-async-zmq-s4) s=param_server; servers=4
