@@ -59,5 +59,25 @@ TEST(CachingAllocatorModel, MergesNeighboursWithinASegment) {
   EXPECT_EQ(a.reserved(), 20 * kMiB) << "the whole segment is one free block again";
 }
 
+TEST(CachingAllocatorModel, AmongEqualFreeBlocksTheNewestSegmentsIsTakenFirst) {
+  // Two 40 MiB segments, the older holding [p][free 20], the newer [free 20][s].
+  CachingAllocatorModel a;
+  a.allocate(1, 40 * kMiB);  // segment 0
+  a.allocate(2, 40 * kMiB);  // segment 1
+  a.free(2);
+  a.allocate(3, 20 * kMiB);  // r, in segment 1
+  a.allocate(4, 20 * kMiB);  // s, after it
+  a.free(1);
+  a.allocate(5, 20 * kMiB);  // p, in segment 0
+  a.free(3);
+  // c takes segment 1's free block (the lowest address on a GPU), so freeing
+  // p leaves segment 0 whole for a 40 MiB tensor. Taking segment 0's block
+  // instead would have needed a third segment (120 MiB).
+  a.allocate(6, 20 * kMiB);
+  a.free(5);
+  a.allocate(7, 40 * kMiB);
+  EXPECT_EQ(a.reserved(), 80 * kMiB);
+}
+
 }  // namespace
 }  // namespace colo::estimate

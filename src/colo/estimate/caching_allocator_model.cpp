@@ -1,6 +1,7 @@
 #include "colo/estimate/caching_allocator_model.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace colo::estimate {
@@ -24,13 +25,13 @@ int64_t CachingAllocatorModel::rounded_size(int64_t bytes) {
 void CachingAllocatorModel::insert_free(int segment, int64_t offset) {
   const Segment& seg = segments_[segment];
   auto& pool = seg.small ? free_small_ : free_large_;
-  pool.insert({seg.blocks.at(offset).size, segment, offset});
+  pool.insert({seg.blocks.at(offset).size, -segment, offset});
 }
 
 void CachingAllocatorModel::erase_free(int segment, int64_t offset) {
   const Segment& seg = segments_[segment];
   auto& pool = seg.small ? free_small_ : free_large_;
-  pool.erase({seg.blocks.at(offset).size, segment, offset});
+  pool.erase({seg.blocks.at(offset).size, -segment, offset});
 }
 
 void CachingAllocatorModel::allocate(int64_t id, int64_t bytes) {
@@ -38,7 +39,7 @@ void CachingAllocatorModel::allocate(int64_t id, int64_t bytes) {
   int64_t size = rounded_size(bytes);
   bool small = size <= kSmallSize;
   auto& pool = small ? free_small_ : free_large_;
-  auto it = pool.lower_bound({size, -1, -1});
+  auto it = pool.lower_bound({size, std::numeric_limits<int>::min(), -1});
   int segment;
   int64_t offset;
   if (it == pool.end()) {
@@ -49,7 +50,7 @@ void CachingAllocatorModel::allocate(int64_t id, int64_t bytes) {
     offset = 0;
     reserved_ += segment_size;
   } else {
-    segment = std::get<1>(*it);
+    segment = -std::get<1>(*it);
     offset = std::get<2>(*it);
     pool.erase(it);
   }

@@ -15,7 +15,10 @@ namespace colo::estimate {
 // segments, larger ones from 20 MiB segments (under 10 MiB) or from segments
 // of their own size rounded to 2 MiB; picks the smallest cached block that
 // fits, splits it when the rest is worth keeping, merges neighbours on free,
-// and never returns a segment (no empty_cache).
+// and never returns a segment (no empty_cache). Among cached blocks of one
+// size it takes the newest segment's first: PyTorch takes the lowest
+// address, and the driver gives each new segment an address below the last
+// (H100 traces, bench/results/estimate/allocator_traces).
 class CachingAllocatorModel {
  public:
   // Allocates `bytes` (> 0) under the caller's `id`, unique among live blocks.
@@ -39,7 +42,7 @@ class CachingAllocatorModel {
     bool small = false;
     std::map<int64_t, Block> blocks;  // by offset
   };
-  using FreeKey = std::tuple<int64_t, int, int64_t>;  // size, segment, offset
+  using FreeKey = std::tuple<int64_t, int, int64_t>;  // size, -segment, offset
 
   void insert_free(int segment, int64_t offset);
   void erase_free(int segment, int64_t offset);
