@@ -131,5 +131,6 @@ def main():
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
 
+
 if __name__ == "__main__":
     main()

@@ -726,8 +726,6 @@ def _storage_of(t):
     return storage.data_ptr(), storage.nbytes()
 
 
-
-
 def _forward_live_peak(model, forward, batch_size, inputs, core, gpu):
     """(allocated, reserved): the most bytes the CUDA caching allocator has
     allocated, and holds (reserved, as colo's model of it in `core` gives),
