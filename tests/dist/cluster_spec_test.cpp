@@ -136,7 +136,7 @@ TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
   EXPECT_NEAR(server_optimizer(sgd, options, 2).momentum, 0.15, 1e-12);
 }
 
-TEST(ClusterSpec, CompressionIsNoneOrBf16AndOverlapNeedsAsyncAndStalenessLrAStaleMode) {
+TEST(ClusterSpec, CompressionIsNoneBf16OrInt8AndOverlapNeedsAsyncAndStalenessLrAStaleMode) {
   testing::TempDir dir;
   const std::string ps = "[cluster]\nstrategy = \"param_server\"\n";
   ClusterSpec spec = parse_cluster_spec(dir.write(
@@ -148,6 +148,9 @@ TEST(ClusterSpec, CompressionIsNoneOrBf16AndOverlapNeedsAsyncAndStalenessLrAStal
   EXPECT_FALSE(plain.param_server.overlap);
   EXPECT_NE(error_for(dir, ps + "[param_server]\ncompression = \"fp8\"\n").find("param_server.compression"),
             std::string::npos);
+  EXPECT_EQ(parse_cluster_spec(dir.write("int8.toml", std::string(kBase) + ps + "[param_server]\ncompression = \"int8\"\n"))
+                .param_server.compression,
+            "int8");
   std::string sync = error_for(dir, ps + "[param_server]\nmode = \"sync\"\noverlap = true\n");
   EXPECT_NE(sync.find("param_server.overlap"), std::string::npos) << sync;
   EXPECT_NE(sync.find("async"), std::string::npos) << sync;

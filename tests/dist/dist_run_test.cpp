@@ -152,11 +152,14 @@ TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
       {"allreduce", "workers = 2\n"},
       {"async", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n"},
       {"switch", "workers = 2\nstrategy = \"switch\"\nservers = 2\n"},
-      {"async-host", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n"}};
+      {"async-host", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n"},
+      {"async-int8", "workers = 2\nstrategy = \"param_server\"\nservers = 2\n"}};
   std::map<std::string, std::string> extras{
       {"switch", "[switch]\nmin_steps = 200\nwindow = 100\n"},
       // Through ZeroMQ as bfloat16, each reply taken a step late.
-      {"async-host", "[param_server]\ntransport = \"zmq\"\ncompression = \"bf16\"\noverlap = true\n"}};
+      {"async-host", "[param_server]\ntransport = \"zmq\"\ncompression = \"bf16\"\noverlap = true\n"},
+      // Through ZeroMQ as 8-bit codes, the pushes with error feedback.
+      {"async-int8", "[param_server]\ntransport = \"zmq\"\ncompression = \"int8\"\n"}};
   std::map<std::string, double> accuracy;
   for (const auto& [name, cluster] : runs) {
     std::string extra = extras.count(name) ? extras[name] : "";
@@ -188,6 +191,7 @@ TEST(DistRun, AsyncParameterServerAndSwitchConvergeNearAllreduce) {
   EXPECT_GE(accuracy["async"], accuracy["allreduce"] - 0.01);
   EXPECT_GE(accuracy["switch"], accuracy["allreduce"] - 0.01);
   EXPECT_GE(accuracy["async-host"], accuracy["allreduce"] - 0.01);
+  EXPECT_GE(accuracy["async-int8"], accuracy["allreduce"] - 0.01);
 }
 
 // Starts `colo dist` on a run of `cluster` long enough never to end by

@@ -13,6 +13,7 @@
 
 #include "colo/core/tcp_port.h"
 #include "colo/dist/flat_optimizer.h"
+#include "colo/dist/int8_codec.h"
 #include "colo/dist/ps_transport.h"
 
 namespace colo::dist {
@@ -149,6 +150,51 @@ TEST(ParamServer, CompressedRepliesKeepTheWorkerWithinOneRoundingOfTheLastChange
   Message state = link.receive(30);
   ASSERT_EQ(state.type, MessageType::kState);
   EXPECT_TRUE(at::allclose(state.payload, expected, 1e-5, 1e-5));
+  link.send(message(MessageType::kDone));
+  server.join();
+}
+
+// With int8: the pushes' codes are unpacked as sent, and the worker holds
+// the server's parameters to within half a code step of the last change
+// (a run's largest change / 254), not of the parameters: the server carries
+// what each reply's codes left out into the next.
+TEST(ParamServer, Int8RepliesKeepTheWorkerWithinHalfACodeOfTheLastChange) {
+  const int64_t size = 6000;
+  ParamServerOptions options;
+  options.compression = "int8";
+  TestServer server(options);
+  auto own = say_hello(server, 0, size);
+  ServerLink& link = *own;
+
+  at::manual_seed(4);
+  at::Tensor start = at::randn({size}) * 4;
+  Message init = message(MessageType::kInit);
+  init.payload = start.clone();
+  link.send(init);
+  Message first = link.receive(30);
+  ASSERT_EQ(first.payload.scalar_type(), at::kFloat);  // the first reply is whole
+  at::Tensor held = first.payload.clone();
+
+  at::Tensor expected = start.clone();
+  double worst_ratio = 0;
+  for (int64_t step = 0; step < 200; ++step) {
+    at::Tensor packed = pack_int8(at::randn({size}) * (1 + step % 5));
+    Message push = message(MessageType::kPush);
+    push.step = step;
+    push.lr = 0.1;
+    push.payload = packed;
+    link.send(push);
+    Message reply = link.receive(30);
+    ASSERT_EQ(reply.type, MessageType::kParams);
+    ASSERT_EQ(reply.payload.scalar_type(), at::kByte);
+    at::Tensor before = expected.clone();
+    expected.sub_(unpack_int8(packed, size, at::kCPU) * 0.1);
+    held.add_(unpack_int8(reply.payload, size, at::kCPU));
+    double change = (expected - before).abs().max().item<double>();
+    worst_ratio = std::max(worst_ratio, (held - expected).abs().max().item<double>() / change);
+  }
+  // Half a code of the change plus the carried remainder: under 1/127 of it.
+  EXPECT_LT(worst_ratio, 1.0 / 127);
   link.send(message(MessageType::kDone));
   server.join();
 }

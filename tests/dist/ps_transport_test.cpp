@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "colo/core/stopwatch.h"
+#include "colo/dist/int8_codec.h"
 
 namespace colo::dist {
 namespace {
@@ -86,6 +87,21 @@ TEST(PsTransport, BFloat16PayloadsArriveAsBFloat16InPlaceOnlyIntoABFloat16Buffer
   EXPECT_TRUE(floats.eq(0).all().item<bool>());
 }
 
+TEST(PsTransport, PackedInt8PayloadsArriveAsBytesInPlaceIntoAByteBuffer) {
+  ServerSocket server("127.0.0.1", "server 0");
+  ServerLink link(server.address(), 1, "server 0");
+  Message push;
+  push.type = MessageType::kPush;
+  push.payload = pack_int8(at::linspace(-3, 3, 3000));
+  link.send(push);
+  at::Tensor into = at::zeros({push.payload.numel()}, at::kByte);
+  auto got = receive_within(server, 10, &into);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->message.payload.data_ptr(), into.data_ptr());
+  EXPECT_TRUE(into.equal(push.payload));
+  EXPECT_TRUE(unpack_int8(into, 3000, at::kCPU).equal(unpack_int8(push.payload, 3000, at::kCPU)));
+}
+
 // What a server gets from a peer that speaks the framing wrongly: one
 // line naming the worker, not a payload read as the wrong type.
 TEST(PsTransport, AFrameOfAnUnknownElementTypeOrTheWrongSizeIsRefusedNamingTheWorker) {
@@ -121,6 +137,8 @@ TEST(PsTransport, AFrameOfAnUnknownElementTypeOrTheWrongSizeIsRefusedNamingTheWo
   EXPECT_EQ(refusal(1, 4, 16), "malformed message from worker 2");    // 4 bfloat16 are 8 bytes
   EXPECT_EQ(refusal(0, -1, 0), "malformed message from worker 2");    // a negative count
   EXPECT_EQ(refusal(1, 4, 8), "accepted");                            // well formed
+  EXPECT_EQ(refusal(2, 12, 8), "malformed message from worker 2");    // 12 packed bytes are 12 bytes
+  EXPECT_EQ(refusal(2, 12, 12), "accepted");
 }
 
 TEST(PsTransport, MessageWithoutPayloadHasNone) {

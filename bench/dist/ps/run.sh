@@ -8,14 +8,17 @@
 #                    default): worker 1 at about half speed, measured in each run
 # PS_ROUNDS (default 3): every run that many times, round after round; round 1's
 # directory is NAME, later ones NAME.rK; summarize.py gives medians and spreads.
-# STRATEGY: allreduce, ps-sync, ps-async, ps-async-ov (async PS, each reply taken a
-# step late: param_server.overlap), ps-async-sl (async PS, a stale gradient's lr
-# divided by its staleness: param_server.staleness_lr), ps-ssp, ps-async-zmq (async PS with every range
-# through ZeroMQ and host memory instead of shared device memory, as bfloat16 with
-# overlap: the best of that path), ps-async-zmq-bf16 (bfloat16, no overlap),
-# ps-async-zmq-sl (ps-async-zmq with staleness_lr), ps-async-zmq-fp32 (float32, no overlap), ps-async-zmq-s4 (bfloat16, no overlap, 4
-# servers: two shards a GPU, each its own process and connections), switch (colo's plateau rule), switch-ss
-# (Sync-Switch's rule: 1/8 of the steps synchronous, or a straggler for 20 steps).
+# STRATEGY:
+#   allreduce, ps-sync, ps-ssp, ps-async;
+#   ps-async-ov (async PS, each reply taken a step late: param_server.overlap);
+#   ps-async-sl (async PS, a stale gradient's lr divided by its staleness: param_server.staleness_lr);
+#   ps-async-zmq (async PS with every range through ZeroMQ and host memory instead of shared
+#     device memory, as bfloat16 with overlap); ps-async-zmq-sl (the same with staleness_lr);
+#   ps-async-zmq-int8 (ps-async-zmq-sl as 8-bit codes); ps-async-zmq-bf16 (bfloat16, no overlap);
+#   ps-async-zmq-fp32 (float32, no overlap); ps-async-zmq-s4 (bfloat16, no overlap, 4 servers:
+#     two shards a GPU, each its own process and connections);
+#   switch (colo's plateau rule); switch-ss (Sync-Switch's rule: 1/8 of the steps synchronous,
+#     or a straggler for 20 steps).
 # PS_FIRST_ROUND=K starts at round K (a later call going on with the rounds of
 # an earlier one, into another OUT). Round K trains with seed K (CLUSTER_SEED); evaluations every PS_EVAL_EVERY (25)
 # steps. NEIGHBOUR_SIZE (8192): the neighbour's matrix size. PS_BUSBW=1 first
@@ -70,6 +73,8 @@ for run in "${runs[@]}"; do
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true' ;;
     ps-async-zmq-sl) s=param_server
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true\nstaleness_lr = true' ;;
+    ps-async-zmq-int8) s=param_server
+      extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "int8"\noverlap = true\nstaleness_lr = true' ;;
     ps-async-zmq-bf16) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
     ps-async-zmq-fp32) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
     ps-async-zmq-s4) s=param_server; servers=4

@@ -113,7 +113,8 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
         t->boolean_or("momentum_compensation", spec.param_server.momentum_compensation);
     spec.param_server.transport = t->choice_or("transport", spec.param_server.transport, {"auto", "zmq"});
     spec.param_server.rejoin_s = t->number_or("rejoin_s", spec.param_server.rejoin_s, 0, 86400);
-    spec.param_server.compression = t->choice_or("compression", spec.param_server.compression, {"none", "bf16"});
+    spec.param_server.compression =
+        t->choice_or("compression", spec.param_server.compression, {"none", "bf16", "int8"});
     spec.param_server.overlap = t->boolean_or("overlap", spec.param_server.overlap);
     spec.param_server.staleness_lr = t->boolean_or("staleness_lr", spec.param_server.staleness_lr);
     if (spec.strategy == "switch") spec.param_server.mode = "async";

@@ -31,12 +31,15 @@ struct ParamServerOptions {
   // through shared device memory (CUDA IPC), every other pair through
   // ZeroMQ via host memory; zmq: every pair through ZeroMQ.
   std::string transport = "auto";
-  // none | bf16: the ranges that travel through ZeroMQ and host memory go
+  // none | bf16 | int8: the ranges that travel through ZeroMQ and host memory go
   // as bfloat16, half the bytes: a push carries the gradients rounded, a
   // reply what to add to the parameters the worker holds (the server keeps
   // the worker's copy, so rounding never accumulates: each reply also
   // carries what the last one's rounding left out). The first reply to a
   // worker is float32. Shared device memory always carries float32.
+  // int8: the same as 8-bit codes with a scale per 4096 values (int8_codec.h),
+  // a quarter of the bytes; each worker keeps what its pushes' codes missed
+  // and adds it to its next push (error feedback).
   std::string compression = "none";
   // async only: a worker does not wait for the reply to its push; it takes
   // it at the next step, so sending, the server's update and the reply

@@ -11,6 +11,7 @@
 #include "colo/core/stopwatch.h"
 #include "colo/dist/flat_model.h"
 #include "colo/dist/flat_optimizer.h"
+#include "colo/dist/int8_codec.h"
 #include "colo/dist/ps_transport.h"
 #include "colo/dist/run_checkpoint.h"
 #include "colo/gpu/shared_device_memory.h"
@@ -197,7 +198,8 @@ class Server {
     values_ = state_in.narrow(0, 0, size).clone();
     gradients_ = at::zeros_like(values_);
     sum_ = at::zeros_like(values_);
-    scratch_ = at::empty({size}, host_options(compressed() ? at::kBFloat16 : at::kFloat));
+    scratch_ = int8() ? at::empty({int8_packed_bytes(size)}, host_options(at::kByte))
+                      : at::empty({size}, host_options(compressed() ? at::kBFloat16 : at::kFloat));
     optimizer_ = std::make_unique<FlatOptimizer>(
         values_, gradients_, server_optimizer(spec_.train.optimizer, spec_.param_server, spec_.workers));
     auto state = optimizer_->state();
@@ -226,15 +228,20 @@ class Server {
     socket_.send(worker, answer);
   }
 
-  // The pushed gradients, on this server's device.
+  // The pushed gradients, on this server's device (8-bit codes unpacked there).
   at::Tensor gradients_of(int worker, const Message& message) {
     const auto& shared = workers_[static_cast<size_t>(worker)].shared;
     at::Tensor pushed = shared ? shared->inbox.tensor() : message.payload;
-    if (pushed.numel() != values_.numel()) {
-      throw std::runtime_error(name_ + ": push of " + std::to_string(pushed.numel()) + " floats from worker " +
-                               std::to_string(worker) + ", expected " + std::to_string(values_.numel()));
+    const bool packed = pushed.defined() && pushed.scalar_type() == at::kByte;
+    const int64_t expected = packed ? int8_packed_bytes(values_.numel()) : values_.numel();
+    if (!pushed.defined() || pushed.numel() != expected) {
+      throw std::runtime_error(name_ + ": push of " + std::to_string(pushed.defined() ? pushed.numel() : 0) +
+                               (packed ? " packed bytes" : " floats") + " from worker " + std::to_string(worker) +
+                               ", expected " + std::to_string(expected));
     }
-    return pushed;
+    // To the device first, then converted there: a copy_ from the host that
+    // also changes the type converts on the CPU, into pageable memory.
+    return packed ? unpack_int8(pushed, values_.numel(), device_) : pushed.to(device_);
   }
 
   void push(int worker, const Message& message) {
@@ -248,16 +255,14 @@ class Server {
     report_.staleness_sum += staleness;
     const std::string& mode = spec_.param_server.mode;
     if (mode == "sync") {
-      sum_.add_(pushed.to(device_, /*non_blocking=*/false));
+      sum_.add_(pushed);
       held_.push_back(HeldReply{worker, clock_now(), message.step + 1});
       last_lr_ = message.lr;
       report_.update_s += updating.elapsed_s();
       complete_sync_round();
       return;
     }
-    // To the device first, then converted there: a copy_ from the host that
-    // also changes the type converts on the CPU, into pageable memory.
-    gradients_.copy_(pushed.to(device_));
+    gradients_.copy_(pushed);
     // Staleness-aware (Zhang et al., 2016): a gradient computed `staleness`
     // updates ago steps lr / staleness.
     const bool damped = spec_.param_server.staleness_lr && staleness > 1;
@@ -380,6 +385,12 @@ class Server {
         state.shared->outbox.tensor().copy_(values_);
         wrote_shared = true;
         payloads.emplace_back();
+      } else if (int8() && state.holds.defined()) {
+        at::Tensor packed = pack_int8(values_ - state.holds);
+        state.holds.add_(unpack_int8(packed, values_.numel(), device_));  // what the worker's add gives
+        state.reply_host = reusable(state.reply_host, at::kByte, packed.numel());
+        state.reply_host.copy_(packed);
+        payloads.push_back(state.reply_host);
       } else if (compressed() && state.holds.defined()) {
         at::Tensor change = (values_ - state.holds).to(at::kBFloat16);
         state.holds.add_(change);  // what the worker's add of the same bfloat16 gives, bit for bit
@@ -392,7 +403,7 @@ class Server {
           whole.copy_(values_);
           whole_host_ = whole;
         }
-        if (compressed()) state.holds = values_.clone();
+        if (compressed() || int8()) state.holds = values_.clone();
         payloads.push_back(whole);
       }
     }
@@ -412,6 +423,7 @@ class Server {
   }
 
   bool compressed() const { return spec_.param_server.compression == "bf16"; }
+  bool int8() const { return spec_.param_server.compression == "int8"; }
 
   at::TensorOptions host_options(at::ScalarType type) const {
     return at::TensorOptions().dtype(type).pinned_memory(device_.is_cuda());
@@ -419,10 +431,11 @@ class Server {
 
   // `buffer` again when no message still being sent holds it (the transport
   // keeps a reference until its I/O thread has written the frame), else a
-  // new one of the range's size.
-  at::Tensor reusable(const at::Tensor& buffer, at::ScalarType type) const {
-    if (buffer.defined() && buffer.use_count() == 1) return buffer;
-    return at::empty({values_.numel()}, host_options(type));
+  // new one of `size` elements (< 0: the range's size).
+  at::Tensor reusable(const at::Tensor& buffer, at::ScalarType type, int64_t size = -1) const {
+    if (size < 0) size = values_.numel();
+    if (buffer.defined() && buffer.use_count() == 1 && buffer.numel() == size) return buffer;
+    return at::empty({size}, host_options(type));
   }
 
   double clock_now() const { return uptime_.elapsed_s(); }

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "colo/core/stopwatch.h"
+#include "colo/dist/int8_codec.h"
 #include "colo/dist/param_server.h"
 #include "colo/gpu/shared_device_memory.h"
 
@@ -26,11 +27,15 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
     : model_(model), rendezvous_(rendezvous), spec_(spec),
       moments_(FlatOptimizer::moment_buffers(spec.train.optimizer)), mode_(spec.param_server.mode),
       worker_(worker), timeout_s_(spec.timeout_s), compressed_(spec.param_server.compression == "bf16"),
-      overlap_(spec.param_server.overlap) {
+      int8_(spec.param_server.compression == "int8"), overlap_(spec.param_server.overlap) {
   bool cuda = model_.values().is_cuda();
   auto host = at::TensorOptions().dtype(compressed_ ? at::kBFloat16 : at::kFloat).pinned_memory(cuda);
-  host_values_ = at::empty({model_.size()}, host);
-  host_gradients_ = at::empty({model_.size()}, host);
+  if (int8_) {
+    residual_ = at::zeros_like(model_.gradients());
+  } else {
+    host_values_ = at::empty({model_.size()}, host);
+    host_gradients_ = at::empty({model_.size()}, host);
+  }
   auto state = optimizer.state();
   for (int64_t s = 0; s < spec.servers; ++s) {
     servers_.push_back(connect(s));
@@ -54,7 +59,7 @@ ParamServerStrategy::ParamServerStrategy(FlatModel& model, const FlatOptimizer& 
 ParamServerStrategy::ServerEnd ParamServerStrategy::connect(int64_t s) {
   auto [begin, end] = shard_range(model_.size(), spec_.servers, s);
   std::string address = rendezvous_.get(server_address_key(s));
-  ServerEnd server{address, ServerLink(address, worker_, "server " + std::to_string(s)), begin, end, {}, {}};
+  ServerEnd server{address, ServerLink(address, worker_, "server " + std::to_string(s)), begin, end, {}, {}, {}, {}};
   bool cuda = model_.values().is_cuda();
   Message hello;
   hello.type = MessageType::kHello;
@@ -74,6 +79,10 @@ ParamServerStrategy::ServerEnd ParamServerStrategy::connect(int64_t s) {
                                server.link.peer() + " (" + e.what() +
                                "); set param_server.transport = \"zmq\" to send through host memory");
     }
+  } else if (int8_) {
+    auto bytes = at::TensorOptions().dtype(at::kByte).pinned_memory(cuda);
+    server.packed_out = at::empty({int8_packed_bytes(end - begin)}, bytes);
+    server.packed_in = at::empty({int8_packed_bytes(end - begin)}, bytes);
   }
   return server;
 }
@@ -112,7 +121,7 @@ double ParamServerStrategy::pull() {
 
 double ParamServerStrategy::pull_from(size_t s) {
   ServerEnd& server = servers_[s];
-  at::Tensor slot = host_values_.narrow(0, server.begin, server.end - server.begin);
+  at::Tensor slot = int8_ ? server.packed_in : host_values_.narrow(0, server.begin, server.end - server.begin);
   Message reply;
   Stopwatch receiving;
   try {
@@ -124,12 +133,17 @@ double ParamServerStrategy::pull_from(size_t s) {
   phases_s_["receive_s"] += receiving.elapsed_s();
   Stopwatch applying;
   bool shared = server.outbox.defined();
-  if (reply.type != MessageType::kParams || (!shared && reply.payload.numel() != server.end - server.begin)) {
+  const int64_t count = server.end - server.begin;
+  const bool packed = reply.payload.defined() && reply.payload.scalar_type() == at::kByte;
+  if (reply.type != MessageType::kParams ||
+      (!shared && reply.payload.numel() != (packed ? int8_packed_bytes(count) : count))) {
     throw std::runtime_error("unexpected reply from " + server.link.peer());
   }
-  at::Tensor range = model_.values().narrow(0, server.begin, server.end - server.begin);
+  at::Tensor range = model_.values().narrow(0, server.begin, count);
   if (shared) {
     range.copy_(server.outbox);
+  } else if (packed) {
+    range.add_(unpack_int8(reply.payload, count, range.device()));  // what the parameters lack, as 8-bit codes
   } else if (reply.payload.scalar_type() == at::kBFloat16) {
     range.add_(reply.payload.to(range.device()));  // a compressed reply: what the parameters lack; waits (slot is reused)
   } else {
@@ -155,7 +169,14 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
       any_host = true;
     }
   }
-  if (any_host) {
+  if (any_host && int8_) {
+    // Packed on the device, each server's range on its own: a quarter of the bytes cross to the host.
+    for (auto& server : servers_) {
+      if (server.inbox.defined()) continue;
+      at::Tensor missed = residual_.narrow(0, server.begin, server.end - server.begin);
+      server.packed_out.copy_(pack_int8(model_.gradients().narrow(0, server.begin, server.end - server.begin), &missed));
+    }
+  } else if (any_host) {
     // Converted on the device: half the bytes cross to the host.
     host_gradients_.copy_(compressed_ ? model_.gradients().to(at::kBFloat16) : model_.gradients());
   }
@@ -169,8 +190,11 @@ ExchangeCost ParamServerStrategy::finish_step(int64_t step, double lr) {
     push.worker = worker_;
     push.step = step;
     push.lr = lr;
-    if (!server.inbox.defined()) push.payload = host_gradients_.narrow(0, server.begin, server.end - server.begin);
-    cost.bytes_sent += (server.end - server.begin) * (server.inbox.defined() ? 4 : host_gradients_.element_size());
+    if (!server.inbox.defined()) {
+      push.payload = int8_ ? server.packed_out : host_gradients_.narrow(0, server.begin, server.end - server.begin);
+    }
+    cost.bytes_sent += server.inbox.defined() ? (server.end - server.begin) * 4
+                                              : push.payload.numel() * push.payload.element_size();
     try {
       server.link.send(push);
     } catch (const ServerClosed&) {

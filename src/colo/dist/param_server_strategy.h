@@ -5,7 +5,8 @@
 // mode; the worker code is the same. A server on this host with its range on
 // a GPU hands out shared device buffers, and the ranges move device to
 // device; any other server gets them through the transport, via host memory,
-// as float32 or, with compression, bfloat16. With overlap (async), the
+// as float32 or, with compression, bfloat16 or 8-bit codes (int8_codec.h,
+// the pushes with error feedback). With overlap (async), the
 // reply to a push is taken at the next step instead of waited for.
 // With `rejoin_s`, a server that closed its connection is waited for: once
 // it is back (restarted from the checkpoint, at a new address), the worker
@@ -50,6 +51,7 @@ class ParamServerStrategy : public Strategy {
     ServerLink link;
     int64_t begin = 0, end = 0;
     at::Tensor inbox, outbox;  // undefined: through the transport
+    at::Tensor packed_out, packed_in;  // int8: this range's push and reply, packed, on the CPU
   };
 
   // Links to server `s` at its address in the rendezvous, says hello and
@@ -76,10 +78,12 @@ class ParamServerStrategy : public Strategy {
   int worker_;
   double timeout_s_;
   bool compressed_;  // payloads through the transport as bfloat16
+  bool int8_;        // payloads through the transport as 8-bit codes (int8_codec.h)
   bool overlap_;     // the reply to a push is taken at the next step
   std::vector<ServerEnd> servers_;
-  at::Tensor host_values_;     // [P] on the CPU, received into (bfloat16 with compression)
-  at::Tensor host_gradients_;  // [P] on the CPU, sent from (bfloat16 with compression)
+  at::Tensor host_values_;     // [P] on the CPU, received into (bfloat16 with compression; unused with int8)
+  at::Tensor host_gradients_;  // [P] on the CPU, sent from (bfloat16 with compression; unused with int8)
+  at::Tensor residual_;        // int8: [P] on the model's device, what the pushes' codes missed so far
   bool awaiting_reply_ = false;
   // This step's exchange by phase: receive_s (waiting for and reading the
   // servers' replies), apply_s (putting them into the model), to_host_s

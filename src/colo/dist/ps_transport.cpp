@@ -26,7 +26,7 @@ struct Header {
   uint32_t magic;
   uint32_t type;
   int32_t worker;
-  int32_t element;  // the payload's element type: kFloat32Element or kBFloat16Element
+  int32_t element;  // the payload's element type: kFloat32Element, kBFloat16Element or kByteElement
   int64_t step;
   int64_t count;
   double lr;
@@ -36,8 +36,15 @@ struct Header {
 
 constexpr int32_t kFloat32Element = 0;
 constexpr int32_t kBFloat16Element = 1;
+constexpr int32_t kByteElement = 2;  // packed 8-bit codes (int8_codec.h)
 
-at::ScalarType element_type(int32_t element) { return element == kBFloat16Element ? at::kBFloat16 : at::kFloat; }
+at::ScalarType element_type(int32_t element) {
+  return element == kBFloat16Element ? at::kBFloat16 : (element == kByteElement ? at::kByte : at::kFloat);
+}
+
+bool known_element(int32_t element) {
+  return element == kFloat32Element || element == kBFloat16Element || element == kByteElement;
+}
 
 // I/O threads of the process's context: each connection is served by one,
 // so a server's workers (and a worker's servers) move their payloads in
@@ -104,9 +111,10 @@ bool is_ipv4_address(const std::string& host) {
 }
 
 void send_frames(zmq::socket_t& socket, const Message& message) {
-  const bool bf16 = message.payload.defined() && message.payload.scalar_type() == at::kBFloat16;
-  Header header{kMagic, static_cast<uint32_t>(message.type), message.worker,
-                bf16 ? kBFloat16Element : kFloat32Element, message.step, message.count,
+  const at::ScalarType type = message.payload.defined() ? message.payload.scalar_type() : at::kFloat;
+  const int32_t element =
+      type == at::kBFloat16 ? kBFloat16Element : (type == at::kByte ? kByteElement : kFloat32Element);
+  Header header{kMagic, static_cast<uint32_t>(message.type), message.worker, element, message.step, message.count,
                 message.lr, message.hold_s, message.payload.defined() ? message.payload.numel() : 0};
   socket.send(zmq::buffer(&header, sizeof(header)), zmq::send_flags::sndmore);
   socket.send(zmq::buffer(message.blob), zmq::send_flags::sndmore);
@@ -114,9 +122,8 @@ void send_frames(zmq::socket_t& socket, const Message& message) {
     socket.send(zmq::message_t(), zmq::send_flags::none);
     return;
   }
-  if (!message.payload.device().is_cpu() || (message.payload.scalar_type() != at::kFloat && !bf16) ||
-      !message.payload.is_contiguous()) {
-    throw std::logic_error("a parameter-server payload must be a contiguous float32 or bfloat16 CPU tensor");
+  if (!message.payload.device().is_cpu() || type != element_type(element) || !message.payload.is_contiguous()) {
+    throw std::logic_error("a parameter-server payload must be a contiguous float32, bfloat16 or uint8 CPU tensor");
   }
   // Sent without a copy: the frame holds a reference to the tensor until
   // ZeroMQ's I/O thread has written it.
@@ -140,7 +147,7 @@ Message read_frames(zmq::socket_t& socket, at::Tensor* into, const std::string& 
   }
   std::memcpy(&header, header_frame.data(), sizeof(header));
   if (source_fd != nullptr) *source_fd = zmq_msg_get(header_frame.handle(), ZMQ_SRCFD);
-  if (header.magic != kMagic || (header.element != kFloat32Element && header.element != kBFloat16Element) ||
+  if (header.magic != kMagic || !known_element(header.element) ||
       header.elements < 0 ||
       payload_frame.size() != static_cast<size_t>(header.elements) * at::elementSize(element_type(header.element))) {
     throw std::runtime_error("malformed message from " + from);

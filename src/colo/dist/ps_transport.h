@@ -2,7 +2,7 @@
 // The parameter server's transport, on ZeroMQ: each server binds a ROUTER
 // socket, each worker reaches it through a DEALER socket named after its
 // index, and a message is a fixed header, a byte blob and an optional
-// float32 or bfloat16 payload (sent without a copy). Where worker and server share a
+// float32, bfloat16 or uint8 (packed 8-bit codes) payload (sent without a copy). Where worker and server share a
 // host and a CUDA build, the payloads skip this transport: they move device
 // to device through shared device memory (gpu/shared_device_memory.h) and
 // only the small messages go over ZeroMQ.
@@ -37,9 +37,10 @@ struct Message {
   double lr = 0;        // kPush: learning rate to apply
   double hold_s = 0;    // kParams: how long the server held the reply back (sync/SSP)
   std::string blob;     // kHello: the worker's host and device; kWelcome: buffer handles
-  // float32 or bfloat16 CPU, contiguous; undefined for none. A bfloat16
-  // kPush carries the gradients rounded; a bfloat16 kParams carries what to
-  // add to the parameters the worker holds (ParamServerOptions::compression).
+  // float32, bfloat16 or uint8 CPU, contiguous; undefined for none. A
+  // bfloat16 kPush carries the gradients rounded; a bfloat16 kParams carries
+  // what to add to the parameters the worker holds. A uint8 payload carries
+  // the same packed as 8-bit codes (int8_codec.h; ParamServerOptions::compression).
   at::Tensor payload;
 };
 
