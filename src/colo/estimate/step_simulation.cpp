@@ -21,7 +21,7 @@ enum Kind { kParameters, kGradients, kOptimizer, kActivations, kData, kWorkspace
 class Memory {
  public:
   // With COLO_ESTIMATE_TRACE=FILE, every allocation and free is written to
-  // FILE as a line "A|F phase kind op bytes allocated reserved": a diagnostic
+  // FILE as a line "A|F phase kind op bytes allocated reserved id": a diagnostic
   // for comparing the replay with a real allocator trace.
   Memory() {
     if (const char* path = std::getenv("COLO_ESTIMATE_TRACE"); path && *path) trace_ = std::fopen(path, "w");
@@ -39,7 +39,7 @@ class Memory {
     int64_t id = next_id_++;
     if (bytes <= 0) return id;
     allocator_.allocate(id, bytes);
-    if (trace_) trace('A', phase, kind, bytes);
+    if (trace_) trace('A', phase, kind, bytes, id);
     int64_t size = CachingAllocatorModel::rounded_size(bytes);
     sizes_[id] = {kind, size};
     live_[kind] += size;
@@ -60,7 +60,7 @@ class Memory {
     if (it == sizes_.end()) return;
     live_[it->second.first] -= it->second.second;
     allocator_.free(id);
-    if (trace_) trace('F', "-", it->second.first, it->second.second);
+    if (trace_) trace('F', "-", it->second.first, it->second.second, id);
     sizes_.erase(it);
   }
   SimulatedPeak result() const {
@@ -70,12 +70,12 @@ class Memory {
   }
 
  private:
-  void trace(char what, const char* phase, Kind kind, int64_t bytes) {
+  void trace(char what, const char* phase, Kind kind, int64_t bytes, int64_t id) {
     static constexpr const char* kKindNames[] = {"parameters", "gradients", "optimizer", "activations", "data",
                                                  "workspace"};
-    std::fprintf(trace_, "%c %s %s %s %lld %lld %lld\n", what, phase, kKindNames[kind], op_ ? op_->c_str() : "-",
+    std::fprintf(trace_, "%c %s %s %s %lld %lld %lld %lld\n", what, phase, kKindNames[kind], op_ ? op_->c_str() : "-",
                  static_cast<long long>(bytes), static_cast<long long>(allocator_.allocated()),
-                 static_cast<long long>(allocator_.reserved()));
+                 static_cast<long long>(allocator_.reserved()), static_cast<long long>(id));
   }
 
   CachingAllocatorModel allocator_;
