@@ -203,22 +203,33 @@ def _float16_recorded_as(model, dtype):
             module._buffers[name] = b
 
 
+def _default_optimizer_implementation():
+    """How this torch runs torch.optim's step on CUDA when the optimiser does
+    not say: torch 2 runs every parameter at once (foreach), torch 1 one by one."""
+    return "foreach" if int(torch.__version__.split(".")[0]) >= 2 else "single"
+
+
 def _optimizer_fields(optimizer):
-    """(name, momentum, weight_decay, nesterov) of a name or a torch.optim instance."""
+    """(name, momentum, weight_decay, nesterov, implementation) of a name or a
+    torch.optim instance; implementation is "single", "foreach" or "fused"."""
     if isinstance(optimizer, str):
         name = optimizer.lower()
         if name not in _OPTIMIZERS:
             raise ValueError(f"colo.estimate: optimizer must be one of {sorted(_OPTIMIZERS)} "
                              f"or a torch.optim instance, got {optimizer!r}")
-        return name, (0.9 if name == "sgd" else 0.0), 0.0, False
+        return name, (0.9 if name == "sgd" else 0.0), 0.0, False, _default_optimizer_implementation()
     if isinstance(optimizer, torch.optim.Optimizer):
         group = optimizer.param_groups[0]
         kind = type(optimizer).__name__.lower()
         if kind not in _OPTIMIZERS:
             raise ValueError(f"colo.estimate: optimizer {type(optimizer).__name__} is not modelled "
                              f"(known: SGD, Adam, AdamW)")
+        foreach = group.get("foreach")
+        implementation = ("fused" if group.get("fused") else
+                          _default_optimizer_implementation() if foreach is None else
+                          ("foreach" if foreach else "single"))
         return (kind, float(group.get("momentum", 0.0)), float(group.get("weight_decay", 0.0)),
-                bool(group.get("nesterov", False)))
+                bool(group.get("nesterov", False)), implementation)
     raise TypeError(f"colo.estimate: optimizer must be a name or a torch.optim.Optimizer, "
                     f"got {type(optimizer).__name__}")
 
@@ -383,7 +394,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         raise ValueError(f"colo.estimate: eval_batch_size must be a positive int, got {eval_batch_size!r}")
     if autocast not in (None, "bf16", "fp16"):
         raise ValueError(f"colo.estimate: autocast must be None, 'bf16' or 'fp16', got {autocast!r}")
-    name, momentum, weight_decay, nesterov = _optimizer_fields(optimizer)
+    name, momentum, weight_decay, nesterov, implementation = _optimizer_fields(optimizer)
     _require_cpu_tensors(model)
     loss_of_output = loss or cross_entropy_loss
     was_training = model.training
@@ -434,7 +445,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
                 keeps_output=bool(keep_output), keeps_gradients=keeps_gradients, learned=str(learned or ""),
-                gpu=gpu)
+                gpu=gpu, optimizer_implementation=implementation)
     finally:
         model.train(was_training)
     breakdown = dict(found["breakdown"])

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "colo/estimate/device_profile.h"
+#include "colo/estimate/user_model.h"
 
 namespace colo::estimate {
 namespace {
@@ -46,6 +49,45 @@ TEST(StepSimulation, AMatrixProductTakesCublassWorkspaceOncePerThreadAndKeepsIt)
   EXPECT_GE(with.workspace, 64 * kOneMiB);
   // No matrix product, no cuBLAS workspace.
   EXPECT_EQ(simulate_training(two_op_graph("MulBackward0"), config).gemm_workspaces, 0);
+}
+
+// Two 4 MiB parameters, one temporary each: a loop over the parameters
+// frees the first's before taking the second's; foreach holds both.
+TEST(StepSimulation, ForeachTakesEveryParametersTemporariesBeforeFreeingAny) {
+  TrainingGraph g = two_op_graph("AddmmBackward0");
+  g.parameter_bytes = {4 * kOneMiB, 4 * kOneMiB};
+  g.ops[1].param_inputs = {0, 1};
+  StepConfig config;
+  config.batch_size = 1;
+  config.eval_batch_size = 0;
+  config.optimizer_temporaries = 1;
+  const SimulatedPeak single = simulate_training(g, config);
+  config.optimizer_foreach = true;
+  const SimulatedPeak foreach = simulate_training(g, config);
+  EXPECT_EQ(single.phase, "optimizer");
+  EXPECT_EQ(foreach.peak_allocated, single.peak_allocated + 4 * kOneMiB);
+}
+
+TEST(StepSimulation, TheOptimisersImplementationSetsItsTemporaries) {
+  train::OptimizerSpec adam{"adam", 1e-3};
+  StepConfig step;
+  set_optimizer_footprint(adam, step, "single");
+  EXPECT_EQ(step.optimizer_temporaries, 2);
+  EXPECT_FALSE(step.optimizer_foreach);
+  set_optimizer_footprint(adam, step, "foreach");
+  EXPECT_EQ(step.optimizer_temporaries, 1);  // the denominators, one list for all
+  EXPECT_TRUE(step.optimizer_foreach);
+  adam.weight_decay = 0.1;  // Adam's decay makes grad + wd * param anew; AdamW's is in place
+  set_optimizer_footprint(adam, step, "foreach");
+  EXPECT_EQ(step.optimizer_temporaries, 2);
+  train::OptimizerSpec adamw{"adamw", 1e-3};
+  adamw.weight_decay = 0.1;
+  set_optimizer_footprint(adamw, step, "foreach");
+  EXPECT_EQ(step.optimizer_temporaries, 1);
+  set_optimizer_footprint(adamw, step, "fused");
+  EXPECT_EQ(step.optimizer_temporaries, 0);
+  EXPECT_EQ(step.optimizer_state_tensors, 2);
+  EXPECT_THROW(set_optimizer_footprint(adamw, step, "compiled"), std::invalid_argument);
 }
 
 TEST(StepSimulation, TheProfilesLibraryWorkspaceHoldsTwoCublasWorkspaces) {

@@ -266,19 +266,23 @@ class Simulation {
       if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
     }
 
-    // Optimiser: state created on the first step, temporaries per parameter.
+    // Optimiser: state created on the first step, temporaries per parameter
+    // (with foreach, every parameter's before any is freed).
+    std::vector<int64_t> temps;
     for (size_t p = 0; p < g_.parameter_bytes.size(); ++p) {
       if (first) {
         for (int s = 0; s < c_.optimizer_state_tensors; ++s) {
           mem_.allocate(kOptimizer, g_.parameter_bytes[p], "optimizer");
         }
       }
-      std::vector<int64_t> temps;
       for (int s = 0; s < c_.optimizer_temporaries; ++s) {
         temps.push_back(mem_.allocate(kActivations, g_.parameter_bytes[p], "optimizer"));
       }
+      if (c_.optimizer_foreach) continue;
       for (int64_t id : temps) mem_.free(id);
+      temps.clear();
     }
+    for (int64_t id : temps) mem_.free(id);
     if (logits >= 0) release(g_.tensors[logits].storage);
     mem_.free(inputs);
     mem_.free(labels);

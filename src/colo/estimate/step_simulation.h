@@ -15,6 +15,9 @@ struct StepConfig {
   int64_t eval_batch_size = 1024;     // the evaluation batch actually used (<= test size)
   int optimizer_state_tensors = 0;    // per parameter: SGD momentum 1, Adam/AdamW 2
   int optimizer_temporaries = 0;      // per parameter while it is updated
+  // torch.optim's foreach implementation (torch 2's default on CUDA): the
+  // temporaries of every parameter are taken before any is freed.
+  bool optimizer_foreach = false;
   int64_t resident_data_bytes = 0;    // a data set held on the device
   bool keeps_output = true;           // the loop holds the model's output (the logits) to the step's end
   // The gradients live from the first backward on: zero_grad(set_to_none=False)

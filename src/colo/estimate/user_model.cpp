@@ -6,14 +6,24 @@
 
 namespace colo::estimate {
 
-void set_optimizer_footprint(const train::OptimizerSpec& opt, StepConfig& step) {
+void set_optimizer_footprint(const train::OptimizerSpec& opt, StepConfig& step, const std::string& implementation) {
+  if (implementation != "single" && implementation != "foreach" && implementation != "fused") {
+    throw std::invalid_argument("optimizer implementation must be single, foreach or fused, got '" +
+                                implementation + "'");
+  }
+  const bool coupled_decay = opt.weight_decay > 0 && opt.name != "adamw";  // grad + wd * param, a new tensor
   if (opt.name == "sgd") {
     step.optimizer_state_tensors = opt.momentum > 0 ? 1 : 0;
-    step.optimizer_temporaries = (opt.weight_decay > 0 ? 1 : 0) + (opt.nesterov ? 1 : 0);
+    step.optimizer_temporaries = (coupled_decay ? 1 : 0) + (opt.nesterov ? 1 : 0);
   } else {
     step.optimizer_state_tensors = 2;
-    step.optimizer_temporaries = 2 + (opt.name == "adam" && opt.weight_decay > 0 ? 1 : 0);
+    // The single-tensor loop makes the denominator and the step's update per
+    // parameter; foreach keeps only the denominators, one list for all
+    // (torch._foreach_sqrt of the second moments).
+    step.optimizer_temporaries = (implementation == "foreach" ? 1 : 2) + (coupled_decay ? 1 : 0);
   }
+  step.optimizer_foreach = implementation == "foreach";
+  if (implementation == "fused") step.optimizer_temporaries = 0;
 }
 
 JobModel describe_user_job(const UserModel& model, const UserTraining& training) {
@@ -29,7 +39,7 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   job.step.eval_batch_size = training.eval_batch_size;
   job.step.keeps_output = training.keeps_output;
   job.step.keeps_gradients = training.keeps_gradients;
-  set_optimizer_footprint(training.optimizer, job.step);
+  set_optimizer_footprint(training.optimizer, job.step, training.optimizer_implementation);
   job.summary = summarize_graph(job.graph, training.batch_size, "other", summary_optimizer(training.optimizer));
   return job;
 }

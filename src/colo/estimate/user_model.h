@@ -37,13 +37,20 @@ struct UserTraining {
   int64_t batch_size = 32;
   int64_t eval_batch_size = 0;  // 0: no evaluation pass
   train::OptimizerSpec optimizer;
+  // How torch.optim runs the step: "single" (a loop over the parameters:
+  // torch 1.x, LibTorch), "foreach" (torch 2's default on CUDA) or "fused"
+  // (one kernel, no temporaries).
+  std::string optimizer_implementation = "single";
   bool keeps_output = true;     // the loop holds the model's output until the step ends
   bool keeps_gradients = false; // zero_grad(set_to_none=False) or gradient accumulation
 };
 
 // The optimiser's per-parameter state and temporaries in `step`, as colo's
-// trainer (and torch.optim's for-each implementations) keep them.
-void set_optimizer_footprint(const train::OptimizerSpec& optimizer, StepConfig& step);
+// trainer and torch.optim's single-tensor loop keep them, or as torch.optim's
+// `implementation` ("single", "foreach" or "fused", see UserTraining) does.
+// Throws std::invalid_argument for another implementation.
+void set_optimizer_footprint(const train::OptimizerSpec& optimizer, StepConfig& step,
+                             const std::string& implementation = "single");
 
 // Records `model`'s graph and describes the job. Throws std::invalid_argument
 // for a batch size under 1 and std::runtime_error naming the problem when the
