@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -99,6 +100,46 @@ std::unique_ptr<ServerLink> say_hello(TestServer& server, int worker, int64_t si
   return link;
 }
 
+// One worker of a compressed server: starts it from `start`, then pushes
+// `push_of(step)` (decoded as the server applies it by `floats`) for `steps`
+// steps under SGD at lr 0.1, adding each reply (decoded by `floats`) to what
+// it holds. Gives what it holds, what the server's parameters should be, and
+// the worst error of the first against the last change.
+struct HeldParameters {
+  at::Tensor held, expected;
+  double worst_ratio = 0;
+};
+
+void push_and_hold(ServerLink& link, const at::Tensor& start, int64_t steps,
+                   const std::function<at::Tensor(int64_t)>& push_of,
+                   const std::function<at::Tensor(const at::Tensor&)>& floats, at::ScalarType reply_type,
+                   HeldParameters& out) {
+  Message init = message(MessageType::kInit);
+  init.payload = start.clone();
+  link.send(init);
+  Message first = link.receive(30);
+  ASSERT_EQ(first.type, MessageType::kParams);
+  ASSERT_EQ(first.payload.scalar_type(), at::kFloat);  // the first reply is whole
+  out.held = first.payload.clone();
+  EXPECT_TRUE(out.held.equal(start));
+  out.expected = start.clone();
+  for (int64_t step = 0; step < steps; ++step) {
+    Message push = message(MessageType::kPush);
+    push.step = step;
+    push.lr = 0.1;
+    push.payload = push_of(step);
+    link.send(push);
+    Message reply = link.receive(30);
+    ASSERT_EQ(reply.type, MessageType::kParams);
+    ASSERT_EQ(reply.payload.scalar_type(), reply_type);
+    at::Tensor before = out.expected.clone();
+    out.expected.sub_(floats(push.payload) * 0.1);
+    out.held.add_(floats(reply.payload));
+    double change = (out.expected - before).abs().max().item<double>();
+    out.worst_ratio = std::max(out.worst_ratio, (out.held - out.expected).abs().max().item<double>() / change);
+  }
+}
+
 // The worker holds the server's parameters to within one bfloat16 rounding
 // of the last change (the server sends what the last reply's rounding left
 // out too), not of the parameters themselves, and that error does not grow
@@ -106,51 +147,28 @@ std::unique_ptr<ServerLink> say_hello(TestServer& server, int worker, int64_t si
 TEST(ParamServer, CompressedRepliesKeepTheWorkerWithinOneRoundingOfTheLastChange) {
   const int64_t size = 4096;
   TestServer server(compressed());
-  auto own = say_hello(server, 0, size);
-  ServerLink& link = *own;
+  auto link = say_hello(server, 0, size);
+  ASSERT_EQ(FlatOptimizer::moment_buffers(train::OptimizerSpec{"sgd", 0.1}), 0);
 
   at::manual_seed(3);
-  at::Tensor start = at::randn({size}) * 4;
-  Message init = message(MessageType::kInit);
-  init.payload = start.clone();
-  ASSERT_EQ(FlatOptimizer::moment_buffers(train::OptimizerSpec{"sgd", 0.1}), 0);
-  link.send(init);
-  Message first = link.receive(30);
-  ASSERT_EQ(first.type, MessageType::kParams);
-  ASSERT_EQ(first.payload.scalar_type(), at::kFloat);  // the first reply is whole
-  at::Tensor held = first.payload.clone();
-  EXPECT_TRUE(held.equal(start));
-
-  at::Tensor expected = start.clone();
-  double worst_ratio = 0;
-  for (int64_t step = 0; step < 300; ++step) {
-    at::Tensor gradient = (at::randn({size}) * (1 + step % 7)).to(at::kBFloat16);
-    Message push = message(MessageType::kPush);
-    push.step = step;
-    push.lr = 0.1;
-    push.payload = gradient;
-    link.send(push);
-    Message reply = link.receive(30);
-    ASSERT_EQ(reply.type, MessageType::kParams);
-    ASSERT_EQ(reply.payload.scalar_type(), at::kBFloat16);
-    at::Tensor before = expected.clone();
-    expected.sub_(gradient.to(at::kFloat) * 0.1);
-    held.add_(reply.payload);
-    double change = (expected - before).abs().max().item<double>();
-    worst_ratio = std::max(worst_ratio, (held - expected).abs().max().item<double>() / change);
-  }
+  HeldParameters run;
+  push_and_hold(
+      *link, at::randn({size}) * 4, 300,
+      [&](int64_t step) { return (at::randn({size}) * (1 + step % 7)).to(at::kBFloat16); },
+      [](const at::Tensor& payload) { return payload.to(at::kFloat); }, at::kBFloat16, run);
   // bfloat16 keeps 8 significant bits: a rounding is at most 2^-9 of what
   // is rounded; the change plus the carried residual stays below 2x it.
-  EXPECT_LT(worst_ratio, std::ldexp(1.0, -8));
+  EXPECT_LT(run.worst_ratio, std::ldexp(1.0, -8));
   // Rounding the parameters themselves would be off by up to 2^-9 of them.
-  EXPECT_LT((held - expected).abs().max().item<double>(), expected.abs().max().item<double>() * std::ldexp(1.0, -12));
+  EXPECT_LT((run.held - run.expected).abs().max().item<double>(),
+            run.expected.abs().max().item<double>() * std::ldexp(1.0, -12));
 
   Message snapshot = message(MessageType::kSnapshot);
-  link.send(snapshot);
-  Message state = link.receive(30);
+  link->send(snapshot);
+  Message state = link->receive(30);
   ASSERT_EQ(state.type, MessageType::kState);
-  EXPECT_TRUE(at::allclose(state.payload, expected, 1e-5, 1e-5));
-  link.send(message(MessageType::kDone));
+  EXPECT_TRUE(at::allclose(state.payload, run.expected, 1e-5, 1e-5));
+  link->send(message(MessageType::kDone));
   server.join();
 }
 
@@ -163,39 +181,17 @@ TEST(ParamServer, Int8RepliesKeepTheWorkerWithinHalfACodeOfTheLastChange) {
   ParamServerOptions options;
   options.compression = "int8";
   TestServer server(options);
-  auto own = say_hello(server, 0, size);
-  ServerLink& link = *own;
+  auto link = say_hello(server, 0, size);
 
   at::manual_seed(4);
-  at::Tensor start = at::randn({size}) * 4;
-  Message init = message(MessageType::kInit);
-  init.payload = start.clone();
-  link.send(init);
-  Message first = link.receive(30);
-  ASSERT_EQ(first.payload.scalar_type(), at::kFloat);  // the first reply is whole
-  at::Tensor held = first.payload.clone();
-
-  at::Tensor expected = start.clone();
-  double worst_ratio = 0;
-  for (int64_t step = 0; step < 200; ++step) {
-    at::Tensor packed = pack_int8(at::randn({size}) * (1 + step % 5));
-    Message push = message(MessageType::kPush);
-    push.step = step;
-    push.lr = 0.1;
-    push.payload = packed;
-    link.send(push);
-    Message reply = link.receive(30);
-    ASSERT_EQ(reply.type, MessageType::kParams);
-    ASSERT_EQ(reply.payload.scalar_type(), at::kByte);
-    at::Tensor before = expected.clone();
-    expected.sub_(unpack_int8(packed, size, at::kCPU) * 0.1);
-    held.add_(unpack_int8(reply.payload, size, at::kCPU));
-    double change = (expected - before).abs().max().item<double>();
-    worst_ratio = std::max(worst_ratio, (held - expected).abs().max().item<double>() / change);
-  }
+  HeldParameters run;
+  push_and_hold(
+      *link, at::randn({size}) * 4, 200,
+      [&](int64_t step) { return pack_int8(at::randn({size}) * (1 + step % 5)); },
+      [&](const at::Tensor& payload) { return unpack_int8(payload, size, at::kCPU); }, at::kByte, run);
   // Half a code of the change plus the carried remainder: under 1/127 of it.
-  EXPECT_LT(worst_ratio, 1.0 / 127);
-  link.send(message(MessageType::kDone));
+  EXPECT_LT(run.worst_ratio, 1.0 / 127);
+  link->send(message(MessageType::kDone));
   server.join();
 }
 
