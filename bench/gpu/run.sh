@@ -332,7 +332,7 @@ if want recheck; then
   # This tree's colo.estimate, on this host's CPUs, against a GPU run's committed truth (RECHECK_TRUTH,
   # default this card's rows_CARD.jsonl of bench/results/estimate/real_training): truth does not change
   # with colo, so an estimator change needs no new truth processes. RECHECK_ESTIMATORS at once.
-  card=$(head -1 "$OUT/gpu.txt" | awk '{print tolower($2)}')
+  card=$(head -1 "$OUT/gpu.txt" | awk -F'[ ,]+' '{print tolower($2)}')
   mkdir -p "$OUT/recheck_$card"
   PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py recheck \
     --truth "${RECHECK_TRUTH:-bench/results/estimate/real_training/rows_$card.jsonl}" --out "$OUT/recheck_$card" \
