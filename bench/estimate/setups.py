@@ -169,9 +169,10 @@ def gpu_loop(row, models=MODELS):
     return train
 
 
-def colo_estimate(row, threads, models=MODELS):
-    """colo.estimate of the row's set-up on the CPU with `threads` threads, as
-    a record's fields; a model that cannot be built or estimated gives
+def colo_estimate(row, threads, models=MODELS, gpu=None):
+    """colo.estimate of the row's set-up on the CPU with `threads` threads, for
+    the stored GPU profile `gpu` (None: colo.estimate's default), as a
+    record's fields; a model that cannot be built or estimated gives
     `build_error` or `colo_error` instead (never raises)."""
     import colo
     try:
@@ -184,7 +185,7 @@ def colo_estimate(row, threads, models=MODELS):
         e = colo.estimate(model, one, batch_size=row["batch"], optimizer=make_optimizer(row["optimizer"], model),
                           autocast=autocast_of(row), keep_output=row["setup"] == "keep_output",
                           set_to_none=row["setup"] != "keep_grads",
-                          accumulation_steps=4 if row["setup"] == "accumulate4" else 1, threads=threads)
+                          accumulation_steps=4 if row["setup"] == "accumulate4" else 1, threads=threads, gpu=gpu)
     except Exception as exc:  # the row says how colo failed; the others go on
         return {"colo_error": f"{type(exc).__name__}: {str(exc)[:300]}", "colo_s": time.time() - start,
                 "colo_threads": threads}

@@ -70,6 +70,15 @@ def context_and_library_bytes(device):
     return footprint - torch.cuda.memory_reserved(device), library
 
 
+def cublas_workspace_bytes(device):
+    """One cuBLAS handle's workspace: the largest allocation still live once
+    the warm-up's tensors are gone and the cache is emptied (what is left are
+    the workspaces cuBLAS took from the caching allocator); 0 when none is."""
+    sizes = [block["size"] for segment in torch.cuda.memory_snapshot() if segment["device"] == device.index
+             for block in segment["blocks"] if block["state"] == "active_allocated"]
+    return max(sizes, default=0)
+
+
 def conv_geometry(key):
     """(in, out, kh, kw, stride, padding, groups, h, w) of a ConvGeometry key such as c16o16k3x3s1p1g1h32w32."""
     import re
@@ -118,8 +127,10 @@ def conv_workspace_bytes(device, key, batch):
     return found
 
 
-def measure(device_index, quick=False, progress=None):
-    """This GPU's profile as colo stores it (a dict; see device_profile_to_json in C++)."""
+def measure(device_index, quick=False, progress=None, max_batch=None):
+    """This GPU's profile as colo stores it (a dict; see device_profile_to_json
+    in C++); convolutions at the reference table's batches up to `max_batch`
+    (all when None), or at 32, 128 and 512 only when `quick`."""
     from colo import _core
 
     device = torch.device("cuda", device_index)
@@ -127,10 +138,13 @@ def measure(device_index, quick=False, progress=None):
     torch.backends.cudnn.benchmark = False  # as training runs by default: cuDNN's heuristics pick
     reference = json.loads(_core.reference_device_profile_json())
     context, library = context_and_library_bytes(device)
+    cublas = cublas_workspace_bytes(device)
     shapes = reference["conv_workspace"]["shapes"]
     batches = sorted({b for passes in shapes.values() for points in passes.values() for b, _ in points})
     if quick:
         batches = [b for b in batches if b in (32, 128, 512)] or batches[:3]
+    if max_batch is not None:
+        batches = [b for b in batches if b <= max_batch] or batches[:1]
     table, started = {}, time.time()
     for i, key in enumerate(sorted(shapes)):
         points = {"forward": [], "input_grad": [], "weight_grad": []}
@@ -144,13 +158,16 @@ def measure(device_index, quick=False, progress=None):
     name = torch.cuda.get_device_name(device)
     return {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
             "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
-            "fragmentation": reference["fragmentation"], "conv_workspace": {"shapes": table}}
+            "cublas_workspace_bytes": int(cublas), "fragmentation": reference["fragmentation"],
+            "conv_workspace": {"shapes": table}}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="colo gpus --profile", description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", type=int, default=0, help="which GPU (default 0)")
     parser.add_argument("--quick", action="store_true", help="convolutions at batch 32, 128 and 512 only")
+    parser.add_argument("--max-batch", type=int, default=None,
+                        help="convolutions at batches up to this only (the rest extrapolated from them)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("colo gpus --profile: no CUDA GPU here (torch.cuda.is_available() is False): a profile is measured "
@@ -164,15 +181,15 @@ def main(argv=None):
 
     started = time.time()
     try:
-        profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True))
+        profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True), max_batch=args.max_batch)
     except (RuntimeError, subprocess.CalledProcessError, FileNotFoundError) as exc:
         print(f"colo gpus --profile: {exc}".replace("\n", " "), file=sys.stderr)
         return 1
     key = _core.profile_key(profile["gpu"])
     path = _core.store_device_profile(json.dumps(profile), key)
     print(f"{profile['name']}: context {profile['context_bytes'] >> 20} MiB, library workspaces "
-          f"{profile['library_workspace_bytes'] >> 20} MiB, {len(profile['conv_workspace']['shapes'])} convolution "
-          f"shapes, in {time.time() - started:.0f} s; stored as '{key}' in {path}")
+          f"{profile['library_workspace_bytes'] >> 20} MiB (cuBLAS {profile['cublas_workspace_bytes'] >> 20} MiB a "
+          f"handle), {len(profile['conv_workspace']['shapes'])} convolution shapes, in {time.time() - started:.0f} s; stored as '{key}' in {path}")
     return 0
 
 

@@ -37,6 +37,7 @@ TEST(DeviceProfileStore, AStoredProfileLoadsAsItWasMeasured) {
   DeviceProfile measured = default_device_profile();
   measured.name = "NVIDIA H200, PyTorch 2.11, CUDA 13";
   measured.context_bytes += int64_t{96} << 20;
+  measured.cublas_workspace_bytes = int64_t{16} << 20;
   measured.conv_workspace.add("c5o7k3x3s1p1g1h9w9", ConvPass::kForward, 32, 12345);
   EXPECT_FALSE(device_profile_stored("h200"));
   std::string path = store_device_profile(measured, "h200");
@@ -46,11 +47,28 @@ TEST(DeviceProfileStore, AStoredProfileLoadsAsItWasMeasured) {
   EXPECT_EQ(loaded.name, measured.name);
   EXPECT_EQ(loaded.context_bytes, measured.context_bytes);
   EXPECT_EQ(loaded.library_workspace_bytes, measured.library_workspace_bytes);
+  EXPECT_EQ(loaded.gemm_workspace_bytes(), int64_t{16} << 20);
   EXPECT_EQ(loaded.fragmentation, measured.fragmentation);
   EXPECT_EQ(loaded.conv_workspace.to_json(), measured.conv_workspace.to_json());
   EXPECT_EQ(loaded.conv_workspace.workspace_bytes(ConvGeometry::from_key("c5o7k3x3s1p1g1h9w9"),
                                                   ConvPass::kForward, 32),
             12345);
+}
+
+TEST(DeviceProfileStore, AProfileWithoutAMeasuredCublasWorkspaceTakesHalfItsLibraryWorkspace) {
+  ProfileDirectory profiles;
+  // Measured on an H200 before profiles held cuBLAS's workspace: two 32 MiB
+  // workspaces and one 2 MiB small-pool segment.
+  profiles.dir().write("h200.json", "{\"name\": \"H200\", \"context_bytes\": 794820608, "
+                                    "\"library_workspace_bytes\": 69206016, \"conv_workspace\": {\"shapes\": {}}}");
+  EXPECT_EQ(load_device_profile("h200").gemm_workspace_bytes(), int64_t{33} << 20);
+  profiles.dir().write("h200.json", "{\"name\": \"H200\", \"context_bytes\": 794820608, "
+                                    "\"library_workspace_bytes\": 69206016, \"cublas_workspace_bytes\": 33554432, "
+                                    "\"conv_workspace\": {\"shapes\": {}}}");
+  EXPECT_EQ(load_device_profile("h200").gemm_workspace_bytes(), int64_t{32} << 20);
+  profiles.dir().write("h200.json", "{\"name\": \"H200\", \"context_bytes\": 1, \"library_workspace_bytes\": 1, "
+                                    "\"cublas_workspace_bytes\": \"32 MiB\", \"conv_workspace\": {\"shapes\": {}}}");
+  EXPECT_THROW(load_device_profile("h200"), std::runtime_error);
 }
 
 TEST(DeviceProfileStore, TheReferenceGpuNeedsNoStoredProfileAndOthersNameTheCommandThatMakesOne) {

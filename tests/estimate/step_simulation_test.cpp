@@ -94,6 +94,8 @@ TEST(StepSimulation, TheProfilesLibraryWorkspaceHoldsTwoCublasWorkspaces) {
   DeviceProfile profile;
   profile.library_workspace_bytes = 68488704;  // measured on an H100: two 32 MiB workspaces and a little more
   EXPECT_EQ(profile.gemm_workspace_bytes(), 32 * kOneMiB);
+  profile.cublas_workspace_bytes = 8 * kOneMiB;  // measured: it wins over the halving
+  EXPECT_EQ(profile.gemm_workspace_bytes(), 8 * kOneMiB);
   EXPECT_EQ(default_device_profile().gemm_workspace_bytes(), 32 * kOneMiB);
 }
 

@@ -14,11 +14,12 @@
 #   ps-async-sl (async PS, a stale gradient's lr divided by its staleness: param_server.staleness_lr);
 #   ps-async-zmq (async PS with every range through ZeroMQ and host memory instead of shared
 #     device memory, as bfloat16 with overlap); ps-async-zmq-sl (the same with staleness_lr);
-#   ps-async-zmq-int8 (ps-async-zmq-sl as 8-bit codes); ps-async-zmq-bf16 (bfloat16, no overlap);
+#   ps-async-zmq-int8 (ps-async-zmq-sl as 8-bit codes); ps-async-zmq-int8-noov (the same without
+#     overlap); ps-async-zmq-bf16 (bfloat16, no overlap);
 #   ps-async-zmq-fp32 (float32, no overlap); ps-async-zmq-s4 (bfloat16, no overlap, 4 servers:
 #     two shards a GPU, each its own process and connections);
 #   switch (colo's plateau rule); switch-ss (Sync-Switch's rule: 1/8 of the steps synchronous,
-#     or a straggler for 20 steps).
+#     or a straggler for 20 steps); switch-ss-zmq-int8 (Sync-Switch's rule into ps-async-zmq-int8).
 # PS_FIRST_ROUND=K starts at round K (a later call going on with the rounds of
 # an earlier one, into another OUT). Round K trains with seed K (CLUSTER_SEED); evaluations every PS_EVAL_EVERY (25)
 # steps. NEIGHBOUR_SIZE (8192): the neighbour's matrix size. PS_BUSBW=1 first
@@ -75,12 +76,16 @@ for run in "${runs[@]}"; do
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true\nstaleness_lr = true' ;;
     ps-async-zmq-int8) s=param_server
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "int8"\noverlap = true\nstaleness_lr = true' ;;
+    ps-async-zmq-int8-noov) s=param_server
+      extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "int8"\nstaleness_lr = true' ;;
     ps-async-zmq-bf16) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
     ps-async-zmq-fp32) s=param_server; extra=$'[param_server]\nmode = "async"\ntransport = "zmq"' ;;
     ps-async-zmq-s4) s=param_server; servers=4
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"' ;;
     switch) s=switch; extra=$'[switch]\nmin_steps = 100\nwindow = 50' ;;
     switch-ss) s=switch; extra=$'[switch]\nrule = "sync-switch"\nfraction = 0.125' ;;
+    switch-ss-zmq-int8) s=switch
+      extra=$'[switch]\nrule = "sync-switch"\nfraction = 0.125\n[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "int8"\noverlap = true\nstaleness_lr = true' ;;
     *) echo "unknown strategy $strategy"; continue ;;
   esac
   export CLUSTER_SERVERS=${servers:-2}

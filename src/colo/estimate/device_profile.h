@@ -13,6 +13,7 @@ struct DeviceProfile {
   std::string name;
   int64_t context_bytes = 0;            // CUDA context, kernels and library handles (not in the allocator)
   int64_t library_workspace_bytes = 0;  // cuBLAS/cuDNN workspaces the allocator holds from the first step
+  int64_t cublas_workspace_bytes = 0;   // one cuBLAS handle's workspace as measured; 0 in profiles older than it
   // Measured reservation over the modelled one, keyed "model/phase" (e.g.
   // "resnet/evaluation": where the replay puts the peak) or "model": what the
   // real allocator's fragmentation, kernel workspaces and C++ temporaries add
@@ -23,9 +24,13 @@ struct DeviceProfile {
 
   // cuBLAS's workspace per handle. PyTorch takes one from the caching
   // allocator when a thread runs its first matrix product (the forward's
-  // thread, then autograd's) and keeps it; the library workspace holds those
-  // two, so each is half of it, in whole MiB.
-  int64_t gemm_workspace_bytes() const { return library_workspace_bytes / 2 / (1 << 20) * (1 << 20); }
+  // thread, then autograd's) and keeps it. The measured size where the
+  // profile has it; else half the library workspace (which holds those two and
+  // small-pool segments), in whole MiB.
+  int64_t gemm_workspace_bytes() const {
+    if (cublas_workspace_bytes > 0) return cublas_workspace_bytes;
+    return library_workspace_bytes / 2 / (1 << 20) * (1 << 20);
+  }
 
   double fragmentation_of(const std::string& model, const std::string& phase) const {
     for (const std::string& key : {model + "/" + phase, model}) {

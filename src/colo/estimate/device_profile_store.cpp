@@ -94,6 +94,7 @@ std::string device_profile_to_json(const DeviceProfile& profile) {
   j["name"] = profile.name;
   j["context_bytes"] = profile.context_bytes;
   j["library_workspace_bytes"] = profile.library_workspace_bytes;
+  if (profile.cublas_workspace_bytes > 0) j["cublas_workspace_bytes"] = profile.cublas_workspace_bytes;
   j["fragmentation"] = profile.fragmentation;
   j["conv_workspace"] = nlohmann::json::parse(profile.conv_workspace.to_json());
   return j.dump(1);
@@ -120,7 +121,15 @@ DeviceProfile device_profile_from_json(const std::string& text) {
   p.name = j["name"].get<std::string>();
   p.context_bytes = j["context_bytes"].get<int64_t>();
   p.library_workspace_bytes = j["library_workspace_bytes"].get<int64_t>();
-  if (p.context_bytes < 0 || p.library_workspace_bytes < 0) throw std::runtime_error("negative byte counts");
+  if (j.contains("cublas_workspace_bytes")) {
+    if (!j["cublas_workspace_bytes"].is_number_integer()) {
+      throw std::runtime_error("\"cublas_workspace_bytes\" has the wrong type");
+    }
+    p.cublas_workspace_bytes = j["cublas_workspace_bytes"].get<int64_t>();
+  }
+  if (p.context_bytes < 0 || p.library_workspace_bytes < 0 || p.cublas_workspace_bytes < 0) {
+    throw std::runtime_error("negative byte counts");
+  }
   if (j.contains("fragmentation")) {
     if (!j["fragmentation"].is_object()) throw std::runtime_error("\"fragmentation\" has the wrong type");
     for (const auto& [k, v] : j["fragmentation"].items()) {
