@@ -172,7 +172,8 @@ def one(args):
         steps, seconds = timed(step, args.seconds, args.warmup)
     row = {"gpu": torch.cuda.get_device_name(0), "setup": args.setup, "mode": args.mode, "models": n, "batch": spec["batch"], "steps": steps,
            "seconds": seconds, "samples_per_s": steps * spec["batch"] * n / seconds, "started_late_s": late,
-           "peak_allocated_bytes": torch.cuda.max_memory_allocated(), "torch": torch.__version__}
+           "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+           "peak_reserved_bytes": torch.cuda.max_memory_reserved(), "torch": torch.__version__}
     if args.setup.startswith("lora"):
         row["adapters"] = adapters_kind()
     row.update(extra())
