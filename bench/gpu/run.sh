@@ -332,9 +332,12 @@ if want recheck; then
   # This tree's colo.estimate, on this host's CPUs, against a GPU run's committed truth (RECHECK_TRUTH,
   # default this card's rows_CARD.jsonl of bench/results/estimate/real_training): truth does not change
   # with colo, so an estimator change needs no new truth processes. RECHECK_ESTIMATORS at once.
+  # The estimates use the profile `gpuprofile` measured in this call when there is one, else
+  # colo's built-in one (an empty profile directory), never whatever the host has stored; so a
+  # RECHECK_TRUTH of another card belongs in a call without `gpuprofile`.
   card=$(head -1 "$OUT/gpu.txt" | awk -F'[ ,]+' '{print tolower($2)}')
-  mkdir -p "$OUT/recheck_$card"
-  PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py recheck \
+  mkdir -p "$OUT/recheck_$card" "$OUT/profiles"
+  COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py recheck \
     --truth "${RECHECK_TRUTH:-bench/results/estimate/real_training/rows_$card.jsonl}" --out "$OUT/recheck_$card" \
     --estimators "${RECHECK_ESTIMATORS:-8}" 2>"$OUT/recheck_$card/stderr.log" | tail -2 | cut -c1-400 | tee -a "$summary"
 fi
