@@ -3,7 +3,7 @@
     PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py run --out DIR [--parallel 4] [--only NAME,...]
     python3 bench/estimate/real_training.py summarize DIR/rows.jsonl [MORE.jsonl ...] --out DIR --gpu NAME [--gpu NAME ...]
     PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py check [--estimate --out ROWS.jsonl] [--only NAME,...]
-    PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py recheck --truth GPU_ROWS.jsonl --out DIR [--gpu h200]
+    PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py recheck --truth ROWS.jsonl --out DIR [--gpu h200]
 
 31 architectures, 116 rows: torchvision CNNs and vision transformers, timm
 models (pretrained=False), Hugging Face causal LMs, encoders and an

@@ -181,7 +181,8 @@ def main(argv=None):
 
     started = time.time()
     try:
-        profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True), max_batch=args.max_batch)
+        profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True),
+                          max_batch=args.max_batch)
     except (RuntimeError, subprocess.CalledProcessError, FileNotFoundError) as exc:
         print(f"colo gpus --profile: {exc}".replace("\n", " "), file=sys.stderr)
         return 1
@@ -189,7 +190,8 @@ def main(argv=None):
     path = _core.store_device_profile(json.dumps(profile), key)
     print(f"{profile['name']}: context {profile['context_bytes'] >> 20} MiB, library workspaces "
           f"{profile['library_workspace_bytes'] >> 20} MiB (cuBLAS {profile['cublas_workspace_bytes'] >> 20} MiB a "
-          f"handle), {len(profile['conv_workspace']['shapes'])} convolution shapes, in {time.time() - started:.0f} s; stored as '{key}' in {path}")
+          f"handle), {len(profile['conv_workspace']['shapes'])} convolution shapes, in "
+          f"{time.time() - started:.0f} s; stored as '{key}' in {path}")
     return 0
 
 
