@@ -127,6 +127,18 @@ def conv_workspace_bytes(device, key, batch):
     return found
 
 
+def profile_batches(shapes, quick=False, max_batch=None):
+    """The batches a profile measures each convolution at: every batch of the
+    reference table's `shapes`; only 32, 128 and 512 when `quick`; only those
+    up to `max_batch` when given (the smallest one at least)."""
+    batches = sorted({b for passes in shapes.values() for points in passes.values() for b, _ in points})
+    if quick:
+        batches = [b for b in batches if b in (32, 128, 512)] or batches[:3]
+    if max_batch is not None:
+        batches = [b for b in batches if b <= max_batch] or batches[:1]
+    return batches
+
+
 def measure(device_index, quick=False, progress=None, max_batch=None):
     """This GPU's profile as colo stores it (a dict; see device_profile_to_json
     in C++); convolutions at the reference table's batches up to `max_batch`
@@ -140,11 +152,7 @@ def measure(device_index, quick=False, progress=None, max_batch=None):
     context, library = context_and_library_bytes(device)
     cublas = cublas_workspace_bytes(device)
     shapes = reference["conv_workspace"]["shapes"]
-    batches = sorted({b for passes in shapes.values() for points in passes.values() for b, _ in points})
-    if quick:
-        batches = [b for b in batches if b in (32, 128, 512)] or batches[:3]
-    if max_batch is not None:
-        batches = [b for b in batches if b <= max_batch] or batches[:1]
+    batches = profile_batches(shapes, quick, max_batch)
     table, started = {}, time.time()
     for i, key in enumerate(sorted(shapes)):
         points = {"forward": [], "input_grad": [], "weight_grad": []}

@@ -870,6 +870,21 @@ def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
     assert len(run.stderr.strip().splitlines()) == 1
 
 
+def test_a_profile_measures_every_reference_batch_up_to_its_max_batch():
+    """`colo gpus --profile --max-batch N` measures each convolution at every
+    batch of the built-in table up to N (a --quick profile's 32/128/512 left
+    batch 64 to interpolation, which cuDNN's workspaces do not follow)."""
+    from colo import _core, device_profile
+
+    shapes = json.loads(_core.reference_device_profile_json())["conv_workspace"]["shapes"]
+    every = device_profile.profile_batches(shapes)
+    assert 64 in every and 1024 in every
+    assert device_profile.profile_batches(shapes, quick=True) == [32, 128, 512]
+    upto = device_profile.profile_batches(shapes, max_batch=256)
+    assert upto == [b for b in every if b <= 256] and 64 in upto and 512 not in upto
+    assert device_profile.profile_batches(shapes, max_batch=1) == every[:1]
+
+
 def test_under_autocast_layer_norm_runs_in_float32_as_on_a_gpu():
     """CUDA autocast runs layer_norm (and group_norm) in float32 and gives
     softmax a float32 result; CPU autocast, which colo records under, keeps
