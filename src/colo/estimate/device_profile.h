@@ -13,7 +13,6 @@ struct DeviceProfile {
   std::string name;
   int64_t context_bytes = 0;            // CUDA context, kernels and library handles (not in the allocator)
   int64_t library_workspace_bytes = 0;  // cuBLAS/cuDNN workspaces the allocator holds from the first step
-  int64_t cublas_workspace_bytes = 0;   // one cuBLAS handle's workspace as measured; 0 in profiles older than it
   // Measured reservation over the modelled one, keyed "model/phase" (e.g.
   // "resnet/evaluation": where the replay puts the peak) or "model": what the
   // real allocator's fragmentation, kernel workspaces and C++ temporaries add
@@ -21,6 +20,7 @@ struct DeviceProfile {
   std::map<std::string, double> fragmentation{};
   // cuDNN's workspace per convolution shape and batch on this device.
   ConvWorkspaceTable conv_workspace{};
+  int64_t cublas_workspace_bytes = 0;  // one cuBLAS handle's workspace as measured; 0 in profiles older than it
 
   // cuBLAS's workspace per handle. PyTorch takes one from the caching
   // allocator when a thread runs its first matrix product (the forward's
