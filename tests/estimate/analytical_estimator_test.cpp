@@ -92,6 +92,19 @@ TEST(AnalyticalEstimator, GrowsWithTheBatch) {
   EXPECT_EQ(pools, 2);
 }
 
+TEST(AnalyticalEstimator, AResidualAddHandsItsGradientToBothInputsWithoutANewOne) {
+  testing::TempDir dir;
+  JobModel job = describe_job(write_spec(dir, spec_text("name = \"resnet\"\ndepth = 18", "name = \"sgd\"", 8)));
+  int adds = 0;
+  for (const GraphOp& op : job.graph.ops) {
+    if (op.name.rfind("AddBackward", 0) != 0) continue;
+    ++adds;
+    EXPECT_TRUE(op.new_grads.empty()) << op.name << " allocates a gradient for an input";
+    EXPECT_FALSE(op.inputs.empty());
+  }
+  EXPECT_GE(adds, 8) << "one residual add per basic block";
+}
+
 TEST(AnalyticalEstimator, FusedArraysScaleWithTheModelCount) {
   testing::TempDir dir;
   auto spec = write_spec(dir, spec_text("name = \"mlp\"\nwidths = [32]", "name = \"sgd\"\nmomentum = 0.9", 8));

@@ -181,6 +181,44 @@ class Simulation {
     mem_.free(storage_id_[s]);
   }
 
+  // Tensor `t` lets go of its gradient, freed once no tensor holds it.
+  void drop_grad(int t) {
+    const int64_t id = grad_of_[t];
+    if (id < 0) return;
+    grad_of_[t] = -1;
+    let_go_of_grad(id);
+  }
+  void let_go_of_grad(int64_t id) {
+    auto it = grad_holders_.find(id);
+    if (it == grad_holders_.end() || --it->second > 0) return;
+    grad_holders_.erase(it);
+    mem_.free(id);
+  }
+
+  // Autograd's InputBuffer: a gradient `id` arriving for tensor `t` becomes
+  // its gradient when it has none; else it is added in place into the one
+  // held when nothing else holds that, or into the arriving one when nothing
+  // else holds it, or both go into a new sum (a residual join, seen in the
+  // H100 trace of ResNet-18: the branch's input gradient is allocated, added
+  // in, and let go).
+  void accumulate_into(int t, int64_t id, int64_t b) {
+    const int64_t held = grad_of_[t];
+    if (held < 0) {
+      grad_of_[t] = id;
+    } else if (grad_holders_[held] == 1) {
+      let_go_of_grad(id);
+    } else if (grad_holders_[id] == 1) {
+      drop_grad(t);
+      grad_of_[t] = id;
+    } else {
+      const int64_t sum = mem_.allocate(kActivations, bytes(t, b), "backward");
+      grad_holders_[sum] = 1;
+      drop_grad(t);
+      let_go_of_grad(id);
+      grad_of_[t] = sum;
+    }
+  }
+
   void train_step(bool first) {
     const int64_t b = c_.batch_size;
     int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "forward");
@@ -225,10 +263,13 @@ class Simulation {
       grads_.assign(g_.parameter_bytes.size(), -1);
     }
 
-    // Backward, last op first: gradients of an op's inputs are allocated,
-    // then its saved tensors and its outputs' gradients are let go.
-    std::vector<int64_t> grad_of(g_.tensors.size(), -1);
-    std::vector<bool> grad_shared(g_.tensors.size(), false);
+    // Backward, last op first, as autograd's engine runs a node: the
+    // gradients of its inputs are allocated (those of a view or a pass-through
+    // are its output's gradient itself), then its saved tensors and its output
+    // gradient are let go, then each input's gradient is added into what that
+    // tensor already has (accumulate_into).
+    grad_of_.assign(g_.tensors.size(), -1);
+    grad_holders_.clear();
     std::set<int> recomputed_regions;
     for (size_t k = g_.ops.size(); k-- > 0;) {
       const GraphOp& op = g_.ops[k];
@@ -236,15 +277,20 @@ class Simulation {
       if (op.recompute_region >= 0 && recomputed_regions.insert(op.recompute_region).second) {
         recompute(op.recompute_region, b, extras);
       }
+      std::vector<std::pair<int, int64_t>> arriving;  // (input tensor, the gradient computed for it)
       for (int t : op.new_grads) {
-        if (grad_of[t] < 0) grad_of[t] = mem_.allocate(kActivations, bytes(t, b), "backward");
+        int64_t id = mem_.allocate(kActivations, bytes(t, b), "backward");
+        grad_holders_[id] = 1;
+        arriving.emplace_back(t, id);
       }
       gemm_workspace(op, 1, "backward");
       if (!op.new_grads.empty()) conv_workspace(op, ConvPass::kInputGrad, b, "backward");
-      for (int t : op.inputs) {
-        if (grad_of[t] < 0 && !op.outputs.empty() && grad_of[op.outputs.front()] >= 0) {
-          grad_of[t] = grad_of[op.outputs.front()];  // a view's gradient is a view
-          grad_shared[op.outputs.front()] = true;
+      const int64_t output_grad = op.outputs.empty() ? -1 : grad_of_[op.outputs.front()];
+      if (output_grad >= 0) {
+        for (int t : op.inputs) {
+          if (std::find(op.new_grads.begin(), op.new_grads.end(), t) != op.new_grads.end()) continue;
+          ++grad_holders_[output_grad];  // a view's gradient is a view; a pass-through's, the same tensor
+          arriving.emplace_back(t, output_grad);
         }
       }
       for (int p : op.param_inputs) {
@@ -258,9 +304,8 @@ class Simulation {
       conv_workspace(op, ConvPass::kWeightGrad, b, "backward");
       for (int t : op.saved) release(g_.tensors[t].storage);
       if (extras[k] >= 0) mem_.free(extras[k]);
-      for (int t : op.outputs) {
-        if (grad_of[t] >= 0 && !grad_shared[t]) mem_.free(grad_of[t]);
-      }
+      for (int t : op.outputs) drop_grad(t);
+      for (const auto& [t, id] : arriving) accumulate_into(t, id, b);
     }
     for (size_t p = 0; p < grads_.size(); ++p) {
       if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
@@ -364,6 +409,8 @@ class Simulation {
   std::vector<int64_t> params_, grads_;
   std::vector<int> holders_;
   std::vector<int64_t> storage_id_;
+  std::vector<int64_t> grad_of_;                    // each tensor's gradient in backward, or -1
+  std::unordered_map<int64_t, int> grad_holders_;  // gradient -> tensors holding it
   std::array<bool, 2> gemm_taken_{};  // cuBLAS handles whose workspace is taken
   int gemm_workspaces_ = 0;
   std::vector<int> region_of_storage_;  // the checkpoint whose op made each storage, or -1

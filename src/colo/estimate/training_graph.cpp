@@ -29,7 +29,7 @@ struct OpRule {
   Saves saves = Saves::kEverything;
   std::vector<int> saved_edges;   // kInputs: which input positions (empty = all)
   bool view = false;              // outputs share the first input's memory
-  bool grad_is_view = false;      // its input gradient is a view of its output gradient
+  bool grad_is_view = false;      // its input gradients are (views of) its output gradient
   int64_t extra_bytes_per_output_element = 0;  // saved non-input, non-output tensors
   bool modelled = true;
 };
@@ -69,6 +69,8 @@ OpRule rule_for(const std::string& name) {
     rule.saves = Saves::kNothing, rule.view = true;
   } else if (kSaveNothing.count(base) || name == "MulBackward1" || name == "DivBackward1") {
     rule.saves = Saves::kNothing;
+    // add's backward hands its output gradient itself to both inputs (alpha 1).
+    rule.grad_is_view = base == "AddBackward";
   } else if (kSaveFirstInput.count(base)) {
     rule.saves = Saves::kFirstInput;
     // Max pooling keeps the argmax of every output element as int64.
