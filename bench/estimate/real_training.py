@@ -3,7 +3,8 @@
     PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py run --out DIR [--parallel 4] [--only NAME,...]
     python3 bench/estimate/real_training.py summarize DIR/rows.jsonl [MORE.jsonl ...] --out DIR --gpu NAME [--gpu NAME ...]
     PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py check [--estimate --out ROWS.jsonl] [--only NAME,...]
-    PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py recheck --truth ROWS.jsonl --out DIR [--gpu h200]
+    PYTHONPATH=BUILD/python python3 bench/estimate/real_training.py recheck --truth ROWS.jsonl --out DIR \
+        [--gpu h200] [--foreach]
 
 31 architectures, 116 rows: torchvision CNNs and vision transformers, timm
 models (pretrained=False), Hugging Face causal LMs, encoders and an
@@ -307,9 +308,9 @@ def select(rows, only):
     return [r for r in rows if names & {r["setup"], r["model"], r["library"]}]
 
 
-def estimate_row(row, threads, gpu=None):
+def estimate_row(row, threads, gpu=None, foreach=False):
     """setups.colo_estimate on this file's models (module-level: the estimate workers are spawned)."""
-    return setups.colo_estimate(row, threads, MODELS, gpu)
+    return setups.colo_estimate(row, threads, MODELS, gpu, foreach)
 
 
 def run(args):
@@ -392,12 +393,12 @@ def recheck(args):
     # Estimates run `--estimators` at a time in spawned workers (a GPU host's CPUs), reported in row order.
     pool = concurrent.futures.ProcessPoolExecutor(args.estimators, mp_context=multiprocessing.get_context("spawn")) \
         if args.estimators > 1 else None
-    estimates = [pool.submit(estimate_row, row, args.threads, args.gpu) for row in rows] if pool else None
+    estimates = [pool.submit(estimate_row, row, args.threads, args.gpu, args.foreach) for row in rows] if pool else None
     with open(os.path.join(args.out, "rows.jsonl"), "w") as out:
         for i, row in enumerate(rows):
             measured = truth[(row["setup"], row["model"], row["batch"], row["optimizer"])]
             try:
-                estimated = estimates[i].result() if pool else estimate_row(row, args.threads, args.gpu)
+                estimated = estimates[i].result() if pool else estimate_row(row, args.threads, args.gpu, args.foreach)
             except concurrent.futures.process.BrokenProcessPool as exc:
                 estimated = {"colo_error": f"the estimate's worker died: {exc}"}
             record = dict(row, **estimated, **setups.peer_estimates(row, MODELS),
@@ -563,6 +564,8 @@ def main():
     k.add_argument("--estimators", type=int, default=1, help="colo.estimate processes at once")
     k.add_argument("--gpu", default=None, help="the stored GPU profile to estimate for (colo.estimate's gpu=); "
                                                 "default this machine's GPU's, else the built-in one")
+    k.add_argument("--foreach", action="store_true",
+                   help="every optimiser with foreach on, as torch 2 runs them on a GPU (torch 1.13 here does not)")
     s = sub.add_parser("summarize")
     s.add_argument("rows", nargs="+")
     s.add_argument("--out", required=True)

@@ -169,10 +169,11 @@ def gpu_loop(row, models=MODELS):
     return train
 
 
-def colo_estimate(row, threads, models=MODELS, gpu=None):
+def colo_estimate(row, threads, models=MODELS, gpu=None, foreach=False):
     """colo.estimate of the row's set-up on the CPU with `threads` threads, for
-    the stored GPU profile `gpu` (None: colo.estimate's default), as a
-    record's fields; a model that cannot be built or estimated gives
+    the stored GPU profile `gpu` (None: colo.estimate's default), with the
+    optimiser's foreach step when `foreach` (torch 2's default on a GPU, which
+    torch 1.13 does not take), as a record's fields; a model that cannot be built or estimated gives
     `build_error` or `colo_error` instead (never raises)."""
     import colo
     try:
@@ -182,7 +183,10 @@ def colo_estimate(row, threads, models=MODELS, gpu=None):
         return {"build_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
     start = time.time()
     try:
-        e = colo.estimate(model, one, batch_size=row["batch"], optimizer=make_optimizer(row["optimizer"], model),
+        optimizer = make_optimizer(row["optimizer"], model)
+        for group in optimizer.param_groups if foreach else ():
+            group["foreach"] = True
+        e = colo.estimate(model, one, batch_size=row["batch"], optimizer=optimizer,
                           autocast=autocast_of(row), keep_output=row["setup"] == "keep_output",
                           set_to_none=row["setup"] != "keep_grads",
                           accumulation_steps=4 if row["setup"] == "accumulate4" else 1, threads=threads, gpu=gpu)
