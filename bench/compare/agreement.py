@@ -14,6 +14,12 @@ compare`'s process levels run it (a one-model fused array, `colo sweep
     python3 bench/compare/agreement.py --fusion RAW.jsonl \\
         --compare lenet16=DIR/summary.json:lenet:16 \\
         --compare resnet18x8=DIR/summary.json:resnet18:8 --out agreement.json
+
+A Python workload that sweeps a model through colo.fuse is checked against
+bench/fusion/user_models.py's row of the same model and array (fused level
+only: its process levels run one-model colo.fuse arrays, which that
+benchmark does not measure). Its MODEL is `user:CASE:MODE`, e.g.
+`--user-models ROWS.jsonl --compare tv=DIR/summary.json:user:resnet18:colo_nhwc:8`.
 """
 import argparse
 import json
@@ -49,13 +55,27 @@ def bench_figure(rows, level, model, n):
     return None
 
 
-def compare_workload(rows, summary_path, model, n):
+def user_models_figure(rows, level, case, mode, n):
+    """user_models.py's fp32 samples/s of `n` `case`s in `mode`, for the fused level; else None."""
+    if level != "fused":
+        return None
+    for r in rows:
+        if (r.get("case"), r.get("mode"), r.get("models"), r.get("precision", "fp32")) == (case, mode, n, "fp32"):
+            return r["samples_per_s"]
+    return None
+
+
+def compare_workload(rows, summary_path, model, n, user_rows=()):
     summary = json.load(open(summary_path))
     out = {"basis": summary.get("basis"), "levels": {}}
     for lv in summary["levels"]:
         if "samples_per_s" not in lv:
             continue
-        bench = bench_figure(rows, lv["level"], model, n)
+        if model.startswith("user:"):
+            _, case, mode = model.split(":")
+            bench = user_models_figure(user_rows, lv["level"], case, mode, n)
+        else:
+            bench = bench_figure(rows, lv["level"], model, n)
         if bench is None:
             continue
         ratio = lv["samples_per_s"] / bench
@@ -67,16 +87,20 @@ def compare_workload(rows, summary_path, model, n):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--fusion", required=True, help="bench/fusion/run.sh's raw.jsonl (PROCESS_MODE=fused1)")
+    p.add_argument("--fusion", help="bench/fusion/run.sh's raw.jsonl (PROCESS_MODE=fused1)")
+    p.add_argument("--user-models", help="bench/fusion/user_models.py's rows.jsonl, for MODEL user:CASE:MODE")
     p.add_argument("--compare", action="append", required=True, help="NAME=SUMMARY.json:MODEL:N")
     p.add_argument("--out", required=True)
     args = p.parse_args()
-    rows = fusion_rows(args.fusion)
+    rows = fusion_rows(args.fusion) if args.fusion else []
+    user_rows = fusion_rows(args.user_models) if args.user_models else []
     result = {"tolerance": TOLERANCE, "workloads": {}, "command": " ".join(["python3"] + sys.argv)}
     for entry in args.compare:
         name, rest = entry.split("=", 1)
-        path, model, n = rest.rsplit(":", 2)
-        result["workloads"][name] = compare_workload(rows, path, model, int(n))
+        path, spec = rest.split(".json:", 1)
+        model, n = spec.rsplit(":", 1)
+        path += ".json"
+        result["workloads"][name] = compare_workload(rows, path, model, int(n), user_rows)
     checked = [lv for w in result["workloads"].values() for lv in w["levels"].values()]
     result["levels_checked"] = len(checked)
     result["levels_within_10pct"] = sum(lv["within_10pct"] for lv in checked)

@@ -37,8 +37,10 @@
 #                               #   DUTY_PROBE=1: first bench/data/duty_cycle_probe.cpp, DUTY_ARGS)
 #   bench/gpu/run.sh compare    # build colo + colo compare on COMPARE_RUNS ("NAME:FILE:ARGS;..."; default the
 #                               #   four workloads of examples/compare/); summaries under $OUT/compare/NAME;
-#                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps, checked by
-#                               #   bench/compare/agreement.py
+#                               #   COMPARE_AGREEMENT=1: + bench/fusion rows for the sweeps (COMPARE_AGREEMENT_SWEEPS,
+#                               #   "NAME:MODEL:N ..."; "" for none) and, for a run named tvresnet18x8
+#                               #   (examples/compare/torchvision_resnet18x8.py), user_models.py's colo.fuse
+#                               #   row, checked by bench/compare/agreement.py
 #   bench/gpu/run.sh userfuse   # build colo._core + colo.fuse tests under this torch + bench/fusion/user_models.py
 #   bench/gpu/run.sh finetune   # build colo._core + fused fine-tuning against MPS, sequential, vmap (FINETUNE_SETUPS;
 #                               #   FINETUNE_SWEEP=0 leaves out the sweep example against one run after another)
@@ -459,7 +461,7 @@ if want compare; then
     # process levels run it, for the sweep workloads of this call
     # (BUILD_TARGETS needs fusion_throughput).
     agree=()
-    for run in "lenet16:lenet:16" "resnet18x8:resnet18:8"; do
+    for run in ${COMPARE_AGREEMENT_SWEEPS-lenet16:lenet:16 resnet18x8:resnet18:8}; do
       IFS=: read -r name model n <<<"$run"
       [ -f "$OUT/compare/$name/summary.json" ] || continue
       fused=fused; [ "$model" = resnet18 ] && fused=fused_cl
@@ -469,7 +471,18 @@ if want compare; then
       rm -rf "$OUT/agreement/fusion/procs"
       agree+=(--compare "$name=$OUT/compare/$name/summary.json:$model:$n")
     done
-    [ ${#agree[@]} -gt 0 ] && python3 bench/compare/agreement.py --fusion "$OUT/agreement/fusion/raw.jsonl" \
+    # A Python workload of torchvision's ResNet-18: its fused level against
+    # bench/fusion/user_models.py's colo.fuse row of the same array.
+    sources=()
+    [ -f "$OUT/agreement/fusion/raw.jsonl" ] && sources+=(--fusion "$OUT/agreement/fusion/raw.jsonl")
+    if [ -f "$OUT/compare/tvresnet18x8/summary.json" ]; then
+      mkdir -p "$OUT/agreement"
+      python3 bench/fusion/user_models.py one --case resnet18 --mode colo_nhwc --models 8 --batch 128 \
+        --precision fp32 --seconds 5 >"$OUT/agreement/user_models.jsonl" 2>"$OUT/agreement/user_models.log"
+      sources+=(--user-models "$OUT/agreement/user_models.jsonl")
+      agree+=(--compare "tvresnet18x8=$OUT/compare/tvresnet18x8/summary.json:user:resnet18:colo_nhwc:8")
+    fi
+    [ ${#agree[@]} -gt 0 ] && python3 bench/compare/agreement.py "${sources[@]}" \
       "${agree[@]}" --out "$OUT/compare/agreement.json" | tee -a "$summary"
   fi
   tar czf "$OUT/compare.tgz" -C "$OUT" compare
