@@ -31,9 +31,13 @@ def _interval(default):
 
 
 def _wait_for_device():
+    """Seconds spent waiting for queued CUDA work; 0 when torch has no CUDA in use."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return 0.0
+    before = time.monotonic()
+    torch.cuda.synchronize()
+    return time.monotonic() - before
 
 
 def _data_wait_s():
@@ -50,7 +54,9 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     so the file ends at the last call. Never raises for a file it cannot
     write. When it writes, it first waits for the CUDA work already queued
     (if torch has CUDA in use), so the figures count what the device has
-    done, not what the host has queued. A job that reads through
+    done, not what the host has queued; a `train_s` taken on the host
+    before the call grows by that wait, as the queued steps it counts
+    trained until then (a CUDA-graphed loop runs far ahead of the device). A job that reads through
     colo.data.SharedLoader also reports the seconds it waited for data
     (`data_wait_s`), which the scheduler keeps as the job's data wait."""
     path = os.environ.get("COLO_PROGRESS_FILE")
@@ -66,10 +72,11 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     due = _state["start"] is None or now - _state["last_write"] >= interval_s
     if _state["start"] is None:
         _state["start"] = now
+    waited = 0.0
     if due:
-        _wait_for_device()
+        waited = _wait_for_device()
         now = time.monotonic()
-    seconds = now - _state["start"] if train_s is None else float(train_s)
+    seconds = now - _state["start"] if train_s is None else float(train_s) + waited
     _state["pending"] = (path, int(samples), seconds)
     if due:
         _write(_data_wait_s(), now)
@@ -77,9 +84,9 @@ def report_progress(samples, train_s=None, interval_s=1.0):
 
 def flush():
     """Writes the figures of the last report_progress call if the rate limit
-    held them back (their `train_s` is that call's, taken without waiting
-    for the device; `at` and `data_wait_s` are as of this write), after
-    waiting for queued CUDA work; does nothing
+    held them back (their `train_s` is that call's, grown by the time this
+    waits for queued CUDA work; `at` and `data_wait_s` are as of this
+    write); does nothing
     when every call is written. Runs at interpreter exit, though not when
     the process is killed or leaves through os._exit; a loop may call it
     where training ends, before evaluation, so the scheduler sees the final
@@ -87,7 +94,8 @@ def flush():
     if _state.get("pending") is None:
         return
     try:
-        _wait_for_device()
+        path, samples, seconds = _state["pending"]
+        _state["pending"] = (path, samples, seconds + _wait_for_device())
         waited = _data_wait_s()
     except Exception:  # noqa: BLE001 -- at exit CUDA or a loader's connection may be gone; the count still matters
         waited = None

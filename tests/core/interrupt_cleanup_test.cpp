@@ -1,11 +1,17 @@
 #include "colo/core/interrupt_cleanup.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -42,6 +48,45 @@ TEST(InterruptCleanup, TheOrdinaryEndingWaitsForTheInterruptsCleanupsAndTheProce
   std::string text;
   cleaned >> text;
   EXPECT_EQ(text, "done");
+}
+
+// Every process colo starts would otherwise hold the watcher's pipe: a child
+// writing to that descriptor number by mistake could stop colo with any
+// signal, and the pipe would outlive colo in daemons it started (MPS).
+TEST(InterruptCleanup, ProcessesStartedLaterDoNotInheritTheSignalPipe) {
+  // The pipes open in this process (fds above stderr); with_cloexec: only those closed on exec.
+  auto pipes = [](bool with_cloexec) {
+    std::set<int> found;
+    DIR* fds = ::opendir("/proc/self/fd");
+    if (fds == nullptr) return found;
+    while (dirent* entry = ::readdir(fds)) {
+      int fd = std::atoi(entry->d_name);
+      struct stat st {};
+      if (fd <= 2 || fd == ::dirfd(fds) || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) continue;
+      if (!with_cloexec || (::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0) found.insert(fd);
+    }
+    ::closedir(fds);
+    return found;
+  };
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a fresh process, where the handlers are not yet installed
+    std::set<int> before = pipes(false);
+    add_interrupt_cleanup([] {});
+    std::set<int> opened, closed_on_exec = pipes(true);
+    for (int fd : pipes(false)) {
+      if (!before.count(fd)) opened.insert(fd);
+    }
+    if (opened.size() != 2) ::_exit(100);  // not the watcher's pipe: the test cannot judge
+    for (int fd : opened) {
+      if (!closed_on_exec.count(fd)) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a started process would inherit the pipe; 100: no pipe was opened";
 }
 
 }  // namespace

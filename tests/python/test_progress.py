@@ -28,6 +28,20 @@ def test_report_progress_writes_the_file_colo_names(tmp_path, monkeypatch):
     assert (written["samples"], written["train_s"]) == (1024, 2.0)
 
 
+def test_a_host_timed_train_s_grows_by_the_wait_for_the_queued_steps(tmp_path, monkeypatch):
+    # A CUDA-graphed loop queues steps far ahead of the device: its host clock
+    # says little time passed, the device is still training what it counts.
+    path = tmp_path / "job.progress"
+    monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
+    monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0, "pending": None})
+    monkeypatch.setattr(colo.progress, "_wait_for_device", lambda: 0.3)
+    colo.report_progress(samples=256, train_s=0.01)
+    assert json.loads(path.read_text())["train_s"] == 0.01 + 0.3
+    colo.report_progress(samples=512, train_s=0.02)  # held back by the interval: no wait, as given
+    colo.progress.flush()
+    assert json.loads(path.read_text())["train_s"] == 0.02 + 0.3, "flush waits too, and counts it"
+
+
 def test_the_reader_may_ask_for_writes_more_often(tmp_path, monkeypatch):
     path = tmp_path / "job.progress"
     monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))

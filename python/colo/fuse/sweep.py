@@ -325,6 +325,8 @@ def _train_array(members, build_model, train_batches, test_batches, options, arr
             steps += 1
             done = progress["samples"] + array.trainer.samples * len(array.members)
             report_progress(done, progress["train_s"] + time.perf_counter() - clock)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # the epoch's steps are queued, not yet trained
         train_s = time.perf_counter() - clock
         samples = array.trainer.samples
         progress["samples"] += samples * len(array.members)

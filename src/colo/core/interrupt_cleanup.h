@@ -10,6 +10,8 @@ namespace colo {
 // Cleanups run on an ordinary thread (not inside the signal handler), so
 // they may start processes and wait. Returns an id for
 // remove_interrupt_cleanup. Installs the handlers on first use. Thread-safe.
+// On the signal, prints one line to stderr naming it and the process that
+// sent it. Processes started later do not inherit the handlers' pipe.
 int add_interrupt_cleanup(std::function<void()> cleanup);
 
 // Unregisters a cleanup (e.g. once what it would undo is done); no effect
