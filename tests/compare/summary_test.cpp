@@ -53,5 +53,28 @@ TEST(Recommend, OneRoundEachRecommendsOnlyPastTheSingleRunNoise) {
   EXPECT_EQ(*clear.recommended, ShareLevel::kStreams);
 }
 
+TEST(LevelNote, RoundsWithoutASteadyStateAreCountedAndTheRemedyNamed) {
+  LevelResults mps = measured(ShareLevel::kMps, {148000, 65000, 71000});
+  for (LevelRun& run : mps.runs) run.basis = ThroughputBasis::kTraining;
+  mps.runs[0].train_full_occupancy = true;
+  std::string note = level_note(mps);
+  EXPECT_NE(note.find("2 of 3 round(s) without a steady state"), std::string::npos) << note;
+  EXPECT_NE(note.find("--steps"), std::string::npos) << note;
+  for (LevelRun& run : mps.runs) run.train_full_occupancy = true;
+  EXPECT_EQ(level_note(mps), "");
+  mps.runs.back().stopped_at_budget = true;
+  mps.runs[1].train_full_occupancy = false;
+  note = level_note(mps);
+  EXPECT_NE(note.find("stopped at --level-timeout"), std::string::npos) << note;
+  EXPECT_NE(note.find("1 of 3 round(s)"), std::string::npos) << note;
+}
+
+TEST(LevelNote, WallFiguresHaveNoSteadyStateToMiss) {
+  LevelResults timeslice = measured(ShareLevel::kTimeslice, {100, 101});  // basis: wall
+  EXPECT_EQ(level_note(timeslice), "");
+  timeslice.failure = "job 2 exited 1";
+  EXPECT_EQ(level_note(timeslice), "failed: job 2 exited 1");
+}
+
 }  // namespace
 }  // namespace colo::compare

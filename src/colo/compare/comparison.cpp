@@ -36,12 +36,6 @@ std::string range_cell(const std::optional<double>& median, const std::optional<
   return cell;
 }
 
-std::string level_note(const LevelResults& l, const LevelRun* last_ok) {
-  if (!l.failure.empty()) return "failed: " + l.failure;
-  if (last_ok && last_ok->stopped_at_budget) return "stopped at --level-timeout: measured up to there";
-  return "";
-}
-
 void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
   TablePrinter table({{"level", 10}, {"samples/s", 24}, {"samples/J", 20}, {"x alone", 16}, {"SM", 6},
                       {"peak mem", 10}, {"wall s", 8}, {"note", 0}});
@@ -61,7 +55,7 @@ void print_table(const std::vector<LevelResults>& levels, size_t rounds) {
                range_cell(l.median_normalised, l.min_normalised, l.max_normalised, 2, rounds),
                last_ok && last_ok->mean_sm ? percent(*last_ok->mean_sm, 0) : "-",
                last_ok && last_ok->peak_mem_bytes ? bytes_human(static_cast<double>(*last_ok->peak_mem_bytes)) : "-",
-               last_ok ? fixed(last_ok->wall_s, 1) : "-", level_note(l, last_ok)});
+               last_ok ? fixed(last_ok->wall_s, 1) : "-", level_note(l)});
   }
 }
 

@@ -126,6 +126,28 @@ std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResu
   return {"normalised_throughput", "alone_s_per_j"};
 }
 
+std::string level_note(const LevelResults& l) {
+  if (!l.failure.empty()) return "failed: " + l.failure;
+  const LevelRun* last_ok = nullptr;
+  size_t ok = 0, ramps = 0;
+  for (const LevelRun& run : l.runs) {
+    if (!run.ok) continue;
+    last_ok = &run;
+    ++ok;
+    if (run.basis == ThroughputBasis::kTraining && !run.train_full_occupancy) ++ramps;
+  }
+  std::vector<std::string> notes;
+  if (last_ok && last_ok->stopped_at_budget) notes.push_back("stopped at --level-timeout: measured up to there");
+  if (ramps > 0) {
+    notes.push_back(std::to_string(ramps) + " of " + std::to_string(ok) +
+                    " round(s) without a steady state (its processes trained all at once too briefly): measured "
+                    "with start-up ramps, so low; raise --steps");
+  }
+  std::string joined;
+  for (const std::string& n : notes) joined += (joined.empty() ? "" : "; ") + n;
+  return joined;
+}
+
 nlohmann::json to_json(const LevelResults& r) {
   nlohmann::json j = {{"level", to_string(r.level)}};
   if (!r.skipped.empty()) {
