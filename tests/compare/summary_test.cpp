@@ -69,6 +69,15 @@ TEST(LevelNote, RoundsWithoutASteadyStateAreCountedAndTheRemedyNamed) {
   EXPECT_NE(note.find("1 of 3 round(s)"), std::string::npos) << note;
 }
 
+TEST(LevelNote, LevelsThatStaggerTheirStartsAreNotToldToRaiseSteps) {
+  LevelResults scheduler = measured(ShareLevel::kScheduler, {100, 101});
+  for (LevelRun& run : scheduler.runs) run.basis = ThroughputBasis::kTraining;  // union windows
+  EXPECT_EQ(level_note(scheduler), "");
+  LevelResults timeslice = measured(ShareLevel::kTimeslice, {100, 101});
+  for (LevelRun& run : timeslice.runs) run.basis = ThroughputBasis::kTraining;
+  EXPECT_NE(level_note(timeslice).find("2 of 2 round(s)"), std::string::npos) << level_note(timeslice);
+}
+
 TEST(LevelNote, WallFiguresHaveNoSteadyStateToMiss) {
   LevelResults timeslice = measured(ShareLevel::kTimeslice, {100, 101});  // basis: wall
   EXPECT_EQ(level_note(timeslice), "");

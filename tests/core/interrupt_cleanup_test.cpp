@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include <chrono>
 #include <fstream>
@@ -48,6 +49,31 @@ TEST(InterruptCleanup, TheOrdinaryEndingWaitsForTheInterruptsCleanupsAndTheProce
   std::string text;
   cleaned >> text;
   EXPECT_EQ(text, "done");
+}
+
+// A user whose colo was stopped by something else learns what: the signal
+// and the sender's pid, on one line.
+TEST(InterruptCleanup, TheStopIsReportedWithTheSignalAndItsSender) {
+  testing::TempDir dir;
+  const std::string err = dir.file("stderr");
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::dup2(fd, STDERR_FILENO) < 0) ::_exit(100);
+    add_interrupt_cleanup([] {});
+    ::raise(SIGTERM);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  std::ifstream in(err);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "colo: " + std::string(::strsignal(SIGTERM)) + " from pid " + std::to_string(child) +
+                      " (this process): stopping");
 }
 
 // Every process colo starts would otherwise hold the watcher's pipe: a child

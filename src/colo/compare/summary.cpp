@@ -128,13 +128,16 @@ std::pair<std::string, std::string> ranking_measures(const std::vector<LevelResu
 
 std::string level_note(const LevelResults& l) {
   if (!l.failure.empty()) return "failed: " + l.failure;
+  // Only where every process starts at once is a missing steady state a
+  // short workload's doing; slots and the scheduler stagger their starts.
+  const bool starts_together = l.level == ShareLevel::kTimeslice || l.level == ShareLevel::kMps;
   const LevelRun* last_ok = nullptr;
   size_t ok = 0, ramps = 0;
   for (const LevelRun& run : l.runs) {
     if (!run.ok) continue;
     last_ok = &run;
     ++ok;
-    if (run.basis == ThroughputBasis::kTraining && !run.train_full_occupancy) ++ramps;
+    if (starts_together && run.basis == ThroughputBasis::kTraining && !run.train_full_occupancy) ++ramps;
   }
   std::vector<std::string> notes;
   if (last_ok && last_ok->stopped_at_budget) notes.push_back("stopped at --level-timeout: measured up to there");

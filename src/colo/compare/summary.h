@@ -62,8 +62,9 @@ Recommendation recommend(const std::vector<LevelResults>& levels, const std::str
                          double single_run_noise = 0.05);
 
 // The table's note on a level: why it failed, that its last round stopped
-// at the time limit, or in how many rounds its processes never trained all
-// at once for long enough to have a steady state (TrainingWindow): those
+// at the time limit, or, for the levels that start every process at once
+// (timeslice, mps), in how many rounds its processes never trained all at
+// once for long enough to have a steady state (TrainingWindow): those
 // rounds are measured over their spans, start-up ramps included, so they
 // read low beside steady-state rounds. "" when there is nothing to say.
 std::string level_note(const LevelResults& results);
