@@ -56,9 +56,10 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     (if torch has CUDA in use), so the figures count what the device has
     done, not what the host has queued; a `train_s` taken on the host
     before the call grows by that wait, as the queued steps it counts
-    trained until then (a CUDA-graphed loop runs far ahead of the device). A job that reads through
-    colo.data.SharedLoader also reports the seconds it waited for data
-    (`data_wait_s`), which the scheduler keeps as the job's data wait."""
+    trained until then (a CUDA-graphed loop runs far ahead of the device).
+    A job that reads through colo.data.SharedLoader also reports the
+    seconds it waited for data (`data_wait_s`), which the scheduler keeps
+    as the job's data wait."""
     path = os.environ.get("COLO_PROGRESS_FILE")
     if not path:
         return
@@ -86,11 +87,10 @@ def flush():
     """Writes the figures of the last report_progress call if the rate limit
     held them back (their `train_s` is that call's, grown by the time this
     waits for queued CUDA work; `at` and `data_wait_s` are as of this
-    write); does nothing
-    when every call is written. Runs at interpreter exit, though not when
-    the process is killed or leaves through os._exit; a loop may call it
-    where training ends, before evaluation, so the scheduler sees the final
-    count sooner. Never raises."""
+    write); does nothing when every call is written. Runs at interpreter
+    exit, though not when the process is killed or leaves through
+    os._exit; a loop may call it where training ends, before evaluation, so
+    the scheduler sees the final count sooner. Never raises."""
     if _state.get("pending") is None:
         return
     try:

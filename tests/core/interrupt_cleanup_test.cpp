@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
 #include <thread>
@@ -23,15 +24,31 @@
 namespace colo {
 namespace {
 
+// Runs `body` in a forked process, where colo's handlers are not yet
+// installed, which then exits 0; returns its wait status (and its pid).
+int status_of_fresh_process(const std::function<void()>& body, pid_t* pid = nullptr) {
+  pid_t child = ::fork();
+  if (child < 0) {
+    ADD_FAILURE() << "fork failed";
+    return -1;
+  }
+  if (child == 0) {
+    body();
+    ::_exit(0);
+  }
+  if (pid) *pid = child;
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child) ADD_FAILURE() << "waitpid failed";
+  return status;
+}
+
 // A child process registers a slow cleanup, is interrupted, and goes on to
 // its ordinary ending (unregistering the cleanup and exiting 0) while the
 // cleanup still runs: it must end by the signal, with the cleanup done.
 TEST(InterruptCleanup, TheOrdinaryEndingWaitsForTheInterruptsCleanupsAndTheProcessEndsByTheSignal) {
   testing::TempDir dir;
   const std::string marker = dir.file("cleaned");
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  int status = status_of_fresh_process([marker] {
     int id = add_interrupt_cleanup([marker] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       std::ofstream(marker) << "done";
@@ -39,10 +56,7 @@ TEST(InterruptCleanup, TheOrdinaryEndingWaitsForTheInterruptsCleanupsAndTheProce
     ::raise(SIGINT);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     remove_interrupt_cleanup(id);
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
       << "exited " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << " before the cleanup ended";
   std::ifstream cleaned(marker);
@@ -56,18 +70,16 @@ TEST(InterruptCleanup, TheOrdinaryEndingWaitsForTheInterruptsCleanupsAndTheProce
 TEST(InterruptCleanup, TheStopIsReportedWithTheSignalAndItsSender) {
   testing::TempDir dir;
   const std::string err = dir.file("stderr");
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || ::dup2(fd, STDERR_FILENO) < 0) ::_exit(100);
-    add_interrupt_cleanup([] {});
-    ::raise(SIGTERM);
-    std::this_thread::sleep_for(std::chrono::seconds(5));
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  pid_t child = 0;
+  int status = status_of_fresh_process(
+      [err] {
+        int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || ::dup2(fd, STDERR_FILENO) < 0) ::_exit(100);
+        add_interrupt_cleanup([] {});
+        ::raise(SIGTERM);
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+      },
+      &child);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
   std::ifstream in(err);
   std::string line;
@@ -94,9 +106,7 @@ TEST(InterruptCleanup, ProcessesStartedLaterDoNotInheritTheSignalPipe) {
     ::closedir(fds);
     return found;
   };
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {  // a fresh process, where the handlers are not yet installed
+  int status = status_of_fresh_process([pipes] {
     std::set<int> before = pipes(false);
     add_interrupt_cleanup([] {});
     std::set<int> opened, closed_on_exec = pipes(true);
@@ -107,10 +117,7 @@ TEST(InterruptCleanup, ProcessesStartedLaterDoNotInheritTheSignalPipe) {
     for (int fd : opened) {
       if (!closed_on_exec.count(fd)) ::_exit(1);
     }
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  });
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a started process would inherit the pipe; 100: no pipe was opened";
 }
