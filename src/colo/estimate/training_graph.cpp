@@ -273,6 +273,10 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
       tensor_of[{node.get(), i}] = id;
       op.outputs.push_back(id);
       output_elements += metadata_numel(*node, i);
+      const auto dtype = node->input_metadata(i).dtype();
+      if (dtype == caffe2::TypeMeta::Make<at::BFloat16>() || dtype == caffe2::TypeMeta::Make<at::Half>()) {
+        g.reduced_precision = true;
+      }
     }
     if (base_name(op.name) == "ConvolutionBackward" && node->num_inputs() == 1) {
       op.conv = conv_geometry(first_shape, weight_shape, tensor_shape[op.outputs.front()]);

@@ -97,6 +97,7 @@ struct TrainingGraph {
   int64_t input_bytes_per_sample = 0;    // the batch as the model reads it
   int64_t label_bytes_per_sample = 8;
   std::vector<std::string> unmodelled;   // op names the rules do not know
+  bool reduced_precision = false;        // some op computes in bf16 or fp16 (autocast, a bf16 model)
   // The evaluation pass's tensors as recorded on the CPU; empty when they
   // could not be recorded (the replay then frees each tensor one op late).
   std::vector<EvaluationAllocation> evaluation;
@@ -149,6 +150,10 @@ std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input,
 // some tensor of `graph` (what the GPU allocates too); dropped: CPU kernels'
 // scratch (freed before anything else is allocated) and buffers of no graph
 // tensor's size. Empty when the two recordings differ in structure.
+// oneDNN is switched off for the recording (its convolutions copy their
+// input and output, allocations a GPU does not make) unless `graph` is
+// reduced_precision, where ATen's own bf16 kernels are ~100x slower; the
+// process's setting is restored after.
 std::vector<EvaluationAllocation> record_evaluation_allocations(const TrainingMode& set_mode, const LossOf& loss,
                                                                  const data::InputShape& input,
                                                                  const TrainingGraph& graph);
