@@ -75,11 +75,12 @@ def cycle(x, y, run):
     return step
 
 
-def run_fused(setup, n, batch, ranks, graph=True):
+def run_fused(setup, n, batch, ranks, graph=True, release_warmup_cache=True):
     import colo.fuse as cf
     fused = cf.fuse(models_of(setup, n, ranks)).cuda()
     opt = cf.optimizer(fused, "adamw", lr=[1e-4 * (1 + i % 4) for i in range(n)], weight_decay=0.01)
-    trainer = cf.Trainer(fused, opt, loss_fn(setup), cuda_graph=graph, bf16=True)
+    trainer = cf.Trainer(fused, opt, loss_fn(setup), cuda_graph=graph, bf16=True,
+                         release_warmup_cache=release_warmup_cache)
     x, y = data(setup, batch)
     return cycle(x, y, trainer.step), (lambda: {"graphed": trainer.graph is not None,
                                                 "graph_error": trainer.graph_error[:300]})
@@ -154,8 +155,9 @@ def one(args):
     torch.backends.cuda.matmul.allow_tf32 = True
     spec = SETUPS[args.setup]
     n = args.models or spec["models"]
-    if args.mode == "fused":
-        step, extra = run_fused(args.setup, n, spec["batch"], spec["ranks"])
+    if args.mode in ("fused", "fused_keep_warmup_cache"):
+        step, extra = run_fused(args.setup, n, spec["batch"], spec["ranks"],
+                                release_warmup_cache=args.mode == "fused")
     elif args.mode == "vmap":
         step, extra = run_vmap(n, spec["batch"])
     elif args.mode == "by_hand":
@@ -245,9 +247,7 @@ def run_all(args):
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for setup in args.setups.split(","):
-        for mode in MODES[setup]:
-            if args.modes and mode not in args.modes.split(","):
-                continue
+        for mode in (args.modes.split(",") if args.modes else MODES[setup]):
             row = measure(setup, mode, args.seconds)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k not in ("errors",)}), flush=True)
@@ -330,7 +330,7 @@ def main():
     sub = p.add_subparsers(dest="command", required=True)
     o = sub.add_parser("one")
     o.add_argument("--setup", choices=sorted(SETUPS), required=True)
-    o.add_argument("--mode", choices=["fused", "single", "vmap", "by_hand"], required=True)
+    o.add_argument("--mode", choices=["fused", "fused_keep_warmup_cache", "single", "vmap", "by_hand"], required=True)
     o.add_argument("--models", type=int, default=0)
     o.add_argument("--index", type=int, default=0, help="which fine-tune a single run trains")
     o.add_argument("--seconds", type=float, default=8.0)
@@ -340,7 +340,8 @@ def main():
     a.add_argument("--out", required=True)
     a.add_argument("--setups", default="frozen_heads,frozen_blocks,lora,lora_mixed")
     a.add_argument("--seconds", type=float, default=8.0)
-    a.add_argument("--modes", default="", help="only these modes (comma-separated)")
+    a.add_argument("--modes", default="", help="these modes (comma-separated; fused_keep_warmup_cache: "
+                   "the Trainer without release_warmup_cache, for a before/after in one call)")
     m = sub.add_parser("summarise", help="one summary.json of rows.jsonl files from runs on one machine")
     m.add_argument("rows", nargs="+")
     m.add_argument("--out", required=True)

@@ -354,13 +354,15 @@ if want userfuse; then
 fi
 
 if want finetune; then
-  # BUILD_TARGETS=colo_core_module is enough. FINETUNE_SETUPS picks set-ups (bench/fusion/finetune.py).
+  # BUILD_TARGETS=colo_core_module is enough. FINETUNE_SETUPS picks set-ups, FINETUNE_MODES modes
+  # (bench/fusion/finetune.py all --modes).
   PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider tests/python/test_fuse_frozen.py 2>&1 \
     | tail -3 | tee -a "$summary"
   mkdir -p "$OUT/finetune"
   PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune.py check 2>&1 | tail -3 | tee -a "$summary"
   PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune.py all --out "$OUT/finetune" \
     --setups "${FINETUNE_SETUPS:-frozen_heads,frozen_blocks,lora,lora_mixed}" --seconds "${FINETUNE_SECONDS:-8}" \
+    ${FINETUNE_MODES:+--modes "$FINETUNE_MODES"} \
     2>"$OUT/finetune/stderr.log" | tail -24 | tee -a "$summary"
   if [ "${FINETUNE_SWEEP:-1}" = 1 ]; then  # time to the best configuration of examples/finetune_sweep.py
     PYTHONPATH="$BUILD/python" python3 bench/fusion/finetune_sweep_time.py --out "$OUT/finetune/sweep_time.json" \
