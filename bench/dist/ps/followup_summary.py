@@ -4,6 +4,11 @@ run, the median ratios to all-reduce over all of them, and rank 0's step
 and exchange phases of each 200-step ablation run.
 
     python3 bench/dist/ps/followup_summary.py DIR   # DIR/call-*.json -> DIR/summary.json (keeps its other keys)
+
+Each call's summary is embedded unchanged in DIR/summary.json under
+`calls.<name>` (call-<name>.json), so the call files need not be kept:
+with no DIR/call-*.json the script gathers from `calls` in DIR/summary.json.
+A call file given again replaces its embedded copy.
 """
 import glob
 import json
@@ -12,9 +17,18 @@ import statistics
 import sys
 
 
-def gather(folder):
-    calls = {os.path.basename(p)[len("call-"):-len(".json")]: json.load(open(p))
-             for p in sorted(glob.glob(os.path.join(folder, "call-*.json")))}
+def read_calls(folder, embedded=None):
+    """The calls' summaries by name: `embedded` (summary.json's `calls`), then
+    DIR/call-<name>.json, a file replacing the embedded copy of its name."""
+    calls = dict(embedded or {})
+    for p in sorted(glob.glob(os.path.join(folder, "call-*.json"))):
+        calls[os.path.basename(p)[len("call-"):-len(".json")]] = json.load(open(p))
+    return dict(sorted(calls.items()))
+
+
+def gather(folder, calls=None):
+    if calls is None:
+        calls = read_calls(folder)
     rounds = {}
     steps = {}
     for name, summary in calls.items():
@@ -44,7 +58,9 @@ def main():
     folder = sys.argv[1]
     path = os.path.join(folder, "summary.json")
     summary = json.load(open(path)) if os.path.exists(path) else {}
-    summary.update(gather(folder))
+    calls = read_calls(folder, summary.get("calls"))
+    summary.update(gather(folder, calls))
+    summary["calls"] = calls
     json.dump(summary, open(path, "w"), indent=1)
     print(json.dumps({k: summary[k] for k in ("tta_s_median", "tta_over_allreduce", "step_over_allreduce")}))
 
