@@ -18,7 +18,8 @@ import sys
 import time
 
 # "pending": the newest call not yet written (path, samples, train_s), or None.
-_state = {"start": None, "last_write": 0.0, "pending": None}
+# "together_s": seconds the first call waited for its start-together group.
+_state = {"start": None, "last_write": 0.0, "pending": None, "together_s": 0.0}
 _flush_at_exit = [False]
 
 
@@ -40,6 +41,37 @@ def _wait_for_device():
     return time.monotonic() - before
 
 
+def _start_together():
+    """Joins this process's start-together group, which `colo compare` gives
+    the processes of a level it starts all at once ($COLO_START_TOGETHER, a
+    directory; $COLO_START_TOGETHER_COUNT of them; at most
+    $COLO_START_TOGETHER_TIMEOUT_S seconds, default 120): leaves a file named
+    by the pid there and waits until the whole group has. Returns the seconds
+    waited; 0 without the variables or when the directory cannot be written."""
+    directory = os.environ.get("COLO_START_TOGETHER")
+    try:
+        count = int(os.environ.get("COLO_START_TOGETHER_COUNT", ""))
+        timeout = float(os.environ.get("COLO_START_TOGETHER_TIMEOUT_S", "120"))
+    except ValueError:
+        return 0.0
+    if not directory or count <= 0:
+        return 0.0
+    try:
+        os.makedirs(directory, exist_ok=True)
+        open(os.path.join(directory, str(os.getpid())), "w").close()
+    except OSError:
+        return 0.0
+    begin = time.monotonic()
+    while time.monotonic() - begin < timeout:
+        try:
+            if len(os.listdir(directory)) >= count:
+                break
+        except OSError:
+            break
+        time.sleep(0.02)
+    return time.monotonic() - begin
+
+
 def _data_wait_s():
     data = sys.modules.get("colo.data")
     return data.data_wait_s() if data is not None else None
@@ -57,6 +89,10 @@ def report_progress(samples, train_s=None, interval_s=1.0):
     done, not what the host has queued; a `train_s` taken on the host
     before the call grows by that wait, as the queued steps it counts
     trained until then (a CUDA-graphed loop runs far ahead of the device).
+    Under `colo compare`'s timeslice and mps levels the first call first
+    waits until every process of the level has made its first call (at most
+    $COLO_START_TOGETHER_TIMEOUT_S), so that they train together; that wait
+    is not training time.
     A job that reads through colo.data.SharedLoader also reports the
     seconds it waited for data (`data_wait_s`), which the scheduler keeps
     as the job's data wait."""
@@ -70,14 +106,19 @@ def report_progress(samples, train_s=None, interval_s=1.0):
         # before torch's own exit handlers and may still wait for CUDA.
         atexit.register(flush)
         _flush_at_exit[0] = True
-    due = _state["start"] is None or now - _state["last_write"] >= interval_s
-    if _state["start"] is None:
-        _state["start"] = now
+    first = _state["start"] is None
+    due = first or now - _state["last_write"] >= interval_s
+    if first:
+        _state["together_s"] = _start_together()
+        now = _state["start"] = time.monotonic()
     waited = 0.0
     if due:
         waited = _wait_for_device()
         now = time.monotonic()
-    seconds = now - _state["start"] if train_s is None else float(train_s) + waited
+    if train_s is None:
+        seconds = now - _state["start"]
+    else:  # a clock of the caller's that ran through the group's wait, after the first call
+        seconds = float(train_s) + waited - (0.0 if first else _state.get("together_s", 0.0))
     _state["pending"] = (path, int(samples), seconds)
     if due:
         _write(_data_wait_s(), now)

@@ -172,6 +172,48 @@ TEST(ColoCompare, JobsThatReportProgressAreTimedWithoutTheirStartUp) {
   EXPECT_DOUBLE_EQ(wall["samples_per_s"].get<double>(), wall["wall_samples_per_s"].get<double>());
 }
 
+// A job that starts up for `startup_s`, then trains `rate` samples/s for
+// `train_s`, reporting through colo.report_progress (the package's own
+// module, loaded by its path: it needs no torch).
+std::string package_reporting_job(const TempDir& dir, const std::string& name, double startup_s, double rate,
+                                  double train_s) {
+  std::string script = dir.write(
+      "package_reporting_job.py",
+      "import importlib.util, sys, time\n"
+      "spec = importlib.util.spec_from_file_location('progress', '" COLO_SOURCE_DIR "/python/colo/progress.py')\n"
+      "progress = importlib.util.module_from_spec(spec)\n"
+      "spec.loader.exec_module(progress)\n"
+      "startup, rate, length = (float(a) for a in sys.argv[1:])\n"
+      "time.sleep(startup)\n"
+      "progress.report_progress(samples=0)\n"
+      "start = time.monotonic()\n"
+      "while True:\n"
+      "    now = min(time.monotonic(), start + length)\n"
+      "    progress.report_progress(samples=int((now - start) * rate))\n"
+      "    if now >= start + length:\n"
+      "        break\n"
+      "    time.sleep(0.05)\n"
+      "progress.flush()\n");
+  return "[[job]]\nname = \"" + name + "\"\ncommand = \"python3 " + script + " " + std::to_string(startup_s) + " " +
+         std::to_string(rate) + " " + std::to_string(train_s) + "\"\nsamples = " +
+         std::to_string(static_cast<int64_t>(rate * train_s)) + "\n";
+}
+
+TEST(ColoCompare, ProcessesStartedAllAtOnceTrainTogetherThoughTheirStartUpsDiffer) {
+  TempDir dir;
+  // Start-ups of 0.1 and 2 s, then 1.5 s of training each: left to itself
+  // the quick job would be done before the slow one began.
+  dir.write("jobs.toml", package_reporting_job(dir, "quick", 0.1, 2000, 1.5) +
+                             package_reporting_job(dir, "slow", 2.0, 2000, 1.5));
+  auto run = run_colo(dir, "compare --repeat 1 " + dir.file("jobs.toml") + " --levels timeslice --no-plots --out " +
+                               dir.file("out"));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  nlohmann::json all = level(nlohmann::json::parse(read_file(dir.file("out/summary.json"))), "timeslice")["runs"][0];
+  EXPECT_EQ(all["train_window"], "full_occupancy") << all.dump();
+  EXPECT_EQ(all["train_occupancy"], 2) << all.dump();
+  EXPECT_NEAR(all["samples_per_s"].get<double>(), 4000, 600) << all.dump();
+}
+
 TEST(ColoCompare, ALevelPastItsTimeLimitIsMeasuredFromProgressSoFar) {
   TempDir dir;
   dir.write("jobs.toml", reporting_job(dir, "a", 0.2, 1000, 30) + reporting_job(dir, "b", 0.2, 1000, 30) +

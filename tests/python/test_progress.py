@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import colo
@@ -40,6 +41,43 @@ def test_a_host_timed_train_s_grows_by_the_wait_for_the_queued_steps(tmp_path, m
     colo.report_progress(samples=512, train_s=0.02)  # held back by the interval: no wait, as given
     colo.progress.flush()
     assert json.loads(path.read_text())["train_s"] == 0.02 + 0.3, "flush waits too, and counts it"
+
+
+def test_the_first_report_waits_for_its_start_together_group_and_the_wait_is_not_training(tmp_path, monkeypatch):
+    # colo compare's timeslice and mps levels: every process trains from the
+    # moment the last has started, not alone while the others start up.
+    path, group = tmp_path / "job.progress", tmp_path / "group"
+    monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
+    monkeypatch.setenv("COLO_START_TOGETHER", str(group))
+    monkeypatch.setenv("COLO_START_TOGETHER_COUNT", "2")
+    monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0, "pending": None})
+    monkeypatch.setattr(colo.progress, "_wait_for_device", lambda: 0.0)
+
+    def another_process_arrives():
+        time.sleep(0.4)
+        group.mkdir(exist_ok=True)
+        (group / "another").touch()
+    other = threading.Thread(target=another_process_arrives)
+    other.start()
+    before = time.time()
+    colo.report_progress(samples=128)
+    other.join()
+    first = json.loads(path.read_text())
+    assert first["at"] >= before + 0.35, "written once the group has gathered"
+    assert first["train_s"] < 0.1, "the wait is not training"
+    together = colo.progress._state["together_s"]
+    assert together >= 0.35
+    # A caller's own clock ran through the wait: it is taken out after the first call.
+    colo.report_progress(samples=256, train_s=1.5, interval_s=0)
+    assert json.loads(path.read_text())["train_s"] == 1.5 - together
+
+    # A group that never gathers holds its first call no longer than its timeout.
+    monkeypatch.setattr(colo.progress, "_state", {"start": None, "last_write": 0.0, "pending": None})
+    monkeypatch.setenv("COLO_START_TOGETHER_COUNT", "5")
+    monkeypatch.setenv("COLO_START_TOGETHER_TIMEOUT_S", "0.2")
+    begin = time.monotonic()
+    colo.report_progress(samples=64)
+    assert 0.2 <= time.monotonic() - begin < 5
 
 
 def test_the_reader_may_ask_for_writes_more_often(tmp_path, monkeypatch):

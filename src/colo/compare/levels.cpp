@@ -21,6 +21,7 @@
 #include "colo/core/interrupt_cleanup.h"
 #include "colo/core/paths.h"
 #include "colo/core/progress_file.h"
+#include "colo/core/start_together.h"
 #include "colo/core/stopwatch.h"
 #include "colo/gpu/mps.h"
 #include "colo/gpu/nvml_device.h"
@@ -89,6 +90,24 @@ void start_level_afresh(ShareLevel level, const std::vector<Launch>& launches, c
     if (name.rfind("job-", 0) == 0 || name.rfind("loader-", 0) == 0) remove_earlier_file(logs + "/" + name);
   }
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) remove_earlier_file(scheduler_store(dir) + suffix);
+}
+
+// Timeslice and MPS start every process at once to measure them training
+// together; the one that finishes its start-up first would otherwise train
+// alone, and at 8 Python processes most rounds had no time in which all
+// trained (start_together.h). At most half the level's time limit is spent
+// waiting; a process that never reports progress holds the others that long.
+void start_together(ShareLevel level, std::vector<Launch>& launches, const std::string& dir, double timeout_s) {
+  if ((level != ShareLevel::kTimeslice && level != ShareLevel::kMps) || launches.size() < 2) return;
+  const std::string group = dir + "/start-together";
+  remove_tree(group);
+  const double wait_s = timeout_s > 0 ? std::min(kStartTogetherDefaultTimeoutS, timeout_s / 2)
+                                      : kStartTogetherDefaultTimeoutS;
+  for (Launch& l : launches) {
+    l.env[kStartTogetherVariable] = group;
+    l.env[kStartTogetherCountVariable] = std::to_string(launches.size());
+    l.env[kStartTogetherTimeoutVariable] = std::to_string(wait_s);
+  }
 }
 
 std::vector<std::string> in_workdir(const std::vector<std::string>& argv, const std::string& workdir) {
@@ -399,6 +418,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
     // against 838k with one thread each).
     share_cores(l.env, std::min(concurrency, launches.size()));
   }
+  start_together(level, launches, dir, options.timeout_s);
   start_level_afresh(level, launches, dir);
 
   std::unique_ptr<gpu::Sampler> sampler;

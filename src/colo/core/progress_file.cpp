@@ -1,5 +1,6 @@
 #include "colo/core/progress_file.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 
@@ -38,6 +39,12 @@ ProgressWriter::ProgressWriter(double interval_s) : interval_s_(interval_s) {
 void ProgressWriter::update(const ProgressReading& reading) {
   if (path_.empty()) return;
   last_ = reading;
+  if (!joined_) {
+    joined_ = true;
+    waited_s_ = together_.wait();
+  } else {
+    last_.train_s = std::max(0.0, reading.train_s - waited_s_);
+  }
   unwritten_ = true;
   if (due()) flush();
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "colo/core/start_together.h"
 #include "colo/core/stopwatch.h"
 
 namespace colo {
@@ -38,7 +39,10 @@ std::optional<ProgressReading> read_progress_file(const std::string& path);
 // `interval_s` ($COLO_PROGRESS_INTERVAL_S overrides it) and on flush(), with
 // the time of writing;
 // does nothing when the variable is unset. A write that fails is dropped:
-// progress is advisory and must not stop training. Not thread-safe.
+// progress is advisory and must not stop training. The first update first
+// waits for the process's start-together group, when it has one
+// (start_together.h); later updates' train_s, timed on a clock that ran
+// through that wait, have it taken out. Not thread-safe.
 class ProgressWriter {
  public:
   explicit ProgressWriter(double interval_s = 1.0);
@@ -56,6 +60,9 @@ class ProgressWriter {
   double interval_s_;
   Stopwatch since_write_;
   ProgressReading last_;
+  StartTogether together_;
+  bool joined_ = false;
+  double waited_s_ = 0;  // at the start-together group
   bool unwritten_ = false;
   bool written_ = false;
 };
