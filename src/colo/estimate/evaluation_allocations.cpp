@@ -49,12 +49,13 @@ bool same_structure(const std::vector<CpuAllocationEvent>& a, const std::vector<
 std::vector<EvaluationAllocation> record_evaluation_allocations(const TrainingMode& set_mode, const LossOf& loss,
                                                                  const data::InputShape& input,
                                                                  const TrainingGraph& graph) {
-  // oneDNN's convolutions allocate a copy of their input and their output
-  // in its layout, activation-sized tensors no GPU kernel makes (they put
-  // ResNet-50's evaluation 3-5% low): fp32 models are recorded through
-  // ATen's own kernels. bf16 and fp16 ones keep oneDNN, without which a bf16
-  // matrix product on the CPU is ~100x slower; its buffers (raw_allocate)
-  // are recorded too and, scratch or of no graph tensor's size, left out below.
+  // oneDNN's convolutions allocate activation-sized buffers of their own
+  // (read as a reorder of the input and an output in its layout), which no
+  // GPU kernel makes; they put ResNet-50's evaluation 3-5% low. fp32 models
+  // are recorded through ATen's own kernels. bf16 and fp16 ones keep oneDNN,
+  // without which a bf16 matrix product on the CPU is ~100x slower; its
+  // buffers (raw_allocate) are recorded too and, scratch or of no graph
+  // tensor's size, left out below.
   std::vector<CpuAllocationEvent> small, large;
   {
     // One recording at a time in the process (estimates run in several

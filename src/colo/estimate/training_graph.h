@@ -150,8 +150,8 @@ std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input,
 // some tensor of `graph` (what the GPU allocates too); dropped: CPU kernels'
 // scratch (freed before anything else is allocated) and buffers of no graph
 // tensor's size. Empty when the two recordings differ in structure.
-// oneDNN is switched off for the recording (its convolutions copy their
-// input and output, allocations a GPU does not make) unless `graph` is
+// oneDNN is switched off for the recording (its convolutions allocate
+// buffers of their own that a GPU does not) unless `graph` is
 // reduced_precision, where ATen's own bf16 kernels are ~100x slower; the
 // process's setting is restored after.
 std::vector<EvaluationAllocation> record_evaluation_allocations(const TrainingMode& set_mode, const LossOf& loss,
