@@ -212,6 +212,8 @@ TEST(ColoCompare, ProcessesStartedAllAtOnceTrainTogetherThoughTheirStartUpsDiffe
   EXPECT_EQ(all["train_window"], "full_occupancy") << all.dump();
   EXPECT_EQ(all["train_occupancy"], 2) << all.dump();
   EXPECT_NEAR(all["samples_per_s"].get<double>(), 4000, 600) << all.dump();
+  // The quick job waited for the slow one's 1.9 s longer start-up.
+  EXPECT_NEAR(all["start_spread_s"].get<double>(), 1.9, 0.7) << all.dump();
 }
 
 TEST(ColoCompare, ALevelPastItsTimeLimitIsMeasuredFromProgressSoFar) {

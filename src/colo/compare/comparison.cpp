@@ -125,10 +125,13 @@ bool run_comparison(const ComparisonOptions& args) {
         std::string training = run.train_samples_per_s
                                    ? fixed(*run.train_samples_per_s, 0) + " samples/s training, "
                                    : "";
-        std::fprintf(stderr, "colo compare:   %s%.0f samples/s over %.1f s of wall time%s%s\n", training.c_str(),
+        std::string together = run.start_spread_s ? "; processes began training together, their start-ups " +
+                                                        fixed(*run.start_spread_s, 1) + " s apart"
+                                                  : "";
+        std::fprintf(stderr, "colo compare:   %s%.0f samples/s over %.1f s of wall time%s%s%s\n", training.c_str(),
                      run.wall_samples_per_s, run.wall_s,
                      run.energy_j ? (", " + fixed(*run.energy_j, 0) + " J").c_str() : "",
-                     run.stopped_at_budget ? " (stopped at the time limit)" : "");
+                     run.stopped_at_budget ? " (stopped at the time limit)" : "", together.c_str());
       } else {
         std::fprintf(stderr, "colo compare:   failed: %s\n", run.error.c_str());
       }

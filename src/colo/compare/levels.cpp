@@ -97,10 +97,12 @@ void start_level_afresh(ShareLevel level, const std::vector<Launch>& launches, c
 // alone, and at 8 Python processes most rounds had no time in which all
 // trained (start_together.h). At most half the level's time limit is spent
 // waiting; a process that never reports progress holds the others that long.
+std::string start_together_group(const std::string& dir) { return dir + "/start-together"; }
+
 void start_together(ShareLevel level, std::vector<Launch>& launches, const std::string& dir, double timeout_s) {
-  if ((level != ShareLevel::kTimeslice && level != ShareLevel::kMps) || launches.size() < 2) return;
-  const std::string group = dir + "/start-together";
+  const std::string group = start_together_group(dir);
   remove_tree(group);
+  if ((level != ShareLevel::kTimeslice && level != ShareLevel::kMps) || launches.size() < 2) return;
   const double wait_s = timeout_s > 0 ? std::min(kStartTogetherDefaultTimeoutS, timeout_s / 2)
                                       : kStartTogetherDefaultTimeoutS;
   for (Launch& l : launches) {
@@ -108,6 +110,19 @@ void start_together(ShareLevel level, std::vector<Launch>& launches, const std::
     l.env[kStartTogetherCountVariable] = std::to_string(launches.size());
     l.env[kStartTogetherTimeoutVariable] = std::to_string(wait_s);
   }
+}
+
+// Seconds from the first process's joining its start-together group to the
+// last one's: how long the first waited. nullopt with fewer than two.
+std::optional<double> start_spread_s(const std::string& dir) {
+  const std::string group = start_together_group(dir);
+  std::vector<double> joined;
+  for (const std::string& name : list_directory(group)) {
+    if (auto at = file_written_unix_s(group + "/" + name)) joined.push_back(*at);
+  }
+  if (joined.size() < 2) return std::nullopt;
+  auto [first, last] = std::minmax_element(joined.begin(), joined.end());
+  return *last - *first;
 }
 
 std::vector<std::string> in_workdir(const std::vector<std::string>& argv, const std::string& workdir) {
@@ -449,6 +464,7 @@ LevelRun run_share_level(ShareLevel level, const CompareWorkload& workload, cons
                                                   : run_pool(launches, concurrency, extra, options.timeout_s);
     const double t1 = unix_time_s();
     run.wall_s = t1 - t0;
+    run.start_spread_s = start_spread_s(dir);
     if (watch) watch->stop();
     std::vector<std::vector<TimedProgress>> progress;
     std::vector<size_t> progress_launch;  // which launch each entry of `progress` is
@@ -577,6 +593,7 @@ nlohmann::json to_json(const LevelRun& run) {
     j["train_occupancy"] = run.train_occupancy;
     j["train_window"] = run.train_full_occupancy ? "full_occupancy" : "union";
   }
+  if (run.start_spread_s) j["start_spread_s"] = *run.start_spread_s;
   if (run.mean_sm) j["mean_sm"] = *run.mean_sm;
   if (run.peak_mem_bytes) j["peak_mem_bytes"] = *run.peak_mem_bytes;
   if (!run.timeline_csv.empty()) j["timeline_csv"] = run.timeline_csv;

@@ -82,6 +82,10 @@ struct LevelRun {
   std::optional<double> alone_s_per_j;
   size_t train_occupancy = 0;         // processes training at once in the window (TrainingWindow)
   bool train_full_occupancy = false;  // the window is the steady state, not the union of spans
+  // Timeslice and mps: seconds between the first and the last process's
+  // first progress report, which they waited for to train together
+  // (core/start_together.h); nullopt where fewer than two reported.
+  std::optional<double> start_spread_s;
   // The figures compared across levels: the training ones or the wall ones
   // (use_basis); every level of one comparison must use the same.
   ThroughputBasis basis = ThroughputBasis::kWall;
