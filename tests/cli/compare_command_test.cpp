@@ -117,6 +117,15 @@ TEST(ColoCompare, JobFileLevelsRunAndAFailingLevelNeverStopsTheOthers) {
   EXPECT_EQ(rec["recommended"].is_null(), rec["within_noise"].get<bool>()) << "recommended only when told apart";
 }
 
+// A workload's [[job]] running `script` with its start-up, rate and training
+// seconds, which trains rate * train_s samples.
+std::string job_entry(const std::string& name, const std::string& script, double startup_s, double rate,
+                      double train_s) {
+  return "[[job]]\nname = \"" + name + "\"\ncommand = \"python3 " + script + " " + std::to_string(startup_s) + " " +
+         std::to_string(rate) + " " + std::to_string(train_s) + "\"\nsamples = " +
+         std::to_string(static_cast<int64_t>(rate * train_s)) + "\n";
+}
+
 // A job that sleeps `startup_s`, then "trains" `rate` samples/s for
 // `train_s`, reporting through $COLO_PROGRESS_FILE as colo.report_progress
 // does (the documented format, written atomically).
@@ -137,9 +146,7 @@ std::string reporting_job(const TempDir& dir, const std::string& name, double st
                                  "    if now >= start + length:\n"
                                  "        break\n"
                                  "    time.sleep(interval)\n");
-  return "[[job]]\nname = \"" + name + "\"\ncommand = \"python3 " + script + " " + std::to_string(startup_s) + " " +
-         std::to_string(rate) + " " + std::to_string(train_s) + "\"\nsamples = " +
-         std::to_string(static_cast<int64_t>(rate * train_s)) + "\n";
+  return job_entry(name, script, startup_s, rate, train_s);
 }
 
 TEST(ColoCompare, JobsThatReportProgressAreTimedWithoutTheirStartUp) {
@@ -194,9 +201,7 @@ std::string package_reporting_job(const TempDir& dir, const std::string& name, d
       "        break\n"
       "    time.sleep(0.05)\n"
       "progress.flush()\n");
-  return "[[job]]\nname = \"" + name + "\"\ncommand = \"python3 " + script + " " + std::to_string(startup_s) + " " +
-         std::to_string(rate) + " " + std::to_string(train_s) + "\"\nsamples = " +
-         std::to_string(static_cast<int64_t>(rate * train_s)) + "\n";
+  return job_entry(name, script, startup_s, rate, train_s);
 }
 
 TEST(ColoCompare, ProcessesStartedAllAtOnceTrainTogetherThoughTheirStartUpsDiffer) {

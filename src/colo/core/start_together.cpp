@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "colo/core/files.h"
 #include "colo/core/stopwatch.h"
