@@ -23,6 +23,8 @@ class ScriptedExecutor : public Executor {
     return Launch::started(used_at_start);
   }
   void stop(int64_t id) override { stopped.push_back(id); }
+  void pause(const std::vector<int64_t>& ids) override { paused.insert(paused.end(), ids.begin(), ids.end()); }
+  void resume(const std::vector<int64_t>& ids) override { resumed.insert(resumed.end(), ids.begin(), ids.end()); }
   Observation observe(double /*now_s*/) override { return next; }
   std::optional<double> normalized_throughput(int64_t /*id*/) const override { return std::nullopt; }
 
@@ -33,6 +35,8 @@ class ScriptedExecutor : public Executor {
   };
   std::vector<Launched> launched;
   std::vector<int64_t> stopped;
+  std::vector<int64_t> paused;
+  std::vector<int64_t> resumed;
   std::map<int64_t, std::string> refuse;  // jobs whose launch waits, and why
   Observation next;
   int64_t used_at_start = 1;
@@ -156,6 +160,34 @@ TEST(Scheduler, JobsOfOtherCommandsSettledTogetherKeepTheirMeanAsNeitherOnesShar
   for (const MeasuredShare& m : settled_together("python train.py --seed 1", "python train.py --seed 1")) {
     EXPECT_TRUE(m.seen) << "two runs of one command: the mean is each one's share";
   }
+}
+
+TEST(Scheduler, AJobOnAFullGpuIsMeasuredAloneThroughTheExecutorsPauseAndLearned) {
+  SchedulerOptions o = options();
+  o.thresholds.probe_alone = true;
+  Scheduler scheduler({80 * kGiB}, o);
+  ScriptedExecutor executor;
+  executor.next = reading(0.95, 70);
+  scheduler.round({waiting(1, 10, "python big.py", 0.95)}, executor, 0);
+  for (double t = 0; t <= 3; t += 0.5) scheduler.observe(executor, t);
+  scheduler.round({waiting(2, 10, "python train.py --lr 0.1")}, executor, 3);
+  executor.next.jobs.push_back({2, 10 * kGiB, true, std::nullopt, std::nullopt});
+  Measured m;
+  double t = 3.5;
+  for (; t <= 20 && executor.paused.empty(); t += 0.5) m = scheduler.observe(executor, t);
+  EXPECT_EQ(executor.paused, (std::vector<int64_t>{1})) << "its window ended: its neighbour pauses";
+  executor.next.gpus[0].sm_activity = 0.35;  // job 2 alone
+  for (; t <= 30 && m.shares.empty(); t += 0.5) m = scheduler.observe(executor, t);
+  ASSERT_EQ(m.shares.size(), 1u);
+  EXPECT_TRUE(m.shares[0].alone);
+  EXPECT_NEAR(m.shares[0].share, 0.35, 1e-9);
+  EXPECT_EQ(executor.resumed, (std::vector<int64_t>{1}));
+
+  scheduler.ended(1, t);
+  scheduler.ended(2, t);
+  scheduler.round({waiting(3, 10, "python train.py --lr 0.1")}, executor, t);
+  ASSERT_EQ(executor.launched.size(), 3u);
+  EXPECT_NEAR(executor.launched[2].request.sm_share, 0.35, 1e-9) << "its command learned the share alone";
 }
 
 TEST(Scheduler, AJobWaitingForItsEstimateStartsOnlyOnAnEmptyGpu) {

@@ -326,6 +326,34 @@ TEST(Simulator, AJobJoiningAnOversubscribedGpuSettlesAtWhatItUsesAloneNotAtItsPa
   }
 }
 
+// A (0.7 alone) and B (0.3 alone), of different commands, start together
+// on an empty GPU and settle together.
+SimulationResult settled_together(bool probe_alone) {
+  std::vector<TraceJob> trace{job(0, "a", 100, 4, 0.7), job(0, "b", 100, 4, 0.3)};
+  trace[0].command = "python a.py";
+  trace[1].command = "python b.py";
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  o.thresholds.probe_alone = probe_alone;
+  return simulate(trace, o);
+}
+
+TEST(Simulator, JobsThatSettleTogetherAreEachMeasuredAloneWhenTheirNeighboursPause) {
+  SimulationResult beside = settled_together(false);
+  EXPECT_DOUBLE_EQ(beside.jobs[1].start_s, 0);
+  EXPECT_FALSE(beside.jobs[0].settled_share) << "beside each other, each share is their mean: not seen";
+  SimulationResult probed = settled_together(true);
+  EXPECT_DOUBLE_EQ(probed.jobs[1].start_s, 0);
+  ASSERT_TRUE(probed.jobs[0].settled_share);
+  ASSERT_TRUE(probed.jobs[1].settled_share);
+  EXPECT_NEAR(*probed.jobs[0].settled_share, 0.7, 1e-9);
+  EXPECT_NEAR(*probed.jobs[1].settled_share, 0.3, 1e-9);
+  // Due at 4 s (1 s of warm-up, 3 s measured): B pauses 4-8 while A is
+  // measured alone, then A pauses 8-12. Each lost 4 s, and B's work waited
+  // for A's: both end 4 s after they would have.
+  EXPECT_NEAR(probed.total_s, beside.total_s + 4, 1e-6);
+}
+
 // A warm-up job of workload "w" completes first, so the figure alone of
 // every later "w" job is known; then one joins every 10 s.
 std::vector<TraceJob> staggered_joins(double sm_activity) {

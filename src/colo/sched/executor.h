@@ -71,6 +71,13 @@ class Executor {
   virtual Launch launch(int64_t id, const std::vector<int>& gpus, const JobRequest& request) = 0;
   // Stops a running job; it is no longer observed.
   virtual void stop(int64_t id) = 0;
+  // Pauses running jobs `ids`, every process of each, until resume(): a
+  // paused job keeps its memory, uses no SM time and makes no progress.
+  // The ledger pauses a settling job's neighbours for a few seconds to
+  // measure its share alone (Thresholds::probe_alone).
+  virtual void pause(const std::vector<int64_t>& ids) = 0;
+  // Lets paused jobs `ids` run on; ids that are not paused are ignored.
+  virtual void resume(const std::vector<int64_t>& ids) = 0;
   // The GPUs' and running jobs' readings at `now_s`.
   virtual Observation observe(double now_s) = 0;
   // A running job's training throughput now as a fraction of its throughput

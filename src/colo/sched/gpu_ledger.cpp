@@ -8,7 +8,6 @@
 namespace colo::sched {
 namespace {
 
-constexpr double kMinMeasuredShare = 0.02;
 // A neighbour's slowdown is read up to this: a stalled neighbour (a pause,
 // a checkpoint) says nothing of what the newcomer took.
 constexpr double kMaxSlowdown = 0.9;
@@ -84,7 +83,18 @@ std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
   if (it == jobs_.end()) return std::nullopt;
   std::optional<MeasuredShare> measured;
   const LedgerEntry& job = it->second;
-  if (job.settling && job.active_since_s >= 0 && now_s - job.active_since_s >= thresholds_.settle_active_s / 2) {
+  bool probed = false;  // a probe of it ends unfinished: its readings were of it alone for part of the window
+  for (auto p = probes_.begin(); p != probes_.end(); ++p) {
+    if (p->id == id) {
+      release_probe(*p, now_s);
+      probes_.erase(p);
+      probed = true;
+      break;
+    }
+    p->paused.erase(std::remove(p->paused.begin(), p->paused.end(), id), p->paused.end());
+  }
+  if (!probed && job.settling && job.active_since_s >= 0 &&
+      now_s - job.active_since_s >= thresholds_.settle_active_s / 2) {
     measured = measure(id, job, now_s);
     measured->saturated = false;  // it is leaving: nothing to close
   }
@@ -306,30 +316,45 @@ void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity
 std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
   std::vector<MeasuredShare> measured;
   if (settling_ == 0) return measured;
+  end_probes(now_s, measured);
   for (auto& [id, job] : jobs_) {
     if (!job.settling || now_s < settles_at(job) - 1e-9) continue;
-    MeasuredShare m = measure(id, job, now_s);
-    job.settling = false;
-    --settling_;
-    for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
-    job.sm_share = m.share;
-    if (m.speed) learn_solo_rates(id, job, *m.speed);
-    if (m.saturated) {
-      for (int g : job.gpus) {
-        gpus_.at(static_cast<size_t>(g)).saturated = "SM activity stopped growing (job " + std::to_string(id) +
-                                                     " added " + fixed(m.share, 2) + ")";
-      }
+    if (thresholds_.probe_alone) {
+      bool probed = std::any_of(probes_.begin(), probes_.end(), [id = id](const Probe& p) { return p.id == id; });
+      if (probed || start_probe(id, job, now_s) != ProbeStart::kNoNeighbours) continue;
     }
+    MeasuredShare m = measure(id, job, now_s);
+    if (m.speed) learn_solo_rates(id, job, *m.speed);
+    conclude(id, job, m);
     measured.push_back(m);
   }
   return measured;
+}
+
+void GpuLedger::conclude(int64_t id, LedgerEntry& job, const MeasuredShare& m) {
+  job.settling = false;
+  --settling_;
+  for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
+  job.sm_share = m.share;
+  if (m.saturated) {
+    for (int g : job.gpus) {
+      gpus_.at(static_cast<size_t>(g)).saturated = "SM activity stopped growing (job " + std::to_string(id) +
+                                                   " added " + fixed(m.share, 2) + ")";
+    }
+  }
 }
 
 double GpuLedger::next_settle_s() const {
   double next = std::numeric_limits<double>::infinity();
   if (settling_ == 0) return next;
   for (const auto& [id, job] : jobs_) {
-    if (job.settling) next = std::min(next, settles_at(job));
+    if (!job.settling) continue;
+    double due = settles_at(job);
+    if (thresholds_.probe_alone) {
+      auto probe = std::find_if(probes_.begin(), probes_.end(), [id = id](const Probe& p) { return p.id == id; });
+      due = probe != probes_.end() ? probe_ends_s(*probe) : std::max(due, probe_blocks_until(id, job));
+    }
+    next = std::min(next, due);
   }
   return next;
 }

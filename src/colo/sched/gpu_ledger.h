@@ -31,6 +31,11 @@
 // least `saturation_floor` busy that had other jobs, the GPU's aggregate has
 // stopped growing and it takes no job until one leaves it. A job that ends
 // while settling, after some active time, is measured as it ends.
+// With Thresholds::probe_alone, a settling job that has neighbours when its
+// window ends is measured alone instead: the jobs on its GPUs are paused
+// (take_probe_steps) for probe_drain_s + settle_active_s, and its share is
+// its GPU's activity over the last settle_active_s of that. One probe at a
+// time touches a GPU; a job due meanwhile waits for it.
 
 #include <cstdint>
 #include <deque>
@@ -113,6 +118,18 @@ struct MeasuredShare {
   // neighbours' (all of a busy GPU's jobs slow alike): 1 on a GPU with room;
   // nullopt where the readings do not tell.
   std::optional<double> speed;
+  // Measured alone, its neighbours paused (Thresholds::probe_alone); then
+  // `beside` is what the rise rule read just before, where it was seen.
+  bool alone = false;
+  std::optional<double> beside;
+};
+
+// Jobs to let run on and jobs to pause now, for the probes that measure a
+// settling job alone. The caller carries them out, resumes first: a probe
+// that ends and one that begins in the same call may name the same job.
+struct ProbeSteps {
+  std::vector<int64_t> resume;
+  std::vector<int64_t> pause;
 };
 
 // What a job's energy on a GPU is split by among the jobs there: its SM
@@ -166,6 +183,12 @@ class GpuLedger {
   std::vector<MeasuredShare> settle(double now_s);
   // When the next settle window ends; +infinity when none is open.
   double next_settle_s() const;
+  // The pauses and resumes the probes asked for since the last call.
+  ProbeSteps take_probe_steps();
+  // True while a probe pauses jobs on GPU `gpu`, and for the rate window
+  // after (settle_active_s, throughput_window_s): its jobs' rates then show
+  // the pause, not what their neighbours take.
+  bool probing(int gpu, double now_s) const;
   // True while view(gpu, t) is the same for every later t until the GPU's
   // jobs, their shares or its readings change: no job on it settles and its
   // activity readings are all one value. A caller may then keep a view.
@@ -182,6 +205,7 @@ class GpuLedger {
   double energy_share(int64_t id) const;
 
  private:
+  static constexpr double kMinMeasuredShare = 0.02;  // no share is measured below this
   struct GpuState {
     int64_t mem_total_bytes = 0;
     std::deque<std::pair<double, double>> activity;  // (time, SM activity) readings
@@ -189,7 +213,35 @@ class GpuLedger {
     std::string saturated;                            // why it stopped growing; "" = open
     int settling_jobs = 0;                            // jobs on it whose share is being measured
     double last_rise = 1;                             // what its last measured job added to its activity
+    double probe_ends_s = -1;      // when the probe that touches it ends (in the past: none does)
+    double probe_quiet_s = -1;     // until when its jobs' rates still show a probe's pause
   };
+  // A settling job measured alone while `paused` wait.
+  struct Probe {
+    int64_t id = 0;
+    double since_s = 0;
+    std::vector<int64_t> paused;
+    std::vector<int> gpus;  // every GPU it touches: the job's and its paused neighbours'
+    MeasuredShare beside;   // the rise rule's reading when it began
+  };
+  enum class ProbeStart { kNoNeighbours, kWaits, kStarted };
+  // Pauses the jobs beside settling `job` and starts measuring it alone,
+  // unless it has no neighbours or a probe already touches their GPUs.
+  ProbeStart start_probe(int64_t id, LedgerEntry& job, double now_s);
+  // Ends probes due by `now_s`, their jobs measured alone, into `measured`.
+  void end_probes(double now_s, std::vector<MeasuredShare>& measured);
+  // Lets a probe's paused jobs run on; its GPUs are free of it from `now_s`.
+  void release_probe(const Probe& probe, double now_s);
+  double probe_ends_s(const Probe& probe) const;
+  // Until when a probe touching the GPUs of `job` or of its neighbours keeps
+  // it from starting its own (in the past when none does).
+  double probe_blocks_until(int64_t id, const LedgerEntry& job) const;
+  // The jobs on `job`'s GPUs other than itself, each once.
+  std::vector<int64_t> neighbours_of(int64_t id, const LedgerEntry& job) const;
+  // A measured share taken as the job's: it stops settling and counts it.
+  void conclude(int64_t id, LedgerEntry& job, const MeasuredShare& m);
+  // Readings of `gpu` later than `since_s` still kept.
+  int readings_since(const GpuState& gpu, double since_s) const;
   // Mean reading over the averaging window, counting none before `since_s`.
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
   double settles_at(const LedgerEntry& job) const;
@@ -225,6 +277,8 @@ class GpuLedger {
   std::map<int64_t, LedgerEntry> jobs_;
   int provisional_ = 0;  // provisional jobs not yet measured
   int settling_ = 0;  // jobs whose share is being measured (settle() and next_settle_s() skip the walk at 0)
+  std::vector<Probe> probes_;
+  ProbeSteps steps_;  // not yet taken by take_probe_steps()
   std::vector<std::vector<int64_t>> on_gpu_;  // job ids by GPU
 };
 

@@ -78,6 +78,14 @@ struct Thresholds {
   // Jobs of unknown share that may settle on one GPU at once; a share
   // measured while others rose too is split between them.
   int max_settling_per_gpu = 3;
+  // A settling job that has neighbours is measured alone: when its settle
+  // window ends, the other jobs on its GPUs are paused (Executor::pause) for
+  // probe_drain_s + settle_active_s, and its share is its GPU's activity
+  // over the last settle_active_s of that. False: its share is read from
+  // the rise of its GPU's activity and its neighbours' lost rates, which a
+  // full GPU hides.
+  bool probe_alone = false;
+  double probe_drain_s = 1.0;  // for kernels in flight to finish, and the newcomer to speed up
   // A job of unknown memory (JobRequest::provisional) joins a busy GPU only
   // where at least this much is free as the scheduler accounts it.
   int64_t min_provisional_bytes = int64_t{4} << 30;

@@ -196,6 +196,7 @@ void Runner::adopt(const JobRecord& job) {
   a.id = job.id;
   a.gpus = job.gpus.empty() ? std::vector<int>{std::max(job.gpu, 0)} : job.gpus;
   a.pgid = job.pid;
+  ::kill(-a.pgid, SIGCONT);  // in case the scheduler before died while it was paused and its watchdog too
   a.request = adopted_request(job);
   a.learned_alone = scheduler_.history().alone_rate(job_keys(job.spec));
   account_on_simulated(a);
@@ -305,6 +306,7 @@ void Runner::release_on_simulated(const Active& job) {
 }
 
 void Runner::forget(const Active& job) {
+  resume({job.id});
   loaders_->release(job.id);
   release_on_simulated(job);
   if (auto m = scheduler_.ended(job.id, clock_.elapsed_s())) record_share(*m);
@@ -622,6 +624,7 @@ Launch Runner::launch(int64_t id, const std::vector<int>& gpus, const JobRequest
 }
 
 void Runner::stop(int64_t id) {
+  resume({id});  // a stopped process handles no SIGTERM
   for (auto& a : active_) {
     if (a.id != id || a.pgid == 0) continue;
     if (a.child) {
@@ -784,6 +787,7 @@ void Runner::run_until_done(const std::function<void()>& on_round) {
 }
 
 void Runner::stop_all(const std::string& reason) {
+  paused_.clear();
   for (auto& a : active_) {
     if (a.child) {
       a.child->terminate(5.0);
@@ -806,6 +810,7 @@ void Runner::detach(const std::string& why) {
     store_.set_waiting_reason(job.id, "queued: no scheduler is running (" + why + ")");
   }
   waiting_reason_.clear();
+  paused_.clear();  // continued: the next scheduler adopts them running
   for (const auto& a : active_) {
     release_on_simulated(a);
     scheduler_.ended(a.id, clock_.elapsed_s());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "colo/core/paused_groups.h"
 #include "colo/core/stopwatch.h"
 #include "colo/core/subprocess.h"
 #include "colo/gpu/device.h"
@@ -182,6 +183,13 @@ class Runner : private Executor {
   Launch launch(int64_t id, const std::vector<int>& gpus, const JobRequest& request) override;
   // Executor: stops a running job (SIGTERM, then SIGKILL) and lets go of its loader.
   void stop(int64_t id) override;
+  // Executor: stops the jobs' process groups (SIGSTOP) while a job beside
+  // them is measured alone; a watchdog continues them should colo die or
+  // stall meanwhile (PausedGroups). A job that cannot be paused is named in
+  // the log and runs on: that share is then measured with it running.
+  void pause(const std::vector<int64_t>& ids) override;
+  // Executor: continues paused jobs (SIGCONT).
+  void resume(const std::vector<int64_t>& ids) override;
   // Executor: samples the devices (energy split among their jobs, written
   // to the store), reads each job's memory and its progress file.
   Observation observe(double now_s) override;
@@ -260,6 +268,10 @@ class Runner : private Executor {
   std::map<int64_t, RoundJob> round_jobs_;
   std::map<int64_t, std::string> waiting_reason_;  // as last written to the store
   bool hold_new_jobs_ = false;
+  // Paused jobs by id; a pause of several jobs is shared by them, and the
+  // last one resumed dismisses its watchdog. Last: destroyed first, so no
+  // job outlives this runner stopped.
+  std::map<int64_t, std::shared_ptr<PausedGroups>> paused_;
   Stopwatch clock_;
   double last_observed_s_ = -1;  // clock_ at the last observe_devices()
 };

@@ -106,9 +106,13 @@ Measured Scheduler::observe(Executor& executor, double now_s) {
     mark_stale(ledger_.jobs().at(p.id).gpus);
     measured.peaks.push_back(p);
   }
+  ProbeSteps probe = ledger_.take_probe_steps();
+  if (!probe.resume.empty()) executor.resume(probe.resume);
+  if (!probe.pause.empty()) executor.pause(probe.pause);
   while (!verdicts_due_.empty() && verdicts_due_.front() <= now_s + kEpsilon) verdicts_due_.erase(verdicts_due_.begin());
   if (watch_.watching() > 0) {
     for (int g : watch_.watched_gpus()) {
+      if (ledger_.probing(g, now_s)) continue;  // its jobs' rates show a probe's pause: judged after
       for (const auto& outcome : watch_.check(g, throughput_on(executor, g), now_s)) {
         if (!outcome.stopped_growing) continue;
         ledger_.close(g, *outcome.stopped_growing);

@@ -38,6 +38,7 @@ class Simulation : private Executor {
     on_gpu_.resize(static_cast<size_t>(options.gpus));
     active_pos_.assign(trace.size(), -1);
     training_.assign(trace.size(), 0);
+    paused_.assign(trace.size(), 0);
     held_bytes_.assign(trace.size(), 0);
     gpus_of_.resize(trace.size());
     readings_.assign(static_cast<size_t>(options.gpus), Reading{0.0, 0});
@@ -250,6 +251,22 @@ class Simulation : private Executor {
     enqueue(id, false);
   }
 
+  // A paused job neither starts up nor trains, and its GPUs' activity
+  // drops its share until it is resumed.
+  void pause(const std::vector<int64_t>& ids) override { set_paused(ids, 1); }
+  void resume(const std::vector<int64_t>& ids) override { set_paused(ids, 0); }
+  void set_paused(const std::vector<int64_t>& ids, char paused) {
+    for (int64_t id : ids) {
+      if (active_pos_[static_cast<size_t>(id)] < 0 || paused_[static_cast<size_t>(id)] == paused) continue;
+      for (int g : gpus_of_[static_cast<size_t>(id)]) catch_up(g);
+      paused_[static_cast<size_t>(id)] = paused;
+      for (int g : gpus_of_[static_cast<size_t>(id)]) {
+        gpus_[g]->set_activity(id, activity_now(id));
+        reread(g);
+      }
+    }
+  }
+
   // The first `backfill_window` waiting jobs in rank order, tried by the
   // scheduler's round; those it started leave the queue.
   void schedule() {
@@ -278,6 +295,7 @@ class Simulation : private Executor {
   }
 
   double cached_job_rate(const Active& r) const {
+    if (paused_[static_cast<size_t>(r.id)]) return 0;
     if (r.single_gpu >= 0) return gpu_rates_[static_cast<size_t>(r.single_gpu)];
     double rate = 1.0;
     for (int g : gpus_of_[static_cast<size_t>(r.id)]) rate = std::min(rate, gpu_rates_[static_cast<size_t>(g)]);
@@ -288,6 +306,7 @@ class Simulation : private Executor {
     compute_gpu_rates();
     double next = kInf;
     for (const auto& r : active_) {
+      if (paused_[static_cast<size_t>(r.id)]) continue;
       double done = r.startup_left_s > 0 ? now_ + r.startup_left_s : now_ + r.remaining_s / cached_job_rate(r);
       next = std::min({next, done, r.oom_at_s});
     }
@@ -306,6 +325,7 @@ class Simulation : private Executor {
       for (int64_t id : on_gpu_[g]) result_.jobs[id].energy_j += used * std::max(activity_now(id), 1e-6) / share_sum;
     }
     for (auto& r : active_) {
+      if (paused_[static_cast<size_t>(r.id)]) continue;
       if (r.startup_left_s > 0) {
         r.startup_left_s -= dt;  // events end start-ups exactly: dt never crosses one
       } else {
@@ -329,7 +349,7 @@ class Simulation : private Executor {
       --starting_;
       for (int g : gpus_of_[static_cast<size_t>(r.id)]) {
         catch_up(g);
-        gpus_[g]->set_activity(r.id, trace_[r.id].sm_activity);
+        gpus_[g]->set_activity(r.id, activity_now(r.id));
         reread(g);
       }
     }
@@ -338,9 +358,9 @@ class Simulation : private Executor {
   // Seconds of training alone (its run alone less its start-up).
   static double training_s(const TraceJob& t) { return t.duration_s - t.startup_s; }
 
-  // Its SM activity now: none while it starts up.
+  // Its SM activity now: none while it starts up or is paused.
   double activity_now(int64_t id) const {
-    return training_[static_cast<size_t>(id)] ? trace_[id].sm_activity : 0.0;
+    return training_[static_cast<size_t>(id)] && !paused_[static_cast<size_t>(id)] ? trace_[id].sm_activity : 0.0;
   }
 
   void release(int64_t id) {
@@ -358,6 +378,7 @@ class Simulation : private Executor {
     active_pos_[static_cast<size_t>(id)] = -1;
     if (!training_[static_cast<size_t>(id)]) --starting_;  // it left while starting up
     training_[static_cast<size_t>(id)] = 0;
+    paused_[static_cast<size_t>(id)] = 0;
   }
 
   // Jobs that ended by now, handled in id order (as the runner's job table
@@ -426,6 +447,7 @@ class Simulation : private Executor {
   std::vector<Active> active_;                // running jobs, in no order
   std::vector<int> active_pos_;               // by job id: its index in active_, -1 when not running
   std::vector<char> training_;                // by job id: running and past its start-up
+  std::vector<char> paused_;                  // by job id: paused by a probe (Executor::pause)
   std::vector<int64_t> held_bytes_;           // by job id: memory it holds on its GPUs (the most on one)
   int64_t starting_ = 0;                      // running jobs still starting up
   std::vector<std::vector<int>> gpus_of_;     // by job id: the GPUs of its current attempt

@@ -1,0 +1,62 @@
+// The runner's pauses: a settling job's neighbours stopped for a few
+// seconds so that its share is measured alone (GpuLedger's probes).
+
+#include <signal.h>
+
+#include <spdlog/spdlog.h>
+
+#include "colo/sched/runner.h"
+
+namespace colo::sched {
+namespace {
+
+// Past this a watchdog continues a pause that colo did not end: a probe
+// lasts a few seconds, and a round is never this late.
+constexpr double kPauseSlackS = 30;
+
+std::string ids_text(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (int64_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
+}  // namespace
+
+void Runner::pause(const std::vector<int64_t>& ids) {
+  std::vector<pid_t> groups;
+  std::vector<int64_t> pausing;
+  for (int64_t id : ids) {
+    if (paused_.count(id)) continue;
+    for (const Active& a : active_) {
+      if (a.id != id || a.pgid == 0) continue;
+      groups.push_back(a.pgid);
+      pausing.push_back(id);
+    }
+  }
+  if (groups.empty()) return;
+  const double limit_s = options_.thresholds.probe_drain_s + options_.thresholds.settle_active_s + kPauseSlackS;
+  try {
+    auto pause = std::make_shared<PausedGroups>(groups, limit_s);
+    for (int64_t id : pausing) paused_[id] = pause;
+    spdlog::info("job(s) {} paused for {:.1f} s: a job beside them is measured alone", ids_text(pausing),
+                 options_.thresholds.probe_drain_s + options_.thresholds.settle_active_s);
+  } catch (const std::exception& e) {
+    spdlog::warn("job(s) {} run on unpaused ({}): the share measured beside them counts them too", ids_text(pausing),
+                 e.what());
+  }
+}
+
+void Runner::resume(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    auto it = paused_.find(id);
+    if (it == paused_.end()) continue;
+    for (pid_t g : it->second->pgids()) {
+      for (const Active& a : active_) {
+        if (a.id == id && a.pgid == g) ::kill(-g, SIGCONT);
+      }
+    }
+    paused_.erase(it);
+  }
+}
+
+}  // namespace colo::sched

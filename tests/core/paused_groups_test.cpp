@@ -1,0 +1,94 @@
+// Pausing process groups, and the watchdog that continues them when colo
+// cannot.
+
+#include "colo/core/paused_groups.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "colo/core/subprocess.h"
+
+namespace colo {
+namespace {
+
+// The process's state letter from /proc (T: stopped), or '?' once it is gone.
+char state_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return '?';
+  size_t close = line.rfind(')');
+  return close + 2 < line.size() ? line[close + 2] : '?';
+}
+
+// Waits up to `timeout_s` for `pid` to leave (or, with `stopped`, to enter) the stopped state.
+bool becomes(pid_t pid, bool stopped, double timeout_s) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    if ((state_of(pid) == 'T') == stopped) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+struct Sleeper {
+  ChildProcess child{{"sleep", "60"}, {}};
+  ~Sleeper() {
+    ::kill(-child.pid(), SIGCONT);
+    child.terminate(1);
+  }
+};
+
+TEST(PausedGroups, StopsAGroupUntilResumed) {
+  Sleeper job;
+  ASSERT_TRUE(becomes(job.child.pid(), false, 5));
+  {
+    PausedGroups pause({job.child.pid()}, 30);
+    EXPECT_TRUE(becomes(job.child.pid(), true, 5));
+    pause.resume();
+    EXPECT_TRUE(becomes(job.child.pid(), false, 5));
+    PausedGroups again({job.child.pid()}, 30);
+    EXPECT_TRUE(becomes(job.child.pid(), true, 5));
+  }
+  EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "dropped: it runs on";
+}
+
+TEST(PausedGroups, ItsWatchdogContinuesTheGroupWhenThePauserIsKilled) {
+  Sleeper job;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t pauser = ::fork();
+  ASSERT_GE(pauser, 0);
+  if (pauser == 0) {
+    PausedGroups pause({job.child.pid()}, 30);
+    char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  EXPECT_TRUE(becomes(job.child.pid(), true, 5));
+  ::kill(pauser, SIGKILL);
+  ::waitpid(pauser, nullptr, 0);
+  EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "kill -9 of colo leaves no job stopped";
+}
+
+TEST(PausedGroups, ItsWatchdogContinuesTheGroupPastTheLimit) {
+  Sleeper job;
+  PausedGroups pause({job.child.pid()}, 0.3);
+  EXPECT_TRUE(becomes(job.child.pid(), true, 5));
+  EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "a pauser that stalls past its limit";
+}
+
+}  // namespace
+}  // namespace colo
