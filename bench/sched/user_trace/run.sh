@@ -13,7 +13,7 @@
 #             memory every 0.5 s); jobs already done are skipped; with
 #             LOOP_PART=K/N and CUDA_VISIBLE_DEVICES, this GPU's share of the
 #             jobs (loop.sh), its files tagged partKofN_
-#   model, opaque, declared
+#   model, opaque, declared (each also as model_probe, ...: with --probe-alone)
 #             `colo run OUT/trace/VARIANT.toml --store OUT/VARIANT/jobs.db
 #             --policy magm --mode mps` inside `colo monitor`; a run cut off
 #             is continued by `colo run --store` (its time adds up; jobs
@@ -94,21 +94,22 @@ write_declared() {
     && [ -f "$peaks" ] && touch "$OUT/trace/declared.from-peaks"
 }
 
-run_variant() {  # VARIANT
-  local v=$1 dir=$OUT/$1
+run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_probe (colo run --probe-alone)
+  local v=$1 dir=$OUT/$1 base=${1%_probe} probe=()
+  [ "$base" != "$v" ] && probe=(--probe-alone)
   mkdir -p "$dir"
   if [ -f "$dir/done" ]; then log "$v: done before"; return; fi
-  [ "$v" = declared ] && write_declared
+  [ "$base" = declared ] && write_declared
   local seg
   seg=$(find "$dir" -maxdepth 1 -name 'segment_*.json' | wc -l)
   # A first call submits the job file; a later one continues the store.
-  local jobs_file=("$OUT/trace/$v.toml")
+  local jobs_file=("$OUT/trace/$base.toml")
   [ "$seg" -gt 0 ] && jobs_file=()
   # COLO_RUN_ARGS is split into words on purpose.
   # shellcheck disable=SC2206
   local cmd=("$COLO" monitor --interval 0.5 --summary-json "$dir/monitor_$seg.json" --out "$dir/timeline_$seg.csv" --
              "$COLO" run "${jobs_file[@]}" --store "$dir/jobs.db" --policy magm --mode mps --poll 0.5
-             --summary-json "$dir/run_$seg.json" --out "$dir/report" ${COLO_RUN_ARGS:-})
+             --summary-json "$dir/run_$seg.json" --out "$dir/report" "${probe[@]}" ${COLO_RUN_ARGS:-})
   record "${CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES }${cmd[*]}"
   python3 "$here/store.py" watch "$dir/jobs.db" --label "$v" --first-start "$dir/first_start_$seg.json" &
   local watcher=$! e0 e1 t0 t1 rc
@@ -147,7 +148,7 @@ for step in "$@"; do
   case $step in
     trace) ;;  # the trace alone (written above when missing)
     loop) run_loop ;;
-    model | opaque | declared) run_variant "$step" ;;
+    model | opaque | declared | model_probe | opaque_probe | declared_probe) run_variant "$step" ;;
     sim) run_sim ;;
     summary)
       python3 "$here/summarise.py" "$OUT" ${SOLO_FROM:+--solo-from "$SOLO_FROM"} | tee "$OUT/summary.txt" ;;

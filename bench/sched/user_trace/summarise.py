@@ -45,6 +45,13 @@ sys.path.insert(0, HERE)
 import store  # noqa: E402  (beside this file)
 
 VARIANTS = ("model", "opaque", "declared")
+# A variant run with `colo run --probe-alone` (run.sh): VARIANT_probe.
+PROBED = tuple(f"{v}_probe" for v in VARIANTS)
+
+
+def variants_in(out):
+    """The three variants, and those of them also run with --probe-alone in `out`."""
+    return VARIANTS + tuple(v for v in PROBED if os.path.isdir(os.path.join(out, v)))
 
 
 def unseen_settlements(variant_dir):
@@ -247,15 +254,16 @@ def earlier_activity(summary_path):
 
 
 def summarise(out, trace, commands, solo_from=None):
+    variants = variants_in(out)
     solo = loop_jobs(out, trace)
     activity_before = earlier_activity(solo_from)
     loop_done = len(solo) == len(trace)
     loop_s = sum(j["solo_s"] for j in solo.values()) if loop_done else None
     loop_energy = (sum(j["energy_j"] for j in solo.values())
                    if loop_done and all(j["energy_j"] is not None for j in solo.values()) else None)
-    runs = {v: variant_run(out, v, trace) for v in VARIANTS}
+    runs = {v: variant_run(out, v, trace) for v in variants}
     gaps, per_job = [], []
-    gaps_of = {v: [] for v in VARIANTS}
+    gaps_of = {v: [] for v in variants}
     for job in trace:
         name, alone = job["name"], solo.get(job["name"], {})
         activity_alone = alone.get("solo_sm_activity", activity_before.get(name))
@@ -289,8 +297,8 @@ def summarise(out, trace, commands, solo_from=None):
         "loop_failed": [n for n, j in solo.items() if j["exit"] != 0],
         "loop_s": loop_s,
         "loop_energy_j": loop_energy,
-        **{f"{v}_s": (runs[v] or {}).get("wall_s") for v in VARIANTS},
-        **{f"speedup_{v}": ratio(loop_s, (runs[v] or {}).get("wall_s")) for v in VARIANTS},
+        **{f"{v}_s": (runs[v] or {}).get("wall_s") for v in variants},
+        **{f"speedup_{v}": ratio(loop_s, (runs[v] or {}).get("wall_s")) for v in variants},
         "energy_saved_model_pct": (100 * (1 - runs["model"]["energy_j"] / loop_energy)
                                    if runs["model"] and runs["model"]["energy_j"] is not None and loop_energy
                                    else None),
@@ -309,7 +317,7 @@ def summarise(out, trace, commands, solo_from=None):
         "solo_from": solo_from,
         **{f"share_gap_median_{v}": statistics.median(g) if g else None for v, g in gaps_of.items()},
         **{f"share_gap_jobs_{v}": len(g) for v, g in gaps_of.items()},
-        **{f"unseen_shares_{v}": unseen_settlements(os.path.join(out, v)) for v in VARIANTS if runs[v]},
+        **{f"unseen_shares_{v}": unseen_settlements(os.path.join(out, v)) for v in variants if runs[v]},
         "sim_error_pct": 100 * (sim[0]["total_s"] - model_s) / model_s if sim and model_s else None,
         "sim_s": sim[0]["total_s"] if sim else None,
         "sim_opaque_error_pct": (100 * (sim_opaque[0]["total_s"] - opaque_s) / opaque_s
@@ -330,31 +338,32 @@ def cell(x, fmt):
 
 
 def readme(summary):
+    variants = list(summary["variants"])
     lines = ["# User trace (issue 49): one run", "",
              f"Trace: {summary['trace']}. GPU: {summary['gpu']}.", "",
-             "| | loop | model | opaque | declared |", "| --- | --- | --- | --- | --- |",
-             "| wall s | " + " | ".join(cell(summary[k], ".1f") for k in ("loop_s", "model_s", "opaque_s", "declared_s"))
+             "| | loop | " + " | ".join(variants) + " |", "| --- | --- |" + " --- |" * len(variants),
+             "| wall s | " + " | ".join(cell(summary[k], ".1f") for k in ["loop_s"] + [f"{v}_s" for v in variants])
              + " |",
-             "| speedup | 1 | " + " | ".join(cell(summary[f"speedup_{v}"], ".2f") for v in VARIANTS) + " |",
+             "| speedup | 1 | " + " | ".join(cell(summary[f"speedup_{v}"], ".2f") for v in variants) + " |",
              "| first start s | - | " + " | ".join(
-                 cell((summary["variants"][v] or {}).get("first_start_s"), ".1f") for v in VARIANTS) + " |",
+                 cell((summary["variants"][v] or {}).get("first_start_s"), ".1f") for v in variants) + " |",
              "| not completed | - | " + " | ".join(
-                 cell((summary["variants"][v] or {}).get("jobs_lost"), "d") for v in VARIANTS) + " |", "",
+                 cell((summary["variants"][v] or {}).get("jobs_lost"), "d") for v in variants) + " |", "",
              f"Energy saved (model): {cell(summary['energy_saved_model_pct'], '.1f')}%; false OOMs: "
              f"{summary['false_ooms']}; median |settled share - SM activity alone|: "
              f"{cell(summary['share_gap_median'], '.3f')} over {summary['share_gap_jobs']} settled jobs "
-             f"(unseen, left out: " + ", ".join(f"{v} {summary[f'unseen_shares_{v}']}" for v in VARIANTS
+             f"(unseen, left out: " + ", ".join(f"{v} {summary[f'unseen_shares_{v}']}" for v in variants
                                                 if f"unseen_shares_{v}" in summary) + "); "
              f"simulation error: {cell(summary['sim_error_pct'], '.1f')}%.", "",
              "Per job: run time alone (loop), start-up, slowdown in each variant (its run time there over alone), "
-             "settled SM share (model / opaque / declared; - where predicted, declared, unseen or not measured), "
+             f"settled SM share ({' / '.join(variants)}; - where predicted, declared, unseen or not measured), "
              "SM activity alone.", "",
-             "| job | alone s | start-up s | model x | opaque x | declared x | settled share | SM alone |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| job | alone s | start-up s | " + " | ".join(f"{v} x" for v in variants) + " | settled share | SM alone |",
+             "| --- | --- | --- |" + " --- |" * len(variants) + " --- | --- |"]
     for j in summary["per_job"]:
-        shares = " / ".join(cell(j[f"{v}_sm_share"], ".2f") for v in VARIANTS)
+        shares = " / ".join(cell(j[f"{v}_sm_share"], ".2f") for v in variants)
         lines.append(f"| {j['name']} | {cell(j['solo_s'], '.1f')} | {cell(j['startup_s'], '.1f')} | "
-                     + " | ".join(cell(j[f"{v}_slowdown"], ".2f") for v in VARIANTS)
+                     + " | ".join(cell(j[f"{v}_slowdown"], ".2f") for v in variants)
                      + f" | {shares} | {cell(j['solo_sm_activity'], '.2f')} |")
     lines += ["", "Commands:", "", "```"] + summary["commands"] + ["```", ""]
     return "\n".join(lines)

@@ -315,7 +315,9 @@ void Runner::forget(const Active& job) {
 void Runner::record_share(const MeasuredShare& m) {
   if (!store_.get(m.id)) return;
   if (m.seen) store_.record_sm_share(m.id, m.share);
-  std::string how = "its GPU's activity rose " + fixed(m.rise, 2);
+  std::string how = m.alone ? "measured alone, its neighbours paused; beside them the GPU rose " + fixed(m.rise, 2) +
+                                  (m.beside ? " and the rise rule read " + fixed(*m.beside, 2) : "")
+                           : "its GPU's activity rose " + fixed(m.rise, 2);
   if (m.neighbour_slowdown) {
     how += ", its neighbours lost " + fixed(100 * *m.neighbour_slowdown, 0) + "% of their rate:";
     for (const auto& [id, loss] : m.neighbour_losses) how += " job " + std::to_string(id) + " " + fixed(100 * loss, 0) + "%";
