@@ -31,7 +31,8 @@ bool has(const std::vector<int64_t>& ids, int64_t id) { return std::find(ids.beg
 // running, `alone[id]` while job id runs alone, and 0.7 in the drain's
 // first second (kernels in flight).
 struct ProbedGpu {
-  GpuLedger ledger{{80 * kGiB}, CollocationMode::kMps, probing_thresholds()};
+  explicit ProbedGpu(const Thresholds& t = probing_thresholds()) : ledger({80 * kGiB}, CollocationMode::kMps, t) {}
+  GpuLedger ledger;
   double busy = 0.95;
   std::map<int64_t, double> alone;
   std::vector<int64_t> paused;
@@ -143,6 +144,48 @@ TEST(GpuLedgerProbe, APausedNeighbourThatLeavesIsNotResumed) {
   EXPECT_NEAR(gpu.measured[0].second.share, 0.5, 1e-9);
   ASSERT_EQ(gpu.steps.size(), 2u);
   EXPECT_EQ(gpu.steps[1].resume, (std::vector<int64_t>{2}));
+}
+
+// Job 2 reports no progress: its memory is quiet from 10 s, while it
+// still starts up on the CPU until 30 s, and it uses 0.6 alone from then.
+TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasuredAgainLater) {
+  Thresholds t = probing_thresholds();
+  t.settle_quiet_s = 9;
+  t.settle_s = 60;
+  ProbedGpu gpu(t);
+  gpu.ledger.place(request(1, 0.5), {0}, 0);
+  gpu.ledger.place(request(2), {0}, 5);
+  gpu.ledger.observe_peak(2, kGiB, 10);
+  gpu.alone = {{2, 0.03}};
+  gpu.run(0, 30);
+  ASSERT_EQ(gpu.measured.size(), 1u) << "probed at 19 s, once its memory had been quiet for 9 s";
+  EXPECT_DOUBLE_EQ(gpu.measured[0].first, 24);
+  EXPECT_TRUE(gpu.measured[0].second.again);
+  EXPECT_FALSE(gpu.measured[0].second.seen);
+  EXPECT_TRUE(gpu.ledger.jobs().at(2).settling);
+  gpu.alone = {{2, 0.6}};
+  gpu.run(30.5, 40);
+  ASSERT_EQ(gpu.measured.size(), 2u) << "probed again at 33 s, 9 s after the first probe";
+  EXPECT_DOUBLE_EQ(gpu.measured[1].first, 38);
+  EXPECT_FALSE(gpu.measured[1].second.again);
+  EXPECT_NEAR(gpu.measured[1].second.share, 0.6, 1e-9);
+  EXPECT_FALSE(gpu.ledger.jobs().at(2).settling);
+}
+
+TEST(GpuLedgerProbe, AJobThatStillShowsAlmostNothingAtTheSettleLimitIsTakenAsItIs) {
+  Thresholds t = probing_thresholds();
+  t.settle_quiet_s = 9;
+  t.settle_s = 30;
+  ProbedGpu gpu(t);
+  gpu.ledger.place(request(1, 0.5), {0}, 0);
+  gpu.ledger.place(request(2), {0}, 5);
+  gpu.ledger.observe_peak(2, kGiB, 10);
+  gpu.alone = {{2, 0.03}};
+  gpu.run(0, 60);
+  ASSERT_EQ(gpu.measured.size(), 2u);
+  EXPECT_TRUE(gpu.measured[0].second.again);
+  EXPECT_FALSE(gpu.measured[1].second.again) << "measured at 38 s, past its settle limit (35 s): a light job";
+  EXPECT_NEAR(gpu.measured[1].second.share, 0.03, 1e-9);
 }
 
 TEST(GpuLedgerProbe, AProbeWithoutReadingsOfItsGpuIsNotSeen) {

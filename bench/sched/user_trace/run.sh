@@ -13,7 +13,8 @@
 #             memory every 0.5 s); jobs already done are skipped; with
 #             LOOP_PART=K/N and CUDA_VISIBLE_DEVICES, this GPU's share of the
 #             jobs (loop.sh), its files tagged partKofN_
-#   model, opaque, declared (each also as model_probe, ...: with --probe-alone)
+#   model, opaque, declared (each also as model_rise, ...: with --no-probe-alone,
+#             shares read from the rise of the GPU's activity beside others)
 #             `colo run OUT/trace/VARIANT.toml --store OUT/VARIANT/jobs.db
 #             --policy magm --mode mps` inside `colo monitor`; a run cut off
 #             is continued by `colo run --store` (its time adds up; jobs
@@ -94,9 +95,9 @@ write_declared() {
     && [ -f "$peaks" ] && touch "$OUT/trace/declared.from-peaks"
 }
 
-run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_probe (colo run --probe-alone)
-  local v=$1 dir=$OUT/$1 base=${1%_probe} probe=()
-  [ "$base" != "$v" ] && probe=(--probe-alone)
+run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_rise (colo run --no-probe-alone)
+  local v=$1 dir=$OUT/$1 base=${1%_rise} rise=()
+  [ "$base" != "$v" ] && rise=(--no-probe-alone)
   mkdir -p "$dir"
   if [ -f "$dir/done" ]; then log "$v: done before"; return; fi
   [ "$base" = declared ] && write_declared
@@ -109,7 +110,7 @@ run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_prob
   # shellcheck disable=SC2206
   local cmd=("$COLO" monitor --interval 0.5 --summary-json "$dir/monitor_$seg.json" --out "$dir/timeline_$seg.csv" --
              "$COLO" run "${jobs_file[@]}" --store "$dir/jobs.db" --policy magm --mode mps --poll 0.5
-             --summary-json "$dir/run_$seg.json" --out "$dir/report" "${probe[@]}" ${COLO_RUN_ARGS:-})
+             --summary-json "$dir/run_$seg.json" --out "$dir/report" "${rise[@]}" ${COLO_RUN_ARGS:-})
   record "${CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES }${cmd[*]}"
   python3 "$here/store.py" watch "$dir/jobs.db" --label "$v" --first-start "$dir/first_start_$seg.json" &
   local watcher=$! e0 e1 t0 t1 rc
@@ -148,7 +149,7 @@ for step in "$@"; do
   case $step in
     trace) ;;  # the trace alone (written above when missing)
     loop) run_loop ;;
-    model | opaque | declared | model_probe | opaque_probe | declared_probe) run_variant "$step" ;;
+    model | opaque | declared | model_rise | opaque_rise | declared_rise) run_variant "$step" ;;
     sim) run_sim ;;
     summary)
       python3 "$here/summarise.py" "$OUT" ${SOLO_FROM:+--solo-from "$SOLO_FROM"} | tee "$OUT/summary.txt" ;;

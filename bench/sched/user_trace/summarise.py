@@ -45,13 +45,14 @@ sys.path.insert(0, HERE)
 import store  # noqa: E402  (beside this file)
 
 VARIANTS = ("model", "opaque", "declared")
-# A variant run with `colo run --probe-alone` (run.sh): VARIANT_probe.
-PROBED = tuple(f"{v}_probe" for v in VARIANTS)
+# A variant also run with `colo run --no-probe-alone` (run.sh): VARIANT_rise;
+# VARIANT_probe, of runs before probing alone became colo's default.
+OTHER_RULES = tuple(f"{v}_{rule}" for v in VARIANTS for rule in ("rise", "probe"))
 
 
 def variants_in(out):
-    """The three variants, and those of them also run with --probe-alone in `out`."""
-    return VARIANTS + tuple(v for v in PROBED if os.path.isdir(os.path.join(out, v)))
+    """The three variants, and those of them also run under the other share rule in `out`."""
+    return VARIANTS + tuple(v for v in OTHER_RULES if os.path.isdir(os.path.join(out, v)))
 
 
 def unseen_settlements(variant_dir):

@@ -10,7 +10,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
   options.predict_shares = !args.no_share_prediction;
   options.cpu_slots = args.cpu_slots;
   options.estimate_model = sched::scheduler_estimate(2, args.estimate_timeout_s);
-  options.thresholds.probe_alone = args.probe_alone;
+  if (args.no_probe_alone) options.thresholds.probe_alone = false;
   return options;
 }
 
@@ -33,8 +33,9 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
                   "job is placed as one of unknown memory")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_flag("--probe-alone", args.probe_alone,
-               "measure a new job's SM share alone: the jobs beside it pause for about 4 s when it settles");
+  cmd->add_flag("--no-probe-alone", args.no_probe_alone,
+               "measure a new job's SM share beside the jobs on its GPU (by the rise of its activity and their lost "
+               "rates), instead of pausing them for about 4 s while it runs alone");
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }
 

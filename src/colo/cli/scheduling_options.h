@@ -21,11 +21,11 @@ struct SchedulingArgs {
   bool no_share_prediction = false;
   int cpu_slots = 1;
   double estimate_timeout_s = 120;
-  bool probe_alone = false;
+  bool no_probe_alone = false;
 };
 
 // --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --cpu-slots,
-// --estimate-timeout, --probe-alone, --summary-json.
+// --estimate-timeout, --no-probe-alone, --summary-json.
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args);
 
 // Runner options from the flags; validates names before anything is written.

@@ -31,7 +31,7 @@ struct SimulateArgs {
   double reserve_after_s = 0;
   bool undeclared_sm_share = false;
   bool no_throughput_rule = false;
-  bool probe_alone = false;
+  bool no_probe_alone = false;
   bool provisional_memory = false;
   std::string out;
 };
@@ -99,7 +99,7 @@ int run_simulate(const SimulateArgs& args) {
     options.backfill.reserve_after_s = args.reserve_after_s;
     options.declared_sm_share = !args.undeclared_sm_share;
     options.throughput_rule = !args.no_throughput_rule;
-    options.thresholds.probe_alone = args.probe_alone;
+    options.thresholds.probe_alone = !args.no_probe_alone;  // as colo run does
     options.provisional_memory = args.provisional_memory;
     Stopwatch clock;
     auto result = sched::simulate(trace, options);
@@ -141,8 +141,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--undeclared-sm-share", args->undeclared_sm_share,
                 "tell the scheduler no job's SM share: each settles and is measured, as real jobs that declare none");
-  cmd->add_flag("--probe-alone", args->probe_alone,
-                "with --undeclared-sm-share: a settling job's neighbours pause while it is measured alone");
+  cmd->add_flag("--no-probe-alone", args->no_probe_alone,
+                "with --undeclared-sm-share: settling jobs are measured beside their neighbours, not alone "
+                "(colo run --no-probe-alone)");
   cmd->add_flag("--no-throughput-rule", args->no_throughput_rule,
                 "never close a GPU whose modelled training throughput stopped growing (the runner's rule)");
   cmd->add_flag("--provisional-memory", args->provisional_memory,

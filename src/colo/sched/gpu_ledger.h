@@ -35,7 +35,9 @@
 // window ends is measured alone instead: the jobs on its GPUs are paused
 // (take_probe_steps) for probe_drain_s + settle_active_s, and its share is
 // its GPU's activity over the last settle_active_s of that. One probe at a
-// time touches a GPU; a job due meanwhile waits for it.
+// time touches a GPU; a job due meanwhile waits for it. A job that reports
+// no training and shows almost nothing alone is measured again later
+// (MeasuredShare::again): its memory went quiet while it started up.
 
 #include <cstdint>
 #include <deque>
@@ -122,6 +124,12 @@ struct MeasuredShare {
   // `beside` is what the rise rule read just before, where it was seen.
   bool alone = false;
   std::optional<double> beside;
+  // Not taken: measured alone at under Thresholds::min_started_share while
+  // it reported no training, it is most likely still starting up (reading
+  // data, building its model on the CPU). It keeps settling: measured
+  // again once its memory is quiet for settle_quiet_s more, or from its
+  // first progress report; at settle_s after its start it is taken as is.
+  bool again = false;
 };
 
 // Jobs to let run on and jobs to pause now, for the probes that measure a

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "colo/core/table.h"
 #include "colo/sched/gpu_ledger.h"
 
 namespace colo::sched {
@@ -103,7 +104,16 @@ void GpuLedger::end_probes(double now_s, std::vector<MeasuredShare>& measured) {
       m.unseen_because = "its GPU gave no reading while it ran alone";
     }
     release_probe(*it, now_s);
-    conclude(it->id, job, m);
+    if (m.seen && job.training_since_s < 0 && m.share < thresholds_.min_started_share &&
+        now_s < job.start_s + thresholds_.settle_s - 1e-9) {
+      m.again = true;
+      m.seen = false;
+      m.unseen_because = "it used " + fixed(m.share, 2) +
+                         " alone and reports no training: most likely still starting up, it is measured again";
+      job.last_growth_s = now_s;  // its quiet wait begins again
+    } else {
+      conclude(it->id, job, m);
+    }
     measured.push_back(m);
     it = probes_.erase(it);
   }

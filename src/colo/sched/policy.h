@@ -86,6 +86,9 @@ struct Thresholds {
   // full GPU hides.
   bool probe_alone = false;
   double probe_drain_s = 1.0;  // for kernels in flight to finish, and the newcomer to speed up
+  // A job that reports no progress and shows less than this alone is taken
+  // to be still starting up, and is measured again (MeasuredShare::again).
+  double min_started_share = 0.2;
   // A job of unknown memory (JobRequest::provisional) joins a busy GPU only
   // where at least this much is free as the scheduler accounts it.
   int64_t min_provisional_bytes = int64_t{4} << 30;

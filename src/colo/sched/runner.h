@@ -188,6 +188,10 @@ class Runner : private Executor {
   // stall meanwhile (PausedGroups). A job that cannot be paused is named in
   // the log and runs on: that share is then measured with it running.
   void pause(const std::vector<int64_t>& ids) override;
+  // A paused job's activity on a simulated GPU drops to 0 until resumed.
+  void show_paused_on_simulated(int64_t id, bool paused);
+  // What a job keeps a simulated GPU busy with: its share, else 0.5.
+  static double simulated_share(const Active& job);
   // Executor: continues paused jobs (SIGCONT).
   void resume(const std::vector<int64_t>& ids) override;
   // Executor: samples the devices (energy split among their jobs, written

@@ -37,7 +37,10 @@ void Runner::pause(const std::vector<int64_t>& ids) {
   const double limit_s = options_.thresholds.probe_drain_s + options_.thresholds.settle_active_s + kPauseSlackS;
   try {
     auto pause = std::make_shared<PausedGroups>(groups, limit_s);
-    for (int64_t id : pausing) paused_[id] = pause;
+    for (int64_t id : pausing) {
+      paused_[id] = pause;
+      show_paused_on_simulated(id, true);
+    }
     spdlog::info("job(s) {} paused for {:.1f} s: a job beside them is measured alone", ids_text(pausing),
                  options_.thresholds.probe_drain_s + options_.thresholds.settle_active_s);
   } catch (const std::exception& e) {
@@ -56,6 +59,7 @@ void Runner::resume(const std::vector<int64_t>& ids) {
       }
     }
     paused_.erase(it);
+    show_paused_on_simulated(id, false);
   }
 }
 

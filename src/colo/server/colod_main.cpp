@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   double poll_s = 0.5, reserve_after_s = 0;
   int cpu_slots = 1;
   bool drain = false;
+  bool no_probe_alone = false;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
   app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
                  "on a host without a GPU: jobs that run at once (those reading one shared loader share it)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  app.add_flag("--no-probe-alone", no_probe_alone,
+               "measure a new job's SM share beside the jobs on its GPU instead of pausing them for about 4 s");
   app.add_flag("--drain", drain,
                "on SIGTERM/SIGINT, start no new job and wait for the running ones to end (default: leave them "
                "running for the next colod to adopt)");
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
     }
     colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s, reserve_after_s);
     options.cpu_slots = cpu_slots;
+    if (no_probe_alone) options.thresholds.probe_alone = false;
     options.estimate_model = colo::sched::scheduler_estimate();
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
