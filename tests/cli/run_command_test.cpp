@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -248,6 +249,61 @@ TEST(ColoRun, SurvivesKillNineWithoutLosingOrRepeatingJobs) {
   for (int index; ledger >> index;) ++runs[index];
   ASSERT_EQ(runs.size(), 8u);
   for (const auto& [index, count] : runs) EXPECT_EQ(count, 1) << "job " << index;
+}
+
+// The state letter of process `pid` in /proc (T: stopped), '?' when gone.
+char process_state(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return '?';
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '?';
+}
+
+bool wait_for(const std::function<bool()>& done, double timeout_s) {
+  Stopwatch waited;
+  while (!done()) {
+    if (waited.elapsed_s() > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// Job 1 (share declared) runs; job 2 (share unknown) reports progress at
+// once, so 4 s later colo pauses job 1 to measure job 2 alone. Colo is
+// killed with job 1 stopped: its watchdog lets job 1 run on.
+TEST(ColoRun, KillNineOfColoWhileAJobIsPausedLeavesItRunning) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\nname = \"known\"\nmem = \"10GiB\"\nsm_share = 0.3\n"
+                         "command = \"echo $$ > " + dir.file("known.pid") + "; exec sleep 60\"\n"
+                         "[[job]]\nname = \"new\"\nmem = \"10GiB\"\n"
+                         "command = \"echo $$ > " + dir.file("new.pid") +
+                         "; echo '{\\\"samples\\\": 1, \\\"train_s\\\": 0.1}' > $COLO_PROGRESS_FILE; exec sleep 60\"\n");
+  ChildProcess colo({COLO_EXECUTABLE, "run", dir.file("jobs.toml"), "--store", dir.file("jobs.db"), "--poll", "0.1"},
+                    {{"COLO_SIMULATED_GPUS", "1"}}, dir.file("colo.log"));
+  ASSERT_TRUE(wait_for([&] { return path_exists(dir.file("known.pid")) && path_exists(dir.file("new.pid")); }, 30))
+      << read_file(dir.file("colo.log"));
+  std::string known = read_file(dir.file("known.pid"));
+  known.erase(known.find_last_not_of("\n") + 1);
+  std::string fresh = read_file(dir.file("new.pid"));
+  fresh.erase(fresh.find_last_not_of("\n") + 1);
+  struct KillJobs {
+    std::vector<std::string> pids;
+    ~KillJobs() {
+      for (const auto& pid : pids) ::kill(-std::stoi(pid), SIGKILL);
+    }
+  } cleanup{{known, fresh}};
+  ASSERT_TRUE(wait_for([&] { return process_state(known) == 'T'; }, 20))
+      << "job 1 was never paused:\n" << read_file(dir.file("colo.log"));
+  EXPECT_NE(read_file(dir.file("colo.log")).find("job(s) 1 paused for 4.0 s"), std::string::npos)
+      << read_file(dir.file("colo.log"));
+  EXPECT_NE(process_state(fresh), 'T') << "the job measured alone runs";
+  ::kill(colo.pid(), SIGKILL);
+  colo.wait();
+  EXPECT_TRUE(wait_for([&] { return process_state(known) != 'T'; }, 5)) << "kill -9 of colo left job 1 stopped";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const char state = process_state(known);
+  EXPECT_TRUE(state == 'S' || state == 'R') << "job 1 runs on (state " << state << ")";
 }
 
 }  // namespace

@@ -140,6 +140,10 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const Environme
     if (end_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(143);  // the parent died before the request took
+    } else {
+      // Its group is orphaned when its launcher dies; a stopped member (a
+      // job paused by the scheduler) would then get SIGHUP from the kernel.
+      ::signal(SIGHUP, SIG_IGN);
     }
     if (held) {
       // Released: one byte. End of file: the parent died or dropped it first.

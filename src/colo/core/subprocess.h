@@ -37,7 +37,9 @@ class ChildProcess {
   // Starts `argv`; stdout and stderr go to `log_path` (appended) when given,
   // else they are inherited. With `end_with_parent` it gets SIGTERM when
   // this process dies (even by kill -9), so it never outlives its launcher;
-  // otherwise it runs on (jobs a restarted scheduler adopts). With `held`,
+  // otherwise it runs on (jobs a restarted scheduler adopts), with SIGHUP
+  // ignored: its group is orphaned when this process dies, and the kernel
+  // hangs up an orphaned group with a stopped member. With `held`,
   // its process exists (pid() is valid) but runs `argv` only once release()
   // is called; if this process dies or drops it first, it exits without
   // running it: a launcher can record the pid before anything runs. Throws
