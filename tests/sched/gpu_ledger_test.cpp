@@ -440,6 +440,31 @@ MeasuredShare joining_without_a_trace(double activity, double rate_after) {
   return measured.empty() ? MeasuredShare{} : measured[0];
 }
 
+TEST(GpuLedger, UnderMpsAKnownShareCountsOnceItsJobTrainsAndAtMostThreeStartAtOnce) {
+  Thresholds t = sharing_thresholds();
+  t.max_settling_per_gpu = 3;
+  t.count_shares_once_training = true;
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
+  ledger.place(request(1, 10, 0.9), {0}, 0);
+  EXPECT_DOUBLE_EQ(ledger.view(0, 1).sm_activity, 0) << "starting up: it uses no SM time yet";
+  EXPECT_FALSE(ledger.steady(0)) << "its share will count";
+  ledger.started_training(1, 2);
+  EXPECT_DOUBLE_EQ(ledger.view(0, 2).sm_activity, 0.9);
+  ledger.place(request(2, 10, 0.5), {0}, 3);
+  ledger.place(request(3, 10, 0.5), {0}, 3);
+  EXPECT_TRUE(ledger.view(0, 4).closed_reason.empty());
+  ledger.place(request(4, 10, 0.5), {0}, 3);
+  EXPECT_EQ(ledger.view(0, 4).closed_reason, "3 jobs starting up (their SM shares count once they train)");
+  ledger.observe_peak(2, kGiB, 4);  // reports no progress: counts once its memory is quiet for settle_quiet_s
+  EXPECT_EQ(ledger.view(0, 12.9).closed_reason, "3 jobs starting up (their SM shares count once they train)");
+  EXPECT_TRUE(ledger.view(0, 13.1).closed_reason.empty());
+  EXPECT_DOUBLE_EQ(ledger.view(0, 13.1).sm_activity, 1.0) << "0.9 + 0.5, capped";
+
+  GpuLedger shared({80 * kGiB}, CollocationMode::kShared, t);
+  shared.place(request(1, 10, 0.9), {0}, 0);
+  EXPECT_DOUBLE_EQ(shared.view(0, 1).sm_activity, 0.9) << "time-sliced: counted from launch";
+}
+
 TEST(GpuLedger, AJobThatLeavesNoTraceOnAFullGpuIsNotSeenButOneOnAGpuWithRoomIsSeenToUseLittle) {
   MeasuredShare full = joining_without_a_trace(0.95, 100);
   EXPECT_FALSE(full.seen) << "no rise on a full GPU and no neighbour slowed: it could use anything";

@@ -354,6 +354,25 @@ TEST(Simulator, JobsThatSettleTogetherAreEachMeasuredAloneWhenTheirNeighboursPau
   EXPECT_NEAR(probed.total_s, beside.total_s + 4, 1e-6);
 }
 
+// A and B (0.85 alone, declared) each start up for 20 s and train 80 s.
+SimulationResult known_shares_with_start_ups(bool count_once_training) {
+  std::vector<TraceJob> trace{job(0, "a", 100, 4, 0.85), job(0, "b", 100, 4, 0.85)};
+  for (auto& t : trace) t.startup_s = 20;
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.thresholds.count_shares_once_training = count_once_training;
+  return simulate(trace, o);
+}
+
+TEST(Simulator, AKnownShareCountsOnceItsJobTrainsSoAnotherStartsBesideItsStartUp) {
+  SimulationResult from_launch = known_shares_with_start_ups(false);
+  EXPECT_DOUBLE_EQ(from_launch.jobs[1].start_s, 100) << "A's 0.85 closed the GPU from its launch";
+  EXPECT_NEAR(from_launch.total_s, 200, 1e-6);
+  SimulationResult once_training = known_shares_with_start_ups(true);
+  EXPECT_DOUBLE_EQ(once_training.jobs[1].start_s, 0);
+  // Both train from 20 s at 1/1.7 of alone: 80 s of work takes 136 s.
+  EXPECT_NEAR(once_training.total_s, 156, 1e-6);
+}
+
 // A warm-up job of workload "w" completes first, so the figure alone of
 // every later "w" job is known; then one joins every 10 s.
 std::vector<TraceJob> staggered_joins(double sm_activity) {

@@ -11,6 +11,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
   options.cpu_slots = args.cpu_slots;
   options.estimate_model = sched::scheduler_estimate(2, args.estimate_timeout_s);
   if (args.no_probe_alone) options.thresholds.probe_alone = false;
+  if (args.shares_from_launch) options.thresholds.count_shares_once_training = false;
   return options;
 }
 
@@ -36,6 +37,8 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
   cmd->add_flag("--no-probe-alone", args.no_probe_alone,
                "measure a new job's SM share beside the jobs on its GPU (by the rise of its activity and their lost "
                "rates), instead of pausing them for about 4 s while it runs alone");
+  cmd->add_flag("--shares-from-launch", args.shares_from_launch,
+               "under MPS, a job's known SM share counts on its GPU from its launch, not from when it trains");
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }
 

@@ -22,10 +22,11 @@ struct SchedulingArgs {
   int cpu_slots = 1;
   double estimate_timeout_s = 120;
   bool no_probe_alone = false;
+  bool shares_from_launch = false;
 };
 
 // --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --cpu-slots,
-// --estimate-timeout, --no-probe-alone, --summary-json.
+// --estimate-timeout, --no-probe-alone, --shares-from-launch, --summary-json.
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args);
 
 // Runner options from the flags; validates names before anything is written.

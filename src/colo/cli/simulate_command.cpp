@@ -1,7 +1,6 @@
 #include "colo/cli/simulate_command.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +31,7 @@ struct SimulateArgs {
   bool undeclared_sm_share = false;
   bool no_throughput_rule = false;
   bool no_probe_alone = false;
+  bool shares_from_launch = false;
   bool provisional_memory = false;
   std::string out;
 };
@@ -100,6 +100,7 @@ int run_simulate(const SimulateArgs& args) {
     options.declared_sm_share = !args.undeclared_sm_share;
     options.throughput_rule = !args.no_throughput_rule;
     options.thresholds.probe_alone = !args.no_probe_alone;  // as colo run does
+    options.thresholds.count_shares_once_training = !args.shares_from_launch;
     options.provisional_memory = args.provisional_memory;
     Stopwatch clock;
     auto result = sched::simulate(trace, options);
@@ -144,6 +145,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-probe-alone", args->no_probe_alone,
                 "with --undeclared-sm-share: settling jobs are measured beside their neighbours, not alone "
                 "(colo run --no-probe-alone)");
+  cmd->add_flag("--shares-from-launch", args->shares_from_launch,
+                "a known SM share counts from its job's launch, not from when it trains (colo run --shares-from-launch)");
   cmd->add_flag("--no-throughput-rule", args->no_throughput_rule,
                 "never close a GPU whose modelled training throughput stopped growing (the runner's rule)");
   cmd->add_flag("--provisional-memory", args->provisional_memory,

@@ -209,6 +209,13 @@ double GpuLedger::began_s(const LedgerEntry& job) {
   return job.active_since_s >= 0 ? job.active_since_s : job.start_s;
 }
 
+bool GpuLedger::share_counts(const LedgerEntry& job, double now_s) const {
+  if (!thresholds_.count_shares_once_training || mode_ != CollocationMode::kMps || job.settling || job.sm_share <= 0) {
+    return true;
+  }
+  return job.training_since_s >= 0 || now_s >= settles_at(job) - 1e-9;
+}
+
 double GpuLedger::settles_at(const LedgerEntry& job) const {
   if (job.training_since_s >= 0) {
     return job.training_since_s + thresholds_.settle_warmup_s + thresholds_.settle_active_s;
@@ -422,6 +429,13 @@ double GpuLedger::energy_share(int64_t id) const {
 bool GpuLedger::steady(int gpu) const {
   const GpuState& state = gpus_.at(static_cast<size_t>(gpu));
   if (state.settling_jobs > 0) return false;
+  if (thresholds_.count_shares_once_training && mode_ == CollocationMode::kMps) {
+    for (int64_t id : on_gpu_.at(static_cast<size_t>(gpu))) {
+      const LedgerEntry& job = jobs_.at(id);
+      // Its share counts from a time to come (share_counts): the view changes with time.
+      if (job.sm_share > 0 && job.training_since_s < 0) return false;
+    }
+  }
   for (const auto& reading : state.activity) {
     if (reading.second != state.activity.front().second) return false;
   }
@@ -445,12 +459,17 @@ GpuView GpuLedger::view(int index, double now_s) const {
     int64_t reserved = 0;
     double shares = 0;
     int settling = 0;
+    int starting = 0;  // jobs of known share whose share does not count yet
     for (int64_t id : on_gpu_[g]) {
       const LedgerEntry& job = jobs_.at(id);
       ++v.jobs;
       int64_t reservation = job.request.mem_bytes ? *job.request.mem_bytes + thresholds_.mem_margin_bytes : 0;
       reserved += std::max(reservation, job.peak_bytes);
-      shares += job.sm_share;
+      if (share_counts(job, now_s)) {
+        shares += job.sm_share;
+      } else {
+        ++starting;
+      }
       if (job.request.must_run_alone) v.held_exclusively = true;
       if (job.request.provisional && v.provisional_reason.empty()) {
         v.provisional_reason = "job " + std::to_string(id) + " of unknown memory is not yet measured";
@@ -464,6 +483,9 @@ GpuView GpuLedger::view(int index, double now_s) const {
       }
     }
     v.closed_reason = state.saturated;
+    if (v.closed_reason.empty() && starting >= std::max(thresholds_.max_settling_per_gpu, 1)) {
+      v.closed_reason = std::to_string(starting) + " jobs starting up (their SM shares count once they train)";
+    }
     v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && state.saturated.empty() &&
                            state.last_rise >= thresholds_.min_sm_gain;
     if (mode_ == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;

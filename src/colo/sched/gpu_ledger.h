@@ -253,6 +253,11 @@ class GpuLedger {
   // Mean reading over the averaging window, counting none before `since_s`.
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
   double settles_at(const LedgerEntry& job) const;
+  // Whether a job's SM share counts on its GPU at `now_s`: a share still
+  // measured counts as 0; with Thresholds::count_shares_once_training, a
+  // known one from its first progress report (else from when it would
+  // settle, settles_at): a job starting up uses no SM time.
+  bool share_counts(const LedgerEntry& job, double now_s) const;
   // When a provisional job's peak counts as measured (measure_provisional).
   double provisional_due_s(const LedgerEntry& job) const;
   // When a job's own activity began to count: its first progress report,

@@ -85,6 +85,13 @@ struct Thresholds {
   // the rise of its GPU's activity and its neighbours' lost rates, which a
   // full GPU hides.
   bool probe_alone = false;
+  // Under MPS, a job of known share (declared, learned, predicted) counts
+  // on its GPU's SM sum only once it trains: from its first progress report, or
+  // when it would settle (its memory quiet for settle_quiet_s, at most
+  // settle_s after it starts). Its start-up uses no SM time, so others
+  // train meanwhile, as beside a settling job. At most
+  // max_settling_per_gpu such jobs start on a GPU at once.
+  bool count_shares_once_training = false;
   double probe_drain_s = 1.0;  // for kernels in flight to finish, and the newcomer to speed up
   // A job that reports no progress and shows less than this alone is taken
   // to be still starting up, and is measured again (MeasuredShare::again).
