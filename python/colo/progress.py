@@ -51,11 +51,17 @@ def _start_together():
     directory = os.environ.get("COLO_START_TOGETHER")
     try:
         count = int(os.environ.get("COLO_START_TOGETHER_COUNT", ""))
-        timeout = float(os.environ.get("COLO_START_TOGETHER_TIMEOUT_S", "120"))
     except ValueError:
         return 0.0
     if not directory or count <= 0:
         return 0.0
+    # A timeout that is not seconds >= 0 keeps the default, as colo's C++ side does.
+    try:
+        timeout = float(os.environ.get("COLO_START_TOGETHER_TIMEOUT_S", "120"))
+    except ValueError:
+        timeout = 120.0
+    if not timeout >= 0:
+        timeout = 120.0
     try:
         os.makedirs(directory, exist_ok=True)
         open(os.path.join(directory, str(os.getpid())), "w").close()

@@ -80,6 +80,26 @@ def test_the_first_report_waits_for_its_start_together_group_and_the_wait_is_not
     assert 0.2 <= time.monotonic() - begin < 5
 
 
+def test_a_malformed_start_together_timeout_keeps_the_default_wait(tmp_path, monkeypatch):
+    # As colo's C++ side reads it: a bad timeout is not "no wait".
+    group = tmp_path / "group"
+    monkeypatch.setenv("COLO_START_TOGETHER", str(group))
+    monkeypatch.setenv("COLO_START_TOGETHER_COUNT", "2")
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv("COLO_START_TOGETHER_TIMEOUT_S", bad)
+        for f in group.glob("*"):
+            f.unlink()
+
+        def another_process_arrives():
+            time.sleep(0.3)
+            (group / "another").touch()
+        other = threading.Thread(target=another_process_arrives)
+        other.start()
+        waited = colo.progress._start_together()
+        other.join()
+        assert waited >= 0.25, f"{bad!r}: waited for the group, not skipped"
+
+
 def test_the_reader_may_ask_for_writes_more_often(tmp_path, monkeypatch):
     path = tmp_path / "job.progress"
     monkeypatch.setenv("COLO_PROGRESS_FILE", str(path))
