@@ -7,7 +7,9 @@
 // Memory: each job reserves the larger of its estimate plus the margin and
 // its measured peak; a reading of the device's free memory caps what is left.
 // SM activity: the larger of the measured activity (mean over the last
-// `settle_active_s` seconds) and the sum of the shares known for its jobs.
+// `settle_active_s` seconds) and the sum of the shares known for its jobs
+// (under MPS with Thresholds::count_shares_once_training, for its jobs that
+// train: share_counts).
 // A job of unknown share settles; up to `max_settling_per_gpu` settle on a
 // GPU at once. A job that reports training progress settles over the
 // `settle_active_s` after its first report (started_training); one that
