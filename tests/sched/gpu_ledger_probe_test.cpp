@@ -188,6 +188,53 @@ TEST(GpuLedgerProbe, AJobThatStillShowsAlmostNothingAtTheSettleLimitIsTakenAsItI
   EXPECT_NEAR(gpu.measured[1].second.share, 0.03, 1e-9);
 }
 
+// Job 2's memory is quiet from 10 s while it starts up; its first progress
+// report comes at 30 s. Measured at 0.5 first, then at 0.8 as it trains.
+TEST(GpuLedgerProbe, AJobMeasuredBeforeItsFirstProgressReportIsMeasuredOnceMoreFromIt) {
+  Thresholds t = probing_thresholds();
+  t.settle_quiet_s = 9;
+  t.settle_s = 60;
+  ProbedGpu gpu(t);
+  gpu.ledger.place(request(1, 0.5), {0}, 0);
+  gpu.ledger.place(request(2), {0}, 5);
+  gpu.ledger.observe_peak(2, kGiB, 10);
+  gpu.alone = {{2, 0.5}};
+  gpu.run(0, 30);
+  ASSERT_EQ(gpu.measured.size(), 1u);
+  EXPECT_NEAR(gpu.measured[0].second.share, 0.5, 1e-9);
+  EXPECT_FALSE(gpu.measured[0].second.once_training);
+  EXPECT_FALSE(gpu.ledger.jobs().at(2).settling);
+  gpu.alone = {{2, 0.8}};
+  gpu.ledger.started_training(2, 30);
+  EXPECT_TRUE(gpu.ledger.jobs().at(2).settling);
+  EXPECT_NEAR(gpu.ledger.jobs().at(2).sm_share, 0.5, 1e-9) << "it keeps its first share meanwhile";
+  gpu.run(30.5, 45);
+  ASSERT_EQ(gpu.measured.size(), 2u);
+  EXPECT_DOUBLE_EQ(gpu.measured[1].first, 40) << "probed at 35 s: 1 s of warm-up and 4 s after its report";
+  EXPECT_TRUE(gpu.measured[1].second.once_training);
+  EXPECT_NEAR(gpu.measured[1].second.share, 0.8, 1e-9);
+  gpu.ledger.started_training(2, 46);
+  EXPECT_FALSE(gpu.ledger.jobs().at(2).settling) << "once more only";
+}
+
+TEST(GpuLedgerProbe, AJobAloneMeasuredBeforeItsFirstProgressReportIsMeasuredFromNothingOnceItTrains) {
+  Thresholds t = probing_thresholds();
+  t.settle_quiet_s = 9;
+  ProbedGpu gpu(t);
+  gpu.busy = 0.3;  // its start-up's own activity
+  gpu.ledger.observe(0, 0, 0.0, 80 * kGiB);
+  gpu.ledger.place(request(2), {0}, 1);
+  gpu.ledger.observe_peak(2, kGiB, 2);
+  gpu.run(1, 20);
+  ASSERT_EQ(gpu.measured.size(), 1u);
+  EXPECT_NEAR(gpu.measured[0].second.share, 0.3, 1e-9);
+  gpu.ledger.started_training(2, 20);
+  gpu.busy = 0.7;
+  gpu.run(20.5, 26);
+  ASSERT_EQ(gpu.measured.size(), 2u);
+  EXPECT_NEAR(gpu.measured[1].second.share, 0.7, 1e-9) << "not its rise over its own 0.3";
+}
+
 TEST(GpuLedgerProbe, AProbeWithoutReadingsOfItsGpuIsNotSeen) {
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, probing_thresholds());
   ledger.place(request(1, 0.9), {0}, 0);

@@ -159,12 +159,24 @@ void GpuLedger::started_training(int64_t id, double now_s) {
   LedgerEntry& job = it->second;
   job.training_since_s = now_s;
   if (job.active_since_s < 0) job.active_since_s = now_s;
+  // Measured alone before it reported training (its memory went quiet in
+  // its start-up): what it showed may be start-up. Once more, as it trains;
+  // meanwhile it keeps that share.
+  if (job.measured_before_training && thresholds_.probe_alone && !job.gpus.empty()) {
+    job.measured_before_training = false;
+    job.remeasuring = true;
+    job.settling = true;
+    ++settling_;
+    for (int g : job.gpus) ++gpus_.at(static_cast<size_t>(g)).settling_jobs;
+  }
   // Its baseline is the GPU as it was just before it began to train, so
   // that neighbours which joined during its start-up are not counted as its.
   if (job.settling && !job.gpus.empty()) {
     job.activity_before = mean_activity(gpus_.at(static_cast<size_t>(job.gpus[0])), now_s);
     take_neighbour_rates(id, job);
   }
+  // Alone on its GPU, what the GPU shows is its own: its rise counts from 0.
+  if (job.remeasuring && neighbours_of(id, job).empty()) job.activity_before = 0;
 }
 
 GpuLedger::Demand GpuLedger::neighbour_demand(const LedgerEntry& job) {
@@ -338,7 +350,10 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
   return measured;
 }
 
-void GpuLedger::conclude(int64_t id, LedgerEntry& job, const MeasuredShare& m) {
+void GpuLedger::conclude(int64_t id, LedgerEntry& job, MeasuredShare& m) {
+  m.once_training = job.remeasuring;
+  job.measured_before_training = job.training_since_s < 0;
+  job.remeasuring = false;
   job.settling = false;
   --settling_;
   for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;

@@ -39,7 +39,9 @@
 // its GPU's activity over the last settle_active_s of that. One probe at a
 // time touches a GPU; a job due meanwhile waits for it. A job that reports
 // no training and shows almost nothing alone is measured again later
-// (MeasuredShare::again): its memory went quiet while it started up.
+// (MeasuredShare::again): its memory went quiet while it started up. One
+// measured before its first progress report is measured once more from
+// that report (MeasuredShare::once_training).
 
 #include <cstdint>
 #include <deque>
@@ -84,6 +86,10 @@ struct LedgerEntry {
   // its baseline, over those whose solo_rate is known; nullopt if none.
   std::optional<double> neighbour_speed_before;
   int neighbours_before = 0;  // jobs beside it at its baseline
+  // Its share was measured before it reported training: with probes, it
+  // is measured once more from its first progress report (started_training).
+  bool measured_before_training = false;
+  bool remeasuring = false;  // settling that second time
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
@@ -132,6 +138,9 @@ struct MeasuredShare {
   // again once its memory is quiet for settle_quiet_s more, or from its
   // first progress report; at settle_s after its start it is taken as is.
   bool again = false;
+  // Its second measurement, from its first progress report: the first came
+  // before it reported training (LedgerEntry::measured_before_training).
+  bool once_training = false;
 };
 
 // Jobs to let run on and jobs to pause now, for the probes that measure a
@@ -248,8 +257,9 @@ class GpuLedger {
   double probe_blocks_until(int64_t id, const LedgerEntry& job) const;
   // The jobs on `job`'s GPUs other than itself, each once.
   std::vector<int64_t> neighbours_of(int64_t id, const LedgerEntry& job) const;
-  // A measured share taken as the job's: it stops settling and counts it.
-  void conclude(int64_t id, LedgerEntry& job, const MeasuredShare& m);
+  // A measured share taken as the job's: it stops settling and counts it
+  // (and `m` says whether this was its second measurement).
+  void conclude(int64_t id, LedgerEntry& job, MeasuredShare& m);
   // Readings of `gpu` later than `since_s` still kept.
   int readings_since(const GpuState& gpu, double since_s) const;
   // Mean reading over the averaging window, counting none before `since_s`.

@@ -346,7 +346,8 @@ void Runner::record_share(const MeasuredShare& m) {
                  m.id, m.unseen_because, how, m.share, m.saturated ? "; its GPU takes no more jobs until one ends" : "");
     return;
   }
-  spdlog::info("job {} settled: SM share {:.2f} ({}){}", m.id, m.share, how,
+  spdlog::info("job {} settled{}: SM share {:.2f} ({}){}", m.id, m.once_training ? " again, now that it trains" : "",
+               m.share, how,
                m.saturated ? "; its GPU's activity stopped growing, it takes no more jobs until one ends" : "");
 }
 
