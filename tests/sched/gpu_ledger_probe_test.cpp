@@ -250,6 +250,16 @@ TEST(GpuLedgerProbe, AProbeWithoutReadingsOfItsGpuIsNotSeen) {
   EXPECT_EQ(ledger.take_probe_steps().resume, (std::vector<int64_t>{1}));
 }
 
+TEST(GpuLedgerProbe, AGpuThatGivesNoActivityReadingsPausesNoJob) {
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, probing_thresholds());
+  ledger.place(request(1, 0.5), {0}, 0);
+  ledger.place(request(2), {0}, 10);
+  ledger.started_training(2, 10);
+  for (double t = 10; t <= 15; t += 0.5) ledger.observe(0, t, std::nullopt, 60 * kGiB);  // memory only
+  EXPECT_EQ(ledger.settle(15).size(), 1u) << "measured as it can be, at once";
+  EXPECT_TRUE(ledger.take_probe_steps().pause.empty()) << "a pause would show nothing";
+}
+
 TEST(GpuLedgerProbe, AJobAloneOnItsGpuIsMeasuredByItsRiseWithoutAProbe) {
   ProbedGpu gpu;
   gpu.busy = 0.45;

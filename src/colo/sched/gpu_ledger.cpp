@@ -340,7 +340,7 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
     if (!job.settling || now_s < settles_at(job) - 1e-9) continue;
     if (thresholds_.probe_alone) {
       bool probed = std::any_of(probes_.begin(), probes_.end(), [id = id](const Probe& p) { return p.id == id; });
-      if (probed || start_probe(id, job, now_s) != ProbeStart::kNoNeighbours) continue;
+      if (probed || start_probe(id, job, now_s) != ProbeStart::kNotProbed) continue;
     }
     MeasuredShare m = measure(id, job, now_s);
     if (m.speed) learn_solo_rates(id, job, *m.speed);

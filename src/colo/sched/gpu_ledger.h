@@ -243,9 +243,11 @@ class GpuLedger {
     std::vector<int> gpus;  // every GPU it touches: the job's and its paused neighbours'
     MeasuredShare beside;   // the rise rule's reading when it began
   };
-  enum class ProbeStart { kNoNeighbours, kWaits, kStarted };
-  // Pauses the jobs beside settling `job` and starts measuring it alone,
-  // unless it has no neighbours or a probe already touches their GPUs.
+  enum class ProbeStart { kNotProbed, kWaits, kStarted };
+  // Pauses the jobs beside settling `job` and starts measuring it alone.
+  // kNotProbed: it has no neighbours, or its GPU gives no activity
+  // readings (a pause would show nothing); kWaits: a probe already touches
+  // their GPUs.
   ProbeStart start_probe(int64_t id, LedgerEntry& job, double now_s);
   // Ends probes due by `now_s`, their jobs measured alone, into `measured`.
   void end_probes(double now_s, std::vector<MeasuredShare>& measured);

@@ -36,7 +36,9 @@ double GpuLedger::probe_ends_s(const Probe& probe) const {
 
 GpuLedger::ProbeStart GpuLedger::start_probe(int64_t id, LedgerEntry& job, double now_s) {
   std::vector<int64_t> neighbours = neighbours_of(id, job);
-  if (neighbours.empty()) return ProbeStart::kNoNeighbours;
+  if (neighbours.empty() || gpus_.at(static_cast<size_t>(job.gpus.at(0))).activity.empty()) {
+    return ProbeStart::kNotProbed;
+  }
   if (probe_blocks_until(id, job) > now_s + 1e-9) return ProbeStart::kWaits;
   Probe probe;
   probe.id = id;
