@@ -83,6 +83,30 @@ TEST(PausedGroups, ItsWatchdogContinuesTheGroupWhenThePauserIsKilled) {
   EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "kill -9 of colo leaves no job stopped";
 }
 
+TEST(PausedGroups, AnInterruptToThePausersProcessGroupLeavesItsWatchdogToContinueTheGroup) {
+  Sleeper job;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t pauser = ::fork();
+  ASSERT_GE(pauser, 0);
+  if (pauser == 0) {
+    ::setpgid(0, 0);  // as colo run started from a shell: its own group, the watchdog in it
+    PausedGroups pause({job.child.pid()}, 30);
+    char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  EXPECT_TRUE(becomes(job.child.pid(), true, 5));
+  ::kill(-pauser, SIGINT);  // Ctrl-C: the whole group
+  ::waitpid(pauser, nullptr, 0);
+  EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "the watchdog outlived the interrupt and continued the job";
+}
+
 TEST(PausedGroups, ItsWatchdogContinuesTheGroupPastTheLimit) {
   Sleeper job;
   PausedGroups pause({job.child.pid()}, 0.3);

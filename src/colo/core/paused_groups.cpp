@@ -19,6 +19,11 @@ namespace {
 // the parent's byte (resumed: nothing to do), or for the socket's end without
 // one (the parent died) or the limit, and then continues the groups.
 [[noreturn]] void watch(int read_fd, const pid_t* pgids, size_t count, int limit_ms, long open_max) {
+  // colo's own handlers (interrupt_cleanup.h) are not this process's: a
+  // Ctrl-C or a SIGTERM to colo's process group leaves it to its duty.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::sigaction(sig, &ignore, nullptr);
   for (long fd = 3; fd < open_max; ++fd) {
     if (fd != read_fd) ::close(static_cast<int>(fd));
   }
