@@ -51,6 +51,7 @@
 #   bench/gpu/run.sh usertrace  # build (BUILD_TARGETS="colo colo_core_module") + bench/sched/user_trace/run.sh
 #                               #   (TRACE_JOBS, TRACE_SCALE, USERTRACE_STEPS, USERTRACE_OUT); $OUT/user_trace.tgz
 #   bench/gpu/run.sh settle     # build + bench/sched/settle_check.sh (3 undeclared jobs settle under colo run)
+#   bench/gpu/run.sh proberules # build + bench/sched/probe_rules_check.sh (the probe's start-up rules)
 #   bench/gpu/run.sh usertracebg  # build + bench/sched/user_trace/on_gpus.sh on every GPU, detached
 #                               #   (USERTRACE_DEADLINE_S, USERTRACE_OUT; TRACE_* as above)
 #   bench/gpu/run.sh realtrace  # build + the real work-bound trace (bench/sched/real) under REAL_RUNS
@@ -181,6 +182,10 @@ fi
 
 if want oom; then
   bench/sched/oom_check.sh "$BUILD" "$OUT" | tee -a "$summary"
+fi
+
+if want proberules; then
+  bench/sched/probe_rules_check.sh "$BUILD" "$OUT" | tee -a "$summary"
 fi
 
 if want settle; then
