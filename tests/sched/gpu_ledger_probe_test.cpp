@@ -260,6 +260,29 @@ TEST(GpuLedgerProbe, AGpuThatGivesNoActivityReadingsPausesNoJob) {
   EXPECT_TRUE(ledger.take_probe_steps().pause.empty()) << "a pause would show nothing";
 }
 
+TEST(GpuLedgerProbe, AJobOfTwoGpusIsMeasuredAloneOnBothAtItsBusierOne) {
+  GpuLedger ledger({80 * kGiB, 80 * kGiB}, CollocationMode::kMps, probing_thresholds());
+  ledger.place(request(1, 0.9), {1}, 0);  // a neighbour on its second GPU only
+  JobRequest two = request(2);
+  two.gpus = 2;
+  ledger.place(two, {0, 1}, 10);
+  ledger.started_training(2, 10);
+  for (double t = 10; t <= 15; t += 0.5) {
+    ledger.observe(0, t, 0.5, 60 * kGiB);
+    ledger.observe(1, t, 1.0, 60 * kGiB);
+  }
+  EXPECT_TRUE(ledger.settle(15).empty());
+  EXPECT_EQ(ledger.take_probe_steps().pause, (std::vector<int64_t>{1}));
+  std::vector<MeasuredShare> measured;
+  for (double t = 15.5; t <= 20 && measured.empty(); t += 0.5) {
+    ledger.observe(0, t, 0.5, 60 * kGiB);
+    ledger.observe(1, t, 0.6, 60 * kGiB);  // job 2 alone there
+    measured = ledger.settle(t);
+  }
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(measured[0].share, 0.6, 1e-9) << "the larger of its two GPUs' activity alone";
+}
+
 TEST(GpuLedgerProbe, AJobAloneOnItsGpuIsMeasuredByItsRiseWithoutAProbe) {
   ProbedGpu gpu;
   gpu.busy = 0.45;

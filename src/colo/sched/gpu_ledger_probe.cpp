@@ -98,7 +98,13 @@ void GpuLedger::end_probes(double now_s, std::vector<MeasuredShare>& measured) {
     m.speed.reset();  // its rate sped up alone: solo rates were learned when the probe began
     m.settled_with.clear();
     if (readings_since(gpu, from) > 0) {
-      m.share = std::clamp(mean_activity(gpu, now_s, from), kMinMeasuredShare, 1.0);
+      // A job of several GPUs: its busiest one, as its share counts on each.
+      double alone = 0;
+      for (int g : job.gpus) {
+        const GpuState& other = gpus_.at(static_cast<size_t>(g));
+        if (readings_since(other, from) > 0) alone = std::max(alone, mean_activity(other, now_s, from));
+      }
+      m.share = std::clamp(alone, kMinMeasuredShare, 1.0);
       m.seen = true;
       m.unseen_because.clear();
     } else {
