@@ -36,7 +36,7 @@
 // With Thresholds::probe_alone, a settling job that has neighbours when its
 // window ends is measured alone instead: the jobs on its GPUs are paused
 // (take_probe_steps) for probe_drain_s + settle_active_s, and its share is
-// its GPU's activity over the last settle_active_s of that. One probe at a
+// its GPU's activity (its busiest GPU's) over the last settle_active_s. One probe at a
 // time touches a GPU; a job due meanwhile waits for it. A job that reports
 // no training and shows almost nothing alone is measured again later
 // (MeasuredShare::again): its memory went quiet while it started up. One
