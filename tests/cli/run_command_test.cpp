@@ -269,6 +269,29 @@ bool wait_for(const std::function<bool()>& done, double timeout_s) {
   return true;
 }
 
+// Job 2 settles 4 s after its first progress report: job 1 pauses for
+// about 4 s meanwhile, and colo run's summary says what that cost.
+TEST(ColoRun, ItsSummaryCountsThePausesThatMeasuredSharesAlone) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\nname = \"known\"\nmem = \"10GiB\"\nsm_share = 0.3\ncommand = \"sleep 11\"\n"
+                         "[[job]]\nname = \"new\"\nmem = \"10GiB\"\n"
+                         "command = \"echo '{\\\"samples\\\": 1, \\\"train_s\\\": 0.1}' > $COLO_PROGRESS_FILE; sleep 11\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --poll 0.1 --summary-json " + dir.file("sum.json"),
+                      "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(summary_of(dir)["pauses"], 1) << run.out;
+  EXPECT_NEAR(summary_of(dir)["paused_job_s"].get<double>(), 4.0, 0.6) << "1 s of drain and the 3 s window";
+  EXPECT_NE(run.out.find("1 pause(s)"), std::string::npos) << run.out;
+  std::string shorter = read_file(dir.file("jobs.toml"));
+  for (size_t at; (at = shorter.find("sleep 11")) != std::string::npos;) shorter.replace(at, 8, "sleep 6");
+  dir.write("shorter.toml", shorter);
+  auto beside = run_colo(dir, "run " + dir.file("shorter.toml") + " --store " + dir.file("beside.db") +
+                                  " --poll 0.1 --no-probe-alone --summary-json " + dir.file("sum.json"),
+                         "COLO_SIMULATED_GPUS=1");
+  ASSERT_EQ(beside.status, 0) << beside.err;
+  EXPECT_EQ(summary_of(dir)["pauses"], 0) << "--no-probe-alone pauses nothing";
+}
+
 // Job 1 (share declared) runs; job 2 (share unknown) reports progress at
 // once, so 4 s later colo pauses job 1 to measure job 2 alone. Colo is
 // killed with job 1 stopped: its watchdog lets job 1 run on.

@@ -98,8 +98,14 @@ int run_batch(const RunArgs& args) {
   if (totals.mean_slowdown) {
     std::printf("; slowdown against alone: mean %.2fx, max %.2fx", *totals.mean_slowdown, *totals.max_slowdown);
   }
+  const sched::Runner::PauseStats& pauses = runner.pause_stats();
+  if (pauses.pauses > 0) {
+    std::printf("; %d pause(s), %.1f job-s, to measure shares alone", pauses.pauses, pauses.paused_job_s);
+  }
   std::printf("\n");
   nlohmann::json summary = totals.to_json(args.scheduling.policy, args.scheduling.mode, wall.elapsed_s());
+  summary["pauses"] = pauses.pauses;
+  summary["paused_job_s"] = pauses.paused_job_s;
   summary["store"] = store_path;
   summary["jobs"] = jobs.size();
   if (!args.scheduling.summary_json.empty()) {

@@ -150,6 +150,14 @@ class Runner : private Executor {
   // of the jobs running on them, on the wall clock.
   const std::map<int, gpu::DeviceSample>& last_samples() const { return last_sample_; }
 
+  // What measuring shares alone cost so far: jobs paused (each pause of
+  // each job once) and the seconds they stayed paused, added up.
+  struct PauseStats {
+    int pauses = 0;
+    double paused_job_s = 0;
+  };
+  const PauseStats& pause_stats() const { return pause_stats_; }
+
  private:
   struct Active {
     int64_t id = 0;
@@ -276,6 +284,8 @@ class Runner : private Executor {
   // last one resumed dismisses its watchdog. Last: destroyed first, so no
   // job outlives this runner stopped.
   std::map<int64_t, std::shared_ptr<PausedGroups>> paused_;
+  std::map<int64_t, double> paused_since_;  // clock_ when each paused job was paused
+  PauseStats pause_stats_;
   Stopwatch clock_;
   double last_observed_s_ = -1;  // clock_ at the last observe_devices()
 };

@@ -39,6 +39,8 @@ void Runner::pause(const std::vector<int64_t>& ids) {
     auto pause = std::make_shared<PausedGroups>(groups, limit_s);
     for (int64_t id : pausing) {
       paused_[id] = pause;
+      paused_since_[id] = clock_.elapsed_s();
+      ++pause_stats_.pauses;
       show_paused_on_simulated(id, true);
     }
     spdlog::info("job(s) {} paused for {:.1f} s: a job beside them is measured alone", ids_text(pausing),
@@ -59,6 +61,8 @@ void Runner::resume(const std::vector<int64_t>& ids) {
       }
     }
     paused_.erase(it);
+    pause_stats_.paused_job_s += clock_.elapsed_s() - paused_since_[id];
+    paused_since_.erase(id);
     show_paused_on_simulated(id, false);
   }
 }
