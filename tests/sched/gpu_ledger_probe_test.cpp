@@ -147,8 +147,9 @@ TEST(GpuLedgerProbe, APausedNeighbourThatLeavesIsNotResumed) {
 }
 
 // Job 2 reports no progress: its memory is quiet from 10 s, while it
-// still starts up on the CPU until 30 s, and it uses 0.6 alone from then.
-TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasuredAgainLater) {
+// still starts up on the CPU until 30 s; then its model comes to the GPU
+// (its memory grows) and it uses 0.6 alone.
+TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasuredAgainOnceItsMemoryGrows) {
   Thresholds t = probing_thresholds();
   t.settle_quiet_s = 9;
   t.settle_s = 60;
@@ -163,10 +164,12 @@ TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasur
   EXPECT_TRUE(gpu.measured[0].second.again);
   EXPECT_FALSE(gpu.measured[0].second.seen);
   EXPECT_TRUE(gpu.ledger.jobs().at(2).settling);
+  EXPECT_DOUBLE_EQ(gpu.ledger.next_settle_s(), 65) << "nothing changed: not before its settle limit";
   gpu.alone = {{2, 0.6}};
-  gpu.run(30.5, 40);
-  ASSERT_EQ(gpu.measured.size(), 2u) << "probed again at 33 s, 9 s after the first probe";
-  EXPECT_DOUBLE_EQ(gpu.measured[1].first, 38);
+  gpu.ledger.observe_peak(2, 5 * kGiB, 30);
+  gpu.run(30.5, 45);
+  ASSERT_EQ(gpu.measured.size(), 2u) << "probed again at 39 s, its memory quiet for 9 s since it grew";
+  EXPECT_DOUBLE_EQ(gpu.measured[1].first, 44);
   EXPECT_FALSE(gpu.measured[1].second.again);
   EXPECT_NEAR(gpu.measured[1].second.share, 0.6, 1e-9);
   EXPECT_FALSE(gpu.ledger.jobs().at(2).settling);
@@ -182,9 +185,10 @@ TEST(GpuLedgerProbe, AJobThatStillShowsAlmostNothingAtTheSettleLimitIsTakenAsItI
   gpu.ledger.observe_peak(2, kGiB, 10);
   gpu.alone = {{2, 0.03}};
   gpu.run(0, 60);
-  ASSERT_EQ(gpu.measured.size(), 2u);
+  ASSERT_EQ(gpu.measured.size(), 2u) << "a light job is probed twice";
   EXPECT_TRUE(gpu.measured[0].second.again);
-  EXPECT_FALSE(gpu.measured[1].second.again) << "measured at 38 s, past its settle limit (35 s): a light job";
+  EXPECT_DOUBLE_EQ(gpu.measured[1].first, 40) << "probed at its settle limit (35 s)";
+  EXPECT_FALSE(gpu.measured[1].second.again) << "past its settle limit: taken as it is";
   EXPECT_NEAR(gpu.measured[1].second.share, 0.03, 1e-9);
 }
 

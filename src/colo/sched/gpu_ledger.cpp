@@ -116,7 +116,10 @@ void GpuLedger::observe_peak(int64_t id, int64_t bytes, double now_s) {
   if (it == jobs_.end()) return;
   LedgerEntry& job = it->second;
   if (bytes > 0 && job.active_since_s < 0) job.active_since_s = now_s;
-  if (bytes > job.peak_bytes + job.peak_bytes / 50) job.last_growth_s = now_s;  // grew by more than 2%
+  if (bytes > job.peak_bytes + job.peak_bytes / 50) {  // grew by more than 2%
+    job.last_growth_s = now_s;
+    job.awaits_change = false;
+  }
   job.peak_bytes = std::max(job.peak_bytes, bytes);
 }
 
@@ -233,7 +236,7 @@ double GpuLedger::settles_at(const LedgerEntry& job) const {
     return job.training_since_s + thresholds_.settle_warmup_s + thresholds_.settle_active_s;
   }
   double latest = job.start_s + thresholds_.settle_s;
-  if (job.active_since_s < 0) return latest;
+  if (job.active_since_s < 0 || job.awaits_change) return latest;
   return std::min(latest, std::max(job.active_since_s, job.last_growth_s) + thresholds_.settle_quiet_s);
 }
 

@@ -90,6 +90,10 @@ struct LedgerEntry {
   // is measured once more from its first progress report (started_training).
   bool measured_before_training = false;
   bool remeasuring = false;  // settling that second time
+  // Measured at almost nothing alone before it trained (MeasuredShare::
+  // again): measured again once its memory grows and is quiet again, or
+  // from its first progress report, else at settle_s after its start.
+  bool awaits_change = false;
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
@@ -135,8 +139,9 @@ struct MeasuredShare {
   // Not taken: measured alone at under Thresholds::min_started_share while
   // it reported no training, it is most likely still starting up (reading
   // data, building its model on the CPU). It keeps settling: measured
-  // again once its memory is quiet for settle_quiet_s more, or from its
-  // first progress report; at settle_s after its start it is taken as is.
+  // again once its memory grows and is quiet for settle_quiet_s, or from
+  // its first progress report; at settle_s after its start it is taken as
+  // is (a light job is probed twice, not every settle_quiet_s).
   bool again = false;
   // Its second measurement, from its first progress report: the first came
   // before it reported training (LedgerEntry::measured_before_training).

@@ -118,7 +118,7 @@ void GpuLedger::end_probes(double now_s, std::vector<MeasuredShare>& measured) {
       m.seen = false;
       m.unseen_because = "it used " + fixed(m.share, 2) +
                          " alone and reports no training: most likely still starting up, it is measured again";
-      job.last_growth_s = now_s;  // its quiet wait begins again
+      job.awaits_change = true;
     } else {
       conclude(it->id, job, m);
     }
