@@ -40,6 +40,23 @@ TEST(ConvWorkspaceTable, ExactAtMeasuredBatchesAndHighBetweenThem) {
   EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kWeightGrad, 256), 512'000);
 }
 
+// RegNet's first grouped convolution (2 groups of 24 channels) against the
+// H100's measured grouped ones: 32 groups of 2 take 2.5x their input, 4
+// groups of 16 1.25x. Equally far by size, it is the one of like groups.
+TEST(ConvWorkspaceTable, AGroupedConvolutionTakesTheMeasuredShapeOfLikeChannelsPerGroup) {
+  ConvWorkspaceTable table;
+  const auto many_groups = ConvGeometry::from_key("c64o64k3x3s2p1g32h112w112");
+  const auto few_groups = ConvGeometry::from_key("c64o64k3x3s2p1g4h112w112");
+  for (const auto& [c, ratio] : {std::pair{many_groups, 2.5}, {few_groups, 1.25}}) {
+    const int64_t per_sample = conv_pass_input_bytes_per_sample(c, ConvPass::kForward);
+    table.add(c.key(), ConvPass::kForward, 128, static_cast<int64_t>(ratio * per_sample * 128));
+  }
+  const auto regnet = ConvGeometry::from_key("c48o48k3x3s2p1g2h112w112");
+  EXPECT_EQ(table.nearest_shape(regnet, ConvPass::kForward), few_groups.key());
+  EXPECT_NEAR(static_cast<double>(table.workspace_bytes(regnet, ConvPass::kForward, 128)),
+              1.25 * static_cast<double>(conv_pass_input_bytes_per_sample(regnet, ConvPass::kForward) * 128), 1e3);
+}
+
 TEST(ConvWorkspaceTable, UnknownShapesTakeTheirNearestMeasuredShapeScaledByTheBytesTheyRead) {
   ConvWorkspaceTable table;
   EXPECT_EQ(table.workspace_bytes(lenet_conv2(), ConvPass::kForward, 64), 0);  // empty: nothing known
