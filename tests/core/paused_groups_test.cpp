@@ -60,13 +60,15 @@ TEST(PausedGroups, StopsAGroupUntilResumed) {
   EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "dropped: it runs on";
 }
 
-TEST(PausedGroups, ItsWatchdogContinuesTheGroupWhenThePauserIsKilled) {
-  Sleeper job;
+// A forked process that pauses `job`'s group and then waits to be ended,
+// in a group of its own when `own_group` (as colo run started from a
+// shell); returned once the pause holds.
+pid_t fork_pauser(const Sleeper& job, bool own_group) {
   int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
+  if (::pipe(ready) != 0) return -1;
   pid_t pauser = ::fork();
-  ASSERT_GE(pauser, 0);
   if (pauser == 0) {
+    if (own_group) ::setpgid(0, 0);
     PausedGroups pause({job.child.pid()}, 30);
     char byte = 1;
     if (::write(ready[1], &byte, 1) != 1) ::_exit(1);
@@ -75,8 +77,15 @@ TEST(PausedGroups, ItsWatchdogContinuesTheGroupWhenThePauserIsKilled) {
   }
   ::close(ready[1]);
   char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  if (pauser < 0 || ::read(ready[0], &byte, 1) != 1) pauser = -1;
   ::close(ready[0]);
+  return pauser;
+}
+
+TEST(PausedGroups, ItsWatchdogContinuesTheGroupWhenThePauserIsKilled) {
+  Sleeper job;
+  pid_t pauser = fork_pauser(job, false);
+  ASSERT_GT(pauser, 0);
   EXPECT_TRUE(becomes(job.child.pid(), true, 5));
   ::kill(pauser, SIGKILL);
   ::waitpid(pauser, nullptr, 0);
@@ -85,22 +94,8 @@ TEST(PausedGroups, ItsWatchdogContinuesTheGroupWhenThePauserIsKilled) {
 
 TEST(PausedGroups, AnInterruptToThePausersProcessGroupLeavesItsWatchdogToContinueTheGroup) {
   Sleeper job;
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  pid_t pauser = ::fork();
-  ASSERT_GE(pauser, 0);
-  if (pauser == 0) {
-    ::setpgid(0, 0);  // as colo run started from a shell: its own group, the watchdog in it
-    PausedGroups pause({job.child.pid()}, 30);
-    char byte = 1;
-    if (::write(ready[1], &byte, 1) != 1) ::_exit(1);
-    ::pause();
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ::close(ready[0]);
+  pid_t pauser = fork_pauser(job, true);  // its own group, the watchdog in it
+  ASSERT_GT(pauser, 0);
   EXPECT_TRUE(becomes(job.child.pid(), true, 5));
   ::kill(-pauser, SIGINT);  // Ctrl-C: the whole group
   ::waitpid(pauser, nullptr, 0);

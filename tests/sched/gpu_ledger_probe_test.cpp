@@ -146,17 +146,25 @@ TEST(GpuLedgerProbe, APausedNeighbourThatLeavesIsNotResumed) {
   EXPECT_EQ(gpu.steps[1].resume, (std::vector<int64_t>{2}));
 }
 
-// Job 2 reports no progress: its memory is quiet from 10 s, while it
-// still starts up on the CPU until 30 s; then its model comes to the GPU
-// (its memory grows) and it uses 0.6 alone.
-TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasuredAgainOnceItsMemoryGrows) {
+// Job 1 (share 0.5) runs; job 2, of unknown share, starts at 5 s and
+// shows its memory (1 GiB) at 10 s, then reports no progress: its memory
+// is quiet, as while it starts up on the CPU. Memory quiet for 9 s settles.
+ProbedGpu quiet_start_up(double settle_s) {
   Thresholds t = probing_thresholds();
   t.settle_quiet_s = 9;
-  t.settle_s = 60;
+  t.settle_s = settle_s;
   ProbedGpu gpu(t);
   gpu.ledger.place(request(1, 0.5), {0}, 0);
   gpu.ledger.place(request(2), {0}, 5);
   gpu.ledger.observe_peak(2, kGiB, 10);
+  return gpu;
+}
+
+// Job 2 reports no progress: its memory is quiet from 10 s, while it
+// still starts up on the CPU until 30 s; then its model comes to the GPU
+// (its memory grows) and it uses 0.6 alone.
+TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasuredAgainOnceItsMemoryGrows) {
+  ProbedGpu gpu = quiet_start_up(60);
   gpu.alone = {{2, 0.03}};
   gpu.run(0, 30);
   ASSERT_EQ(gpu.measured.size(), 1u) << "probed at 19 s, once its memory had been quiet for 9 s";
@@ -176,13 +184,7 @@ TEST(GpuLedgerProbe, AJobThatReportsNoTrainingAndShowsAlmostNothingAloneIsMeasur
 }
 
 TEST(GpuLedgerProbe, AJobThatStillShowsAlmostNothingAtTheSettleLimitIsTakenAsItIs) {
-  Thresholds t = probing_thresholds();
-  t.settle_quiet_s = 9;
-  t.settle_s = 30;
-  ProbedGpu gpu(t);
-  gpu.ledger.place(request(1, 0.5), {0}, 0);
-  gpu.ledger.place(request(2), {0}, 5);
-  gpu.ledger.observe_peak(2, kGiB, 10);
+  ProbedGpu gpu = quiet_start_up(30);
   gpu.alone = {{2, 0.03}};
   gpu.run(0, 60);
   ASSERT_EQ(gpu.measured.size(), 2u) << "a light job is probed twice";
@@ -195,13 +197,7 @@ TEST(GpuLedgerProbe, AJobThatStillShowsAlmostNothingAtTheSettleLimitIsTakenAsItI
 // Job 2's memory is quiet from 10 s while it starts up; its first progress
 // report comes at 30 s. Measured at 0.5 first, then at 0.8 as it trains.
 TEST(GpuLedgerProbe, AJobMeasuredBeforeItsFirstProgressReportIsMeasuredOnceMoreFromIt) {
-  Thresholds t = probing_thresholds();
-  t.settle_quiet_s = 9;
-  t.settle_s = 60;
-  ProbedGpu gpu(t);
-  gpu.ledger.place(request(1, 0.5), {0}, 0);
-  gpu.ledger.place(request(2), {0}, 5);
-  gpu.ledger.observe_peak(2, kGiB, 10);
+  ProbedGpu gpu = quiet_start_up(60);
   gpu.alone = {{2, 0.5}};
   gpu.run(0, 30);
   ASSERT_EQ(gpu.measured.size(), 1u);

@@ -22,7 +22,6 @@ class PausedGroups {
   // Continues every group now and dismisses the watchdog; later calls do
   // nothing.
   void resume();
-  const std::vector<pid_t>& pgids() const { return pgids_; }
 
  private:
   std::vector<pid_t> pgids_;

@@ -55,10 +55,9 @@ void Runner::resume(const std::vector<int64_t>& ids) {
   for (int64_t id : ids) {
     auto it = paused_.find(id);
     if (it == paused_.end()) continue;
-    for (pid_t g : it->second->pgids()) {
-      for (const Active& a : active_) {
-        if (a.id == id && a.pgid == g) ::kill(-g, SIGCONT);
-      }
+    // Its own group now; the pause it shares continues the rest with the last of them.
+    for (const Active& a : active_) {
+      if (a.id == id && a.pgid != 0) ::kill(-a.pgid, SIGCONT);
     }
     paused_.erase(it);
     pause_stats_.paused_job_s += clock_.elapsed_s() - paused_since_[id];
