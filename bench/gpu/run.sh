@@ -28,6 +28,7 @@
 #                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
 #   bench/gpu/run.sh freshprobe # fresh against warm allocator traces, alone against 6 at once (PROBE_ROWS)
 #   bench/gpu/run.sh recheck    # build colo._core + colo.estimate against the committed truth of this card (RECHECK_*)
+#   bench/gpu/run.sh phasepeaks # build colo._core + each PHASE_ROWS row's GPU peak by phase beside colo's replay
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
@@ -342,11 +343,32 @@ if want recheck; then
   # The estimates use the profile `gpuprofile` measured in this call when there is one, else
   # colo's built-in one (an empty profile directory), never whatever the host has stored; so a
   # RECHECK_TRUTH of another card belongs in a call without `gpuprofile`.
+  # RECHECK_NAME names the output folder (default the card) when one call rechecks two truths.
   card=$(head -1 "$OUT/gpu.txt" | awk -F'[ ,]+' '{print tolower($2)}')
-  mkdir -p "$OUT/recheck_$card" "$OUT/profiles"
+  recheck_dir="$OUT/recheck_${RECHECK_NAME:-$card}"
+  mkdir -p "$recheck_dir" "$OUT/profiles"
   COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py recheck \
-    --truth "${RECHECK_TRUTH:-bench/results/estimate/real_training/rows_$card.jsonl}" --out "$OUT/recheck_$card" \
-    --estimators "${RECHECK_ESTIMATORS:-8}" 2>"$OUT/recheck_$card/stderr.log" | tail -2 | cut -c1-400 | tee -a "$summary"
+    --truth "${RECHECK_TRUTH:-bench/results/estimate/real_training/rows_$card.jsonl}" --out "$recheck_dir" \
+    --estimators "${RECHECK_ESTIMATORS:-8}" 2>"$recheck_dir/stderr.log" | tail -2 | cut -c1-400 | tee -a "$summary"
+fi
+
+if want phasepeaks; then
+  # PHASE_ROWS: MODEL:SETUP pairs of real_training, split over PHASE_SHARDS processes at once; each
+  # row's GPU phase peaks beside colo's replay (bench/estimate/phase_peaks.py), built-in profile.
+  mkdir -p "$OUT/phasepeaks" "$OUT/phasepeaks/profiles"
+  read -r -a phase_rows <<<"${PHASE_ROWS//,/ }"
+  shards=${PHASE_SHARDS:-3}
+  for ((s = 0; s < shards; s++)); do
+    mine=()
+    for ((i = s; i < ${#phase_rows[@]}; i += shards)); do mine+=("${phase_rows[i]}"); done
+    [ ${#mine[@]} -gt 0 ] || continue
+    only=$(IFS=,; echo "${mine[*]}")
+    COLO_PROFILE_DIR="$OUT/phasepeaks/profiles" PYTHONPATH="$BUILD/python" python3 bench/estimate/phase_peaks.py \
+      --only "$only" --out "$OUT/phasepeaks/rows_$s.jsonl" >/dev/null 2>"$OUT/phasepeaks/stderr_$s.log" &
+  done
+  wait
+  cat "$OUT/phasepeaks"/rows_*.jsonl >"$OUT/phasepeaks/rows.jsonl"
+  note "phasepeaks: $(wc -l <"$OUT/phasepeaks/rows.jsonl") rows"
 fi
 
 if want userfuse; then
