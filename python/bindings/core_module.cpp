@@ -137,6 +137,10 @@ int64_t conv_forward_workspace(const std::vector<int64_t>& input, const std::vec
 // caching allocator takes at a thread's first matrix product and keeps.
 int64_t gemm_workspace(const std::string& gpu) { return profile_of(gpu).gemm_workspace_bytes(); }
 
+// The CUDA libraries' workspaces a training process holds on GPU `gpu` (see
+// profile_of), cuBLAS's per-handle workspaces included.
+int64_t library_workspace(const std::string& gpu) { return profile_of(gpu).library_workspace_bytes; }
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -148,6 +152,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("gpu") = "", py::arg("optimizer_implementation") = "single");
   m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
   m.def("gemm_workspace", &gemm_workspace, py::arg("gpu"));
+  m.def("library_workspace", &library_workspace, py::arg("gpu"));
   m.def("next_sequence_number", &colo::estimate::next_sequence_number);
   m.def("note_recomputed_region", &colo::estimate::note_recomputed_region, py::arg("first"), py::arg("end"));
   m.def("note_in_place_node", &colo::estimate::note_in_place_node, py::arg("sequence_number"));

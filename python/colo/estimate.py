@@ -493,11 +493,19 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
         with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
             _, untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core, gpu)
     if untracked:
-        held = ("parameters", "optimizer", "data", "workspace", "context") + (("gradients",) if keeps_gradients else ())
-        at_forward = sum(breakdown[k] for k in held)
+        # Beside the forward's own tensors the job holds its model, the optimiser's state, the
+        # data and the CUDA libraries' workspaces (cuBLAS's among them, which the forward's
+        # peak leaves out). The replay's workspace is what its own peak held (a backward
+        # convolution's cuDNN workspace, the allocator's free blocks then): the forward's
+        # peak has its convolutions' workspaces and its blocks in `untracked` already.
+        held = ("parameters", "optimizer", "data", "context") + (("gradients",) if keeps_gradients else ())
+        libraries = _core.library_workspace(gpu)
+        at_forward = sum(breakdown[k] for k in held) + libraries
         if at_forward + untracked > found["bytes"] + unseen:
             unseen = at_forward + untracked - found["bytes"]
-            breakdown["activations"], breakdown["gradients"] = untracked, 0
+            breakdown["activations"], breakdown["workspace"] = untracked, libraries
+            if not keeps_gradients:
+                breakdown["gradients"] = 0
             found = dict(found, peak_phase="forward")
     # Parameters whose gradients backward computes beyond the recorded
     # graph (those inside a reentrant checkpoint other than torch's, which
