@@ -291,7 +291,7 @@ def _keeps_model_buffers(estimate_fn):
 @_keeps_model_buffers
 def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None, evaluation=False,
              eval_batch_size=None, autocast=None, learned=None, keep_output=True, threads=2,
-             set_to_none=True, accumulation_steps=1, gpu=None):
+             set_to_none=True, accumulation_steps=1, gpu=None, zero_grad=None):
     """Peak GPU memory of training `model` with `optimizer` at `batch_size`.
 
     model           an nn.Module (moved to nothing: it is run on the CPU, unchanged)
@@ -322,6 +322,12 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     step (batch_size is one micro-batch): above 1, the gradients
                     stay allocated through every forward and backward, as with
                     set_to_none=False
+    zero_grad       where the loop calls optimizer.zero_grad(): "before_forward" (or
+                    after the optimiser step, the same: plain PyTorch loops, the
+                    Hugging Face Trainer), so the forward runs without last step's
+                    gradients; "after_forward" (Lightning's closure, colo's trainer),
+                    so they are still allocated through it. None: "after_forward"
+                    for a LightningModule, else "before_forward"
     gpu             the GPU it is for, by the short name `colo gpus --profile`
                     stored its profile under ("h200"); None: this machine's GPU
                     when its profile is stored, else colo's reference GPU (an
@@ -345,7 +351,7 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     try:
         return _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast,
                          learned, keep_output, _keeps_gradients(set_to_none, accumulation_steps),
-                         _profile_name(gpu, _core), _core)
+                         _zero_grad_before_forward(zero_grad, model), _profile_name(gpu, _core), _core)
     finally:
         torch.set_num_threads(before)
 
@@ -379,8 +385,18 @@ def _keeps_gradients(set_to_none, accumulation_steps):
     return not set_to_none or accumulation_steps > 1
 
 
+def _zero_grad_before_forward(zero_grad, model):
+    """Whether the loop frees last step's gradients before the forward (see
+    estimate's `zero_grad`); raises ValueError for another value."""
+    if zero_grad is None:
+        return not any(c.__module__.split(".")[0] in ("lightning", "pytorch_lightning") for c in type(model).__mro__)
+    if zero_grad not in ("before_forward", "after_forward"):
+        raise ValueError(f"colo.estimate: zero_grad must be 'before_forward' or 'after_forward', got {zero_grad!r}")
+    return zero_grad == "before_forward"
+
+
 def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast, learned,
-              keep_output, keeps_gradients, gpu, _core):
+              keep_output, keeps_gradients, zero_grad_before_forward, gpu, _core):
     """estimate()'s work, its arguments' types checked."""
     examples = _as_tuple(example_inputs)
     if any(t.dim() < 1 or t.shape[0] < 1 for t in examples):
@@ -445,7 +461,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
                 keeps_output=bool(keep_output), keeps_gradients=keeps_gradients, learned=str(learned or ""),
-                gpu=gpu, optimizer_implementation=implementation)
+                gpu=gpu, optimizer_implementation=implementation, zero_grad_before_forward=zero_grad_before_forward)
     finally:
         model.train(was_training)
     breakdown = dict(found["breakdown"])

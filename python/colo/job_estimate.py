@@ -2,7 +2,7 @@
 
     python3 -m colo.job_estimate --builder mymodels:build_resnet --input 3x224x224 \\
         --batch 128 --optimizer sgd [--vocab 0] [--eval-batch 0] [--autocast bf16]
-        [--no-keep-output] [--no-set-to-none] [--accumulation-steps 1]
+        [--no-keep-output] [--no-set-to-none] [--accumulation-steps 1] [--zero-grad WHERE]
 
 colo runs this (estimate/python_model_estimator.cpp) in the job's working
 directory, which is put on sys.path, when a job file names its model in
@@ -57,6 +57,8 @@ def main():
     parser.add_argument("--no-set-to-none", dest="set_to_none", action="store_false",
                         help="the loop calls optimizer.zero_grad(set_to_none=False)")
     parser.add_argument("--accumulation-steps", type=int, default=1)
+    parser.add_argument("--zero-grad", choices=["before_forward", "after_forward"], default=None,
+                        help="where the loop calls optimizer.zero_grad() (default: colo.estimate decides)")
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
     try:
@@ -70,7 +72,8 @@ def main():
         found = colo.estimate(model, example, batch_size=args.batch, optimizer=args.optimizer,
                               evaluation=args.eval_batch > 0, eval_batch_size=args.eval_batch or None,
                               threads=args.threads, autocast=args.autocast, keep_output=args.keep_output,
-                              set_to_none=args.set_to_none, accumulation_steps=args.accumulation_steps)
+                              set_to_none=args.set_to_none, accumulation_steps=args.accumulation_steps,
+                              zero_grad=args.zero_grad)
     except Exception as exc:  # one line for colo's log, whatever the user's code raised
         print(f"error: {type(exc).__name__}: {exc}".replace("\n", " "))
         return 1

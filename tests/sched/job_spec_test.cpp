@@ -95,14 +95,20 @@ TEST(JobSpec, HowThePythonModelTrainsIsReadKeptThroughJsonAndKeysItsEstimate) {
   EXPECT_TRUE(plain.model->keep_output);
   EXPECT_TRUE(plain.model->set_to_none);
   EXPECT_EQ(plain.model->accumulation_steps, 1);
+  EXPECT_EQ(plain.model->zero_grad, "");
   JobSpec tuned = parse_job_file(dir.write("tuned.toml", table + "autocast = \"bf16\"\nkeep_output = false\n"
-                                                                 "set_to_none = false\naccumulation_steps = 4\n"))[0];
+                                                                 "set_to_none = false\naccumulation_steps = 4\n"
+                                                                 "zero_grad = \"after_forward\"\n"))[0];
   EXPECT_EQ(tuned.model->autocast, "bf16");
   EXPECT_FALSE(tuned.model->keep_output);
   EXPECT_FALSE(tuned.model->set_to_none);
   EXPECT_EQ(tuned.model->accumulation_steps, 4);
+  EXPECT_EQ(tuned.model->zero_grad, "after_forward");
   EXPECT_EQ(job_spec_from_json(to_json(tuned)).model, tuned.model);
-  EXPECT_EQ(parse_job_file(dir.write("none.toml", table + "autocast = \"none\"\n"))[0].model, plain.model);
+  EXPECT_EQ(parse_job_file(dir.write("none.toml", table + "autocast = \"none\"\nzero_grad = \"auto\"\n"))[0].model,
+            plain.model);
+  JobSpec lightning = parse_job_file(dir.write("l.toml", table + "zero_grad = \"after_forward\"\n"))[0];
+  EXPECT_NE(model_table_key(lightning), model_table_key(plain));
   // Each way of training is estimated apart; the defaults keep the key they had.
   EXPECT_NE(model_table_key(tuned), model_table_key(plain));
   EXPECT_EQ(model_table_key(plain),
@@ -111,6 +117,7 @@ TEST(JobSpec, HowThePythonModelTrainsIsReadKeptThroughJsonAndKeysItsEstimate) {
   EXPECT_NE(job_file_error_of(table + "autocast = \"fp8\"\n").find("model.autocast"), std::string::npos);
   EXPECT_NE(job_file_error_of(table + "accumulation_steps = 0\n").find("model.accumulation_steps"), std::string::npos);
   EXPECT_NE(job_file_error_of(table + "set_to_none = \"yes\"\n").find("model.set_to_none"), std::string::npos);
+  EXPECT_NE(job_file_error_of(table + "zero_grad = \"never\"\n").find("model.zero_grad"), std::string::npos);
 }
 
 TEST(JobSpec, BadPythonModelNamesTheField) {

@@ -21,6 +21,7 @@ struct PythonModelSource {
   bool keep_output = true;          // `out = model(x)` held through backward (false: `loss = f(model(x))`)
   bool set_to_none = true;          // optimizer.zero_grad(set_to_none=...)
   int64_t accumulation_steps = 1;   // micro-batches (each batch_size) per optimiser step
+  std::string zero_grad;            // "" (colo.estimate decides) | before_forward | after_forward
   bool operator==(const PythonModelSource&) const = default;
 };
 
@@ -33,6 +34,12 @@ inline const std::vector<std::string>& user_model_optimizers() {
 // The autocast values a job file may give a user model ("none" is stored as "").
 inline const std::vector<std::string>& user_model_autocasts() {
   static const std::vector<std::string> names{"none", "bf16", "fp16"};
+  return names;
+}
+
+// The zero_grad values a job file may give a user model ("auto" is stored as "").
+inline const std::vector<std::string>& user_model_zero_grads() {
+  static const std::vector<std::string> names{"auto", "before_forward", "after_forward"};
   return names;
 }
 

@@ -47,6 +47,7 @@ MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
   if (!m.autocast.empty()) argv.insert(argv.end(), {"--autocast", m.autocast});
   if (!m.keep_output) argv.push_back("--no-keep-output");
   if (!m.set_to_none) argv.push_back("--no-set-to-none");
+  if (!m.zero_grad.empty()) argv.insert(argv.end(), {"--zero-grad", m.zero_grad});
   EnvironmentOverrides env{{"PYTHONPATH", colo_python_path(package_dir_)},
                            {"CUDA_VISIBLE_DEVICES", ""}};
   if (threads_ > 0) {

@@ -219,8 +219,19 @@ class Simulation {
     }
   }
 
+  // zero_grad(set_to_none) frees last step's gradients; without
+  // set_to_none, or between accumulated micro-batches, they stay.
+  void zero_grad() {
+    if (c_.keeps_gradients && !grads_.empty()) return;
+    for (int64_t id : grads_) {
+      if (id >= 0) mem_.free(id);
+    }
+    grads_.assign(g_.parameter_bytes.size(), -1);
+  }
+
   void train_step(bool first) {
     const int64_t b = c_.batch_size;
+    if (c_.zero_grad_before_forward) zero_grad();
     int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "forward");
     int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "forward");
     // Forward: each storage is held by its pending readers and by the
@@ -256,12 +267,7 @@ class Simulation {
       }
     }
 
-    // zero_grad(set_to_none) frees last step's gradients; without
-    // set_to_none, or between accumulated micro-batches, they stay.
-    if (!c_.keeps_gradients || grads_.empty()) {
-      for (int64_t id : grads_) mem_.free(id);
-      grads_.assign(g_.parameter_bytes.size(), -1);
-    }
+    if (!c_.zero_grad_before_forward) zero_grad();
 
     // Backward, last op first, as autograd's engine runs a node: the
     // gradients of its inputs are allocated (those of a view or a pass-through

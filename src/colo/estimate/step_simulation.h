@@ -25,6 +25,12 @@ struct StepConfig {
   // passes into them. Each backward then adds a parameter's incoming gradient
   // into its kept one (a transient of the parameter's size).
   bool keeps_gradients = false;
+  // Where the loop calls zero_grad(set_to_none=True): before the forward (or
+  // after the optimiser step, the same), as plain PyTorch loops and the
+  // Hugging Face Trainer do, so the forward runs without last step's
+  // gradients; else after the forward, as colo's trainer and Lightning's
+  // closure do, so the forward runs beside them.
+  bool zero_grad_before_forward = false;
   // cuBLAS's workspace per handle (DeviceProfile::gemm_workspace_bytes): a
   // fresh process takes one at the forward's first matrix product and one at
   // backward's (autograd's thread), and keeps both. 0: not replayed.
@@ -42,7 +48,8 @@ struct SimulatedPeak {
 };
 
 // The job's allocator peak. Follows colo's trainer: forward, zero_grad (the
-// gradients are freed unless `keeps_gradients`), backward, optimiser step; the batch, and the logits
+// gradients are freed unless `keeps_gradients`; before the forward with
+// `zero_grad_before_forward`), backward, optimiser step; the batch, and the logits
 // when `keeps_output`, live to the end of the step. The evaluation pass
 // follows graph.evaluation (the model code's own allocations) when it was
 // recorded, else frees each tensor one op after its last reader. With

@@ -39,6 +39,7 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   job.step.eval_batch_size = training.eval_batch_size;
   job.step.keeps_output = training.keeps_output;
   job.step.keeps_gradients = training.keeps_gradients;
+  job.step.zero_grad_before_forward = training.zero_grad_before_forward;
   set_optimizer_footprint(training.optimizer, job.step, training.optimizer_implementation);
   job.summary = summarize_graph(job.graph, training.batch_size, "other", summary_optimizer(training.optimizer));
   return job;

@@ -43,6 +43,7 @@ struct UserTraining {
   std::string optimizer_implementation = "single";
   bool keeps_output = true;     // the loop holds the model's output until the step ends
   bool keeps_gradients = false; // zero_grad(set_to_none=False) or gradient accumulation
+  bool zero_grad_before_forward = false;  // see StepConfig
 };
 
 // The optimiser's per-parameter state and temporaries in `step`, as colo's

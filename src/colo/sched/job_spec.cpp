@@ -61,6 +61,8 @@ estimate::PythonModelSource parse_model(const SpecTable& m) {
   model.keep_output = m.boolean_or("keep_output", true);
   model.set_to_none = m.boolean_or("set_to_none", true);
   model.accumulation_steps = m.integer_or("accumulation_steps", 1, 1, 1 << 20);
+  model.zero_grad = m.choice_or("zero_grad", "auto", estimate::user_model_zero_grads());
+  if (model.zero_grad == "auto") model.zero_grad.clear();
   m.reject_unknown();
   return model;
 }
@@ -70,7 +72,8 @@ nlohmann::json model_to_json(const estimate::PythonModelSource& m) {
           {"vocab", m.vocab},             {"batch_size", m.batch_size},
           {"optimizer", m.optimizer},     {"eval_batch_size", m.eval_batch_size},
           {"autocast", m.autocast},       {"keep_output", m.keep_output},
-          {"set_to_none", m.set_to_none}, {"accumulation_steps", m.accumulation_steps}};
+          {"set_to_none", m.set_to_none}, {"accumulation_steps", m.accumulation_steps},
+          {"zero_grad", m.zero_grad}};
 }
 
 estimate::PythonModelSource model_from_json(const nlohmann::json& j) {
@@ -85,6 +88,7 @@ estimate::PythonModelSource model_from_json(const nlohmann::json& j) {
   m.keep_output = j.value("keep_output", true);
   m.set_to_none = j.value("set_to_none", true);
   m.accumulation_steps = j.value("accumulation_steps", int64_t{1});
+  m.zero_grad = j.value("zero_grad", std::string());
   return m;
 }
 

@@ -26,6 +26,7 @@ std::string model_table_key(const JobSpec& job) {
   if (m.keep_output != defaults.keep_output) key.push_back({"keep_output", m.keep_output});
   if (m.set_to_none != defaults.set_to_none) key.push_back({"set_to_none", m.set_to_none});
   if (m.accumulation_steps != defaults.accumulation_steps) key.push_back({"accumulation_steps", m.accumulation_steps});
+  if (m.zero_grad != defaults.zero_grad) key.push_back({"zero_grad", m.zero_grad});
   return key.dump();
 }
 
