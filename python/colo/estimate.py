@@ -106,6 +106,29 @@ def _attention_as_on_gpu():
         F.scaled_dot_product_attention = _SDPA
 
 
+_DROPOUT = F.dropout
+
+
+def _native_dropout(input, p=0.5, training=True, inplace=False):
+    if not training or p == 0 or inplace or not input.is_floating_point():
+        return _DROPOUT(input, p, training, inplace)
+    return torch.native_dropout(input, p, True)[0]
+
+
+@contextlib.contextmanager
+def _dropout_as_on_gpu():
+    """F.dropout (nn.Dropout's too) as the GPU runs it: its mask one byte an
+    element, kept for backward when the input needs a gradient. The CPU's
+    dropout multiplies by a float32 noise tensor and keeps that, four times
+    the GPU's mask: a LoRA model's untracked forward counted each adapter's
+    dropout so."""
+    F.dropout = _native_dropout
+    try:
+        yield
+    finally:
+        F.dropout = _DROPOUT
+
+
 _FLOAT32_UNDER_AUTOCAST = {"layer_norm", "group_norm"}     # CUDA autocast casts their inputs to float32
 _FLOAT32_RESULT_UNDER_AUTOCAST = {"softmax", "log_softmax"}  # CUDA autocast gives them dtype=float32
 
@@ -506,7 +529,7 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
 
     untracked = 0
     if outside_autograd[0]:  # else the recorded graph holds the whole forward
-        with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as):
+        with _attention_as_on_gpu(), _dropout_as_on_gpu(), _float16_recorded_as(model, fp16_as):
             _, untracked = _forward_live_peak(model, two_sample_forward, batch_size, two, _core, gpu)
     if untracked:
         # Beside the forward's own tensors the job holds its model, the optimiser's state, the
