@@ -477,7 +477,8 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
     try:
         with _attention_as_on_gpu(), _float16_recorded_as(model, fp16_as), _gpu_only_named(), \
                 _non_reentrant_checkpoints_noted(_core), _checkpoints_run_plain(_core), \
-                _in_place_ops_noted(_core), _outputs_outside_autograd_watched(model) as outside_autograd:
+                _in_place_ops_noted(_core), _outputs_outside_autograd_watched(model) as outside_autograd, \
+                _first_layer_watched(model, first) as first_layer:
             found = _core.estimate_model(
                 set_mode=lambda training: model.train(training), loss=step_loss,
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
@@ -511,6 +512,15 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                    - _allocator_bytes(per_sample * 4 * batch))
         breakdown["data"] += resized
         unseen += resized
+    # Under autocast a float32 batch's first convolution or linear layer
+    # runs on a bf16/fp16 copy of it; with a trainable weight it keeps that
+    # copy for the weight's gradient, to the end of the backward. The
+    # recorded graph does not see it: the copy needs no gradient.
+    if (autocast is not None and not tokens and first.dtype == torch.float32 and first_layer[0]
+            and found["peak_phase"] in ("forward", "backward")):
+        cast = _allocator_bytes(first[:1].numel() * 2 * batch)
+        breakdown["data"] += cast
+        unseen += cast
     # Layers outside autograd (a frozen backbone, a torch.no_grad() block)
     # save nothing for backward, so the recorded graph does not see them; but
     # while the forward runs through them, what the model's code still holds
@@ -668,6 +678,36 @@ def _outputs_outside_autograd_watched(model):
     hooks = [m.register_forward_hook(watch) for m in model.modules() if not list(m.children())]
     try:
         yield seen
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+_CASTING_LAYERS = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Linear)
+
+
+@contextlib.contextmanager
+def _first_layer_watched(model, first):
+    """Yields a list whose only item turns True when, with the model in
+    training mode, the first leaf module called takes the batch (a float
+    tensor without a gradient, shaped as `first`'s samples) and is a
+    convolution or linear layer with a trainable weight: one that autocast
+    runs on a low-precision copy of the batch, which it keeps for backward."""
+    found = [False]
+    called = [False]
+
+    def watch(module, inputs):
+        if called[0] or not model.training:
+            return
+        called[0] = True
+        x = inputs[0] if inputs else None
+        found[0] = (isinstance(module, _CASTING_LAYERS) and module.weight.requires_grad
+                    and isinstance(x, torch.Tensor) and x.is_floating_point() and not x.requires_grad
+                    and tuple(x.shape[1:]) == tuple(first.shape[1:]))
+
+    hooks = [m.register_forward_pre_hook(watch) for m in model.modules() if not list(m.children())]
+    try:
+        yield found
     finally:
         for hook in hooks:
             hook.remove()

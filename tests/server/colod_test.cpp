@@ -124,6 +124,16 @@ TEST_F(ColodTest, AJobFileRunsWhereItWasSubmittedFromNotInTheDaemonsDirectory) {
   daemon->wait();
 }
 
+// colo run's measuring flags are colod's too: it starts with them and runs a job.
+TEST_F(ColodTest, ItTakesColoRunsShareMeasuringFlags) {
+  auto daemon = start_daemon({"--no-probe-alone", "--shares-from-launch"});
+  ASSERT_TRUE(find_daemon(dir_.path() + "/colo")) << read_file(dir_.file("colod.log"));
+  ASSERT_EQ(colo({"submit", "--name", "plain", "--", "true"}).exit_code, 0);
+  EXPECT_EQ(wait_final(1)["state"], "COMPLETED") << read_file(dir_.file("colod.log"));
+  daemon->terminate(5);
+  daemon->wait();
+}
+
 TEST_F(ColodTest, BadOptionsAreExitStatus2) {
   for (const auto& option : std::vector<std::vector<std::string>>{{"--policy", "nope"}, {"--port", "99999"},
                                                                   {"--poll", "0"}, {"--mode", "shared-ish"},
