@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   int cpu_slots = 1;
   bool drain = false;
   bool no_probe_alone = false;
+  bool shares_from_launch = false;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
   app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
@@ -51,6 +52,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-probe-alone", no_probe_alone,
                "measure a new job's SM share beside the jobs on its GPU instead of pausing them for about 4 s");
+  app.add_flag("--shares-from-launch", shares_from_launch,
+               "under MPS, a job's known SM share counts on its GPU from its launch, not from when it trains");
   app.add_flag("--drain", drain,
                "on SIGTERM/SIGINT, start no new job and wait for the running ones to end (default: leave them "
                "running for the next colod to adopt)");
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
     colo::sched::RunnerOptions options = colo::sched::runner_options_from_names(policy, mode, recovery, poll_s, reserve_after_s);
     options.cpu_slots = cpu_slots;
     if (no_probe_alone) options.thresholds.probe_alone = false;
+    if (shares_from_launch) options.thresholds.count_shares_once_training = false;
     options.estimate_model = colo::sched::scheduler_estimate();
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
