@@ -130,8 +130,8 @@ int64_t conv_forward_workspace(const std::vector<int64_t>& input, const std::vec
   const colo::estimate::DeviceProfile& profile = profile_of(gpu);
   colo::estimate::ConvGeometry conv = colo::estimate::conv_geometry(input, weight, output);
   if (conv.in_channels <= 0) return 0;
-  return profile.conv_workspace.workspace_bytes(conv, colo::estimate::ConvPass::kForward, batch) * element_bytes /
-         4;
+  return colo::estimate::conv_workspace_for(profile.conv_workspace, &profile.conv_workspace_half, conv,
+                                           colo::estimate::ConvPass::kForward, batch, element_bytes);
 }
 
 // cuBLAS's workspace per handle on GPU `gpu` (see profile_of): what the

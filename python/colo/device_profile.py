@@ -93,16 +93,16 @@ def _allocated_block(t):
     return max(512, (t.numel() * t.element_size() + 511) // 512 * 512)
 
 
-def conv_workspace_bytes(device, key, batch):
+def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
     """{pass: bytes} of cuDNN's workspace for the forward, input-gradient and
-    weight-gradient kernels of convolution `key` at `batch` in float32: the
+    weight-gradient kernels of convolution `key` at `batch` in `dtype`: the
     allocator's peak during the kernel beyond its operands and result. A
     pass that does not fit on the GPU is left out."""
     cin, cout, kh, kw, stride, padding, groups, h, w = conv_geometry(key)
     found = {}
     try:
-        x = torch.randn(batch, cin, h, w, device=device)
-        weight = torch.randn(cout, cin // groups, kh, kw, device=device)
+        x = torch.randn(batch, cin, h, w, device=device, dtype=dtype)
+        weight = torch.randn(cout, cin // groups, kh, kw, device=device, dtype=dtype)
         y = F.conv2d(x, weight, None, stride, padding, 1, groups)
         grad = torch.randn_like(y)
     except torch.cuda.OutOfMemoryError:
@@ -139,10 +139,28 @@ def profile_batches(shapes, quick=False, max_batch=None):
     return batches
 
 
-def measure(device_index, quick=False, progress=None, max_batch=None):
+def conv_workspace_table(device, shapes, batches, dtype, progress=None):
+    """{"shapes": {key: {pass: [[batch, bytes], ...]}}}: each of `shapes` at each of `batches` in `dtype`."""
+    table, started = {}, time.time()
+    for i, key in enumerate(sorted(shapes)):
+        points = {"forward": [], "input_grad": [], "weight_grad": []}
+        for batch in batches:
+            for name, value in conv_workspace_bytes(device, key, batch, dtype).items():
+                points[name].append([batch, value])
+        table[key] = points
+        torch.cuda.empty_cache()
+        if progress and (i + 1) % 25 == 0:
+            progress(f"convolutions in {str(dtype).split('.')[-1]}: {i + 1} of {len(shapes)} shapes "
+                     f"({time.time() - started:.0f} s)")
+    return {"shapes": table}
+
+
+def measure(device_index, quick=False, progress=None, max_batch=None, half=True):
     """This GPU's profile as colo stores it (a dict; see device_profile_to_json
     in C++); convolutions at the reference table's batches up to `max_batch`
-    (all when None), or at 32, 128 and 512 only when `quick`."""
+    (all when None), or at 32, 128 and 512 only when `quick`; in float32, and
+    in bfloat16 too when `half` (cuDNN picks other kernels for it, whose
+    workspaces are not float32's halved)."""
     from colo import _core
 
     device = torch.device("cuda", device_index)
@@ -153,21 +171,14 @@ def measure(device_index, quick=False, progress=None, max_batch=None):
     cublas = cublas_workspace_bytes(device)
     shapes = reference["conv_workspace"]["shapes"]
     batches = profile_batches(shapes, quick, max_batch)
-    table, started = {}, time.time()
-    for i, key in enumerate(sorted(shapes)):
-        points = {"forward": [], "input_grad": [], "weight_grad": []}
-        for batch in batches:
-            for name, value in conv_workspace_bytes(device, key, batch).items():
-                points[name].append([batch, value])
-        table[key] = points
-        torch.cuda.empty_cache()
-        if progress and (i + 1) % 25 == 0:
-            progress(f"convolutions: {i + 1} of {len(shapes)} shapes ({time.time() - started:.0f} s)")
     name = torch.cuda.get_device_name(device)
-    return {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
-            "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
-            "cublas_workspace_bytes": int(cublas), "fragmentation": reference["fragmentation"],
-            "conv_workspace": {"shapes": table}}
+    profile = {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
+               "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
+               "cublas_workspace_bytes": int(cublas), "fragmentation": reference["fragmentation"],
+               "conv_workspace": conv_workspace_table(device, shapes, batches, torch.float32, progress)}
+    if half:
+        profile["conv_workspace_half"] = conv_workspace_table(device, shapes, batches, torch.bfloat16, progress)
+    return profile
 
 
 def main(argv=None):
@@ -176,6 +187,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="convolutions at batch 32, 128 and 512 only")
     parser.add_argument("--max-batch", type=int, default=None,
                         help="convolutions at batches up to this only (the rest extrapolated from them)")
+    parser.add_argument("--no-half", dest="half", action="store_false",
+                        help="convolutions in float32 only (bf16/fp16 ones then take float32's workspaces, halved)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("colo gpus --profile: no CUDA GPU here (torch.cuda.is_available() is False): a profile is measured "
@@ -190,7 +203,7 @@ def main(argv=None):
     started = time.time()
     try:
         profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True),
-                          max_batch=args.max_batch)
+                          max_batch=args.max_batch, half=args.half)
     except (RuntimeError, subprocess.CalledProcessError, FileNotFoundError) as exc:
         print(f"colo gpus --profile: {exc}".replace("\n", " "), file=sys.stderr)
         return 1
@@ -198,7 +211,8 @@ def main(argv=None):
     path = _core.store_device_profile(json.dumps(profile), key)
     print(f"{profile['name']}: context {profile['context_bytes'] >> 20} MiB, library workspaces "
           f"{profile['library_workspace_bytes'] >> 20} MiB (cuBLAS {profile['cublas_workspace_bytes'] >> 20} MiB a "
-          f"handle), {len(profile['conv_workspace']['shapes'])} convolution shapes, in "
+          f"handle), {len(profile['conv_workspace']['shapes'])} convolution shapes"
+          f"{' in float32 and bf16' if 'conv_workspace_half' in profile else ''}, in "
           f"{time.time() - started:.0f} s; stored as '{key}' in {path}")
     return 0
 

@@ -87,6 +87,19 @@ TEST(ConvWorkspaceTable, UnknownShapesTakeTheirNearestMeasuredShapeScaledByTheBy
   EXPECT_EQ(conv_pass_input_bytes_per_sample(lenet_conv2(), ConvPass::kInputGrad), 6400);
 }
 
+TEST(ConvWorkspaceTable, HalfPrecisionTakesItsOwnMeasuredTableElseFloat32sScaled) {
+  const ConvGeometry stem = ConvGeometry::from_key("c3o24k3x3s2p1g1h224w224");
+  ConvWorkspaceTable full, half;
+  full.add(stem.key(), ConvPass::kWeightGrad, 256, 1000);
+  half.add(stem.key(), ConvPass::kWeightGrad, 256, 361448448);  // bf16 on an H200, where float32 took none
+  EXPECT_EQ(conv_workspace_for(full, &half, stem, ConvPass::kWeightGrad, 256, 2), 361448448);
+  EXPECT_EQ(conv_workspace_for(full, &half, stem, ConvPass::kWeightGrad, 256, 4), 1000);
+  EXPECT_EQ(conv_workspace_for(full, nullptr, stem, ConvPass::kWeightGrad, 256, 2), 500);
+  const ConvWorkspaceTable unmeasured;
+  EXPECT_EQ(conv_workspace_for(full, &unmeasured, stem, ConvPass::kWeightGrad, 256, 2), 500)
+      << "an empty (unmeasured) half table: float32's, scaled";
+}
+
 TEST(ConvWorkspaceTable, JsonRoundTripAndClearErrors) {
   ConvWorkspaceTable table;
   table.add(lenet_conv2().key(), ConvPass::kForward, 16, 1 << 20);

@@ -39,6 +39,7 @@ TEST(DeviceProfileStore, AStoredProfileLoadsAsItWasMeasured) {
   measured.context_bytes += int64_t{96} << 20;
   measured.cublas_workspace_bytes = int64_t{16} << 20;
   measured.conv_workspace.add("c5o7k3x3s1p1g1h9w9", ConvPass::kForward, 32, 12345);
+  measured.conv_workspace_half.add("c5o7k3x3s1p1g1h9w9", ConvPass::kWeightGrad, 32, 777);
   EXPECT_FALSE(device_profile_stored("h200"));
   std::string path = store_device_profile(measured, "h200");
   EXPECT_EQ(path, profiles.dir().file("h200.json"));
@@ -50,6 +51,8 @@ TEST(DeviceProfileStore, AStoredProfileLoadsAsItWasMeasured) {
   EXPECT_EQ(loaded.gemm_workspace_bytes(), int64_t{16} << 20);
   EXPECT_EQ(loaded.fragmentation, measured.fragmentation);
   EXPECT_EQ(loaded.conv_workspace.to_json(), measured.conv_workspace.to_json());
+  EXPECT_EQ(loaded.conv_workspace_half.to_json(), measured.conv_workspace_half.to_json());
+  EXPECT_TRUE(default_device_profile().conv_workspace_half.empty()) << "the built-in H100 profile has none measured";
   EXPECT_EQ(loaded.conv_workspace.workspace_bytes(ConvGeometry::from_key("c5o7k3x3s1p1g1h9w9"),
                                                   ConvPass::kForward, 32),
             12345);

@@ -951,6 +951,29 @@ def test_an_estimate_for_another_gpu_uses_its_stored_profile(tmp_path, monkeypat
     assert h200.bytes > reference.bytes + (512 << 20)
 
 
+def test_a_profiles_bf16_workspaces_serve_bf16_and_fp16_convolutions(tmp_path, monkeypatch):
+    """A profile measured in bf16 too (`conv_workspace_half`) gives half-precision
+    convolutions their own workspaces; float32 ones keep float32's."""
+    from colo import _core
+
+    monkeypatch.setenv("COLO_PROFILE_DIR", str(tmp_path))
+    profile = json.loads(_core.reference_device_profile_json())
+    half = json.loads(json.dumps(profile["conv_workspace"]))
+    for passes in half["shapes"].values():  # bf16 kernels taking 4x float32's workspace
+        for points in passes.values():
+            for point in points:
+                point[1] *= 4
+    _core.store_device_profile(json.dumps(dict(profile, name="halved")), "h200")
+    _core.store_device_profile(json.dumps(dict(profile, name="measured", conv_workspace_half=half)), "h100x")
+    model, x = torchvision.models.resnet18(num_classes=10), torch.randn(1, 3, 64, 64)
+    for autocast in ("bf16", "fp16"):
+        scaled = colo.estimate(model, x, batch_size=64, optimizer="sgd", autocast=autocast, gpu="h200")
+        measured = colo.estimate(model, x, batch_size=64, optimizer="sgd", autocast=autocast, gpu="h100x")
+        assert measured.breakdown["workspace"] > scaled.breakdown["workspace"], autocast
+    assert colo.estimate(model, x, batch_size=64, optimizer="sgd", gpu="h100x").bytes == \
+        colo.estimate(model, x, batch_size=64, optimizer="sgd", gpu="h200").bytes
+
+
 def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
     """python -m colo.device_profile (what `colo gpus --profile` runs) on a
     machine whose torch sees no CUDA GPU exits 2, saying so, and stores nothing."""

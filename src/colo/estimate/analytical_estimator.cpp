@@ -20,7 +20,7 @@ AnalyticalEstimator::AnalyticalEstimator(DeviceProfile profile, int64_t array_mo
 MemoryEstimate analytical_estimate(const JobModel& job, const DeviceProfile& profile) {
   StepConfig step = job.step;
   step.gemm_workspace_bytes = profile.gemm_workspace_bytes();
-  SimulatedPeak peak = simulate_training(job.graph, step, &profile.conv_workspace);
+  SimulatedPeak peak = simulate_training(job.graph, step, &profile.conv_workspace, &profile.conv_workspace_half);
   const double factor = profile.fragmentation_of(job.model_name, peak.phase);
   const auto reserved = static_cast<int64_t>(std::llround(factor * static_cast<double>(peak.peak_reserved)));
   MemoryBreakdown b;

@@ -185,4 +185,10 @@ std::string ConvWorkspaceTable::to_json() const {
   return nlohmann::json{{"shapes", shapes}}.dump(1);
 }
 
+int64_t conv_workspace_for(const ConvWorkspaceTable& full, const ConvWorkspaceTable* half, const ConvGeometry& conv,
+                           ConvPass pass, int64_t batch, int64_t element_bytes) {
+  if (element_bytes == 2 && half && !half->empty()) return half->workspace_bytes(conv, pass, batch);
+  return full.workspace_bytes(conv, pass, batch) * element_bytes / 4;
+}
+
 }  // namespace colo::estimate

@@ -63,6 +63,14 @@ class ConvWorkspaceTable {
   void update_fallback() const;
 };
 
+// Workspace of `pass` for `conv` at `batch` with elements of `element_bytes`:
+// `half`'s (measured in bf16) for 2-byte elements when given and measured,
+// else `full`'s float32 figure times element_bytes / 4. cuDNN's bf16 and
+// fp16 kernels are not float32's at half the size: a 3-channel stem's weight
+// gradient took 345 MiB in bf16 where float32's took none (H200).
+int64_t conv_workspace_for(const ConvWorkspaceTable& full, const ConvWorkspaceTable* half, const ConvGeometry& conv,
+                           ConvPass pass, int64_t batch, int64_t element_bytes);
+
 // Bytes `pass` of `conv` reads per sample, the scale of its workspace.
 int64_t conv_pass_input_bytes_per_sample(const ConvGeometry& conv, ConvPass pass);
 

@@ -20,6 +20,9 @@ struct DeviceProfile {
   std::map<std::string, double> fragmentation{};
   // cuDNN's workspace per convolution shape and batch on this device.
   ConvWorkspaceTable conv_workspace{};
+  // The same for bf16 convolutions (fp16's taken as bf16's); empty where not
+  // measured: the float32 table scaled by the element size stands in.
+  ConvWorkspaceTable conv_workspace_half{};
   int64_t cublas_workspace_bytes = 0;  // one cuBLAS handle's workspace as measured; 0 in profiles older than it
 
   // cuBLAS's workspace per handle. PyTorch takes one from the caching

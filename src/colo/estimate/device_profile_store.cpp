@@ -97,6 +97,9 @@ std::string device_profile_to_json(const DeviceProfile& profile) {
   if (profile.cublas_workspace_bytes > 0) j["cublas_workspace_bytes"] = profile.cublas_workspace_bytes;
   j["fragmentation"] = profile.fragmentation;
   j["conv_workspace"] = nlohmann::json::parse(profile.conv_workspace.to_json());
+  if (!profile.conv_workspace_half.empty()) {
+    j["conv_workspace_half"] = nlohmann::json::parse(profile.conv_workspace_half.to_json());
+  }
   return j.dump(1);
 }
 
@@ -140,6 +143,10 @@ DeviceProfile device_profile_from_json(const std::string& text) {
     }
   }
   p.conv_workspace = ConvWorkspaceTable::from_json(j["conv_workspace"].dump());
+  if (j.contains("conv_workspace_half")) {
+    if (!j["conv_workspace_half"].is_object()) throw std::runtime_error("\"conv_workspace_half\" has the wrong type");
+    p.conv_workspace_half = ConvWorkspaceTable::from_json(j["conv_workspace_half"].dump());
+  }
   return p;
 }
 

@@ -89,8 +89,10 @@ class Memory {
 
 class Simulation {
  public:
-  Simulation(const TrainingGraph& graph, const StepConfig& config, const ConvWorkspaceTable* workspace)
-      : g_(graph), c_(config), workspace_(workspace), region_of_storage_(graph.tensors.size(), -1) {
+  Simulation(const TrainingGraph& graph, const StepConfig& config, const ConvWorkspaceTable* workspace,
+             const ConvWorkspaceTable* half_workspace)
+      : g_(graph), c_(config), workspace_(workspace), half_workspace_(half_workspace),
+        region_of_storage_(graph.tensors.size(), -1) {
     for (const GraphOp& op : g_.ops) {
       if (op.recompute_region < 0) continue;
       for (int t : op.outputs) {
@@ -115,9 +117,7 @@ class Simulation {
   // A convolution kernel's workspace: taken and given back around the kernel.
   void conv_workspace(const GraphOp& op, ConvPass pass, int64_t batch, const char* phase) {
     if (!workspace_ || op.conv.in_channels <= 0) return;
-    // The table holds float32 convolutions; cuDNN's bf16 and fp16 kernels
-    // take about their element size's share (H100 traces: 0.5-0.6x per sample).
-    int64_t ws = workspace_->workspace_bytes(op.conv, pass, batch) * op.conv_element_bytes / 4;
+    int64_t ws = conv_workspace_for(*workspace_, half_workspace_, op.conv, pass, batch, op.conv_element_bytes);
     if (ws > 0) mem_.free(mem_.allocate(kWorkspace, ws, phase));
   }
 
@@ -411,6 +411,7 @@ class Simulation {
   const TrainingGraph& g_;
   const StepConfig& c_;
   const ConvWorkspaceTable* workspace_;
+  const ConvWorkspaceTable* half_workspace_;
   Memory mem_;
   std::vector<int64_t> params_, grads_;
   std::vector<int> holders_;
@@ -425,8 +426,9 @@ class Simulation {
 }  // namespace
 
 SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config,
-                                const ConvWorkspaceTable* conv_workspace) {
-  return Simulation(graph, config, conv_workspace).run();
+                                const ConvWorkspaceTable* conv_workspace,
+                                const ConvWorkspaceTable* half_workspace) {
+  return Simulation(graph, config, conv_workspace, half_workspace).run();
 }
 
 }  // namespace colo::estimate

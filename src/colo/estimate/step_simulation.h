@@ -56,6 +56,7 @@ struct SimulatedPeak {
 // `conv_workspace`, each convolution kernel also takes its cuDNN workspace
 // for the length of the kernel.
 SimulatedPeak simulate_training(const TrainingGraph& graph, const StepConfig& config,
-                                const ConvWorkspaceTable* conv_workspace = nullptr);
+                                const ConvWorkspaceTable* conv_workspace = nullptr,
+                                const ConvWorkspaceTable* half_workspace = nullptr);
 
 }  // namespace colo::estimate
