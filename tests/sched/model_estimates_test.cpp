@@ -72,6 +72,49 @@ TEST(ModelEstimates, IdenticalTablesAreEstimatedOnceAndLaterRunsOnTheStoreAskNot
   EXPECT_EQ(answer.reason, "fake of models:resnet18");
 }
 
+// A store keeps answers by what made them: after colo is rebuilt or
+// upgraded (another version), its tables are estimated again; an answer that
+// ran out of time is not kept for later runs.
+TEST(ModelEstimates, AnotherEstimatorVersionEstimatesAgainAndATimedOutAnswerIsNotKept) {
+  testing::TempDir dir;
+  std::atomic<int> calls{0};
+  auto counted = [&](const JobSpec&) {
+    ++calls;
+    return ModelEstimate{int64_t{1000}, "fake"};
+  };
+  JobSpec job = model_job("models:resnet18");
+  {
+    JobStore store(dir.file("jobs.db"));
+    ModelEstimates old_colo(store, counted, 1, "estimator 1");
+    EXPECT_EQ(wait_for(old_colo, job).bytes, 1000);
+  }
+  JobStore store(dir.file("jobs.db"));
+  {
+    ModelEstimates same(store, counted, 1, "estimator 1");
+    EXPECT_EQ(wait_for(same, job).status, ModelEstimates::Status::kKnown);
+    EXPECT_EQ(calls.load(), 1) << "the same version answers from the store";
+    ModelEstimates rebuilt(store, counted, 1, "estimator 2");
+    EXPECT_EQ(wait_for(rebuilt, job).bytes, 1000);
+    EXPECT_EQ(calls.load(), 2) << "another version estimates again";
+  }
+  std::atomic<int> slow_calls{0};
+  auto slow = [&](const JobSpec&) {
+    ++slow_calls;
+    return ModelEstimate{std::nullopt, "estimating it took over the time limit", true};
+  };
+  JobSpec other = model_job("models:vit", 8);
+  {
+    ModelEstimates loaded(store, slow, 1, "estimator 2");
+    ModelEstimates::Answer answer = wait_for(loaded, other);
+    EXPECT_EQ(answer.status, ModelEstimates::Status::kUnknown);
+    EXPECT_EQ(answer.reason, "estimating it took over the time limit");
+    EXPECT_EQ(loaded.lookup(other).status, ModelEstimates::Status::kUnknown) << "not asked again in this run";
+    EXPECT_EQ(slow_calls.load(), 1);
+  }
+  ModelEstimates next_run(store, counted, 1, "estimator 2");
+  EXPECT_EQ(wait_for(next_run, other).status, ModelEstimates::Status::kKnown) << "a later run asks again";
+}
+
 TEST(ModelEstimates, AColoTrainSpecIsEstimatedOnceAndAgainWhenItsFileChanges) {
   testing::TempDir dir;
   dir.write("spec.toml", "batch_size = 64\n");

@@ -10,6 +10,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
   options.predict_shares = !args.no_share_prediction;
   options.cpu_slots = args.cpu_slots;
   options.estimate_model = sched::scheduler_estimate(2, args.estimate_timeout_s);
+  options.estimator_version = sched::scheduler_estimator_version();
   if (args.no_probe_alone) options.thresholds.probe_alone = false;
   if (args.shares_from_launch) options.thresholds.count_shares_once_training = false;
   return options;

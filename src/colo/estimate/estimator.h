@@ -40,6 +40,7 @@ struct MemoryEstimate {
   std::string reason;
   std::string peak_phase;                    // analytical: "forward", "backward", "optimizer" or "evaluation"
   std::vector<std::string> unmodelled_ops;   // analytical: autograd ops without a rule (assumed to save all)
+  bool transient = false;                    // unknown for now: another attempt may tell (it ran out of time)
 
   // The estimate's high bound, bytes + uncertainty: what the scheduler
   // places a job by, so that an estimate that errs low within its stated

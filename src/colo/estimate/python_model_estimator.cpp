@@ -56,7 +56,11 @@ MemoryEstimate PythonModelEstimator::estimate(const EstimateRequest& request) {
     }
   }
   ProcessResult run = run_process(argv, env, "", timeout_s_);
-  if (run.timed_out) return MemoryEstimate::unknown(name(), "estimating " + m.builder + " took over the time limit");
+  if (run.timed_out) {
+    MemoryEstimate e = MemoryEstimate::unknown(name(), "estimating " + m.builder + " took over the time limit");
+    e.transient = true;  // a loaded machine may be the cause
+    return e;
+  }
   std::string line = last_line(run.output);
   if (run.exit_code != 0) return MemoryEstimate::unknown(name(), m.builder + ": " + line);
   try {

@@ -1,8 +1,13 @@
 #include "colo/sched/admission.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 
+#include "colo/core/colo_python.h"
 #include "colo/core/files.h"
+#include "colo/core/paths.h"
 #include "colo/core/table.h"
 #include "colo/data/dataset_registry.h"
 #include "colo/estimate/analytical_estimator.h"
@@ -17,6 +22,33 @@ std::vector<estimate::PastRun> past_runs(const JobStore& store) {
     if (record.peak_mem_bytes) past.push_back({record.spec.command, *record.peak_mem_bytes});
   }
   return past;
+}
+
+std::string scheduler_estimator_version() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> paths{this_program_path()};
+  const fs::path package = fs::path(colo_python_package_dir()) / "colo";
+  for (const char* module : {"estimate.py", "job_estimate.py", "device_profile.py"}) {
+    paths.push_back((package / module).string());
+  }
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(package, error)) {
+    if (entry.path().filename().string().rfind("_core", 0) == 0) paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin() + 1, paths.end());
+  std::string identity;
+  for (const std::string& path : paths) {
+    std::error_code missing;
+    const auto size = fs::file_size(path, missing);
+    const auto written = fs::last_write_time(path, missing);
+    identity += path + ":" +
+                (missing ? std::string("-")
+                         : std::to_string(size) + ":" + std::to_string(written.time_since_epoch().count())) +
+                "\n";
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016zx", std::hash<std::string>{}(identity));
+  return std::string("estimator ") + hex;
 }
 
 void fill_memory_estimates(std::vector<JobSpec>& specs, const JobStore* history, ByScheduler left) {
@@ -40,7 +72,7 @@ EstimateModel scheduler_estimate(int threads, double timeout_s) {
     } catch (const std::exception& error) {
       return ModelEstimate{std::nullopt, error.what()};  // a spec file that went bad since submission
     }
-    if (!e.known) return ModelEstimate{std::nullopt, e.reason};
+    if (!e.known) return ModelEstimate{std::nullopt, e.reason, e.transient};
     return ModelEstimate{e.bytes_high(), e.reason + "; high bound, the estimate " + bytes_human(double(e.bytes))};
   };
 }

@@ -50,6 +50,13 @@ void fill_memory_estimates(std::vector<JobSpec>& specs, std::vector<estimate::Pa
 // analytical estimate, in the calling thread.
 EstimateModel scheduler_estimate(int threads = 2, double timeout_s = 120);
 
+// What made scheduler_estimate's answers (RunnerOptions::estimator_version):
+// the size and modification time of this program and of the colo package's
+// estimating modules (estimate.py, job_estimate.py, device_profile.py and
+// its compiled core), hashed. Another build or install of colo gives
+// another version, so estimates stored by an older estimator are made again.
+std::string scheduler_estimator_version();
+
 // Every completed job of `store` with its measured peak, for the history estimator.
 std::vector<estimate::PastRun> past_runs(const JobStore& store);
 

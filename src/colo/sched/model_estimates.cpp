@@ -77,8 +77,8 @@ struct ModelEstimates::Shared {
   }
 };
 
-ModelEstimates::ModelEstimates(JobStore& store, EstimateModel estimate, int parallel)
-    : store_(store), shared_(std::make_shared<Shared>()) {
+ModelEstimates::ModelEstimates(JobStore& store, EstimateModel estimate, int parallel, std::string version)
+    : store_(store), version_(std::move(version)), shared_(std::make_shared<Shared>()) {
   shared_->estimate = std::move(estimate);
   shared_->parallel = std::max(parallel, 1);
 }
@@ -105,13 +105,21 @@ void ModelEstimates::start_queued() {
 ModelEstimates::Answer ModelEstimates::lookup(const JobSpec& job) {
   std::string key = estimate_key(job);
   if (key.empty()) return {Status::kUnknown, 0, "it names no model and no readable colo spec"};
+  if (!version_.empty()) key = version_ + " " + key;
   std::map<std::string, std::pair<ModelEstimate, double>> done;
   {
     std::lock_guard lock(shared_->mutex);
     done.swap(shared_->done);
     for (const auto& [k, answer] : done) shared_->asked.erase(k);
   }
-  for (const auto& [k, answer] : done) store_.record_model_estimate(k, answer.first, answer.second);
+  for (const auto& [k, answer] : done) {
+    if (answer.first.transient) {
+      transient_[k] = answer.first;
+    } else {
+      store_.record_model_estimate(k, answer.first, answer.second);
+    }
+  }
+  if (auto it = transient_.find(key); it != transient_.end()) return {Status::kUnknown, 0, it->second.reason};
   if (auto stored = store_.model_estimate(key)) {
     if (stored->bytes) return {Status::kKnown, *stored->bytes, stored->reason};
     return {Status::kUnknown, 0, stored->reason};

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,8 +36,11 @@ std::string estimate_key(const JobSpec& job);
 
 class ModelEstimates {
  public:
-  // At most `parallel` (>= 1) estimates run at once.
-  ModelEstimates(JobStore& store, EstimateModel estimate, int parallel);
+  // At most `parallel` (>= 1) estimates run at once. Answers are stored
+  // under `version` (what made them, scheduler_estimator_version()): a store
+  // answers only from estimates of the same version. One that is
+  // `transient` is kept for this object's life only.
+  ModelEstimates(JobStore& store, EstimateModel estimate, int parallel, std::string version = "");
   // Does not wait for estimates still running: their threads finish on
   // their own and their answers are dropped.
   ~ModelEstimates();
@@ -63,6 +67,8 @@ class ModelEstimates {
   struct Shared;
   void start_queued();
   JobStore& store_;
+  std::string version_;
+  std::map<std::string, ModelEstimate> transient_;  // by key: unknown for now, asked again by a later run
   std::shared_ptr<Shared> shared_;  // outlives this object while threads run
 };
 

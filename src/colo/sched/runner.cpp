@@ -104,7 +104,8 @@ Runner::Runner(JobStore& store, std::vector<gpu::DevicePtr> devices, RunnerOptio
   loaders_ = std::make_unique<LoaderProducers>(
       options_.colo_program.empty() ? colo_program_path() : options_.colo_program, options_.log_dir);
   if (options_.estimate_model) {
-    estimates_ = std::make_unique<ModelEstimates>(store_, options_.estimate_model, options_.parallel_estimates);
+    estimates_ = std::make_unique<ModelEstimates>(store_, options_.estimate_model, options_.parallel_estimates,
+                                                  options_.estimator_version);
   }
 }
 

@@ -51,6 +51,7 @@ struct RunnerOptions {
   // Estimates a waiting job's [job.model] table when it states no `mem`
   // (model_estimates.h); empty: such jobs are placed as of unknown memory.
   EstimateModel estimate_model;
+  std::string estimator_version;  // what made estimate_model's answers (ModelEstimates)
   int parallel_estimates = 4;  // at most this many at once
   // A job of unknown memory may share a GPU with a provisional reservation
   // (JobRequest::provisional); false: it only starts on an empty GPU.

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
     if (no_probe_alone) options.thresholds.probe_alone = false;
     if (shares_from_launch) options.thresholds.count_shares_once_training = false;
     options.estimate_model = colo::sched::scheduler_estimate();
+    options.estimator_version = colo::sched::scheduler_estimator_version();
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
 
     auto devices = colo::gpu::discover_devices();
