@@ -350,7 +350,8 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
                     Hugging Face Trainer), so the forward runs without last step's
                     gradients; "after_forward" (Lightning's closure, colo's trainer),
                     so they are still allocated through it. None: "after_forward"
-                    for a LightningModule, else "before_forward"
+                    for a LightningModule or a colo.fuse array (colo.fuse.Trainer's
+                    order), else "before_forward"
     gpu             the GPU it is for, by the short name `colo gpus --profile`
                     stored its profile under ("h200"); None: this machine's GPU
                     when its profile is stored, else colo's reference GPU (an
@@ -412,7 +413,9 @@ def _zero_grad_before_forward(zero_grad, model):
     """Whether the loop frees last step's gradients before the forward (see
     estimate's `zero_grad`); raises ValueError for another value."""
     if zero_grad is None:
-        return not any(c.__module__.split(".")[0] in ("lightning", "pytorch_lightning") for c in type(model).__mro__)
+        lightning = any(c.__module__.split(".")[0] in ("lightning", "pytorch_lightning") for c in type(model).__mro__)
+        fused = hasattr(model, "colo_state_prefix")  # a colo.fuse array: colo.fuse.Trainer zeroes after its forward
+        return not (lightning or fused)
     if zero_grad not in ("before_forward", "after_forward"):
         raise ValueError(f"colo.estimate: zero_grad must be 'before_forward' or 'after_forward', got {zero_grad!r}")
     return zero_grad == "before_forward"

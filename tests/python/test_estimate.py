@@ -888,6 +888,12 @@ def test_zero_grad_before_the_forward_frees_last_steps_gradients_for_it():
     LightningLike.__module__ = "lightning.pytorch.core.module"
     lightning = LightningLike(*model)
     assert colo.estimate(lightning, x, batch_size=4096, optimizer="sgd").bytes == after.bytes
+    # colo.fuse.Trainer zeroes after its forward too.
+    from colo.fuse import fuse
+    fused = fuse(lambda: nn.Sequential(*[nn.Linear(width, width) for _ in range(8)], nn.Linear(width, 8192)), 2)
+    assert colo.estimate(fused, x, batch_size=2048, optimizer="sgd").bytes == \
+        colo.estimate(fused, x, batch_size=2048, optimizer="sgd", zero_grad="after_forward").bytes != \
+        colo.estimate(fused, x, batch_size=2048, optimizer="sgd", zero_grad="before_forward").bytes
     with pytest.raises(ValueError, match="zero_grad"):
         colo.estimate(model, x, batch_size=16, zero_grad="never")
 
