@@ -57,10 +57,13 @@ OpRule rule_for(const std::string& name) {
   static const std::set<std::string> kSaveFirstInput{
       "ConvolutionBackward", "NativeBatchNormBackward", "CudnnBatchNormBackward",
       "NativeLayerNormBackward", "GeluBackward", "ThresholdBackward", "SiluBackward",
-      "AvgPool2DBackward", "AdaptiveAvgPool2DBackward", "NllLossBackward"};
+      "AvgPool2DBackward", "AdaptiveAvgPool2DBackward", "NllLossBackward",
+      // MobileNets' ReLU6, hard-swish and hard-sigmoid, LeakyReLU: the input
+      // (the in-place forms keep their result, which is the input's memory).
+      "HardtanhBackward", "HardswishBackward", "HardsigmoidBackward", "LeakyReluBackward"};
   static const std::set<std::string> kSaveOutputs{
       "ReluBackward", "TanhBackward", "SigmoidBackward", "SoftmaxBackward", "LogSoftmaxBackward",
-      "ExpBackward", "EluBackward"};
+      "ExpBackward", "EluBackward", "RsqrtBackward"};
   std::string base = base_name(name);
   OpRule rule;
   if (kGradViews.count(base)) {
