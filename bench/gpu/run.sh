@@ -28,6 +28,8 @@
 #                               #   (REALTRAINING: set-ups, architectures or libraries; REAL_PARALLEL)
 #   bench/gpu/run.sh freshprobe # fresh against warm allocator traces, alone against 6 at once (PROBE_ROWS)
 #   bench/gpu/run.sh recheck    # build colo._core + colo.estimate against the committed truth of this card (RECHECK_*)
+#   bench/gpu/run.sh recheckboth # build colo._core + real_training's estimates against both cards' committed
+#                               #   truth (H200 rows with h200_profile.json) -> $OUT/rechecks.tgz (adopt_recheck.py)
 #   bench/gpu/run.sh phasepeaks # build colo._core + each PHASE_ROWS row's GPU peak by phase beside colo's replay
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
@@ -350,6 +352,22 @@ if want recheck; then
   COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py recheck \
     --truth "${RECHECK_TRUTH:-bench/results/estimate/real_training/rows_$card.jsonl}" --out "$recheck_dir" \
     --estimators "${RECHECK_ESTIMATORS:-8}" 2>"$recheck_dir/stderr.log" | tail -2 | cut -c1-400 | tee -a "$summary"
+fi
+
+if want recheckboth; then
+  # real_training's estimates of this tree against both cards' committed truth, in one call on any
+  # host: the H100 rows with the built-in profile, the H200 rows with the committed h200_profile.json.
+  # $OUT/rechecks.tgz holds recheck_h100/ and recheck_h200/ for bench/estimate/adopt_recheck.py.
+  results=bench/results/estimate/real_training
+  for card in h100 h200; do
+    mkdir -p "$OUT/recheck_$card/profiles"
+    [ "$card" = h200 ] && cp "$results/h200_profile.json" "$OUT/recheck_$card/profiles/h200.json"
+    COLO_PROFILE_DIR="$OUT/recheck_$card/profiles" PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py \
+      recheck --truth "$results/rows_$card.jsonl" --out "$OUT/recheck_$card" --gpu "$card" \
+      --estimators "${RECHECK_ESTIMATORS:-8}" 2>"$OUT/recheck_$card/stderr.log" | tail -1 | cut -c1-300 \
+      | sed "s/^/$card: /" | tee -a "$summary"
+  done
+  tar czf "$OUT/rechecks.tgz" -C "$OUT" recheck_h100 recheck_h200
 fi
 
 if want phasepeaks; then
