@@ -7,7 +7,8 @@ scoring it (real_training.py does that).
 For each row, a fresh GPU process runs the row's loop (setups.gpu_loop's, with
 the same model, batch and optimiser) for 4 optimiser steps and records, for
 steps 2-4, the caching allocator's allocated peak in the forward, the backward
-and the optimiser step, and what is allocated when each begins; then
+and the optimiser step, what is allocated when each begins and what is
+reserved when each ends (the allocator never gives segments back); then
 colo.estimate of the same row runs on this host's CPU with its replay traced
 (COLO_ESTIMATE_TRACE), and the replay's allocated peak per phase is taken
 from the trace. One JSON line per row: `gpu` and `colo`, each by phase, MiB."""
@@ -43,7 +44,8 @@ def gpu_phases(row):
 
     def mark(phases, name, since):
         torch.cuda.synchronize()
-        phases[name] = {"at_start": since / MIB, "peak": torch.cuda.max_memory_allocated() / MIB}
+        phases[name] = {"at_start": since / MIB, "peak": torch.cuda.max_memory_allocated() / MIB,
+                        "reserved": torch.cuda.memory_reserved() / MIB}
         torch.cuda.reset_peak_memory_stats()
         return torch.cuda.memory_allocated()
 
