@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "colo/core/process_tree.h"
 #include "colo/core/subprocess.h"
 
 namespace colo {
@@ -107,6 +108,31 @@ TEST(PausedGroups, ItsWatchdogContinuesTheGroupPastTheLimit) {
   PausedGroups pause({job.child.pid()}, 0.3);
   EXPECT_TRUE(becomes(job.child.pid(), true, 5));
   EXPECT_TRUE(becomes(job.child.pid(), false, 5)) << "a pauser that stalls past its limit";
+}
+
+// A job's worker in a session of its own (setsid, as a launcher may start
+// one) is outside the job's group, which a signal to the group misses: it
+// is found, paused and continued with the job. A plain job has none.
+TEST(PausedGroups, AWorkerOutsideTheJobsGroupIsFoundPausedAndContinuedWithIt) {
+  Sleeper plain;
+  EXPECT_TRUE(descendants_outside_group(plain.child.pid()).empty());
+  ChildProcess job({"sh", "-c", "setsid sleep 60 & wait"}, {});
+  std::vector<pid_t> outside;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (outside.empty() && std::chrono::steady_clock::now() < until) {
+    outside = descendants_outside_group(job.pid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(outside.size(), 1u);
+  {
+    PausedGroups pause({job.pid()}, 30, outside);
+    EXPECT_TRUE(becomes(outside[0], true, 5)) << "the worker in its own session";
+    EXPECT_TRUE(becomes(job.pid(), true, 5));
+  }
+  EXPECT_TRUE(becomes(outside[0], false, 5)) << "continued with the job";
+  EXPECT_TRUE(becomes(job.pid(), false, 5));
+  ::kill(outside[0], SIGKILL);
+  job.terminate(1);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace {
 // The watchdog, after fork(): only async-signal-safe calls. It waits for
 // the parent's byte (resumed: nothing to do), or for the socket's end without
 // one (the parent died) or the limit, and then continues the groups.
-[[noreturn]] void watch(int read_fd, const pid_t* pgids, size_t count, int limit_ms, long open_max) {
+[[noreturn]] void watch(int read_fd, const pid_t* targets, size_t count, int limit_ms, long open_max) {
   // colo's own handlers (interrupt_cleanup.h) are not this process's: a
   // Ctrl-C or a SIGTERM to colo's process group leaves it to its duty.
   struct sigaction ignore {};
@@ -34,13 +34,19 @@ namespace {
   } while (ready < 0 && errno == EINTR);
   char byte = 0;
   if (ready > 0 && ::read(read_fd, &byte, 1) == 1) ::_exit(0);
-  for (size_t k = 0; k < count; ++k) ::kill(-pgids[k], SIGCONT);
+  for (size_t k = 0; k < count; ++k) ::kill(targets[k], SIGCONT);
   ::_exit(0);
 }
 
 }  // namespace
 
-PausedGroups::PausedGroups(std::vector<pid_t> pgids, double limit_s) : pgids_(std::move(pgids)) {
+PausedGroups::PausedGroups(std::vector<pid_t> pgids, double limit_s, const std::vector<pid_t>& pids) {
+  for (pid_t g : pgids) {
+    if (g > 0) targets_.push_back(-g);  // never 0: kill(0) is the caller's own group
+  }
+  for (pid_t p : pids) {
+    if (p > 0) targets_.push_back(p);
+  }
   int fds[2];
   // A socket pair, not a pipe: the byte is sent with MSG_NOSIGNAL, so a
   // watchdog that has already given up costs no SIGPIPE.
@@ -56,16 +62,16 @@ PausedGroups::PausedGroups(std::vector<pid_t> pgids, double limit_s) : pgids_(st
     ::close(fds[1]);
     throw std::runtime_error(std::string("cannot pause jobs: fork: ") + std::strerror(err));
   }
-  if (pid == 0) watch(fds[0], pgids_.data(), pgids_.size(), limit_ms, open_max);
+  if (pid == 0) watch(fds[0], targets_.data(), targets_.size(), limit_ms, open_max);
   ::close(fds[0]);
   dismiss_fd_ = fds[1];
   watchdog_ = pid;
-  for (pid_t g : pgids_) ::kill(-g, SIGSTOP);
+  for (pid_t target : targets_) ::kill(target, SIGSTOP);
 }
 
 void PausedGroups::resume() {
   if (watchdog_ < 0) return;
-  for (pid_t g : pgids_) ::kill(-g, SIGCONT);
+  for (pid_t target : targets_) ::kill(target, SIGCONT);
   char byte = 1;
   ssize_t written;
   do {

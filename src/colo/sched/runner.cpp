@@ -808,6 +808,7 @@ void Runner::run_until_done(const std::function<void()>& on_round) {
 void Runner::stop_all(const std::string& reason) {
   paused_.clear();
   paused_since_.clear();
+  paused_outside_.clear();
   for (auto& a : active_) {
     if (a.child) {
       a.child->terminate(5.0);
@@ -832,6 +833,7 @@ void Runner::detach(const std::string& why) {
   waiting_reason_.clear();
   paused_.clear();  // continued: the next scheduler adopts them running
   paused_since_.clear();
+  paused_outside_.clear();
   for (const auto& a : active_) {
     release_on_simulated(a);
     scheduler_.ended(a.id, clock_.elapsed_s());

@@ -286,6 +286,7 @@ class Runner : private Executor {
   // job outlives this runner stopped.
   std::map<int64_t, std::shared_ptr<PausedGroups>> paused_;
   std::map<int64_t, double> paused_since_;  // clock_ when each paused job was paused
+  std::map<int64_t, std::vector<pid_t>> paused_outside_;  // each paused job's processes outside its group
   PauseStats pause_stats_;
   Stopwatch clock_;
   double last_observed_s_ = -1;  // clock_ at the last observe_devices()
