@@ -5,9 +5,15 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace colo {
+
+// The parent and process group of `pid`, from /proc/<pid>/stat (after the
+// ") " that ends the command name: state, ppid, pgrp); {-1, -1} when gone.
+std::pair<int, int> parent_and_group(uint32_t pid);
 
 // Every live process descended from a member of process group `pgid` that
 // is not in that group itself, as /proc shows them now (children of such

@@ -18,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "colo/core/process_tree.h"
 #include "colo/core/stopwatch.h"
 
 extern char** environ;
@@ -239,25 +240,6 @@ bool process_alive(pid_t pid) {
 }  // namespace colo
 
 namespace colo {
-
-namespace {
-
-// The parent and process group of `pid`, from /proc/<pid>/stat (after the
-// ") " that ends the command name: state, ppid, pgrp); {-1, -1} when gone.
-std::pair<int, int> parent_and_group(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  size_t close = line.rfind(')');
-  if (close == std::string::npos || close + 2 > line.size()) return {-1, -1};
-  std::istringstream rest(line.substr(close + 2));
-  char state = 0;
-  int ppid = -1, pgrp = -1;
-  rest >> state >> ppid >> pgrp;
-  return {ppid, pgrp};
-}
-
-}  // namespace
 
 int process_group_of(uint32_t pid) { return parent_and_group(pid).second; }
 
