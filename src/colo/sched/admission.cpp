@@ -26,7 +26,13 @@ std::vector<estimate::PastRun> past_runs(const JobStore& store) {
 
 std::string scheduler_estimator_version() {
   namespace fs = std::filesystem;
-  std::vector<std::string> paths{this_program_path()};
+  std::string program = "(no /proc/self/exe)";
+  try {
+    program = this_program_path();
+  } catch (const std::exception&) {
+    // then the package alone tells builds apart
+  }
+  std::vector<std::string> paths{program};
   const fs::path package = fs::path(colo_python_package_dir()) / "colo";
   for (const char* module : {"estimate.py", "job_estimate.py", "device_profile.py"}) {
     paths.push_back((package / module).string());
