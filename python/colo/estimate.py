@@ -665,6 +665,19 @@ def _non_reentrant_checkpoints_noted(core):
 
 
 @contextlib.contextmanager
+def _on_leaf_modules(model, hook, before=False):
+    """Within it, `hook` runs at every call of each of the model's leaf
+    modules: before the call (a forward pre-hook) when `before`, else after."""
+    hooks = [(m.register_forward_pre_hook if before else m.register_forward_hook)(hook)
+             for m in model.modules() if not list(m.children())]
+    try:
+        yield
+    finally:
+        for handle in hooks:
+            handle.remove()
+
+
+@contextlib.contextmanager
 def _outputs_outside_autograd_watched(model):
     """Yields a list whose only item turns True when, with the model in
     training mode, one of its leaf modules gives a floating-point output
@@ -678,12 +691,8 @@ def _outputs_outside_autograd_watched(model):
                                   for t in outputs):
             seen[0] = True
 
-    hooks = [m.register_forward_hook(watch) for m in model.modules() if not list(m.children())]
-    try:
+    with _on_leaf_modules(model, watch):
         yield seen
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 _CASTING_LAYERS = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Linear)
@@ -708,12 +717,8 @@ def _first_layer_watched(model, first):
                     and isinstance(x, torch.Tensor) and x.is_floating_point() and not x.requires_grad
                     and tuple(x.shape[1:]) == tuple(first.shape[1:]))
 
-    hooks = [m.register_forward_pre_hook(watch) for m in model.modules() if not list(m.children())]
-    try:
+    with _on_leaf_modules(model, watch, before=True):
         yield found
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 _IN_PLACE_OPERATORS = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}
@@ -897,23 +902,13 @@ def _forward_live_peak(model, forward, batch_size, inputs, core, gpu):
                 events.append((len(events), gemm_workspace))
             return out
 
-    outside_autograd = [False]
-
-    def watch(_module, _inputs, output):
-        outputs = output if isinstance(output, (tuple, list)) else (output,)
-        if any(isinstance(t, torch.Tensor) and t.is_floating_point() and not t.requires_grad for t in outputs):
-            outside_autograd[0] = True
-
-    hooks = [m.register_forward_hook(watch) for m in model.modules() if not list(m.children())]
     was_training = model.training
     try:
         model.train(True)
-        with torch.enable_grad(), Follow():
+        with torch.enable_grad(), _outputs_outside_autograd_watched(model) as outside_autograd, Follow():
             forward()
     finally:
         model.train(was_training)
-        for hook in hooks:
-            hook.remove()
     if not outside_autograd[0]:
         return (0, 0)
     if not first_gemm:
