@@ -31,6 +31,7 @@
 #   bench/gpu/run.sh recheckboth # build colo._core + real_training's estimates against both cards' committed
 #                               #   truth (H200 rows with h200_profile.json) -> $OUT/rechecks.tgz (adopt_recheck.py)
 #   bench/gpu/run.sh phasepeaks # build colo._core + each PHASE_ROWS row's GPU peak by phase beside colo's replay
+#   bench/gpu/run.sh profilerows # build colo._core + where colo.estimate's time goes on PROFILE_ROWS (MODEL:SETUP:BATCH)
 #   bench/gpu/run.sh tracepair  # build + colo's replay and the real allocator's trace of PAIR_ROWS (model:batch:opt, setup:model:batch:opt)
 #   bench/gpu/run.sh shared     # build colo + colo._core + shared-loader tests + 4 jobs on 4 cores:
 #                               #   own loading vs one shared loader (bench/data/shared_loading.py;
@@ -368,6 +369,19 @@ if want recheckboth; then
       | sed "s/^/$card: /" | tee -a "$summary"
   done
   tar czf "$OUT/rechecks.tgz" -C "$OUT" recheck_h100 recheck_h200
+fi
+
+if want profilerows; then
+  # PROFILE_ROWS: MODEL:SETUP:BATCH rows of real_training, each estimated once and again under
+  # cProfile (bench/estimate/profile_row.py), one after another with nothing beside them.
+  mkdir -p "$OUT/profilerows"
+  for row in ${PROFILE_ROWS:-densenet121:frozen_backbone:64 vit_b_32:lora:64 densenet121:fp32:32}; do
+    IFS=: read -r model setup batch <<<"$row"
+    PYTHONPATH="$BUILD/python" python3 bench/estimate/profile_row.py "$model" "$setup" "$batch" \
+      >"$OUT/profilerows/$model-$setup-$batch.txt" 2>&1
+    head -1 "$OUT/profilerows/$model-$setup-$batch.txt" | tee -a "$summary"
+  done
+  tar czf "$OUT/profilerows.tgz" -C "$OUT" profilerows
 fi
 
 if want phasepeaks; then
