@@ -90,7 +90,7 @@ def test_a_failed_worker_raises_a_run_error_naming_the_worker_and_its_error(tmp_
 
 def test_the_run_error_takes_the_failed_ranks_error_from_its_log_or_from_rank_0s_output():
     rank1 = ["colo dist: 2 workers, strategy allreduce, rendezvous tcp://127.0.0.1:1",
-             "colo: error: a collective failed (a peer died or timed out): Connection reset by peer",
+             "colo: error: a collective failed (a peer died, or sent nothing for 30 s): Connection reset by peer",
              "colo dist: rank 1 (worker 1, pid 7) exited with status 1; stopping the other 1 processes",
              "--- end of out/rank1.log ---",
              "colo: error: out of memory"]

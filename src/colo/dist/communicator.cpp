@@ -42,6 +42,12 @@ struct Pending::Impl {
 Pending::Pending() = default;
 Pending::Pending(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+// One line for any failed collective, whichever layer noticed the silent peer first.
+static std::string collective_failed(std::chrono::milliseconds timeout, const std::string& why) {
+  return "a collective failed (a peer died, or sent nothing for " + std::to_string(timeout.count() / 1000) +
+         " s): " + why;
+}
+
 void Pending::wait() {
   if (!impl_ || !impl_->work) return;
   try {
@@ -51,10 +57,9 @@ void Pending::wait() {
       impl_->work->wait();
     }
   } catch (const c10::Error& e) {  // its what() carries a C++ backtrace: one line is enough here
-    throw std::runtime_error(std::string("a collective failed (a peer died, or sent nothing for ") +
-                             std::to_string(impl_->timeout.count() / 1000) + " s): " + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("a collective failed (a peer died or timed out): ") + e.what());
+    throw std::runtime_error(collective_failed(impl_->timeout, e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // gloo's own IoException when its transport times out first
+    throw std::runtime_error(collective_failed(impl_->timeout, e.what()));
   }
   impl_->work.reset();
 }
