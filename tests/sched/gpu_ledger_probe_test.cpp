@@ -93,6 +93,28 @@ TEST(GpuLedgerProbe, AJobOnAFullGpuIsMeasuredAloneWhileItsNeighbourIsPaused) {
   EXPECT_FALSE(gpu.ledger.probing(0, 24.1));
 }
 
+TEST(GpuLedgerProbe, ReadingsWhileItsJobsArePausedAreNotTheGpusLoad) {
+  ProbedGpu gpu;
+  gpu.alone = {{2, 0.4}};
+  gpu.ledger.place(request(1, 0.5), {0}, 0);  // declared 0.5; the GPU reads 0.95 busy
+  gpu.run(0, 10);
+  gpu.ledger.place(request(2), {0}, 10);
+  gpu.ledger.started_training(2, 10);
+  gpu.run(10.5, 17);
+  ASSERT_EQ(gpu.steps.size(), 1u) << "job 1 paused at 15";
+  EXPECT_NEAR(gpu.ledger.view(0, 17).sm_activity, 0.95, 1e-9)
+      << "the GPU as it was before the pause, not the drain's 0.7 and job 2's 0.4 alone";
+  gpu.run(17.5, 20);
+  ASSERT_EQ(gpu.measured.size(), 1u);
+  EXPECT_NEAR(gpu.measured[0].second.share, 0.4, 1e-9) << "the probe itself reads the pause";
+  EXPECT_NEAR(gpu.ledger.view(0, 20).sm_activity, 0.95, 1e-9) << "every reading in the window was paused";
+  gpu.ledger.place(request(3), {0}, 20);
+  EXPECT_NEAR(gpu.ledger.jobs().at(3).activity_before, 0.95, 1e-9)
+      << "a newcomer's baseline is the GPU's load: its rise is read against it";
+  gpu.run(20.5, 25);
+  EXPECT_NEAR(gpu.ledger.view(0, 25).sm_activity, 0.95, 1e-9) << "readings since the resume count again";
+}
+
 TEST(GpuLedgerProbe, AJobDueDuringAnotherProbeWaitsForItAndIsThenProbedItself) {
   ProbedGpu gpu;
   gpu.alone = {{2, 0.4}, {3, 0.3}};

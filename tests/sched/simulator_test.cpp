@@ -326,6 +326,36 @@ TEST(Simulator, AJobJoiningAnOversubscribedGpuSettlesAtWhatItUsesAloneNotAtItsPa
   }
 }
 
+// The most jobs running at once.
+size_t most_at_once(const SimulationResult& r) {
+  size_t most = 0;
+  for (const auto& a : r.jobs) {
+    size_t n = 0;
+    for (const auto& b : r.jobs) n += b.start_s <= a.start_s && a.start_s < b.end_s;
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+TEST(Simulator, AProbesPauseDoesNotMakeAFullGpuLookEmptyToTheJobsThatJoinAfterIt) {
+  // Six jobs of 0.8 alone, none declared: three settle together, each
+  // measured alone while the others pause. What the GPU read during those
+  // pauses is one job's 0.8; taken as its load, the fourth job's rise was
+  // read from 0.8 to 1.0 and the GPU kept taking jobs up to all six.
+  std::vector<TraceJob> trace;
+  for (int i = 0; i < 6; ++i) {
+    trace.push_back(job(0, "j" + std::to_string(i), 100, 4, 0.8));
+    trace.back().command = "python j" + std::to_string(i) + ".py";
+    trace.back().startup_s = 10;
+  }
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  o.thresholds.probe_alone = true;
+  SimulationResult r = simulate(trace, o);
+  EXPECT_LE(most_at_once(r), 4u) << "the fourth raised nothing: its GPU stopped growing";
+  EXPECT_EQ(r.jobs_lost, 0);
+}
+
 // A (0.7 alone) and B (0.3 alone), of different commands, start together
 // on an empty GPU and settle together.
 SimulationResult settled_together(bool probe_alone) {

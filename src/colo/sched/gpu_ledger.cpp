@@ -37,20 +37,40 @@ GpuLedger::GpuLedger(std::vector<int64_t> mem_total_bytes, CollocationMode mode,
   on_gpu_.resize(gpus_.size());
 }
 
-double GpuLedger::mean_activity(const GpuState& gpu, double now_s, double since_s) const {
+double GpuLedger::mean_activity(const GpuState& gpu, double now_s, double since_s, bool during_pauses) const {
+  auto paused_at = [&gpu](double t) -> const GpuState::Pause* {
+    for (const auto& p : gpu.pauses) {
+      if (t > p.from_s && t <= p.until_s) return &p;
+    }
+    return nullptr;
+  };
   double sum = 0;
   int n = 0;
-  bool one_value = true;  // then the mean is that reading exactly, however many readings there are
+  std::optional<double> first, last;  // one value alone: the mean is that reading exactly
+  bool one_value = true;
+  const GpuState::Pause* skipped = nullptr;
   double from = std::max(now_s - averaging_window_s(thresholds_), since_s);
   for (const auto& [t, a] : gpu.activity) {
-    if (t > from) {
-      if (a != gpu.activity.back().second) one_value = false;
-      sum += a;
-      ++n;
+    if (t <= from) continue;
+    if (!during_pauses) {
+      if (const GpuState::Pause* p = paused_at(t)) {
+        skipped = p;
+        continue;
+      }
     }
+    if (first && a != *first) one_value = false;
+    if (!first) first = a;
+    last = a;
+    sum += a;
+    ++n;
   }
-  if (n == 0 && !gpu.activity.empty()) return gpu.activity.back().second;
-  if (n > 0 && one_value) return gpu.activity.back().second;
+  if (n == 0) {
+    // No reading in the window: the latest one stands, unless a pause made it.
+    if (gpu.activity.empty()) return 0;
+    if (!during_pauses && !skipped) skipped = paused_at(gpu.activity.back().first);
+    return skipped ? skipped->activity_before : gpu.activity.back().second;
+  }
+  if (n > 0 && one_value) return *last;
   return n > 0 ? sum / n : 0;
 }
 
@@ -333,6 +353,7 @@ void GpuLedger::observe(int gpu, double now_s, std::optional<double> sm_activity
   state.activity.emplace_back(now_s, *sm_activity);
   double keep_after = now_s - averaging_window_s(thresholds_);
   while (state.activity.size() > 1 && state.activity.front().first <= keep_after) state.activity.pop_front();
+  while (!state.pauses.empty() && state.pauses.front().until_s <= keep_after) state.pauses.pop_front();
 }
 
 std::vector<MeasuredShare> GpuLedger::settle(double now_s) {

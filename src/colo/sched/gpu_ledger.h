@@ -238,6 +238,13 @@ class GpuLedger {
     int settling_jobs = 0;                            // jobs on it whose share is being measured
     double last_rise = 1;                             // what its last measured job added to its activity
     double probe_ends_s = -1;      // when the probe that touches it ends (in the past: none does)
+    // Recent probes' pauses on it: readings then show the probed job alone,
+    // not the GPU's load, and are read only to measure that job.
+    struct Pause {
+      double from_s, until_s;  // readings after from_s up to until_s
+      double activity_before;  // the GPU's mean activity when it began
+    };
+    std::deque<Pause> pauses;
     double probe_quiet_s = -1;     // until when its jobs' rates still show a probe's pause
   };
   // A settling job measured alone while `paused` wait.
@@ -269,8 +276,11 @@ class GpuLedger {
   void conclude(int64_t id, LedgerEntry& job, MeasuredShare& m);
   // Readings of `gpu` later than `since_s` still kept.
   int readings_since(const GpuState& gpu, double since_s) const;
-  // Mean reading over the averaging window, counting none before `since_s`.
-  double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300) const;
+  // Mean reading over the averaging window, counting none before `since_s`
+  // and, unless `during_pauses`, none taken while a probe paused jobs on it
+  // (all of them were: the mean when the latest such pause began).
+  double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300,
+                       bool during_pauses = false) const;
   double settles_at(const LedgerEntry& job) const;
   // Whether a job's SM share counts on its GPU at `now_s`: a share still
   // measured counts as 0; with Thresholds::count_shares_once_training, a

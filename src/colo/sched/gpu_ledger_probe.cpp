@@ -62,6 +62,9 @@ GpuLedger::ProbeStart GpuLedger::start_probe(int64_t id, LedgerEntry& job, doubl
     GpuState& gpu = gpus_.at(static_cast<size_t>(g));
     gpu.probe_ends_s = ends;
     gpu.probe_quiet_s = quiet;
+    // A reading covers the time since the one before: the paused jobs show
+    // in the readings again about probe_drain_s after they resume.
+    gpu.pauses.push_back({now_s, ends + thresholds_.probe_drain_s, mean_activity(gpu, now_s)});
   }
   steps_.pause.insert(steps_.pause.end(), neighbours.begin(), neighbours.end());
   probes_.push_back(std::move(probe));
@@ -73,6 +76,7 @@ void GpuLedger::release_probe(const Probe& probe, double now_s) {
   for (int g : probe.gpus) {
     GpuState& gpu = gpus_.at(static_cast<size_t>(g));
     gpu.probe_ends_s = std::min(gpu.probe_ends_s, now_s);
+    if (!gpu.pauses.empty()) gpu.pauses.back().until_s = std::min(gpu.pauses.back().until_s, now_s + thresholds_.probe_drain_s);
     gpu.probe_quiet_s = std::min(gpu.probe_quiet_s,
                                  now_s + std::max(thresholds_.settle_active_s, thresholds_.throughput_window_s));
   }
@@ -102,7 +106,7 @@ void GpuLedger::end_probes(double now_s, std::vector<MeasuredShare>& measured) {
       double alone = 0;
       for (int g : job.gpus) {
         const GpuState& other = gpus_.at(static_cast<size_t>(g));
-        if (readings_since(other, from) > 0) alone = std::max(alone, mean_activity(other, now_s, from));
+        if (readings_since(other, from) > 0) alone = std::max(alone, mean_activity(other, now_s, from, true));
       }
       m.share = std::clamp(alone, kMinMeasuredShare, 1.0);
       m.seen = true;
