@@ -465,6 +465,22 @@ TEST(GpuLedger, UnderMpsAKnownShareCountsOnceItsJobTrainsAndAtMostThreeStartAtOn
   EXPECT_DOUBLE_EQ(shared.view(0, 1).sm_activity, 0.9) << "time-sliced: counted from launch";
 }
 
+TEST(GpuLedger, UnderMpsJobsStartingUpAndJobsSettlingAreThreeAtMostTogether) {
+  Thresholds t = sharing_thresholds();
+  t.max_settling_per_gpu = 3;
+  t.count_shares_once_training = true;
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
+  ledger.place(request(1, 10, 0), {0}, 0);  // unknown: settles
+  ledger.place(request(2, 10, 0), {0}, 0);
+  EXPECT_TRUE(ledger.view(0, 1).closed_reason.empty()) << "two settling: room for a third newcomer";
+  ledger.place(request(3, 10, 0.3), {0}, 0);  // predicted 0.3: counts once it trains
+  EXPECT_EQ(ledger.view(0, 1).closed_reason,
+            "1 jobs starting up (their SM shares count once they train) and 2 settling")
+      << "three newcomers whose SM use the GPU does not show yet";
+  ledger.started_training(3, 2);
+  EXPECT_TRUE(ledger.view(0, 2).closed_reason.empty()) << "its share counts now: the GPU shows it";
+}
+
 TEST(GpuLedger, AJobThatLeavesNoTraceOnAFullGpuIsNotSeenButOneOnAGpuWithRoomIsSeenToUseLittle) {
   MeasuredShare full = joining_without_a_trace(0.95, 100);
   EXPECT_FALSE(full.seen) << "no rise on a full GPU and no neighbour slowed: it could use anything";

@@ -522,8 +522,12 @@ GpuView GpuLedger::view(int index, double now_s) const {
       }
     }
     v.closed_reason = state.saturated;
-    if (v.closed_reason.empty() && starting >= std::max(thresholds_.max_settling_per_gpu, 1)) {
+    // Newcomers whose SM use the GPU does not show yet, of unknown share or
+    // of a known one that does not count yet: max_settling_per_gpu at most,
+    // together, so that each round's joiners can be seen to add or not.
+    if (v.closed_reason.empty() && starting > 0 && starting + settling >= std::max(thresholds_.max_settling_per_gpu, 1)) {
       v.closed_reason = std::to_string(starting) + " jobs starting up (their SM shares count once they train)";
+      if (settling > 0) v.closed_reason += " and " + std::to_string(settling) + " settling";
     }
     v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && state.saturated.empty() &&
                            state.last_rise >= thresholds_.min_sm_gain;

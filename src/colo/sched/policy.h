@@ -90,7 +90,8 @@ struct Thresholds {
   // when it would settle (its memory quiet for settle_quiet_s, at most
   // settle_s after it starts). Its start-up uses no SM time, so others
   // train meanwhile, as beside a settling job. At most
-  // max_settling_per_gpu such jobs start on a GPU at once.
+  // max_settling_per_gpu such jobs start on a GPU at once, settling jobs
+  // included.
   bool count_shares_once_training = false;
   double probe_drain_s = 1.0;  // for kernels in flight to finish, and the newcomer to speed up
   // A job that reports no progress and shows less than this alone is taken
