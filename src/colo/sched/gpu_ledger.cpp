@@ -468,6 +468,7 @@ double GpuLedger::energy_share(int64_t id) const {
 bool GpuLedger::steady(int gpu) const {
   const GpuState& state = gpus_.at(static_cast<size_t>(gpu));
   if (state.settling_jobs > 0) return false;
+  if (!state.pauses.empty()) return false;  // which readings count changes as a pause's readings age
   if (thresholds_.count_shares_once_training && mode_ == CollocationMode::kMps) {
     for (int64_t id : on_gpu_.at(static_cast<size_t>(gpu))) {
       const LedgerEntry& job = jobs_.at(id);
