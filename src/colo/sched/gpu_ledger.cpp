@@ -46,8 +46,8 @@ double GpuLedger::mean_activity(const GpuState& gpu, double now_s, double since_
   };
   double sum = 0;
   int n = 0;
-  std::optional<double> first, last;  // one value alone: the mean is that reading exactly
-  bool one_value = true;
+  std::optional<double> first, last;
+  bool one_value = true;  // then the mean is that reading exactly, however many readings there are
   const GpuState::Pause* skipped = nullptr;
   double from = std::max(now_s - averaging_window_s(thresholds_), since_s);
   for (const auto& [t, a] : gpu.activity) {
@@ -70,8 +70,7 @@ double GpuLedger::mean_activity(const GpuState& gpu, double now_s, double since_
     if (!during_pauses && !skipped) skipped = paused_at(gpu.activity.back().first);
     return skipped ? skipped->activity_before : gpu.activity.back().second;
   }
-  if (n > 0 && one_value) return *last;
-  return n > 0 ? sum / n : 0;
+  return one_value ? *last : sum / n;
 }
 
 void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, double now_s) {
@@ -526,7 +525,8 @@ GpuView GpuLedger::view(int index, double now_s) const {
     // Newcomers whose SM use the GPU does not show yet, of unknown share or
     // of a known one that does not count yet: max_settling_per_gpu at most,
     // together, so that each round's joiners can be seen to add or not.
-    if (v.closed_reason.empty() && starting > 0 && starting + settling >= std::max(thresholds_.max_settling_per_gpu, 1)) {
+    if (v.closed_reason.empty() && starting > 0 &&
+        starting + settling >= std::max(thresholds_.max_settling_per_gpu, 1)) {
       v.closed_reason = std::to_string(starting) + " jobs starting up (their SM shares count once they train)";
       if (settling > 0) v.closed_reason += " and " + std::to_string(settling) + " settling";
     }

@@ -39,7 +39,8 @@
 // its GPU's activity (its busiest GPU's) over the last settle_active_s. One probe at a
 // time touches a GPU; a job due meanwhile waits for it. The readings a GPU
 // gives while its jobs are paused are read for that measurement only: its
-// load, for placing jobs and for newcomers' baselines, is what it read before. A job that reports
+// load, for placing jobs and for newcomers' baselines, is what it read
+// before. A job that reports
 // no training and shows almost nothing alone is measured again later
 // (MeasuredShare::again): its memory went quiet while it started up. One
 // measured before its first progress report is measured once more from
@@ -240,6 +241,7 @@ class GpuLedger {
     int settling_jobs = 0;                            // jobs on it whose share is being measured
     double last_rise = 1;                             // what its last measured job added to its activity
     double probe_ends_s = -1;      // when the probe that touches it ends (in the past: none does)
+    double probe_quiet_s = -1;     // until when its jobs' rates still show a probe's pause
     // Recent probes' pauses on it: readings then show the probed job alone,
     // not the GPU's load, and are read only to measure that job.
     struct Pause {
@@ -247,7 +249,6 @@ class GpuLedger {
       double activity_before;  // the GPU's mean activity when it began
     };
     std::deque<Pause> pauses;
-    double probe_quiet_s = -1;     // until when its jobs' rates still show a probe's pause
   };
   // A settling job measured alone while `paused` wait.
   struct Probe {

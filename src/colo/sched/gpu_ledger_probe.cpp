@@ -76,7 +76,9 @@ void GpuLedger::release_probe(const Probe& probe, double now_s) {
   for (int g : probe.gpus) {
     GpuState& gpu = gpus_.at(static_cast<size_t>(g));
     gpu.probe_ends_s = std::min(gpu.probe_ends_s, now_s);
-    if (!gpu.pauses.empty()) gpu.pauses.back().until_s = std::min(gpu.pauses.back().until_s, now_s + thresholds_.probe_drain_s);
+    if (!gpu.pauses.empty()) {
+      gpu.pauses.back().until_s = std::min(gpu.pauses.back().until_s, now_s + thresholds_.probe_drain_s);
+    }
     gpu.probe_quiet_s = std::min(gpu.probe_quiet_s,
                                  now_s + std::max(thresholds_.settle_active_s, thresholds_.throughput_window_s));
   }
