@@ -140,14 +140,17 @@ JOBS = [
 STARTUP_MULTIPLE = 4.5
 
 
-def steps_of(job, scale=1.0, calibration=None, target_s=None):
+def steps_of(job, scale=1.0, calibration=None, target_s=None, min_solo_s=None):
     """Optimiser steps for `job`: its rate (measured, or guessed) times its
     seconds (or, where the calibration measured it, target_s but at least
-    STARTUP_MULTIPLE x its calibrated start-up), times scale; at least 5."""
+    STARTUP_MULTIPLE x its calibrated start-up, and at least min_solo_s less
+    that start-up, so that its run alone lasts min_solo_s), times scale; at
+    least 5."""
     measured = calibration.get(job.name, {}) if calibration else {}
     seconds = job.seconds
     if calibration and target_s and measured.get("steps_per_s"):  # others keep their planned seconds
-        seconds = max(target_s, STARTUP_MULTIPLE * (measured.get("startup_s") or 0))
+        startup = measured.get("startup_s") or 0
+        seconds = max(target_s, STARTUP_MULTIPLE * startup, (min_solo_s or 0) - startup)
     return max(5, round((measured.get("steps_per_s") or job.rate) * seconds * scale))
 
 
@@ -253,6 +256,8 @@ def main():
     p.add_argument("--calibration", help="JSON of measured steps_per_s per job name (calibrate.py)")
     p.add_argument("--target-s", type=float, help="with --calibration: every job trains this long alone "
                                                   "(default: each job's own seconds in the list)")
+    p.add_argument("--min-solo-s", type=float, help="with --target-s: a measured job trains long enough to "
+                                                    "run at least this long alone, its start-up included")
     p.add_argument("--peaks", help="JSON of peak bytes per job name measured alone (summarise.py --peaks-out), "
                                    "or calibrate.py's output; declared.toml's mem is that plus 25%%")
     p.add_argument("--table", action="store_true", help="print the list as a Markdown table and exit")
@@ -284,7 +289,7 @@ def main():
     records, tables = [], {v: [] for v in ("model", "opaque", "declared")}
     loop = [LOOP_HEAD % {"energy": shlex.quote(os.path.join(HERE, "energy.py")), "total": len(jobs)}]
     for job in jobs:
-        steps = steps_of(job, args.scale, calibration, args.target_s)
+        steps = steps_of(job, args.scale, calibration, args.target_s, args.min_solo_s)
         # Each variant writes its own `colo train` outputs; the specs are the same.
         for variant in tables:
             cmd = command(job, steps, args.python, colo, os.path.join(out, "specs"), os.path.join(runs, variant))
@@ -296,7 +301,8 @@ def main():
                         "guessed_steps_per_s": job.rate, "colo_train": job.colo_train, "command": cmd,
                         "model": job.model, "declared_peak_bytes": peaks.get(job.name)})
     what = (f"{len(jobs)} jobs, scale {args.scale:g}" + (f", calibrated by {args.calibration}" if calibration else "")
-            + (f", target {args.target_s:g} s" if calibration and args.target_s else ""))
+            + (f", target {args.target_s:g} s" if calibration and args.target_s else "")
+            + (f", at least {args.min_solo_s:g} s alone" if calibration and args.target_s and args.min_solo_s else ""))
     mem_from = (f"peaks measured alone in {args.peaks} plus 25%" if peaks else "the guesses in make_jobs.py")
     for variant, body in tables.items():
         with open(os.path.join(out, f"{variant}.toml"), "w") as f:

@@ -28,7 +28,8 @@
 # TRACE_PEAKS (an earlier run's loop/peaks.json) without waiting for it.
 #
 # Environment: TRACE_JOBS (first N jobs), TRACE_SCALE (step multiplier),
-# TRACE_CALIBRATION (calibrate.py's JSON), TRACE_TARGET_S, COLO_RUN_ARGS
+# TRACE_CALIBRATION (calibrate.py's or calibration_from_run.py's JSON), TRACE_TARGET_S,
+# TRACE_MIN_SOLO_S (make_jobs.py --min-solo-s), COLO_RUN_ARGS
 # (more `colo run` options), STEP_TIMEOUT (seconds for one step; default
 # none: a step cut off by it is continued by the next call).
 set -uo pipefail
@@ -57,7 +58,7 @@ python3 -c 'import colo.progress' 2>/dev/null || log "warning: colo's Python pac
 if [ ! -f "$OUT/trace/loop.sh" ]; then
   cmd=(python3 "$here/make_jobs.py" --out-dir "$OUT/trace" --colo "$COLO" --runs "$OUT/runs"
        ${TRACE_JOBS:+--jobs "$TRACE_JOBS"} ${TRACE_SCALE:+--scale "$TRACE_SCALE"}
-       ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"})
+       ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"} ${TRACE_MIN_SOLO_S:+--min-solo-s "$TRACE_MIN_SOLO_S"})
   record "${cmd[*]}"
   "${cmd[@]}" || exit 1
 else
@@ -88,7 +89,7 @@ write_declared() {
   local peaks=${TRACE_PEAKS:-$OUT/loop/peaks.json}
   local cmd=(python3 "$here/make_jobs.py" --out-dir "$OUT/trace/declared" --colo "$COLO" --runs "$OUT/runs"
              ${TRACE_JOBS:+--jobs "$TRACE_JOBS"} ${TRACE_SCALE:+--scale "$TRACE_SCALE"}
-             ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"}
+             ${TRACE_CALIBRATION:+--calibration "$TRACE_CALIBRATION"} ${TRACE_TARGET_S:+--target-s "$TRACE_TARGET_S"} ${TRACE_MIN_SOLO_S:+--min-solo-s "$TRACE_MIN_SOLO_S"}
              --peaks "$peaks")
   record "${cmd[*]}"
   "${cmd[@]}" && cp "$OUT/trace/declared/declared.toml" "$OUT/trace/declared.toml" \
