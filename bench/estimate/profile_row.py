@@ -17,6 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import real_training as rt  # noqa: E402  (beside this file)
+import torch  # noqa: E402
 
 
 def main():
@@ -27,6 +28,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)  # from the start, as colo's scheduler starts an estimate
     rows = [r for r in rt.all_rows()
             if (r["model"], r["setup"], r["batch"]) == (args.model, args.setup, args.batch)]
     if not rows:

@@ -391,7 +391,7 @@ def recheck(args):
     os.makedirs(args.out, exist_ok=True)
     records, then = [], []
     # Estimates run `--estimators` at a time in spawned workers (a GPU host's CPUs), reported in row order.
-    pool = concurrent.futures.ProcessPoolExecutor(args.estimators, mp_context=multiprocessing.get_context("spawn")) \
+    pool = setups.estimator_pool(args.estimators, args.threads, multiprocessing.get_context("spawn")) \
         if args.estimators > 1 else None
     estimates = [pool.submit(estimate_row, row, args.threads, args.gpu, args.foreach) for row in rows] if pool else None
     with open(os.path.join(args.out, "rows.jsonl"), "w") as out:

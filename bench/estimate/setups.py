@@ -217,9 +217,19 @@ def peer_estimates(row, models=MODELS):
         return {"peer_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
+def estimator_pool(workers, threads, context):
+    """A pool of `workers` spawned estimate workers, each capped at `threads`
+    CPU threads before it builds a model, as colo's scheduler starts its
+    estimates (OMP_NUM_THREADS and the like, python_model_estimator.cpp).
+    Without it a worker builds the model on every core's threads and
+    colo.estimate's own cap (torch.set_num_threads) comes after."""
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
+                                                  initargs=(threads,))
+
+
 def estimate_alone(estimate, row, threads, context):
     """`estimate(row, threads)` in a process of its own; its death is the row's colo_error."""
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as alone:
+    with estimator_pool(1, threads, context) as alone:
         try:
             return alone.submit(estimate, row, threads).result()
         except concurrent.futures.process.BrokenProcessPool as exc:
@@ -235,7 +245,7 @@ def measure(rows, out_dir, parallel, threads, script, estimate=colo_estimate, es
     spawned. A worker that dies marks its row and a new pool takes the rest."""
     os.makedirs(out_dir, exist_ok=True)
     context = multiprocessing.get_context("spawn")  # no fork of a process holding torch's threads
-    pool = concurrent.futures.ProcessPoolExecutor(estimators, mp_context=context)
+    pool = estimator_pool(estimators, threads, context)
     estimates = [pool.submit(estimate, row, threads) for row in rows]
     pending, running = list(enumerate(rows)), []
     with open(os.path.join(out_dir, "rows.jsonl"), "a") as out:
@@ -258,7 +268,7 @@ def measure(rows, out_dir, parallel, threads, script, estimate=colo_estimate, es
                 # This row's worker, or one beside it, died: the row again on its own, the rest in a new pool.
                 pool.shutdown(wait=False, cancel_futures=True)
                 est = estimate_alone(estimate, row, threads, context)
-                pool = concurrent.futures.ProcessPoolExecutor(estimators, mp_context=context)
+                pool = estimator_pool(estimators, threads, context)
                 estimates[i + 1:] = [pool.submit(estimate, r, threads) for r in rows[i + 1:]]
             record = dict(row, **est, torch=torch.__version__)
             try:
