@@ -50,6 +50,18 @@ class ColodTest : public ::testing::Test {
     }
   }
 
+  // Polls `colo show` until the job's waiting reason holds `part`; the job as last shown.
+  nlohmann::json wait_for_reason(int id, const std::string& part) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    nlohmann::json job = show(id);
+    while (job["reason"].get<std::string>().find(part) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      job = show(id);
+    }
+    return job;
+  }
+
   // Polls `colo show` until the job is in a final state.
   nlohmann::json wait_final(int id) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -207,8 +219,10 @@ TEST_F(ColodTest, DrainWaitsForRunningJobsAndStartsNoNewOne) {
   ASSERT_EQ(colo({"submit", "--name", "first", "--", "sh", "-c", until_released()}).exit_code, 0);
   ASSERT_EQ(colo({"submit", "--name", "second", "--", "true"}).exit_code, 0);
   wait_for_state(1, "RUNNING");
-  EXPECT_NE(show(2)["reason"].get<std::string>().find("busy"), std::string::npos)
-      << "a waiting job says why: " << show(2).dump();
+  // The round that starts job 1 writes job 2's reason after job 1's state.
+  auto waiting = wait_for_reason(2, "busy");
+  EXPECT_NE(waiting["reason"].get<std::string>().find("busy"), std::string::npos)
+      << "a waiting job says why: " << waiting.dump();
   ::kill(daemon->pid(), SIGTERM);
   EXPECT_TRUE(wait_for_log("colod: draining: waiting for 1 running job(s)")) << read_file(dir_.file("colod.log"));
   release();
