@@ -326,6 +326,23 @@ TEST(Simulator, AJobJoiningAnOversubscribedGpuSettlesAtWhatItUsesAloneNotAtItsPa
   }
 }
 
+TEST(Simulator, AJobOfAWorkloadAlreadyMeasuredTakesItsShareWithoutSettling) {
+  // Two learning rates of one model: different commands, one [job.model]
+  // table. The second starts once the first has settled and takes its share.
+  std::vector<TraceJob> trace{job(0, "lr0.1", 100, 4, 0.6), job(30, "lr0.2", 100, 4, 0.6)};
+  trace[0].command = "python train.py --lr 0.1";
+  trace[1].command = "python train.py --lr 0.2";
+  auto o = options(1, "magm", CollocationMode::kMps);
+  o.declared_sm_share = false;
+  for (auto& t : trace) t.workload = "";
+  SimulationResult apart = simulate(trace, o);
+  EXPECT_TRUE(apart.jobs[1].settled_share) << "another command, no workload: it settles";
+  for (auto& t : trace) t.workload = "resnet18 b128 sgd";
+  SimulationResult alike = simulate(trace, o);
+  EXPECT_FALSE(alike.jobs[1].settled_share) << "its workload's share was known: nothing to settle";
+  EXPECT_EQ(alike.jobs_lost, 0);
+}
+
 // The most jobs running at once.
 size_t most_at_once(const SimulationResult& r) {
   size_t most = 0;

@@ -51,6 +51,26 @@ TEST(Trace, StartUpsRoundTripInTheirOwnColumnAndMustLieWithinTheRun) {
   EXPECT_NE(trace_error_of(header + "0,a,10,1,0.5,,0,1,-1,x\n").find("startup_s"), std::string::npos);
 }
 
+TEST(Trace, WorkloadsRoundTripInTheirOwnColumnWithCommasAndQuotes) {
+  testing::TempDir dir;
+  std::vector<TraceJob> jobs(2);
+  jobs[0] = {0, "a", 30, 1 << 30, 0.4, std::nullopt, 0, 1, "python a.py --lr 0.1,0.2", 0,
+             R"(["model","vision:build_resnet18",[3,224,224],128,"sgd"])"};
+  jobs[1] = {1, "b", 10, 123, 1.0, std::nullopt, 0, 1, "python b.py"};
+  write_trace(dir.file("t.csv"), jobs);
+  EXPECT_EQ(read_file(dir.file("t.csv")).substr(0, std::string(kTraceHeaderWorkload).size()), kTraceHeaderWorkload);
+  auto read = read_trace(dir.file("t.csv"));
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].workload, jobs[0].workload);
+  EXPECT_EQ(read[0].command, jobs[0].command);
+  EXPECT_EQ(read[1].workload, "");
+  EXPECT_EQ(read[1].command, "python b.py");
+  EXPECT_EQ(workload_of(read[0]), workload_of(TraceJob{0, "c", 5, 1, 0.5, std::nullopt, 0, 1, "python c.py", 0,
+                                                       jobs[0].workload}))
+      << "jobs of one workload are alike whatever their commands";
+  EXPECT_NE(workload_of(read[0]), workload_of(read[1]));
+}
+
 TEST(Trace, ATraceWithoutTheGpusColumnIsOneGpuPerJob) {
   testing::TempDir dir;
   auto jobs = read_trace(dir.write("t.csv", std::string(kTraceHeaderV1) + "\n0,a,1,1,0.5,,0,echo a,b\n"));

@@ -394,9 +394,9 @@ def main():
         # Beside it, trace_opaque.csv: the same jobs with no memory estimate (the opaque variant).
         opaque_path = os.path.join(os.path.dirname(os.path.abspath(args.sim_trace)), "trace_opaque.csv")
         with open(args.sim_trace, "w") as f, open(opaque_path, "w") as opaque:
-            for out_file in (f, opaque):
-                out_file.write("submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,"
-                               "startup_s,command\n")
+            head = "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,startup_s,"
+            f.write(head + "workload,command\n")
+            opaque.write(head + "command\n")
             for job in trace:
                 s = solo[job["name"]]
                 mem = s["device_mem_bytes"] or (s["final"] or {}).get("peak_mem_bytes") or 0
@@ -408,7 +408,11 @@ def main():
                 activity = (s["solo_sm_activity"] if startup and s["solo_sm_activity"] is not None
                             else s["run_sm_activity"] or s["solo_sm_activity"] or 0.5)
                 common = f"{s['solo_s']:.2f},{mem},{activity:.3f}"
-                f.write(f"0,{job['name']},{common},{mem},0,1,{startup:.2f},{job['command']}\n")
+                # Jobs of one [job.model] table are one workload to the runner (a share measured for
+                # one is predicted for the others); jobs without one only by their command.
+                workload = json.dumps(job["model"], sort_keys=True) if job.get("model") else ""
+                workload = '"' + workload.replace('"', '""') + '"' if workload else ""
+                f.write(f"0,{job['name']},{common},{mem},0,1,{startup:.2f},{workload},{job['command']}\n")
                 opaque.write(f"0,{job['name']},{common},,0,1,{startup:.2f},{job['command']}\n")
         return
     commands_path = os.path.join(args.out, "commands.txt")

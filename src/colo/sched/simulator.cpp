@@ -194,7 +194,7 @@ class Simulation : private Executor {
     facts.mem_bytes = t.mem_estimate_bytes;
     facts.sm_share = options_.declared_sm_share ? t.sm_activity : 0;
     facts.gpus = t.gpus;
-    facts.keys = JobKeys{t.command, ""};
+    facts.keys = JobKeys{t.command, t.workload};
     facts.oom_deaths = job.state == JobState::kOutOfMemory ? job.oom_deaths : 0;
     facts.peak_bytes = t.mem_bytes;
     return facts;
@@ -409,7 +409,7 @@ class Simulation : private Executor {
         job.end_s = now_;
         alone_known_[static_cast<size_t>(workload_id_[static_cast<size_t>(id)])] = 1;
         // As the runner learns a completed job's measured peak.
-        scheduler_.history().learn_peak(JobKeys{trace_[id].command, ""}, trace_[id].mem_bytes);
+        scheduler_.history().learn_peak(JobKeys{trace_[id].command, trace_[id].workload}, trace_[id].mem_bytes);
       }
     }
   }

@@ -13,12 +13,21 @@ namespace colo::sched {
 namespace {
 
 // Splits the first `fields` comma-separated fields; the last one takes the
-// rest of the line (a command may hold commas).
+// rest of the line (a command may hold commas). A field in double quotes
+// may hold commas too (its quotes stay: csv_unquote).
 std::vector<std::string> split_fields(const std::string& line, size_t fields) {
   std::vector<std::string> out;
   size_t start = 0;
   while (out.size() + 1 < fields) {
-    size_t comma = line.find(',', start);
+    size_t from = start;
+    if (start < line.size() && line[start] == '"') {  // past the closing quote ("" is a quote inside)
+      from = start + 1;
+      while ((from = line.find('"', from)) != std::string::npos && from + 1 < line.size() && line[from + 1] == '"') {
+        from += 2;
+      }
+      if (from == std::string::npos) break;
+    }
+    size_t comma = line.find(',', from);
     if (comma == std::string::npos) break;
     out.push_back(line.substr(start, comma - start));
     start = comma + 1;
@@ -69,11 +78,13 @@ std::vector<TraceJob> read_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "trace file does not exist or cannot be read");
   std::string line;
-  if (!read_line(in, line) || (line != kTraceHeader && line != kTraceHeaderV1 && line != kTraceHeaderStartup)) {
+  if (!read_line(in, line) || (line != kTraceHeader && line != kTraceHeaderV1 && line != kTraceHeaderStartup &&
+                                line != kTraceHeaderWorkload)) {
     throw InputError(path + ":1", "", std::string("expected the header ") + kTraceHeader + " (or " +
-                                          kTraceHeaderStartup + ")");
+                                          kTraceHeaderStartup + ", or " + kTraceHeaderWorkload + ")");
   }
-  const size_t columns = line == kTraceHeaderStartup ? 10 : line == kTraceHeader ? 9 : 8;
+  const size_t columns =
+      line == kTraceHeaderWorkload ? 11 : line == kTraceHeaderStartup ? 10 : line == kTraceHeader ? 9 : 8;
   std::vector<TraceJob> jobs;
   int number = 1;
   while (read_line(in, line)) {
@@ -96,12 +107,13 @@ std::vector<TraceJob> read_trace(const std::string& path) {
       job.gpus = parse_number<int>(f[7], where, "gpus", "an integer >= 1");
       if (job.gpus < 1) throw InputError(where, "gpus", "expected an integer >= 1");
     }
-    if (columns == 10) {
+    if (columns >= 10) {
       job.startup_s = parse_number<double>(f[8], where, "startup_s", "seconds in [0, duration_s)");
       if (!(job.startup_s >= 0) || job.startup_s >= job.duration_s) {
         throw InputError(where, "startup_s", "expected seconds in [0, duration_s)");
       }
     }
+    if (columns == 11) job.workload = csv_unquote(f[9]);
     job.command = csv_unquote(f[columns - 1]);
     if (job.submit_s < 0) throw InputError(where, "submit_s", "expected seconds >= 0");
     if (!(job.duration_s > 0)) throw InputError(where, "duration_s", "expected seconds > 0");
@@ -114,21 +126,25 @@ std::vector<TraceJob> read_trace(const std::string& path) {
 }
 
 void write_trace(const std::string& path, const std::vector<TraceJob>& jobs) {
-  const bool startup = std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.startup_s > 0; });
+  const bool workload = std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return !j.workload.empty(); });
+  const bool startup =
+      workload || std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.startup_s > 0; });
   std::ostringstream out;
-  out << (startup ? kTraceHeaderStartup : kTraceHeader) << "\n";
+  out << (workload ? kTraceHeaderWorkload : startup ? kTraceHeaderStartup : kTraceHeader) << "\n";
   out.precision(10);
   for (const auto& j : jobs) {
     out << j.submit_s << "," << j.name << "," << j.duration_s << "," << j.mem_bytes << "," << j.sm_activity
         << "," << (j.mem_estimate_bytes ? std::to_string(*j.mem_estimate_bytes) : "") << "," << j.priority
         << "," << j.gpus << ",";
     if (startup) out << j.startup_s << ",";
+    if (workload) out << csv_quote(j.workload) << ",";
     out << csv_quote(j.command) << "\n";
   }
   write_file_atomically(path, out.str());
 }
 
 std::string workload_of(const TraceJob& job) {
+  if (!job.workload.empty()) return "workload " + job.workload;
   if (!job.command.empty()) return job.command;
   size_t dash = job.name.find_last_of('-');
   bool indexed = dash != std::string::npos && dash + 1 < job.name.size() &&

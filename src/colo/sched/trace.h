@@ -22,16 +22,22 @@ struct TraceJob {
   std::string command;          // for real replays; may be empty in simulations
   double startup_s = 0;         // of duration_s, its start-up (imports, building the model):
                                 // no SM activity, no training progress, at its own pace
+  std::string workload{};       // what makes it alike to jobs of other commands, as the
+                                // runner keys a [job.model] table (workload_key); may be empty
 };
 
 // The CSV header write_trace writes; read_trace also takes kTraceHeaderV1
-// (no gpus column: every job takes one GPU) and kTraceHeaderStartup (a
+// (no gpus column: every job takes one GPU), kTraceHeaderStartup (a
 // startup_s column before the command; then sm_activity is the job's while
-// it trains), which write_trace writes when a job has a start-up.
+// it trains), which write_trace writes when a job has a start-up, and
+// kTraceHeaderWorkload (a workload column after it), which it writes when a
+// job has a workload.
 inline constexpr const char* kTraceHeader =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,command";
 inline constexpr const char* kTraceHeaderStartup =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,startup_s,command";
+inline constexpr const char* kTraceHeaderWorkload =
+    "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,gpus,startup_s,workload,command";
 inline constexpr const char* kTraceHeaderV1 =
     "submit_s,name,duration_s,mem_bytes,sm_activity,mem_estimate_bytes,priority,command";
 
@@ -45,8 +51,9 @@ std::vector<TraceJob> read_trace(const std::string& path);
 void write_trace(const std::string& path, const std::vector<TraceJob>& jobs);
 
 // Which workload a job runs, for what one job teaches about the next: its
-// command, or where it has none (a generated trace) its name without a
-// trailing "-<index>" ("resnet18-cifar-7" -> "resnet18-cifar").
+// workload where the trace gives one, else its command, or where it has
+// none (a generated trace) its name without a trailing "-<index>"
+// ("resnet18-cifar-7" -> "resnet18-cifar").
 std::string workload_of(const TraceJob& job);
 
 struct TraceGeneratorOptions {
