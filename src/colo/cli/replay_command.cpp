@@ -66,6 +66,7 @@ int run_replay(const ReplayArgs& args) {
       spec.sm_share = trace[next].sm_activity;
       spec.priority = trace[next].priority;
       spec.gpus = trace[next].gpus;
+      spec.workload = trace[next].workload;  // as colo simulate keys it
       store.submit({spec});
       ++next;
     }
