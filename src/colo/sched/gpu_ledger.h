@@ -36,15 +36,15 @@
 // With Thresholds::probe_alone, a settling job that has neighbours when its
 // window ends is measured alone instead: the jobs on its GPUs are paused
 // (take_probe_steps) for probe_drain_s + settle_active_s, and its share is
-// its GPU's activity (its busiest GPU's) over the last settle_active_s. One probe at a
-// time touches a GPU; a job due meanwhile waits for it. The readings a GPU
-// gives while its jobs are paused are read for that measurement only: its
-// load, for placing jobs and for newcomers' baselines, is what it read
-// before. A job that reports
-// no training and shows almost nothing alone is measured again later
-// (MeasuredShare::again): its memory went quiet while it started up. One
-// measured before its first progress report is measured once more from
-// that report (MeasuredShare::once_training).
+// its GPU's activity (its busiest GPU's) over the last settle_active_s.
+// One probe at a time touches a GPU; a job due meanwhile waits for it. The
+// readings a GPU gives while its jobs are paused are read for that
+// measurement only: its load, for placing jobs and for newcomers'
+// baselines, is what it read before. A job that reports no training and
+// shows almost nothing alone is measured again later (MeasuredShare::again):
+// its memory went quiet while it started up. One measured before its first
+// progress report is measured once more from that report
+// (MeasuredShare::once_training).
 
 #include <cstdint>
 #include <deque>
