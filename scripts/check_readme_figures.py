@@ -83,6 +83,7 @@ FIGURES = [
     ("bench/results/estimate/real_training/summary.json", "by_card.h100.all.under5_pct", stated_percent),
     ("bench/results/estimate/real_training/summary.json", "by_card.h100.all.under5_high_pct", stated_percent),
     ("bench/results/estimate/real_training/summary.json", "by_card.h200.all.under5_pct", stated_percent),
+    ("bench/results/estimate/real_training/summary.json", "seconds_max_2cores", lambda v: f"{v:.1f} s"),
     ("bench/results/estimate/real_training/summary.json", "peers.horus_rule.median_pct", stated_percent),
     ("bench/results/estimate/real_models/summary.json", "median_pct", stated_percent),
     ("bench/results/estimate/real_models/summary.json", "p95_pct", stated_percent),
