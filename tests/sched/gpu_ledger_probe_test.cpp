@@ -239,6 +239,26 @@ TEST(GpuLedgerProbe, AJobMeasuredBeforeItsFirstProgressReportIsMeasuredOnceMoreF
   EXPECT_FALSE(gpu.ledger.jobs().at(2).settling) << "once more only";
 }
 
+// Job 2's memory is quiet from 10 s, so it is probed at 19 s and measured
+// from 20 s; it shows nothing alone until its first progress report at
+// 22 s, then 0.8. The stretch mixed start-up with training (about 0.4).
+TEST(GpuLedgerProbe, AJobThatBeginsTrainingWhileItIsMeasuredIsMeasuredAgainFromItsFirstReport) {
+  ProbedGpu gpu = quiet_start_up(60);
+  gpu.alone = {{2, 0.0}};
+  gpu.run(0, 22);
+  gpu.ledger.started_training(2, 22);
+  gpu.alone = {{2, 0.8}};
+  gpu.run(22.5, 35);
+  ASSERT_EQ(gpu.measured.size(), 2u);
+  EXPECT_DOUBLE_EQ(gpu.measured[0].first, 24);
+  EXPECT_TRUE(gpu.measured[0].second.again) << "what it read, about 0.4, was partly its start-up";
+  EXPECT_FALSE(gpu.measured[0].second.seen);
+  EXPECT_DOUBLE_EQ(gpu.measured[1].first, 32) << "probed at 27 s: 1 s of warm-up and 4 s after its report";
+  EXPECT_FALSE(gpu.measured[1].second.again);
+  EXPECT_NEAR(gpu.measured[1].second.share, 0.8, 1e-9);
+  EXPECT_FALSE(gpu.ledger.jobs().at(2).settling);
+}
+
 TEST(GpuLedgerProbe, AJobAloneMeasuredBeforeItsFirstProgressReportIsMeasuredFromNothingOnceItTrains) {
   Thresholds t = probing_thresholds();
   t.settle_quiet_s = 9;

@@ -118,8 +118,18 @@ void GpuLedger::end_probes(double now_s, std::vector<MeasuredShare>& measured) {
       m.unseen_because = "its GPU gave no reading while it ran alone";
     }
     release_probe(*it, now_s);
-    if (m.seen && job.training_since_s < 0 && m.share < thresholds_.min_started_share &&
-        now_s < job.start_s + thresholds_.settle_s - 1e-9) {
+    // Its first progress report came after the measured stretch began (less
+    // its first steps' warm-up): that stretch mixed start-up with training.
+    const bool began_training_meanwhile =
+        job.training_since_s >= 0 && job.training_since_s + thresholds_.settle_warmup_s > from + 1e-9;
+    if (m.seen && began_training_meanwhile) {
+      m.again = true;
+      m.seen = false;
+      m.unseen_because = "it used " + fixed(m.share, 2) +
+                         " alone but began training while it was measured: it is measured again from its first "
+                         "progress report";
+    } else if (m.seen && job.training_since_s < 0 && m.share < thresholds_.min_started_share &&
+               now_s < job.start_s + thresholds_.settle_s - 1e-9) {
       m.again = true;
       m.seen = false;
       m.unseen_because = "it used " + fixed(m.share, 2) +
