@@ -481,6 +481,22 @@ TEST(GpuLedger, UnderMpsJobsStartingUpAndJobsSettlingAreThreeAtMostTogether) {
   EXPECT_TRUE(ledger.view(0, 2).closed_reason.empty()) << "its share counts now: the GPU shows it";
 }
 
+TEST(GpuLedger, UnderMpsThreeSettlingJobsKeepAJobOfKnownShareOffUntilOneSettles) {
+  Thresholds t = sharing_thresholds();
+  t.max_settling_per_gpu = 3;
+  t.count_shares_once_training = true;
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
+  for (int64_t id = 1; id <= 3; ++id) ledger.place(request(id, 10, 0), {0}, 0);
+  EXPECT_EQ(ledger.view(0, 1).closed_reason,
+            "3 jobs settling (a newcomer's SM share would count only once it trains)")
+      << "a job predicted at 0.3 would be a fourth newcomer the GPU does not show yet";
+  t.count_shares_once_training = false;
+  GpuLedger counted_at_once({80 * kGiB}, CollocationMode::kMps, t);
+  for (int64_t id = 1; id <= 3; ++id) counted_at_once.place(request(id, 10, 0), {0}, 0);
+  EXPECT_TRUE(counted_at_once.view(0, 1).closed_reason.empty()) << "a known share counts from its start";
+  EXPECT_FALSE(counted_at_once.view(0, 1).settling_reason.empty()) << "no fourth job of unknown share";
+}
+
 TEST(GpuLedger, AJobThatLeavesNoTraceOnAFullGpuIsNotSeenButOneOnAGpuWithRoomIsSeenToUseLittle) {
   MeasuredShare full = joining_without_a_trace(0.95, 100);
   EXPECT_FALSE(full.seen) << "no rise on a full GPU and no neighbour slowed: it could use anything";

@@ -525,10 +525,19 @@ GpuView GpuLedger::view(int index, double now_s) const {
     // Newcomers whose SM use the GPU does not show yet, of unknown share or
     // of a known one that does not count yet: max_settling_per_gpu at most,
     // together, so that each round's joiners can be seen to add or not.
-    if (v.closed_reason.empty() && starting > 0 &&
+    // Where known shares count once their jobs train, a job of known share
+    // that joins is one such newcomer too, so a full count of settling jobs
+    // keeps it off as well.
+    const bool known_shares_count_late = thresholds_.count_shares_once_training && mode_ == CollocationMode::kMps;
+    if (v.closed_reason.empty() && (starting > 0 || known_shares_count_late) &&
         starting + settling >= std::max(thresholds_.max_settling_per_gpu, 1)) {
-      v.closed_reason = std::to_string(starting) + " jobs starting up (their SM shares count once they train)";
-      if (settling > 0) v.closed_reason += " and " + std::to_string(settling) + " settling";
+      if (starting > 0) {
+        v.closed_reason = std::to_string(starting) + " jobs starting up (their SM shares count once they train)";
+        if (settling > 0) v.closed_reason += " and " + std::to_string(settling) + " settling";
+      } else {
+        v.closed_reason = std::to_string(settling) + " jobs settling (a newcomer's SM share would count only once it "
+                          "trains)";
+      }
     }
     v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && state.saturated.empty() &&
                            state.last_rise >= thresholds_.min_sm_gain;
