@@ -44,7 +44,8 @@
 // shows almost nothing alone is measured again later (MeasuredShare::again):
 // its memory went quiet while it started up. One measured before its first
 // progress report is measured once more from that report
-// (MeasuredShare::once_training).
+// (MeasuredShare::once_training); one whose first report came while it
+// was measured is measured again from that report (MeasuredShare::again).
 
 #include <cstdint>
 #include <deque>
