@@ -875,8 +875,8 @@ RunnerOptions runner_options_from_names(const std::string& policy, const std::st
   // rule, at the same makespan (bench/results/sched/user_trace/probe_check).
   options.thresholds.probe_alone = true;
   // A known share counts once its job trains: with every share known, colo
-  // simulate of the user trace's 24 jobs on one H200 took 961.0 s with it
-  // against 1048.1 s without (927.8 s when all settle, bench/results/sched/
+  // simulate of the user trace's 24 jobs on one H200 took 1008.2 s with it
+  // against 1142.8 s without (973.8 s when all settle, bench/results/sched/
   // user_trace/shares_once_training.json).
   options.thresholds.count_shares_once_training = true;
   return options;
