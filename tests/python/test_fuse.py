@@ -396,3 +396,56 @@ def test_values_of_the_forward_that_differ_per_model_are_honoured_or_named():
     assert 0.4 < (out[1] == 0).double().mean().item() < 0.6
     with pytest.raises(cf.FuseError, match=r"differs between models 0 and 1.*3\.0.*1\.0.*line"):
         cf.fuse(lambda i: Functional(0.0, [1.0, 3.0][i]), 2)  # was model 0's scale for both, silently
+
+
+class TinyLM(nn.Module):
+    """Embedding, one hidden layer and a vocabulary-wide head: logits [B, T, V]."""
+
+    def __init__(self, vocab=512, width=16):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, width)
+        self.body = nn.Linear(width, width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.body(self.emb(x))))
+
+
+def _next_token_loss(logits, targets):
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def test_a_bf16_step_makes_no_float32_copy_of_all_models_outputs_and_each_loss_is_its_models_own():
+    """Under bf16 the losses are taken in float32 model by model: one
+    float32 copy of all N models' logits (a fused language model's largest
+    tensor, 8 x 2048 x 50257 x 4 bytes = 3.3 GB for GPT-2) would otherwise
+    be made and held through the backward. Each model's loss is still its
+    own logits' loss in float32."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    n, batch, length, vocab = 3, 2, 7, 512  # no weight has as many elements as all logits
+    all_logits = n * batch * length * vocab
+
+    class FullFloat32Outputs(TorchDispatchMode):
+        made = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel() == all_logits:
+                    self.made.append(str(func))
+            return out
+
+    torch.manual_seed(0)
+    fused = cf.fuse(TinyLM, n)
+    trainer = cf.Trainer(fused, cf.optimizer(fused, "sgd", lr=0.1), _next_token_loss, bf16=True)
+    x = torch.randint(0, vocab, (batch, length))
+    y = torch.randint(0, vocab, (batch, length))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False):
+        logits = fused(x)
+    expected = [_next_token_loss(logits[i].float(), y) for i in range(n)]
+    with FullFloat32Outputs() as mode:
+        losses = trainer.step(x, y)
+    assert mode.made == [], f"float32 tensors the size of all models' logits: {mode.made}"
+    assert torch.allclose(losses, torch.stack(expected), rtol=0, atol=1e-6)

@@ -21,22 +21,25 @@ def _at_least_float32(outputs):
 
 def per_model_loss(loss_fn, outputs, targets):
     """[N] losses: loss_fn(outputs[i], targets) for each model i, where
-    loss_fn is a single model's loss (mean over the batch). Cross-entropy and
-    mean-squared error run as one operation for all models; any other loss
-    function is called once per model. Summing the result gives every model
-    exactly its own gradient."""
+    loss_fn is a single model's loss (mean over the batch), taken in float32
+    at least. Cross-entropy and mean-squared error run as one operation for
+    all models; any other loss function is called once per model, on that
+    model's outputs cast alone, so that no float32 copy of all N models'
+    outputs is ever made. Summing the result gives every model exactly its
+    own gradient."""
     n = outputs.shape[0]
     ce = _cross_entropy_settings(loss_fn)
     if ce is not None and outputs.dim() == 3 and targets.dim() == 1:
-        flat = F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), targets.repeat(n), reduction="none",
-                               ignore_index=ce["ignore_index"], label_smoothing=ce["label_smoothing"])
+        flat = F.cross_entropy(_at_least_float32(outputs).reshape(-1, outputs.shape[-1]), targets.repeat(n),
+                               reduction="none", ignore_index=ce["ignore_index"],
+                               label_smoothing=ce["label_smoothing"])
         counted = (targets != ce["ignore_index"]).sum()
         return flat.view(n, -1).sum(1) / counted
     if loss_fn is F.mse_loss or (isinstance(loss_fn, torch.nn.MSELoss) and loss_fn.reduction == "mean"):
-        return (outputs - targets).pow(2).flatten(1).mean(1)
+        return (_at_least_float32(outputs) - targets).pow(2).flatten(1).mean(1)
     # unbind, not outputs[i]: the backward of N selects would fill and add N
     # zero tensors the size of all outputs (N x the logits of a language model).
-    return torch.stack([loss_fn(output, targets) for output in outputs.unbind(0)])
+    return torch.stack([loss_fn(_at_least_float32(output), targets) for output in outputs.unbind(0)])
 
 
 class Trainer:
@@ -84,15 +87,19 @@ class Trainer:
 
     def _eager(self, inputs, targets):
         with self._autocast(inputs.device.type):
-            outputs = _at_least_float32(self.fused(inputs))
+            outputs = self.fused(inputs)
         losses = per_model_loss(self.loss_fn, outputs, targets)
+        if outputs.dim() == 3 and targets.dim() == 1 and not targets.is_floating_point():
+            self.correct.add_((outputs.detach().argmax(-1) == targets).sum(1))
+        # The backward needs neither the outputs nor their float32 casts: let
+        # them go before it (a fused language model's logits are the step's
+        # largest tensors).
+        del outputs
         self.optimizer.zero_grad()
         losses.sum().backward()
         self.optimizer.step()
         batch = targets.shape[0]
         self.loss_sums.add_(losses.detach().double() * batch)
-        if outputs.dim() == 3 and targets.dim() == 1 and not targets.is_floating_point():
-            self.correct.add_((outputs.detach().argmax(-1) == targets).sum(1))
         return losses.detach()
 
     def step(self, inputs, targets):
