@@ -152,7 +152,7 @@ class Trainer:
         count = 0
         for inputs, targets in batches:
             with self._autocast(inputs.device.type):
-                outputs = _at_least_float32(self.fused(inputs))
+                outputs = self.fused(inputs)
             batch_loss = per_model_loss(self.loss_fn, outputs, targets).double() * targets.shape[0]
             batch_correct = (outputs.argmax(-1) == targets).sum(1)
             loss = batch_loss if loss is None else loss + batch_loss
