@@ -20,29 +20,11 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from summarise import most_at_once, read_json, read_jsonl  # noqa: E402  (beside this file)
 RESULTS = os.path.normpath(os.path.join(HERE, "..", "..", "results", "sched", "user_trace"))
 KEPT = ("how", "sim_note", "target_speedup_model")  # written by hand; the run does not change them
 DECLARED_KEYS = ("declared_s", "speedup_declared", "energy_saved_declared_pct", "declared_from")
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def most_at_once(jobs):
-    """The most simulated jobs running at one time (start_s/end_s of jobs_*.jsonl)."""
-    events = sorted([(j["start_s"], 1) for j in jobs] + [(j["end_s"], -1) for j in jobs])
-    running = most = 0
-    for _, step in events:
-        running += step
-        most = max(most, running)
-    return most
 
 
 def copy_files(run):
@@ -57,7 +39,8 @@ def copy_files(run):
              for p in (1, 2) if parts[p]]
     for v in ("model", "opaque"):
         plan += [(f"{v}/run_0.json", f"{v}/colo_run_summary.json"), (f"{v}/timeline_0.csv", f"{v}/timeline.csv")]
-    for src, dst in plan:
+    read_here = ["model/run_0.txt", "opaque/run_0.txt", "sim/jobs_magm_mps.jsonl", "sim/opaque/jobs_magm_mps.jsonl"]
+    for src in [s for s, _ in plan] + read_here:
         if not os.path.exists(os.path.join(run, src)):
             sys.exit(f"adopt_run.py: {os.path.join(run, src)} is missing: is RUN a finished on_gpus.sh OUT?")
     for src, dst in plan:

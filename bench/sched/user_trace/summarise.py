@@ -209,7 +209,7 @@ def variant_run(out, v, trace):
                                                if s != "COMPLETED" and (done or s not in ("PENDING", "RUNNING", "REQUEUED"))),
             "false_ooms": sum(r.get("false_ooms") or 0 for r in rows.values()) if has_false_ooms else None,
             "oom_deaths": sum(r.get("oom_deaths") or 0 for r in rows.values()),
-            "most_jobs_at_once": most_at_once(rows),
+            "most_jobs_at_once": most_at_once(rows.values()),
             **device_figures([r for p in sorted(glob.glob(os.path.join(d, "timeline_*.csv")))
                               for r in csv.DictReader(open(p))]),
             "rows": rows}
@@ -225,10 +225,12 @@ def device_figures(rows):
             "mem_used_peak_bytes": max(mem) if mem else None}
 
 
-def most_at_once(rows):
-    """The most jobs of a store that ran at the same time (their last attempts)."""
-    events = sorted([(r["start_s"], 1) for r in rows.values() if r.get("start_s") and r.get("end_s")]
-                    + [(r["end_s"], -1) for r in rows.values() if r.get("start_s") and r.get("end_s")])
+def most_at_once(records):
+    """The most jobs that ran at the same time, from records with start_s and
+    end_s (a store's rows: their last attempts; a simulation's jobs_*.jsonl);
+    one without both is left out."""
+    ran = [r for r in records if r.get("start_s") is not None and r.get("end_s") is not None]
+    events = sorted([(r["start_s"], 1) for r in ran] + [(r["end_s"], -1) for r in ran])
     running = most = 0
     for _, step in events:
         running += step
