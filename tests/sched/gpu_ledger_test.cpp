@@ -241,7 +241,7 @@ TEST(GpuLedger, AProvisionalJobJoinsABusyGpuOnlyWithRoomAndAJobOfUnknownMemoryOt
   EXPECT_NE(full.reason().find("at least 4.0 GiB free"), std::string::npos) << full.reason();
 }
 
-TEST(GpuLedger, UnderMpsAGpuOverTheCeilingTakesOneMoreUnknownJobWhileEachItTookAddedWork) {
+TEST(GpuLedger, UnderMpsAGpuOverTheCeilingTakesOneMoreJobWhileEachItTookAddedWork) {
   Thresholds t = sharing_thresholds();
   t.max_sm_activity = 0.8;
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
@@ -254,8 +254,7 @@ TEST(GpuLedger, UnderMpsAGpuOverTheCeilingTakesOneMoreUnknownJobWhileEachItTookA
   EXPECT_GT(busy.sm_activity, 0.8);
   EXPECT_TRUE(busy.grows_past_ceiling) << "its last job added 0.85";
   EXPECT_TRUE(collocation_thresholds(request(2, 8), busy, t)) << "an unknown share, measured as it joins";
-  EXPECT_EQ(collocation_thresholds(request(2, 8, 0.3), busy, t).why, Fit::Why::kSmActivity)
-      << "a known share is not measured again: the ceiling holds";
+  EXPECT_TRUE(collocation_thresholds(request(2, 8, 0.3), busy, t)) << "a known share too, judged as it joins";
   ledger.place(request(2, 8), {0}, 14);
   EXPECT_FALSE(ledger.view(0, 14).grows_past_ceiling) << "one at a time: job 2 settles first";
   ledger.started_training(2, 20);
@@ -265,6 +264,40 @@ TEST(GpuLedger, UnderMpsAGpuOverTheCeilingTakesOneMoreUnknownJobWhileEachItTookA
   EXPECT_TRUE(measured[0].saturated) << "it added 0.01";
   EXPECT_FALSE(ledger.view(0, 24).grows_past_ceiling);
   EXPECT_FALSE(collocation_thresholds(request(3, 8), ledger.view(0, 24), t));
+}
+
+TEST(GpuLedger, UnderMpsAKnownShareThatJoinsPastTheCeilingIsJudgedByTheRiseItBrings) {
+  Thresholds t = sharing_thresholds();
+  t.max_sm_activity = 0.8;
+  GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
+  ledger.place(request(1, 8, 0.85), {0}, 0);
+  ledger.started_training(1, 0);
+  for (double s = 0; s <= 10; s += 0.5) ledger.observe(0, s, 0.85, std::nullopt);
+  ledger.place(request(2, 8, 0.3), {0}, 10);
+  EXPECT_TRUE(ledger.jobs().at(2).judged);
+  EXPECT_FALSE(ledger.view(0, 10).grows_past_ceiling) << "one newcomer at a time";
+  EXPECT_FALSE(collocation_thresholds(request(3, 8, 0.3), ledger.view(0, 10), t));
+  ledger.started_training(2, 12);
+  for (double s = 12.5; s <= 16; s += 0.5) ledger.observe(0, s, 0.95, std::nullopt);
+  EXPECT_TRUE(ledger.settle(16).empty()) << "its share is known: nothing is measured or learned";
+  EXPECT_FALSE(ledger.jobs().at(2).judged);
+  EXPECT_DOUBLE_EQ(ledger.jobs().at(2).sm_share, 0.3);
+  EXPECT_TRUE(ledger.view(0, 16).grows_past_ceiling) << "it added 0.10";
+  ledger.place(request(3, 8, 0.3), {0}, 16);
+  ledger.started_training(3, 16);
+  for (double s = 16.5; s <= 20; s += 0.5) ledger.observe(0, s, 0.96, std::nullopt);
+  ledger.settle(20);
+  const std::string closed = ledger.view(0, 20).closed_reason;
+  EXPECT_NE(closed.find("job 3, of known share 0.30, added 0.01"), std::string::npos) << closed;
+  EXPECT_FALSE(collocation_thresholds(request(4, 8), ledger.view(0, 20), t)) << "nor one of unknown share";
+  ledger.remove(1, 21);
+  EXPECT_TRUE(ledger.view(0, 21).closed_reason.empty()) << "a job left: room again";
+
+  GpuLedger within({80 * kGiB}, CollocationMode::kMps, t);
+  within.place(request(1, 8, 0.5), {0}, 0);
+  within.started_training(1, 0);
+  within.place(request(2, 8, 0.3), {0}, 1);
+  EXPECT_FALSE(within.jobs().at(2).judged) << "within the ceiling its known share is counted, not judged";
 }
 
 TEST(GpuLedger, NoProvisionalJobJoinsAnotherNotYetMeasured) {
@@ -445,11 +478,11 @@ TEST(GpuLedger, UnderMpsAKnownShareCountsOnceItsJobTrainsAndAtMostThreeStartAtOn
   t.max_settling_per_gpu = 3;
   t.count_shares_once_training = true;
   GpuLedger ledger({80 * kGiB}, CollocationMode::kMps, t);
-  ledger.place(request(1, 10, 0.9), {0}, 0);
+  ledger.place(request(1, 10, 0.7), {0}, 0);
   EXPECT_DOUBLE_EQ(ledger.view(0, 1).sm_activity, 0) << "starting up: it uses no SM time yet";
   EXPECT_FALSE(ledger.steady(0)) << "its share will count";
   ledger.started_training(1, 2);
-  EXPECT_DOUBLE_EQ(ledger.view(0, 2).sm_activity, 0.9);
+  EXPECT_DOUBLE_EQ(ledger.view(0, 2).sm_activity, 0.7);
   ledger.place(request(2, 10, 0.5), {0}, 3);
   ledger.place(request(3, 10, 0.5), {0}, 3);
   EXPECT_TRUE(ledger.view(0, 4).closed_reason.empty());
@@ -458,7 +491,7 @@ TEST(GpuLedger, UnderMpsAKnownShareCountsOnceItsJobTrainsAndAtMostThreeStartAtOn
   ledger.observe_peak(2, kGiB, 4);  // reports no progress: counts once its memory is quiet for settle_quiet_s
   EXPECT_EQ(ledger.view(0, 12.9).closed_reason, "3 jobs starting up (their SM shares count once they train)");
   EXPECT_TRUE(ledger.view(0, 13.1).closed_reason.empty());
-  EXPECT_DOUBLE_EQ(ledger.view(0, 13.1).sm_activity, 1.0) << "0.9 + 0.5, capped";
+  EXPECT_DOUBLE_EQ(ledger.view(0, 13.1).sm_activity, 1.0) << "0.7 + 0.5, capped";
 
   GpuLedger shared({80 * kGiB}, CollocationMode::kShared, t);
   shared.place(request(1, 10, 0.9), {0}, 0);

@@ -82,13 +82,16 @@ void GpuLedger::place(const JobRequest& request, const std::vector<int>& gpus, d
   entry.settling = request.sm_share <= 0 && mode_ != CollocationMode::kExclusive;
   if (!gpus.empty()) entry.activity_before = mean_activity(gpus_.at(static_cast<size_t>(gpus[0])), now_s);
   remove(request.id, now_s);
-  if (entry.settling && !gpus.empty()) take_neighbour_rates(request.id, entry);
+  entry.judged = !entry.settling && mode_ == CollocationMode::kMps && !gpus.empty() &&
+                 !on_gpu_.at(static_cast<size_t>(gpus[0])).empty() &&
+                 view(gpus[0], now_s).sm_activity > thresholds_.max_sm_activity;
+  if ((entry.settling || entry.judged) && !gpus.empty()) take_neighbour_rates(request.id, entry);
   jobs_[request.id] = entry;
-  if (entry.settling) ++settling_;
+  if (entry.settling || entry.judged) ++settling_;
   if (request.provisional) ++provisional_;
   for (int g : gpus) {
     on_gpu_.at(static_cast<size_t>(g)).push_back(request.id);
-    if (entry.settling) ++gpus_.at(static_cast<size_t>(g)).settling_jobs;
+    if (entry.settling || entry.judged) ++gpus_.at(static_cast<size_t>(g)).settling_jobs;
   }
 }
 
@@ -120,11 +123,11 @@ std::optional<MeasuredShare> GpuLedger::remove(int64_t id, double now_s) {
   for (int g : it->second.gpus) {
     gpus_.at(static_cast<size_t>(g)).saturated.clear();
     gpus_.at(static_cast<size_t>(g)).last_rise = 1;  // room again: the next job is measured afresh
-    if (job.settling) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
+    if (job.settling || job.judged) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
     auto& ids = on_gpu_.at(static_cast<size_t>(g));
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   }
-  if (job.settling) --settling_;
+  if (job.settling || job.judged) --settling_;
   if (job.request.provisional) --provisional_;
   jobs_.erase(it);
   return measured;
@@ -193,7 +196,7 @@ void GpuLedger::started_training(int64_t id, double now_s) {
   }
   // Its baseline is the GPU as it was just before it began to train, so
   // that neighbours which joined during its start-up are not counted as its.
-  if (job.settling && !job.gpus.empty()) {
+  if ((job.settling || job.judged) && !job.gpus.empty()) {
     job.activity_before = mean_activity(gpus_.at(static_cast<size_t>(job.gpus[0])), now_s);
     take_neighbour_rates(id, job);
   }
@@ -360,6 +363,7 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
   if (settling_ == 0) return measured;
   end_probes(now_s, measured);
   for (auto& [id, job] : jobs_) {
+    if (job.judged && now_s >= settles_at(job) - 1e-9) judge(id, job, now_s);
     if (!job.settling || now_s < settles_at(job) - 1e-9) continue;
     if (thresholds_.probe_alone) {
       bool probed = std::any_of(probes_.begin(), probes_.end(), [id = id](const Probe& p) { return p.id == id; });
@@ -371,6 +375,18 @@ std::vector<MeasuredShare> GpuLedger::settle(double now_s) {
     measured.push_back(m);
   }
   return measured;
+}
+
+void GpuLedger::judge(int64_t id, LedgerEntry& job, double now_s) {
+  const MeasuredShare m = measure(id, job, now_s);
+  job.judged = false;
+  --settling_;
+  for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
+  if (!m.saturated) return;
+  for (int g : job.gpus) {
+    close(g, "SM activity stopped growing (job " + std::to_string(id) + ", of known share " + fixed(job.sm_share, 2) +
+                 ", added " + fixed(std::max(m.rise, 0.0), 2) + ")");
+  }
 }
 
 void GpuLedger::conclude(int64_t id, LedgerEntry& job, MeasuredShare& m) {
@@ -393,9 +409,9 @@ double GpuLedger::next_settle_s() const {
   double next = std::numeric_limits<double>::infinity();
   if (settling_ == 0) return next;
   for (const auto& [id, job] : jobs_) {
-    if (!job.settling) continue;
+    if (!job.settling && !job.judged) continue;
     double due = settles_at(job);
-    if (thresholds_.probe_alone) {
+    if (thresholds_.probe_alone && job.settling) {
       auto probe = std::find_if(probes_.begin(), probes_.end(), [id = id](const Probe& p) { return p.id == id; });
       due = probe != probes_.end() ? probe_ends_s(*probe) : std::max(due, probe_blocks_until(id, job));
     }
@@ -499,6 +515,8 @@ GpuView GpuLedger::view(int index, double now_s) const {
     double shares = 0;
     int settling = 0;
     int starting = 0;  // jobs of known share whose share does not count yet
+    int judged = 0;    // jobs of known share that joined past the ceiling, their rise not yet read
+    int judged_training = 0;  // those of them whose share counts
     for (int64_t id : on_gpu_[g]) {
       const LedgerEntry& job = jobs_.at(id);
       ++v.jobs;
@@ -513,6 +531,8 @@ GpuView GpuLedger::view(int index, double now_s) const {
       if (job.request.provisional && v.provisional_reason.empty()) {
         v.provisional_reason = "job " + std::to_string(id) + " of unknown memory is not yet measured";
       }
+      if (job.judged) ++judged;
+      if (job.judged && share_counts(job, now_s)) ++judged_training;
       if (job.settling && ++settling >= std::max(thresholds_.max_settling_per_gpu, 1) && v.settling_reason.empty()) {
         v.settling_reason = (settling == 1 ? "job " + std::to_string(id) + " settling"
                                            : std::to_string(settling) + " jobs settling, the last job " +
@@ -527,20 +547,21 @@ GpuView GpuLedger::view(int index, double now_s) const {
     // together, so that each round's joiners can be seen to add or not.
     // Where known shares count once their jobs train, a job of known share
     // that joins is one such newcomer too, so a full count of settling jobs
-    // keeps it off as well.
+    // keeps it off as well. A judged job that trains is one more.
     const bool known_shares_count_late = thresholds_.count_shares_once_training && mode_ == CollocationMode::kMps;
+    const int measuring = settling + judged_training;
     if (v.closed_reason.empty() && (starting > 0 || known_shares_count_late) &&
-        starting + settling >= std::max(thresholds_.max_settling_per_gpu, 1)) {
+        starting + measuring >= std::max(thresholds_.max_settling_per_gpu, 1)) {
       if (starting > 0) {
         v.closed_reason = std::to_string(starting) + " jobs starting up (their SM shares count once they train)";
-        if (settling > 0) v.closed_reason += " and " + std::to_string(settling) + " settling";
+        if (measuring > 0) v.closed_reason += " and " + std::to_string(measuring) + " settling";
       } else {
-        v.closed_reason = std::to_string(settling) + " jobs settling (a newcomer's SM share would count only once it "
+        v.closed_reason = std::to_string(measuring) + " jobs settling (a newcomer's SM share would count only once it "
                           "trains)";
       }
     }
-    v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && state.saturated.empty() &&
-                           state.last_rise >= thresholds_.min_sm_gain;
+    v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && judged == 0 &&
+                           state.saturated.empty() && state.last_rise >= thresholds_.min_sm_gain;
     if (mode_ == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
     v.mem_free_bytes = v.mem_total_bytes - reserved;
     if (state.measured_free_bytes) v.mem_free_bytes = std::min(v.mem_free_bytes, *state.measured_free_bytes);

@@ -46,6 +46,9 @@
 // progress report is measured once more from that report
 // (MeasuredShare::once_training); one whose first report came while it
 // was measured is measured again from that report (MeasuredShare::again).
+// A job of known share that joins a GPU past the ceiling is judged the
+// same way (LedgerEntry::judged): packing goes on while each newcomer,
+// known or not, still raises the GPU's activity.
 
 #include <cstdint>
 #include <deque>
@@ -98,6 +101,11 @@ struct LedgerEntry {
   // again): measured again once its memory grows and is quiet again, or
   // from its first progress report, else at settle_s after its start.
   bool awaits_change = false;
+  // Of known share, placed under MPS on a GPU already past the SM ceiling
+  // (GpuView::grows_past_ceiling): when it would settle, its GPU's rise
+  // is read as a settling job's is, and closes the GPU if under
+  // min_sm_gain. Its share stays as known; meanwhile it counts as settling.
+  bool judged = false;
 };
 
 // The peak a provisional job (JobRequest::provisional) reached once its
@@ -286,6 +294,8 @@ class GpuLedger {
   double mean_activity(const GpuState& gpu, double now_s, double since_s = -1e300,
                        bool during_pauses = false) const;
   double settles_at(const LedgerEntry& job) const;
+  // Reads a judged job's rise when it is due (LedgerEntry::judged).
+  void judge(int64_t id, LedgerEntry& job, double now_s);
   // Whether a job's SM share counts on its GPU at `now_s`: a share still
   // measured counts as 0; with Thresholds::count_shares_once_training, a
   // known one from its first progress report (else from when it would
@@ -322,7 +332,8 @@ class GpuLedger {
   Thresholds thresholds_;
   std::map<int64_t, LedgerEntry> jobs_;
   int provisional_ = 0;  // provisional jobs not yet measured
-  int settling_ = 0;  // jobs whose share is being measured (settle() and next_settle_s() skip the walk at 0)
+  int settling_ = 0;  // jobs whose share is being measured or which are judged (settle() and next_settle_s()
+                      // skip the walk at 0)
   std::vector<Probe> probes_;
   ProbeSteps steps_;  // not yet taken by take_probe_steps()
   std::vector<std::vector<int64_t>> on_gpu_;  // job ids by GPU

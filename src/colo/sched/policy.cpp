@@ -63,7 +63,7 @@ Fit common_rules(const JobRequest& job, const GpuView& gpu) {
 Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thresholds& t) {
   if (gpu.jobs == 0) return Fit::yes();  // an empty GPU always takes a job
   if (!job.mem_bytes && !job.provisional) return Fit::no(Fit::Why::kMemoryUnknown);
-  if (gpu.sm_activity > t.max_sm_activity && !(gpu.grows_past_ceiling && job.sm_share <= 0)) {
+  if (gpu.sm_activity > t.max_sm_activity && !gpu.grows_past_ceiling) {
     return Fit::no(Fit::Why::kSmActivity, t.max_sm_activity, gpu.sm_activity);
   }
   if (!job.mem_bytes) {
@@ -87,8 +87,8 @@ GpuRoom room_of(const std::vector<GpuView>& gpus, const Thresholds& t) {
   GpuRoom room;
   for (const auto& v : gpus) {
     if (v.jobs == 0) ++room.empty;
-    // Over the SM ceiling, a GPU whose activity still grows takes a job of
-    // unknown share (collocation_thresholds): open to one, as far as may fit.
+    // Over the SM ceiling, a GPU whose activity still grows takes one more
+    // job (collocation_thresholds): open to one, as far as may fit.
     bool open = !v.held_exclusively && v.closed_reason.empty() &&
                 (v.sm_activity <= t.max_sm_activity || v.grows_past_ceiling);
     if (open) room.most_free_open_bytes = std::max(room.most_free_open_bytes, v.mem_free_bytes);
