@@ -280,6 +280,12 @@ TEST(GpuLedger, UnderMpsAKnownShareThatJoinsPastTheCeilingIsJudgedByTheRiseItBri
   ledger.started_training(2, 12);
   for (double s = 12.5; s <= 16; s += 0.5) ledger.observe(0, s, 0.95, std::nullopt);
   EXPECT_TRUE(ledger.settle(16).empty()) << "its share is known: nothing is measured or learned";
+  std::vector<JudgedJoin> judged = ledger.take_judged();
+  ASSERT_EQ(judged.size(), 1u);
+  EXPECT_EQ(judged[0].id, 2);
+  EXPECT_NEAR(judged[0].rise, 0.10, 1e-9);
+  EXPECT_FALSE(judged[0].closed);
+  EXPECT_TRUE(ledger.take_judged().empty()) << "taken once";
   EXPECT_FALSE(ledger.jobs().at(2).judged);
   EXPECT_DOUBLE_EQ(ledger.jobs().at(2).sm_share, 0.3);
   EXPECT_TRUE(ledger.view(0, 16).grows_past_ceiling) << "it added 0.10";
@@ -287,6 +293,9 @@ TEST(GpuLedger, UnderMpsAKnownShareThatJoinsPastTheCeilingIsJudgedByTheRiseItBri
   ledger.started_training(3, 16);
   for (double s = 16.5; s <= 20; s += 0.5) ledger.observe(0, s, 0.96, std::nullopt);
   ledger.settle(20);
+  judged = ledger.take_judged();
+  ASSERT_EQ(judged.size(), 1u);
+  EXPECT_TRUE(judged[0].closed);
   const std::string closed = ledger.view(0, 20).closed_reason;
   EXPECT_NE(closed.find("job 3, of known share 0.30, added 0.01"), std::string::npos) << closed;
   EXPECT_FALSE(collocation_thresholds(request(4, 8), ledger.view(0, 20), t)) << "nor one of unknown share";

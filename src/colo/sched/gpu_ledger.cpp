@@ -382,6 +382,7 @@ void GpuLedger::judge(int64_t id, LedgerEntry& job, double now_s) {
   job.judged = false;
   --settling_;
   for (int g : job.gpus) --gpus_.at(static_cast<size_t>(g)).settling_jobs;
+  judged_.push_back({id, job.sm_share, m.rise, m.saturated});
   if (!m.saturated) return;
   for (int g : job.gpus) {
     close(g, "SM activity stopped growing (job " + std::to_string(id) + ", of known share " + fixed(job.sm_share, 2) +
@@ -469,6 +470,12 @@ bool GpuLedger::estimate_arrived(int64_t id, int64_t mem_bytes) {
   it->second.request.mem_bytes = std::max(mem_bytes, it->second.peak_bytes);
   --provisional_;
   return true;
+}
+
+std::vector<JudgedJoin> GpuLedger::take_judged() {
+  std::vector<JudgedJoin> judged;
+  std::swap(judged, judged_);
+  return judged;
 }
 
 std::vector<int64_t> GpuLedger::jobs_on(int gpu) const { return on_gpu_.at(static_cast<size_t>(gpu)); }

@@ -160,6 +160,15 @@ struct MeasuredShare {
   bool once_training = false;
 };
 
+// A job of known share that joined past the SM ceiling (LedgerEntry::
+// judged), as its judgement found it.
+struct JudgedJoin {
+  int64_t id = 0;
+  double share = 0;     // its known share, unchanged
+  double rise = 0;      // what its GPU's activity rose by with it
+  bool closed = false;  // the rise was under min_sm_gain: its GPU closed
+};
+
 // Jobs to let run on and jobs to pause now, for the probes that measure a
 // settling job alone. The caller carries them out, resumes first: a probe
 // that ends and one that begins in the same call may name the same job.
@@ -221,6 +230,8 @@ class GpuLedger {
   double next_settle_s() const;
   // The pauses and resumes the probes asked for since the last call.
   ProbeSteps take_probe_steps();
+  // The judged jobs settle() judged since the last call.
+  std::vector<JudgedJoin> take_judged();
   // True while a probe pauses jobs on GPU `gpu`, and for the rate window
   // after (settle_active_s, throughput_window_s): its jobs' rates then show
   // the pause, not what their neighbours take.
@@ -336,6 +347,7 @@ class GpuLedger {
                       // skip the walk at 0)
   std::vector<Probe> probes_;
   ProbeSteps steps_;  // not yet taken by take_probe_steps()
+  std::vector<JudgedJoin> judged_;  // not yet taken by take_judged()
   std::vector<std::vector<int64_t>> on_gpu_;  // job ids by GPU
 };
 

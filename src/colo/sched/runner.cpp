@@ -473,6 +473,12 @@ Observation Runner::observe(double now) {
 
 void Runner::report(const Measured& measured) {
   for (const auto& m : measured.shares) record_share(m);
+  for (const auto& j : measured.judged) {
+    spdlog::info("job {} (SM share {:.2f}, known) joined its GPU past the SM ceiling: the GPU rose {:.2f} with it; {}",
+                 j.id, j.share, j.rise,
+                 j.closed ? "its activity stopped growing, it takes no more jobs until one ends"
+                          : "it may take one more");
+  }
   for (const auto& m : measured.peaks) {
     spdlog::info("job {}: memory measured at {} once it stopped growing; it reserves that plus 10% from now on", m.id,
                  bytes_human(double(m.peak_bytes)));

@@ -100,6 +100,10 @@ Measured Scheduler::observe(Executor& executor, double now_s) {
     mark_stale(ledger_.jobs().at(m.id).gpus);
     measured.shares.push_back(m);
   }
+  for (const JudgedJoin& j : ledger_.take_judged()) {
+    mark_stale(ledger_.jobs().at(j.id).gpus);
+    measured.judged.push_back(j);
+  }
   for (const MeasuredPeak& p : ledger_.measure_provisional(now_s)) {
     auto keys = keys_.find(p.id);
     if (keys != keys_.end()) history_.learn_peak(keys->second, p.peak_bytes);

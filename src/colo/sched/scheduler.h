@@ -82,6 +82,7 @@ struct Measured {
   std::vector<MeasuredShare> shares;  // settle windows that ended (learned into history)
   std::vector<MeasuredPeak> peaks;    // provisional jobs measured (learned into history)
   std::vector<std::pair<int, std::string>> closed;  // GPUs the throughput rule closed, and why
+  std::vector<JudgedJoin> judged;  // jobs of known share that joined past the SM ceiling, judged
 };
 
 class Scheduler {
