@@ -324,3 +324,47 @@ def test_colo_estimate_of_a_fused_array_under_autocast_counts_the_cast_once_copi
     assert copies <= under.breakdown["parameters"] - without.breakdown["parameters"] <= copies + 4 * 512
     assert colo.estimate(fused, x, batch_size=64, optimizer="adam").breakdown["parameters"] == \
         colo.estimate(plain, x, batch_size=64, optimizer="adam").breakdown["parameters"]
+
+
+def test_under_autocast_an_activation_several_projections_read_is_cast_once():
+    """q, k and v, and the adapters beside them, read one activation: the
+    fused graph casts it once for all of them, not once per reader. In eval
+    mode the outputs are those of autocast casting it for every reader."""
+    from colo.fuse.autocast_inputs import autocast_input
+    torch.manual_seed(0)
+    pretrained = LoRAClassifier()
+    models = []
+    for i in range(3):
+        model = copy.deepcopy(pretrained)
+        for name, param in model.named_parameters():
+            param.requires_grad_("lora_" in name or name.startswith("head"))
+        models.append(model)
+    fused = cf.fuse(models)
+    casts = [n for n in fused.graph.nodes if n.op == "call_function" and n.target is autocast_input]
+    # each block's input: q.base, q's adapter (through its dropout), k, v.base, v's adapter
+    assert [len(n.users) for n in casts] == [5, 5]
+    per_reader = copy.deepcopy(fused)
+    for node in list(per_reader.graph.nodes):
+        if node.op == "call_function" and node.target is autocast_input:
+            node.replace_all_uses_with(node.args[0])
+            per_reader.graph.erase_node(node)
+    per_reader.recompile()
+    tokens = torch.randint(0, 40, (4, 6))
+
+    def forward(model):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(tokens)
+
+    fused.eval()
+    per_reader.eval()
+    assert torch.equal(forward(fused), forward(per_reader))
+    assert _casts_of(lambda: forward(per_reader)) - _casts_of(lambda: forward(fused)) == 2 * 4
+    assert torch.equal(fused(tokens), per_reader(tokens))  # outside autocast nothing is cast
+    fused.train()
+    per_reader.train()
+    forward(fused).float().sum().backward()
+    forward(per_reader).float().sum().backward()
+    theirs = dict(per_reader.named_parameters())
+    for name, mine in fused.named_parameters():
+        if mine.requires_grad:  # the input's gradient now sums in bfloat16: close, not equal
+            assert (mine.grad - theirs[name].grad).norm() <= 0.02 * theirs[name].grad.norm(), name

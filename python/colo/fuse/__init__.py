@@ -20,6 +20,7 @@ import torch
 import torch.fx as fx
 
 from colo.fuse.adapters import fusable_adapters, peft_adapter_state, unpad, unwrap_peft
+from colo.fuse.autocast_inputs import share_autocast_casts
 from colo.fuse.optim import FusedOptimizer, optimizer
 from colo.fuse.rewrite import SUPPORTED_LAYERS, Rewriter, per_model_dropout_rates
 from colo.fuse.stacking import FuseError, check_no_tied_parameters, per_model_state
@@ -204,6 +205,7 @@ def _fuse(models, own_kernels, channels_last, share_frozen):
         fused.get_submodule(owner_path)._non_persistent_buffers_set.add(leaf)
     fused.graph.eliminate_dead_code()  # e.g. a ReLU that a ReLU+max-pool kernel absorbed
     fused.recompile()
+    share_autocast_casts(fused)
     _install_unused(fused, models)
     fused.models = len(models)
     fused.colo_shared_state = shared_state

@@ -75,7 +75,7 @@ def state_names(layer, path):
 
 
 
-def _autocast_dtype(device_type):
+def autocast_dtype(device_type):
     """The lower precision autocast runs matmuls and convolutions in on
     `device_type` now, or None when it is off there."""
     if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4
@@ -106,7 +106,7 @@ class CastOnce:
     def _low_precision(self, x, weight, bias):
         if weight.requires_grad or weight.dtype != torch.float32:
             return weight, bias
-        dtype = _autocast_dtype(x.device.type)
+        dtype = autocast_dtype(x.device.type)
         if dtype is None:
             return weight, bias
         key = (dtype, weight.data_ptr(), weight._version,
