@@ -302,6 +302,12 @@ TEST(GpuLedger, UnderMpsAKnownShareThatJoinsPastTheCeilingIsJudgedByTheRiseItBri
   ledger.remove(1, 21);
   EXPECT_TRUE(ledger.view(0, 21).closed_reason.empty()) << "a job left: room again";
 
+  GpuLedger unread({80 * kGiB}, CollocationMode::kMps, t);
+  unread.place(request(1, 8, 0.85), {0}, 0);
+  unread.started_training(1, 0);
+  EXPECT_FALSE(unread.view(0, 10).grows_past_ceiling) << "no activity reading: its rise could not be read";
+  EXPECT_FALSE(collocation_thresholds(request(2, 8, 0.3), unread.view(0, 10), t));
+
   GpuLedger within({80 * kGiB}, CollocationMode::kMps, t);
   within.place(request(1, 8, 0.5), {0}, 0);
   within.started_training(1, 0);

@@ -567,8 +567,11 @@ GpuView GpuLedger::view(int index, double now_s) const {
                           "trains)";
       }
     }
+    // Growth is read from the GPU's activity: one that never gave a reading
+    // stays within what its known shares allow.
     v.grows_past_ceiling = mode_ == CollocationMode::kMps && v.jobs > 0 && settling == 0 && judged == 0 &&
-                           state.saturated.empty() && state.last_rise >= thresholds_.min_sm_gain;
+                           state.saturated.empty() && state.last_rise >= thresholds_.min_sm_gain &&
+                           !state.activity.empty();
     if (mode_ == CollocationMode::kExclusive && v.jobs > 0) v.held_exclusively = true;
     v.mem_free_bytes = v.mem_total_bytes - reserved;
     if (state.measured_free_bytes) v.mem_free_bytes = std::min(v.mem_free_bytes, *state.measured_free_bytes);

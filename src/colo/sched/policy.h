@@ -31,7 +31,8 @@ struct GpuView {
   std::string settling_reason;
   // Under MPS: its activity is over the ceiling, but no job settles on it
   // and it is not closed, so the last job it took still raised its activity
-  // by at least min_sm_gain. It takes one more job: one of unknown share
+  // by at least min_sm_gain (never on a GPU that gave no activity reading).
+  // It takes one more job: one of unknown share
   // settles, one of known share is judged by the rise it brings
   // (gpu_ledger.h): packing goes on while each job adds work, and stops
   // (closed) at the first that adds less.
