@@ -242,6 +242,39 @@ TEST(Runner, AStoredJobAskingForMoreGpusThanTheHostHasFailsSayingWhyInsteadOfWai
   EXPECT_NE(ddp->reason.find("'ddp' asks for 2 GPUs; this host has none"), std::string::npos) << ddp->reason;
 }
 
+TEST(Runner, LearnsWhatAnotherStoreMeasuredAndItsOwnStoreWins) {
+  testing::TempDir dir;
+  JobSpec measured = shell_job("measured", "true");
+  measured.sm_share.reset();
+  JobSpec other = shell_job("other", "exit 0");
+  other.sm_share.reset();
+  {
+    JobStore earlier(dir.file("earlier.db"));
+    auto ids = earlier.submit({measured, other});
+    earlier.record_sm_share(ids[0], 0.37);
+    earlier.record_sm_share(ids[1], 0.61);
+  }
+  JobStore store(dir.file("jobs.db"));
+  store.record_sm_share(store.submit({other})[0], 0.25);
+  RunnerOptions options = quick_options(dir);
+  options.learn_from = {dir.file("earlier.db")};
+  Runner runner(store, {}, options);
+  std::optional<double> learned = runner.history().share(job_keys(measured));
+  ASSERT_TRUE(learned);
+  EXPECT_DOUBLE_EQ(*learned, 0.37);
+  EXPECT_DOUBLE_EQ(runner.history().share(job_keys(other)).value_or(0), 0.25) << "its own store's measurement wins";
+  Runner alone(store, {}, quick_options(dir));
+  EXPECT_FALSE(alone.history().share(job_keys(measured))) << "without --learn-from";
+
+  options.learn_from = {dir.file("no-such.db")};
+  try {
+    Runner missing(store, {}, options);
+    ADD_FAILURE() << "a store that does not exist was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such.db"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Runner, WithoutAGpuJobsRunOneAtATimeUnlessGivenCpuSlots) {
   for (int slots : {1, 2}) {
     testing::TempDir dir;

@@ -13,6 +13,7 @@ sched::RunnerOptions runner_options(const SchedulingArgs& args) {
   options.estimator_version = sched::scheduler_estimator_version();
   if (args.no_probe_alone) options.thresholds.probe_alone = false;
   if (args.shares_from_launch) options.thresholds.count_shares_once_training = false;
+  options.learn_from = args.learn_from;
   return options;
 }
 
@@ -40,6 +41,10 @@ void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args) {
                "rates), instead of pausing them for about 4 s while it runs alone");
   cmd->add_flag("--shares-from-launch", args.shares_from_launch,
                "under MPS, a job's known SM share counts on its GPU from its launch, not from when it trains");
+  cmd->add_option("--learn-from", args.learn_from,
+                  "another job store (DB) whose measured SM shares, peaks and rates alone this run starts from, as "
+                  "if its jobs had run in this store (repeatable; this store's own measurements win)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--summary-json", args.summary_json, "write a summary here");
 }
 

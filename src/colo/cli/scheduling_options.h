@@ -3,6 +3,7 @@
 // placed, as flags.
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -23,10 +24,11 @@ struct SchedulingArgs {
   double estimate_timeout_s = 120;
   bool no_probe_alone = false;
   bool shares_from_launch = false;
+  std::vector<std::string> learn_from;
 };
 
 // --policy, --mode, --recovery, --poll, --reserve-after, --no-share-prediction, --cpu-slots,
-// --estimate-timeout, --no-probe-alone, --shares-from-launch, --summary-json.
+// --estimate-timeout, --no-probe-alone, --shares-from-launch, --learn-from, --summary-json.
 void add_scheduling_options(CLI::App* cmd, SchedulingArgs& args);
 
 // Runner options from the flags; validates names before anything is written.

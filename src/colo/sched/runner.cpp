@@ -120,7 +120,15 @@ std::string Runner::progress_path(int64_t id) const {
 }
 
 void Runner::learn_shares() {
-  for (const auto& job : store_.list()) {  // by id: the latest measurement wins
+  for (const std::string& path : options_.learn_from) {
+    if (!path_exists(path)) throw InputError(path, "", "--learn-from: no job store here");
+    learn_from(JobStore(path).list());
+  }
+  learn_from(store_.list());
+}
+
+void Runner::learn_from(const std::vector<JobRecord>& jobs) {
+  for (const auto& job : jobs) {  // by id: the latest measurement wins
     JobKeys keys = job_keys(job.spec);
     JobHistory& history = scheduler_.history();
     if (job.sm_share) history.learn_share(keys, *job.sm_share);

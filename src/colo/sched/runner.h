@@ -56,6 +56,11 @@ struct RunnerOptions {
   // A job of unknown memory may share a GPU with a provisional reservation
   // (JobRequest::provisional); false: it only starts on an empty GPU.
   bool provisional_memory = true;
+  // Other job stores whose measurements (SM shares, peaks, rates alone) it
+  // learns before its own store's, which win where both know a job: what
+  // earlier runs in those stores measured need not be measured again.
+  // Each must exist (InputError otherwise).
+  std::vector<std::string> learn_from;
 };
 
 // Options from the names a user gives (policy, collocation mode, recovery
@@ -131,6 +136,9 @@ class Runner : private Executor {
   void hold_new_jobs(bool hold) { hold_new_jobs_ = hold; }
   // Jobs this runner watches now.
   size_t running() const { return active_.size(); }
+  // What it has learned of jobs alike (SM shares, peaks, rates alone): from
+  // options.learn_from's stores, its own store, and the jobs it ran since.
+  const JobHistory& history() const { return scheduler_.history(); }
 
   // A process on one of this runner's GPUs that no job it runs accounts for.
   struct UnattributedProcess {
@@ -238,7 +246,10 @@ class Runner : private Executor {
   void count_energy_while_down(const std::vector<JobRecord>& running);
   // Writes the running jobs' energy and the GPUs' counter readings `readings`.
   void store_energy(const std::vector<GpuEnergyReading>& readings);
+  // What the stores of options_.learn_from, then its own store, measured
+  // (history); a learn_from store that does not exist is an InputError.
   void learn_shares();
+  void learn_from(const std::vector<JobRecord>& jobs);
   // Reads every running job's progress file (job_progress.h).
   void observe_progress();
   void observe_progress(Active& job);

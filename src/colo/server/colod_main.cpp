@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   bool drain = false;
   bool no_probe_alone = false;
   bool shares_from_launch = false;
+  std::vector<std::string> learn_from;
   app.add_option("--state-dir", state_dir, "where the token, colod.json and (by default) the store live")
       ->capture_default_str();
   app.add_option("--store", store, "job store (default: STATE_DIR/jobs.db)");
@@ -54,6 +57,10 @@ int main(int argc, char** argv) {
                "measure a new job's SM share beside the jobs on its GPU instead of pausing them for about 4 s");
   app.add_flag("--shares-from-launch", shares_from_launch,
                "under MPS, a job's known SM share counts on its GPU from its launch, not from when it trains");
+  app.add_option("--learn-from", learn_from,
+                 "another job store (DB) whose measured SM shares, peaks and rates alone colod starts from "
+                 "(repeatable; its own store's measurements win)")
+      ->check(CLI::ExistingFile);
   app.add_flag("--drain", drain,
                "on SIGTERM/SIGINT, start no new job and wait for the running ones to end (default: leave them "
                "running for the next colod to adopt)");
@@ -75,6 +82,7 @@ int main(int argc, char** argv) {
     options.cpu_slots = cpu_slots;
     if (no_probe_alone) options.thresholds.probe_alone = false;
     if (shares_from_launch) options.thresholds.count_shares_once_training = false;
+    options.learn_from = learn_from;
     options.estimate_model = colo::sched::scheduler_estimate();
     options.estimator_version = colo::sched::scheduler_estimator_version();
     std::string token = colo::server::read_or_create_token(colo::server::token_path(state_dir));
