@@ -15,6 +15,10 @@
 #             jobs (loop.sh), its files tagged partKofN_
 #   model, opaque, declared (each also as model_rise, ...: with --no-probe-alone,
 #             shares read from the rise of the GPU's activity beside others)
+#   model_again  model.toml's jobs as a second run: `colo run --learn-from
+#             AGAIN_LEARN_FROM` (an earlier run's model/jobs.db), so every
+#             share and peak that run measured is known; `colo train` jobs
+#             write to runs/model_again/, so their commands are new to it
 #             `colo run OUT/trace/VARIANT.toml --store OUT/VARIANT/jobs.db
 #             --policy magm --mode mps` inside `colo monitor`; a run cut off
 #             is continued by `colo run --store` (its time adds up; jobs
@@ -96,12 +100,17 @@ write_declared() {
     && [ -f "$peaks" ] && touch "$OUT/trace/declared.from-peaks"
 }
 
-run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_rise (colo run --no-probe-alone)
-  local v=$1 dir=$OUT/$1 base=${1%_rise} rise=()
+run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_rise (colo run --no-probe-alone); model_again
+  local v=$1 dir=$OUT/$1 base=${1%_rise} rise=() learn=()
   [ "$base" != "$v" ] && rise=(--no-probe-alone)
   mkdir -p "$dir"
   if [ -f "$dir/done" ]; then log "$v: done before"; return; fi
   [ "$base" = declared ] && write_declared
+  if [ "$base" = model_again ]; then
+    if [ ! -f "${AGAIN_LEARN_FROM:-}" ]; then log "$v: AGAIN_LEARN_FROM names no job store"; return; fi
+    sed 's#/runs/model/#/runs/model_again/#g' "$OUT/trace/model.toml" >"$OUT/trace/model_again.toml"
+    learn=(--learn-from "$AGAIN_LEARN_FROM")
+  fi
   local seg
   seg=$(find "$dir" -maxdepth 1 -name 'segment_*.json' | wc -l)
   # A first call submits the job file; a later one continues the store.
@@ -111,7 +120,7 @@ run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_rise
   # shellcheck disable=SC2206
   local cmd=("$COLO" monitor --interval 0.5 --summary-json "$dir/monitor_$seg.json" --out "$dir/timeline_$seg.csv" --
              "$COLO" run "${jobs_file[@]}" --store "$dir/jobs.db" --policy magm --mode mps --poll 0.5
-             --summary-json "$dir/run_$seg.json" --out "$dir/report" "${rise[@]}" ${COLO_RUN_ARGS:-})
+             --summary-json "$dir/run_$seg.json" --out "$dir/report" "${rise[@]}" "${learn[@]}" ${COLO_RUN_ARGS:-})
   record "${CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES }${cmd[*]}"
   python3 "$here/store.py" watch "$dir/jobs.db" --label "$v" --first-start "$dir/first_start_$seg.json" &
   local watcher=$! e0 e1 t0 t1 rc
@@ -150,7 +159,7 @@ for step in "$@"; do
   case $step in
     trace) ;;  # the trace alone (written above when missing)
     loop) run_loop ;;
-    model | opaque | declared | model_rise | opaque_rise | declared_rise) run_variant "$step" ;;
+    model | opaque | declared | model_rise | opaque_rise | declared_rise | model_again) run_variant "$step" ;;
     sim) run_sim ;;
     summary)
       python3 "$here/summarise.py" "$OUT" ${SOLO_FROM:+--solo-from "$SOLO_FROM"} | tee "$OUT/summary.txt" ;;

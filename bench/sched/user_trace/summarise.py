@@ -48,11 +48,13 @@ VARIANTS = ("model", "opaque", "declared")
 # A variant also run with `colo run --no-probe-alone` (run.sh): VARIANT_rise;
 # VARIANT_probe, of runs before probing alone became colo's default.
 OTHER_RULES = tuple(f"{v}_{rule}" for v in VARIANTS for rule in ("rise", "probe"))
+# The model variant's jobs run again from an earlier run's measurements (run.sh model_again).
+AGAIN = ("model_again",)
 
 
 def variants_in(out):
-    """The three variants, and those of them also run under the other share rule in `out`."""
-    return VARIANTS + tuple(v for v in OTHER_RULES if os.path.isdir(os.path.join(out, v)))
+    """The three variants, and those of them also run under the other share rule or again in `out`."""
+    return VARIANTS + tuple(v for v in OTHER_RULES + AGAIN if os.path.isdir(os.path.join(out, v)))
 
 
 def unseen_settlements(variant_dir):
