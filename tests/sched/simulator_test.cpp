@@ -289,6 +289,8 @@ TEST(Simulator, UndeclaredSharesAreMeasuredAfterASettleWindow) {
   EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 0) << "three settle at once";
   EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 0);
   EXPECT_DOUBLE_EQ(r.jobs[3].start_s, 4) << "no settling place until the three settle at 4 s";
+  EXPECT_EQ(r.judged_joins, 1);
+  EXPECT_EQ(r.judged_closings, 0) << "it raised the GPU from 0.9 to 1.0";
 }
 
 TEST(Simulator, AJobJoiningASaturatedGpuSettlesAtWhatItUsesAloneNotAtWhatTheGpuRose) {

@@ -40,7 +40,8 @@ nlohmann::json summary_json(const sched::SimulationResult& r, double wall_s) {
   return {{"policy", r.policy}, {"mode", r.mode}, {"jobs", r.jobs.size()}, {"total_s", r.total_s},
           {"energy_j", r.energy_j}, {"mean_wait_s", r.mean_wait_s}, {"mean_exec_s", r.mean_exec_s},
           {"mean_jct_s", r.mean_jct_s}, {"oom_events", r.oom_events}, {"oom_unrecovered", r.oom_unrecovered},
-          {"jobs_lost", r.jobs_lost}, {"gpus_closed_by_throughput_rule", r.gpus_closed}, {"simulation_wall_s", wall_s}};
+          {"jobs_lost", r.jobs_lost}, {"gpus_closed_by_throughput_rule", r.gpus_closed},
+          {"judged_joins", r.judged_joins}, {"judged_closings", r.judged_closings}, {"simulation_wall_s", wall_s}};
 }
 
 void write_jobs(const std::string& path, const sched::SimulationResult& r) {

@@ -80,6 +80,8 @@ class Simulation : private Executor {
       }
       Measured measured = scheduler_.observe(*this, now_);
       result_.gpus_closed += static_cast<int>(measured.closed.size());
+      result_.judged_joins += static_cast<int>(measured.judged.size());
+      for (const JudgedJoin& j : measured.judged) result_.judged_closings += j.closed ? 1 : 0;
       for (const MeasuredShare& m : measured.shares) {
         if (m.seen) result_.jobs[m.id].settled_share = m.share;
       }

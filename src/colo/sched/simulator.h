@@ -72,6 +72,8 @@ struct SimulationResult {
   int oom_events = 0;
   int oom_unrecovered = 0;        // jobs that ended FAILED after too many OOM deaths
   int gpus_closed = 0;            // times the throughput rule closed a GPU
+  int judged_joins = 0;           // jobs of known share that joined past the SM ceiling (gpu_ledger.h)
+  int judged_closings = 0;        // of those, the ones whose rise was too small: their GPU closed
   int jobs_lost = 0;              // jobs not in a final state at the end (must be 0)
   double mean_wait_s = 0;         // submit to (last) start
   double mean_exec_s = 0;         // (last) start to end
