@@ -121,6 +121,19 @@ TEST(ColoRun, AnUnwritableOutputDirectorySubmitsNothing) {
   EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo"))) << "the job was submitted: running again would run it twice";
 }
 
+TEST(ColoRun, AStoreToLearnFromThatIsNoneSubmitsNothing) {
+  TempDir dir;
+  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\n");
+  dir.write("not_a_store.db", "plain text, not SQLite");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --learn-from " + dir.file("not_a_store.db"));
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find("not_a_store.db"), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo"))) << "the job was submitted: running again would run it twice";
+  auto missing = run_colo(dir, "run " + dir.file("jobs.toml") + " --learn-from " + dir.file("no_such.db"));
+  EXPECT_EQ(missing.status, 2) << missing.err;
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
+}
+
 TEST(ColoRun, AJobOfMoreGpusThanTheHostHasIsRefusedNotLeftWaiting) {
   // Also on a host without a GPU (CI), where jobs run one at a time, each
   // as if given one: there it once waited for ever.

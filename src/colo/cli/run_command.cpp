@@ -57,6 +57,7 @@ int run_batch(const RunArgs& args) {
     throw InputError(args.jobs_file, "gpus", e.what());
   }
   if (!args.out.empty()) ensure_writable_dir(args.out, "--out", "");  // before anything is submitted
+  for (const std::string& path : options.learn_from) sched::JobStore{path};  // one that is no job store throws here
   sched::JobStore store(store_path);
   std::string source = args.jobs_file.empty() ? "" : job_file_source(args.jobs_file);
   std::vector<int64_t> earlier = source.empty() ? std::vector<int64_t>{} : store.submitted_from(source);
