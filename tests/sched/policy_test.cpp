@@ -52,6 +52,16 @@ TEST(RadRmThresholds, BusyGpuOrTooLittleMemoryIsFilteredOut) {
   }
 }
 
+TEST(RadRmThresholds, AGpuPastTheCeilingTakesAJobOnlyWithTwiceTheMemoryMargin) {
+  Thresholds t;
+  GpuView growing = gpu(0, 10, 0.9, 2);
+  growing.grows_past_ceiling = true;
+  EXPECT_TRUE(collocation_thresholds(job(8), growing, t)) << "8 + 2 GiB fits in 10";
+  Fit refused = collocation_thresholds(job(9), growing, t);
+  EXPECT_EQ(refused.why, Fit::Why::kMemory) << "9 + 1 GiB would fit a GPU under the ceiling, not one past it";
+  EXPECT_TRUE(collocation_thresholds(job(9), gpu(0, 10, 0.5, 2), t));
+}
+
 TEST(RadRmThresholds, UnknownMemoryOnlyGoesOnAnEmptyGpu) {
   JobRequest unknown{1, std::nullopt, 0.3, false, 0};
   EXPECT_EQ(pick("magm", unknown, {gpu(0, 70, 0.1, 1), gpu(1, 80, 0.0, 0)}), 1);

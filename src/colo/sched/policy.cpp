@@ -73,8 +73,11 @@ Fit collocation_thresholds(const JobRequest& job, const GpuView& gpu, const Thre
     }
     return Fit::yes();
   }
-  if (gpu.mem_free_bytes < *job.mem_bytes + t.mem_margin_bytes) {
-    return Fit::no(Fit::Why::kMemory, double(*job.mem_bytes + t.mem_margin_bytes), double(gpu.mem_free_bytes));
+  const int64_t margin = gpu.sm_activity > t.max_sm_activity
+                             ? std::max(t.mem_margin_bytes, t.mem_margin_past_ceiling_bytes)
+                             : t.mem_margin_bytes;
+  if (gpu.mem_free_bytes < *job.mem_bytes + margin) {
+    return Fit::no(Fit::Why::kMemory, double(*job.mem_bytes + margin), double(gpu.mem_free_bytes));
   }
   return Fit::yes();
 }

@@ -62,6 +62,11 @@ struct JobRequest {
 struct Thresholds {
   double max_sm_activity = 0.80;           // a GPU busier than this takes no more jobs
   int64_t mem_margin_bytes = int64_t{1} << 30;  // free memory must exceed the estimate by this
+  // On a GPU over max_sm_activity (GpuView::grows_past_ceiling) free memory
+  // must exceed the estimate by this much instead, if larger: one more job
+  // there adds little work, and should not add the risk of an OOM that a
+  // low estimate brings at the usual margin.
+  int64_t mem_margin_past_ceiling_bytes = int64_t{2} << 30;
   // A job of unknown SM share keeps other jobs of unknown share off its GPU
   // until its memory on the GPU has stopped growing for settle_active_s (it
   // trains), at most settle_s after it starts; then its share is measured as
