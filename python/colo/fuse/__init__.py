@@ -171,6 +171,8 @@ def fuse(build_model, n=None, *, own_kernels=True, channels_last=False, share_fr
     runs as one batched low-rank GEMM for all N, and adapters whose ranks
     differ are zero-padded to the largest (exact: the padding stays zero).
     unfuse gives peft's state_dict names; adapter_state gives what peft saves.
+    Under torch.autocast an activation that several Linears read is cast
+    once for all of them (colo.fuse.autocast_inputs).
     Raises FuseError naming the layer or operation it cannot fuse."""
     models = _build(build_model, n)
     for model in models:
