@@ -109,7 +109,9 @@ run_variant() {  # VARIANT: model, opaque or declared, each also as VARIANT_rise
   if [ "$base" = model_again ]; then
     if [ ! -f "${AGAIN_LEARN_FROM:-}" ]; then log "$v: AGAIN_LEARN_FROM names no job store"; return; fi
     sed 's#/runs/model/#/runs/model_again/#g' "$OUT/trace/model.toml" >"$OUT/trace/model_again.toml"
-    learn=(--learn-from "$AGAIN_LEARN_FROM")
+    # A copy: colo opens a store it learns from as its own (WAL), which would change the committed file.
+    [ -f "$dir/learn_from.db" ] || cp "$AGAIN_LEARN_FROM" "$dir/learn_from.db"
+    learn=(--learn-from "$dir/learn_from.db")
   fi
   local seg
   seg=$(find "$dir" -maxdepth 1 -name 'segment_*.json' | wc -l)
