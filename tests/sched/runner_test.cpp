@@ -275,6 +275,41 @@ TEST(Runner, LearnsWhatAnotherStoreMeasuredAndItsOwnStoreWins) {
   }
 }
 
+// Under MPS a simulated GPU reads 0.85 with job "big": past the 0.80
+// ceiling. A job of known share that comes later joins it and is judged by
+// the rise it brings, and the runner counts it. A simulated GPU shows a
+// job's share from its launch, so the baseline taken at its first progress
+// report already holds it: the rise reads 0 and the GPU closes.
+TEST(Runner, AJobOfKnownShareThatJoinsAGpuPastTheCeilingIsJudgedAndCounted) {
+  testing::TempDir dir;
+  JobStore store(dir.file("jobs.db"));
+  const std::string trains = "echo '{\"samples\": 1, \"train_s\": 0.1}' > $COLO_PROGRESS_FILE; sleep ";
+  JobSpec big = shell_job("big", trains + "12");
+  big.sm_share = 0.85;
+  store.submit({big});
+  RunnerOptions options = quick_options(dir);
+  options.mode = CollocationMode::kMps;  // a simulated GPU needs no daemon
+  std::vector<gpu::DevicePtr> devices{std::make_shared<gpu::SimulatedDevice>(0, gpu::SimulatedGpuSpec{})};
+  Runner runner(store, devices, options);
+  auto step_for = [&runner](double seconds, const std::function<bool()>& done) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until && !done()) {
+      runner.step();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  };
+  step_for(1.5, [] { return false; });
+  ASSERT_EQ(runner.running(), 1u);
+  JobSpec more = shell_job("more", trains + "8");
+  more.sm_share = 0.3;
+  store.submit({more});
+  step_for(8, [&runner] { return runner.judged_stats().joins > 0; });
+  EXPECT_EQ(runner.running(), 2u);
+  EXPECT_EQ(runner.judged_stats().joins, 1);
+  EXPECT_EQ(runner.judged_stats().closings, 1);
+  runner.stop_all("the test is over");
+}
+
 TEST(Runner, WithoutAGpuJobsRunOneAtATimeUnlessGivenCpuSlots) {
   for (int slots : {1, 2}) {
     testing::TempDir dir;

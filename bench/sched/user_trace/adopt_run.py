@@ -60,6 +60,8 @@ def derived(run, summary, committed):
     runs = {v: read_json(os.path.join(run, v, "run_0.json")) for v in ("model", "opaque")}
     out["pauses"] = {v: {"pauses": r.get("pauses"), "paused_job_s": round(r.get("paused_job_s") or 0, 1)}
                      for v, r in runs.items()}
+    # Jobs of known share that joined past the SM ceiling (colo run since c2dc02a; absent before).
+    out["judged"] = {v: {"joins": r.get("judged_joins"), "closings": r.get("judged_closings")} for v, r in runs.items()}
     for v in ("model", "opaque"):
         slow = [j[f"{v}_slowdown"] for j in summary["per_job"] if j.get(f"{v}_slowdown")]
         out[f"slowdown_median_{v}"] = round(statistics.median(slow), 3) if slow else None

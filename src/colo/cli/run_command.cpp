@@ -107,6 +107,8 @@ int run_batch(const RunArgs& args) {
   nlohmann::json summary = totals.to_json(args.scheduling.policy, args.scheduling.mode, wall.elapsed_s());
   summary["pauses"] = pauses.pauses;
   summary["paused_job_s"] = pauses.paused_job_s;
+  summary["judged_joins"] = runner.judged_stats().joins;
+  summary["judged_closings"] = runner.judged_stats().closings;
   summary["store"] = store_path;
   summary["jobs"] = jobs.size();
   if (!args.scheduling.summary_json.empty()) {

@@ -482,6 +482,8 @@ Observation Runner::observe(double now) {
 void Runner::report(const Measured& measured) {
   for (const auto& m : measured.shares) record_share(m);
   for (const auto& j : measured.judged) {
+    ++judged_stats_.joins;
+    if (j.closed) ++judged_stats_.closings;
     spdlog::info("job {} (SM share {:.2f}, known) joined its GPU past the SM ceiling: the GPU rose {:.2f} with it; {}",
                  j.id, j.share, j.rise,
                  j.closed ? "its activity stopped growing, it takes no more jobs until one ends"

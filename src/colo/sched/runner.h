@@ -166,6 +166,13 @@ class Runner : private Executor {
     double paused_job_s = 0;
   };
   const PauseStats& pause_stats() const { return pause_stats_; }
+  // Jobs of known share that joined a GPU past the SM ceiling and were
+  // judged by their rise (gpu_ledger.h), and how many of them closed it.
+  struct JudgedStats {
+    int joins = 0;
+    int closings = 0;
+  };
+  const JudgedStats& judged_stats() const { return judged_stats_; }
 
  private:
   struct Active {
@@ -299,6 +306,7 @@ class Runner : private Executor {
   std::map<int64_t, double> paused_since_;  // clock_ when each paused job was paused
   std::map<int64_t, std::vector<pid_t>> paused_outside_;  // each paused job's processes outside its group
   PauseStats pause_stats_;
+  JudgedStats judged_stats_;
   Stopwatch clock_;
   double last_observed_s_ = -1;  // clock_ at the last observe_devices()
 };
