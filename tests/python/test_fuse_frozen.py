@@ -266,19 +266,25 @@ def _casts_of(run):
     return sum(event.count for event in profile.key_averages() if event.key == "aten::_to_copy")
 
 
-def test_under_autocast_shared_frozen_weights_are_cast_once_not_at_every_call():
-    """Autocast caches casts only of weights that require grad, so it cast
-    every frozen projection's weight and bias again at every call. The fused
-    array casts them once; its outputs are those of autocast's own casts."""
+def lora_classifier_fine_tunes(n):
+    """n copies of one LoRAClassifier (float32) training their adapters and
+    head, the rest frozen and equal in all of them."""
     torch.manual_seed(0)
     pretrained = LoRAClassifier()
     models = []
-    for i in range(3):
+    for _ in range(n):
         model = copy.deepcopy(pretrained)
         for name, param in model.named_parameters():
             param.requires_grad_("lora_" in name or name.startswith("head"))
         models.append(model)
-    fused = cf.fuse(models)
+    return models
+
+
+def test_under_autocast_shared_frozen_weights_are_cast_once_not_at_every_call():
+    """Autocast caches casts only of weights that require grad, so it cast
+    every frozen projection's weight and bias again at every call. The fused
+    array casts them once; its outputs are those of autocast's own casts."""
+    fused = cf.fuse(lora_classifier_fine_tunes(3))
     frozen_projections = [m for m in fused.modules() if isinstance(m, cf.frozen.CastOnceLinear)]
     assert len(frozen_projections) == 6  # q.base, k and v.base of both blocks
     plain = copy.deepcopy(fused)
@@ -331,15 +337,7 @@ def test_under_autocast_an_activation_several_projections_read_is_cast_once():
     fused graph casts it once for all of them, not once per reader. In eval
     mode the outputs are those of autocast casting it for every reader."""
     from colo.fuse.autocast_inputs import autocast_input
-    torch.manual_seed(0)
-    pretrained = LoRAClassifier()
-    models = []
-    for i in range(3):
-        model = copy.deepcopy(pretrained)
-        for name, param in model.named_parameters():
-            param.requires_grad_("lora_" in name or name.startswith("head"))
-        models.append(model)
-    fused = cf.fuse(models)
+    fused = cf.fuse(lora_classifier_fine_tunes(3))
     casts = [n for n in fused.graph.nodes if n.op == "call_function" and n.target is autocast_input]
     # each block's input: q.base, q's adapter (through its dropout), k, v.base, v's adapter
     assert [len(n.users) for n in casts] == [5, 5]
