@@ -11,7 +11,9 @@ segment (size, bytes allocated at that moment, the op and Python line that
 asked); allocations of 8 MiB and more; the bytes live at the peak of
 allocation grouped by op and line; and `events`, every alloc, free and
 segment event as [action, size, address]. A one-line summary per row goes to
-stdout.
+stdout. Only the first row's trace is a fresh process's, as the validation's
+truth is: later rows find cuBLAS's workspaces and emptied segments of the rows
+before, and reserve differently (trace_pair.sh runs one process a row).
 """
 import argparse
 import collections

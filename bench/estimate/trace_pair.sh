@@ -34,6 +34,10 @@ export -f estimate_one
 export build out
 printf '%s\n' "$@" | xargs -P "${PAIR_PARALLEL:-4}" -I{} bash -c 'estimate_one "$1" > "$out/colo_$(echo "$1" | tr : _).txt" 2>&1' _ {} &
 estimates=$!
-PYTHONPATH="$build/python" python3 bench/estimate/alloc_trace.py "$@" --out "$out"
+# One fresh process a row: a process that trained one row first reserves differently for the next
+# (cuBLAS's workspaces and the cached segments stay), where the validation's truth is a fresh process.
+for row in "$@"; do
+  PYTHONPATH="$build/python" python3 bench/estimate/alloc_trace.py "$row" --out "$out"
+done
 wait "$estimates"
 cat "$out"/colo_*.txt | grep -v Warning

@@ -80,13 +80,20 @@ def cublas_workspace_bytes(device):
 
 
 def conv_geometry(key):
-    """(in, out, kh, kw, stride, padding, groups, h, w) of a ConvGeometry key such as c16o16k3x3s1p1g1h32w32."""
+    """(in, out, kh, kw, stride, padding, groups, h, w, channels_last) of a
+    ConvGeometry key such as c16o16k3x3s1p1g1h32w32 (contiguous) or
+    c16o16k3x3s1p1g1h32w32cl (channels last)."""
     import re
 
-    m = re.fullmatch(r"c(\d+)o(\d+)k(\d+)x(\d+)s(\d+)p(\d+)g(\d+)h(\d+)w(\d+)", key)
+    m = re.fullmatch(r"c(\d+)o(\d+)k(\d+)x(\d+)s(\d+)p(\d+)g(\d+)h(\d+)w(\d+)(cl)?", key)
     if not m:
         raise ValueError(f"malformed convolution key {key!r}")
-    return tuple(int(v) for v in m.groups())
+    return tuple(int(v) for v in m.groups()[:9]) + (m.group(10) is not None,)
+
+
+def with_channels_last(shapes):
+    """The convolution keys `shapes`, each contiguous one beside its channels-last twin."""
+    return sorted(set(shapes) | {k + "cl" for k in shapes if not k.endswith("cl")})
 
 
 def _allocated_block(t):
@@ -98,11 +105,12 @@ def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
     weight-gradient kernels of convolution `key` at `batch` in `dtype`: the
     allocator's peak during the kernel beyond its operands and result. A
     pass that does not fit on the GPU is left out."""
-    cin, cout, kh, kw, stride, padding, groups, h, w = conv_geometry(key)
+    cin, cout, kh, kw, stride, padding, groups, h, w, channels_last = conv_geometry(key)
+    layout = torch.channels_last if channels_last else torch.contiguous_format
     found = {}
     try:
-        x = torch.randn(batch, cin, h, w, device=device, dtype=dtype)
-        weight = torch.randn(cout, cin // groups, kh, kw, device=device, dtype=dtype)
+        x = torch.randn(batch, cin, h, w, device=device, dtype=dtype).to(memory_format=layout)
+        weight = torch.randn(cout, cin // groups, kh, kw, device=device, dtype=dtype).to(memory_format=layout)
         y = F.conv2d(x, weight, None, stride, padding, 1, groups)
         grad = torch.randn_like(y)
     except torch.cuda.OutOfMemoryError:
@@ -155,12 +163,13 @@ def conv_workspace_table(device, shapes, batches, dtype, progress=None):
     return {"shapes": table}
 
 
-def measure(device_index, quick=False, progress=None, max_batch=None, half=True):
+def measure(device_index, quick=False, progress=None, max_batch=None, half=True, channels_last=True):
     """This GPU's profile as colo stores it (a dict; see device_profile_to_json
     in C++); convolutions at the reference table's batches up to `max_batch`
     (all when None), or at 32, 128 and 512 only when `quick`; in float32, and
     in bfloat16 too when `half` (cuDNN picks other kernels for it, whose
-    workspaces are not float32's halved)."""
+    workspaces are not float32's halved); each shape contiguous and, when
+    `channels_last`, channels last too (other kernels again)."""
     from colo import _core
 
     device = torch.device("cuda", device_index)
@@ -171,6 +180,7 @@ def measure(device_index, quick=False, progress=None, max_batch=None, half=True)
     cublas = cublas_workspace_bytes(device)
     shapes = reference["conv_workspace"]["shapes"]
     batches = profile_batches(shapes, quick, max_batch)
+    shapes = with_channels_last(shapes) if channels_last else [k for k in shapes if not k.endswith("cl")]
     name = torch.cuda.get_device_name(device)
     profile = {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
                "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
@@ -189,6 +199,8 @@ def main(argv=None):
                         help="convolutions at batches up to this only (the rest extrapolated from them)")
     parser.add_argument("--no-half", dest="half", action="store_false",
                         help="convolutions in float32 only (bf16/fp16 ones then take float32's workspaces, halved)")
+    parser.add_argument("--no-channels-last", dest="channels_last", action="store_false",
+                        help="convolutions laid out contiguous only (channels-last ones then take those workspaces)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("colo gpus --profile: no CUDA GPU here (torch.cuda.is_available() is False): a profile is measured "
@@ -203,7 +215,7 @@ def main(argv=None):
     started = time.time()
     try:
         profile = measure(args.gpu, args.quick, progress=lambda line: print(line, flush=True),
-                          max_batch=args.max_batch, half=args.half)
+                          max_batch=args.max_batch, half=args.half, channels_last=args.channels_last)
     except (RuntimeError, subprocess.CalledProcessError, FileNotFoundError) as exc:
         print(f"colo gpus --profile: {exc}".replace("\n", " "), file=sys.stderr)
         return 1

@@ -86,7 +86,46 @@ class ScaledDotProductEfficientAttention(torch.autograd.Function):
 _SDPA = getattr(F, "scaled_dot_product_attention", None)
 
 
-def _fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
+def _gpu_runs_math_attention(q, k, attn_mask, enable_gqa):
+    """Whether a CUDA GPU runs this attention on PyTorch's math path (torch
+    2.5-2.11, sm80 and later): grouped-query attention (fewer key heads than
+    query heads) in float32 or with a mask. Flash attention takes only fp16
+    and bf16 and no mask, memory-efficient attention no head groups. An H200
+    allocator trace of a Llama-style model in float32 shows the sequence x
+    sequence weights the math path keeps (bench/results/estimate/real_training)."""
+    return bool(enable_gqa) and k.size(-3) != q.size(-3) and (q.dtype == torch.float32 or attn_mask is not None)
+
+
+def _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale):
+    """Attention as ATen's math path computes it on a GPU, op by op, so that
+    the recorded graph keeps what it keeps: both scaled operands, the softmax
+    weights and the repeated values. Half-precision inputs are computed in
+    float32, as the math path does by default."""
+    out_dtype = q.dtype
+    if q.dtype in (torch.float16, torch.bfloat16):
+        q, k, v = q.float(), k.float(), v.float()
+    k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+    v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    factor = (scale if scale is not None else q.size(-1) ** -0.5) ** 0.5
+    if is_causal:
+        attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device).masked_fill(~attn_mask, float("-inf"))
+    weights = torch.matmul(q * factor, k.transpose(-2, -1) * factor)
+    if attn_mask is not None:
+        weights = weights + attn_mask.to(weights.dtype)
+    weights = torch.softmax(weights, -1)
+    if dropout_p > 0:
+        weights = F.dropout(weights, dropout_p)
+    return torch.matmul(weights, v).to(out_dtype)
+
+
+def _fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
+                     **kwargs):
+    if _gpu_runs_math_attention(q, k, attn_mask, enable_gqa):
+        return _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    if enable_gqa:
+        kwargs["enable_gqa"] = True
     if kwargs or not (q.requires_grad or k.requires_grad or v.requires_grad):
         return _SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                      **({"scale": scale} if scale is not None else {}), **kwargs)

@@ -24,6 +24,35 @@ TEST(ConvGeometry, KeyRoundTripsAndRejectsMalformedKeys) {
   EXPECT_EQ(ConvGeometry::from_key(c.key()), c);
   EXPECT_THROW(ConvGeometry::from_key("c6o16k5"), std::runtime_error);
   EXPECT_THROW(ConvGeometry::from_key("c6o16k5x5s1p0g1h14w14junk"), std::runtime_error);
+  EXPECT_FALSE(c.channels_last);
+  ConvGeometry last = ConvGeometry::from_key("c96o96k7x7s1p3g96h56w56cl");
+  EXPECT_TRUE(last.channels_last);
+  EXPECT_EQ(last.groups, 96);
+  EXPECT_EQ(last.key(), "c96o96k7x7s1p3g96h56w56cl");
+  EXPECT_THROW(ConvGeometry::from_key("c6o16k5x5s1p0g1h14w14clx"), std::runtime_error);
+}
+
+// ConvNeXt's depthwise convolutions run channels last: cuDNN's kernel, with a
+// weight-gradient workspace, where the contiguous one runs PyTorch's own.
+// A table with both layouts gives each its own; one with contiguous shapes
+// only (profiles before layouts) gives both the contiguous one's.
+TEST(ConvWorkspaceTable, EachLayoutTakesItsOwnMeasuredShapeFirst) {
+  auto contiguous = ConvGeometry::from_key("c96o96k7x7s1p3g96h56w56");
+  auto last = ConvGeometry::from_key("c96o96k7x7s1p3g96h56w56cl");
+  ConvWorkspaceTable old_table;
+  old_table.add(contiguous.key(), ConvPass::kWeightGrad, 32, 0);
+  EXPECT_EQ(old_table.workspace_bytes(last, ConvPass::kWeightGrad, 32), 0);
+  ConvWorkspaceTable table = old_table;
+  table.add(last.key(), ConvPass::kWeightGrad, 32, 318'219'895);
+  EXPECT_EQ(table.workspace_bytes(contiguous, ConvPass::kWeightGrad, 32), 0);
+  EXPECT_EQ(table.workspace_bytes(last, ConvPass::kWeightGrad, 32), 318'219'895);
+  // An unmeasured channels-last convolution takes the nearest channels-last
+  // shape, even a less like one, before a contiguous twin of its own shape.
+  auto smaller = ConvGeometry::from_key("c96o96k7x7s1p3g96h28w28");
+  table.add(smaller.key(), ConvPass::kWeightGrad, 32, 0);
+  auto smaller_last = ConvGeometry::from_key("c96o96k7x7s1p3g96h28w28cl");
+  EXPECT_EQ(table.nearest_shape(smaller_last, ConvPass::kWeightGrad), last.key());
+  EXPECT_EQ(table.nearest_shape(smaller, ConvPass::kWeightGrad), smaller.key());
 }
 
 TEST(ConvWorkspaceTable, ExactAtMeasuredBatchesAndHighBetweenThem) {

@@ -1002,6 +1002,90 @@ def test_a_profiles_bf16_workspaces_serve_bf16_and_fp16_convolutions(tmp_path, m
         colo.estimate(model, x, batch_size=64, optimizer="sgd", gpu="h200").bytes
 
 
+class _PermutedNormBlock(torch.nn.Module):
+    """A depthwise convolution, then a LayerNorm over channels through NHWC
+    and back, as ConvNeXt's blocks do: the next block's input is channels last."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, channels, 7, padding=3, groups=channels)
+        self.norm = torch.nn.LayerNorm(channels)
+
+    def forward(self, x):
+        return self.norm(self.conv(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+def test_a_convolution_run_channels_last_takes_the_channels_last_workspace(tmp_path, monkeypatch):
+    """A convolution whose input is laid out channels last (after a permute,
+    or a model moved to torch.channels_last) runs other cuDNN kernels on the
+    GPU: it takes the workspace measured channels last (keys ending "cl"),
+    where the profile has one, and the contiguous shape's where it does not."""
+    from colo import _core
+
+    monkeypatch.setenv("COLO_PROFILE_DIR", str(tmp_path))
+    channels, side, batch = 32, 28, 16
+    key = f"c{channels}o{channels}k7x7s1p3g{channels}h{side}w{side}"
+    points = [[16, 0], [64, 0]]
+    twin_points = [[16, 64 << 20], [64, 256 << 20]]
+    profile = json.loads(_core.reference_device_profile_json())
+    shapes = {key: {"forward": points, "input_grad": points, "weight_grad": points}}
+    _core.store_device_profile(json.dumps(dict(profile, name="contiguous only",
+                                               conv_workspace={"shapes": shapes})), "plain")
+    shapes = dict(shapes, **{key + "cl": {"forward": points, "input_grad": points, "weight_grad": twin_points}})
+    _core.store_device_profile(json.dumps(dict(profile, name="both layouts", conv_workspace={"shapes": shapes})),
+                               "layouts")
+    model = torch.nn.Sequential(_PermutedNormBlock(channels), _PermutedNormBlock(channels))
+    x = torch.randn(1, channels, side, side)
+
+    def workspace(gpu, m=model, sample=x):
+        return colo.estimate(m, sample, batch_size=batch, optimizer="sgd", gpu=gpu).breakdown["workspace"]
+
+    # The second block's convolution runs channels last: its weight gradient takes 64 MiB at batch 16.
+    assert workspace("layouts") >= workspace("plain") + (64 << 20)
+    contiguous_model = torch.nn.Sequential(torch.nn.Conv2d(channels, channels, 7, padding=3, groups=channels),
+                                           torch.nn.Conv2d(channels, channels, 7, padding=3, groups=channels))
+    assert workspace("layouts", contiguous_model) == workspace("plain", contiguous_model)
+    laid_out = contiguous_model.to(memory_format=torch.channels_last)
+    assert workspace("layouts", laid_out, x.to(memory_format=torch.channels_last)) >= \
+        workspace("plain", contiguous_model) + (64 << 20)
+
+
+class _GroupedQueryAttention(torch.nn.Module):
+    """Self-attention whose keys and values have `kv_heads` heads, shared by
+    groups of the 8 query heads, passed as Hugging Face's Llama does
+    (scaled_dot_product_attention(..., enable_gqa=True), causal, no mask)."""
+
+    def __init__(self, kv_heads, dim=64, heads=8):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q = torch.nn.Linear(dim, dim)
+        self.kv = torch.nn.Linear(dim, 2 * kv_heads * self.head_dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q = self.q(x).view(b, n, self.heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).view(b, n, 2, self.kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
+        return out.transpose(1, 2).reshape(b, n, -1)
+
+
+@pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5),
+                    reason="scaled_dot_product_attention(enable_gqa=) needs torch 2.5")
+def test_grouped_query_attention_in_float32_keeps_the_weights_as_the_gpus_math_path_does():
+    """In float32 a GPU runs grouped-query attention on the math path, which
+    keeps the sequence x sequence weights (flash attention takes no float32,
+    memory-efficient attention no head groups); the same attention with as
+    many key as query heads runs fused and keeps none."""
+    x = torch.randn(1, 512, 64)
+    batch, weights = 8, 8 * 8 * 512 * 512 * 4  # batch x heads x sequence x sequence, float32
+
+    def activations(kv_heads):
+        return colo.estimate(_GroupedQueryAttention(kv_heads), x, batch_size=batch, optimizer="sgd",
+                             loss=lambda out: out.float().pow(2).mean()).breakdown["activations"]
+
+    assert activations(2) >= activations(8) + weights
+
+
 def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
     """python -m colo.device_profile (what `colo gpus --profile` runs) on a
     machine whose torch sees no CUDA GPU exits 2, saying so, and stores nothing."""

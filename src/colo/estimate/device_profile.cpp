@@ -9,7 +9,7 @@ namespace colo::estimate {
 // of measured to replayed reservation per model and peak phase, all fitted on
 // the training rows only. The cuDNN workspaces per convolution shape are
 // measured by bench/estimate/measure_conv_workspace (profiles/). Those of
-// bf16 (used for fp16 too) were measured on an H200 (half_profile.py), no
+// bf16 (used for fp16 too) were measured on an H200 (extend_profile.py --half), no
 // H100 being lent then: the same GH100 chip, whose float32 workspaces agreed
 // with the H100's to a median ratio of 1.000 over 9,741 points.
 DeviceProfile default_device_profile() {

@@ -133,6 +133,23 @@ std::optional<std::vector<int64_t>> saved_operands(const Node& node) {
   return std::nullopt;
 }
 
+// Whether PyTorch runs convolution node `node` channels last: its saved input
+// or weight is laid out so (cudnn_conv_suggest_memory_format's rule). False
+// when neither is saved or they cannot be read.
+bool convolution_runs_channels_last(const Node& node) {
+  const auto* conv = dynamic_cast<const torch::autograd::generated::ConvolutionBackward0*>(&node);
+  if (conv == nullptr) return false;
+  for (const torch::autograd::SavedVariable* saved : {&conv->input_, &conv->weight_}) {
+    try {
+      at::Tensor t = saved->unpack();
+      if (t.defined() && t.dim() == 4 && t.suggest_memory_format() == at::MemoryFormat::ChannelsLast) return true;
+    } catch (const c10::Error&) {
+      // changed in place since: its layout is unknown
+    }
+  }
+  return false;
+}
+
 // The shape a node records for one of its gradient inputs (the forward
 // output's shape). LibTorch 1.13 keeps the accessor private; its shape-error
 // message prints the same list.
@@ -283,6 +300,9 @@ Recording record_at(const LossOf& loss_of, const data::InputShape& input, int64_
     }
     if (base_name(op.name) == "ConvolutionBackward" && node->num_inputs() == 1) {
       op.conv = conv_geometry(first_shape, weight_shape, tensor_shape[op.outputs.front()]);
+      // Inside a non-reentrant checkpoint, reading a saved tensor would
+      // recompute the segment: there the layout is taken as contiguous.
+      op.conv.channels_last = op.recompute_region < 0 && convolution_runs_channels_last(*node);
       op.conv_element_bytes = static_cast<int64_t>(node->input_metadata(0).dtype().itemsize());
     }
     int64_t extra = rule.extra_bytes_per_output_element * output_elements;
@@ -381,17 +401,21 @@ ConvGeometry conv_geometry(const std::vector<int64_t>& in, const std::vector<int
 std::string ConvGeometry::key() const {
   return "c" + std::to_string(in_channels) + "o" + std::to_string(out_channels) + "k" + std::to_string(kernel_h) +
          "x" + std::to_string(kernel_w) + "s" + std::to_string(stride) + "p" + std::to_string(padding) + "g" +
-         std::to_string(groups) + "h" + std::to_string(height) + "w" + std::to_string(width);
+         std::to_string(groups) + "h" + std::to_string(height) + "w" + std::to_string(width) +
+         (channels_last ? "cl" : "");
 }
 
 ConvGeometry ConvGeometry::from_key(const std::string& key) {
   long long v[9];
-  char end = 0;
-  if (std::sscanf(key.c_str(), "c%lldo%lldk%lldx%llds%lldp%lldg%lldh%lldw%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4],
-                  &v[5], &v[6], &v[7], &v[8], &end) != 9) {
-    throw std::runtime_error("malformed convolution shape key '" + key + "' (expected e.g. c16o16k3x3s1p1g1h32w32)");
+  int used = 0;
+  const bool parsed = std::sscanf(key.c_str(), "c%lldo%lldk%lldx%llds%lldp%lldg%lldh%lldw%lld%n", &v[0], &v[1], &v[2],
+                                  &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &used) == 9;
+  const std::string rest = parsed ? key.substr(static_cast<size_t>(used)) : key;
+  if (!parsed || (!rest.empty() && rest != "cl")) {
+    throw std::runtime_error("malformed convolution shape key '" + key +
+                             "' (expected e.g. c16o16k3x3s1p1g1h32w32, or ...w32cl channels last)");
   }
-  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], rest == "cl"};
 }
 
 std::pair<at::Tensor, at::Tensor> synthetic_batch(const data::InputShape& input, int64_t batch) {

@@ -29,8 +29,15 @@ struct ConvGeometry {
   int64_t in_channels = 0, out_channels = 0, kernel_h = 0, kernel_w = 0;
   int64_t stride = 1, padding = 0, groups = 1;
   int64_t height = 0, width = 0;  // of the input
+  // Its input (or weight) laid out channels last, as PyTorch then runs the
+  // convolution: a model that permutes to NHWC around a LayerNorm (ConvNeXt)
+  // or was moved to torch.channels_last. cuDNN's kernels and workspaces
+  // differ by layout; a float32 depthwise convolution leaves cuDNN for
+  // PyTorch's own kernel (no workspace) only when contiguous.
+  bool channels_last = false;
   bool operator==(const ConvGeometry&) const = default;
-  // A stable text key, e.g. "c16o16k3x3s1p1g1h32w32".
+  // A stable text key, e.g. "c16o16k3x3s1p1g1h32w32", with "cl" after it
+  // when channels_last.
   std::string key() const;
   // The geometry a key names; throws std::runtime_error on a malformed key.
   static ConvGeometry from_key(const std::string& key);

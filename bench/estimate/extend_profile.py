@@ -1,0 +1,78 @@
+"""Adds to a GPU profile measured before profiles held them the convolution
+workspaces `colo gpus --profile` now measures besides float32 contiguous ones,
+measuring only those on this GPU, and stores the result:
+
+    PYTHONPATH=BUILD/python python3 bench/estimate/extend_profile.py PROFILE.json KEY [--half] [--channels-last] \\
+        [--max-batch 256] [--tables-out TABLES.json]
+
+PROFILE.json is the earlier profile (as `colo gpus --profile` stored it); KEY
+the name to store it under in the profile directory (COLO_PROFILE_DIR).
+--half measures the bf16 table (`conv_workspace_half`) of every shape;
+--channels-last adds each shape's channels-last twin (key ending "cl") to the
+float32 table and, where the profile has one, to the bf16 table.
+--tables-out also writes just the measured entries, {"conv_workspace":
+{"shapes": ...}, "conv_workspace_half": {"shapes": ...}}, for adding to colo's
+built-in tables."""
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+from colo import _core, device_profile
+
+
+def is_depthwise(key):
+    cin, _cout, _kh, _kw, _stride, _padding, groups, *_ = device_profile.conv_geometry(key)
+    return groups == cin > 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("profile")
+    parser.add_argument("key")
+    parser.add_argument("--half", action="store_true", help="measure the bf16 table")
+    parser.add_argument("--channels-last", action="store_true", help="measure every shape channels last too")
+    parser.add_argument("--depthwise-only", action="store_true",
+                        help="channels-last twins of depthwise convolutions only (where the layout changes the "
+                             "kernel most: a contiguous float32 one runs PyTorch's own, without workspace)")
+    parser.add_argument("--max-batch", type=int, default=None)
+    parser.add_argument("--tables-out", default=None)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("extend_profile.py: no CUDA GPU here")
+    if not (args.half or args.channels_last):
+        sys.exit("extend_profile.py: nothing to measure: give --half, --channels-last or both")
+    profile = json.load(open(args.profile))
+    contiguous = [k for k in profile["conv_workspace"]["shapes"] if not k.endswith("cl")]
+    batches = device_profile.profile_batches(profile["conv_workspace"]["shapes"], max_batch=args.max_batch)
+    device = torch.device("cuda", 0)
+    torch.backends.cudnn.benchmark = False
+    started, measured = time.time(), {}
+    twins = [k + "cl" for k in contiguous if not args.depthwise_only or is_depthwise(k)] if args.channels_last else []
+
+    def table(shapes, dtype):
+        print(f"measuring {len(shapes)} shapes in {dtype}", flush=True)
+        return device_profile.conv_workspace_table(device, shapes, batches, dtype,
+                                                   progress=lambda line: print(line, flush=True))["shapes"]
+
+    if args.half:
+        measured["conv_workspace_half"] = table(contiguous + twins, torch.bfloat16)
+    elif twins and "conv_workspace_half" in profile:
+        measured["conv_workspace_half"] = table(twins, torch.bfloat16)
+    if twins:
+        measured["conv_workspace"] = table(twins, torch.float32)
+    for name, shapes in measured.items():
+        profile.setdefault(name, {"shapes": {}})["shapes"].update(shapes)
+    path = _core.store_device_profile(json.dumps(profile), args.key)
+    if args.tables_out:
+        with open(args.tables_out, "w") as out:
+            json.dump({name: {"shapes": shapes} for name, shapes in measured.items()}, out)
+    counts = ", ".join(f"{name} +{len(shapes)}" for name, shapes in measured.items())
+    print(f"{counts} shapes at batches {batches[0]}-{batches[-1]} in {time.time() - started:.0f} s; "
+          f"stored as '{args.key}' in {path}")
+
+
+if __name__ == "__main__":
+    main()
