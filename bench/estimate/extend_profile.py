@@ -57,18 +57,21 @@ def main():
         return device_profile.conv_workspace_table(device, shapes, batches, dtype,
                                                    progress=lambda line: print(line, flush=True))["shapes"]
 
-    if args.half:
-        measured["conv_workspace_half"] = table(contiguous + twins, torch.bfloat16)
-    elif twins and "conv_workspace_half" in profile:
-        measured["conv_workspace_half"] = table(twins, torch.bfloat16)
+    plan = []  # float32 first: a run cut short keeps what it finished (--tables-out is written after each table)
     if twins:
-        measured["conv_workspace"] = table(twins, torch.float32)
+        plan.append(("conv_workspace", twins, torch.float32))
+    if args.half:
+        plan.append(("conv_workspace_half", contiguous + twins, torch.bfloat16))
+    elif twins and "conv_workspace_half" in profile:
+        plan.append(("conv_workspace_half", twins, torch.bfloat16))
+    for name, shapes, dtype in plan:
+        measured[name] = table(shapes, dtype)
+        if args.tables_out:
+            with open(args.tables_out, "w") as out:
+                json.dump({n: {"shapes": s} for n, s in measured.items()}, out)
     for name, shapes in measured.items():
         profile.setdefault(name, {"shapes": {}})["shapes"].update(shapes)
     path = _core.store_device_profile(json.dumps(profile), args.key)
-    if args.tables_out:
-        with open(args.tables_out, "w") as out:
-            json.dump({name: {"shapes": shapes} for name, shapes in measured.items()}, out)
     counts = ", ".join(f"{name} +{len(shapes)}" for name, shapes in measured.items())
     print(f"{counts} shapes at batches {batches[0]}-{batches[-1]} in {time.time() - started:.0f} s; "
           f"stored as '{args.key}' in {path}")
