@@ -18,7 +18,7 @@ cp python/colo/*.py "$build/python/colo/"
 mkdir -p "$OUT/profiles"
 COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$build/python" timeout "${MEASURE_S:-200}" python3 -u \
   bench/estimate/extend_profile.py "$results/h200_profile.json" h200cl --channels-last --depthwise-only \
-  --max-batch "${MAX_BATCH:-256}" --tables-out "$OUT/cl_tables.json" >"$OUT/extend.log" 2>&1
+  ${KERNEL:+--kernel $KERNEL} --max-batch "${MAX_BATCH:-256}" --tables-out "$OUT/cl_tables.json" >"$OUT/extend.log" 2>&1
 tail -3 "$OUT/extend.log"
 [ -s "$OUT/cl_tables.json" ] || { echo "no tables measured"; exit 3; }
 python3 bench/estimate/add_to_builtin_tables.py "$OUT/cl_tables.json" --profile "$results/h200_profile.json" \

@@ -37,6 +37,9 @@ def main():
     parser.add_argument("--depthwise-only", action="store_true",
                         help="channels-last twins of depthwise convolutions only (where the layout changes the "
                              "kernel most: a contiguous float32 one runs PyTorch's own, without workspace)")
+    parser.add_argument("--kernel", type=int, default=None,
+                        help="channels-last twins of convolutions of this kernel size only (about 3 s a shape "
+                             "in float32 on an H200 at 9 batches)")
     parser.add_argument("--max-batch", type=int, default=None)
     parser.add_argument("--tables-out", default=None)
     args = parser.parse_args()
@@ -50,7 +53,8 @@ def main():
     device = torch.device("cuda", 0)
     torch.backends.cudnn.benchmark = False
     started, measured = time.time(), {}
-    twins = [k + "cl" for k in contiguous if not args.depthwise_only or is_depthwise(k)] if args.channels_last else []
+    twins = [k + "cl" for k in contiguous if (not args.depthwise_only or is_depthwise(k))
+             and (args.kernel is None or device_profile.conv_geometry(k)[2] == args.kernel)] if args.channels_last else []
 
     def table(shapes, dtype):
         print(f"measuring {len(shapes)} shapes in {dtype}", flush=True)
