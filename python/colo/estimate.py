@@ -92,18 +92,26 @@ def _gpu_runs_math_attention(q, k, attn_mask, enable_gqa):
     query heads) in float32 or with a mask. Flash attention takes only fp16
     and bf16 and no mask, memory-efficient attention no head groups. An H200
     allocator trace of a Llama-style model in float32 shows the sequence x
-    sequence weights the math path keeps (bench/results/estimate/real_training)."""
-    return bool(enable_gqa) and k.size(-3) != q.size(-3) and (q.dtype == torch.float32 or attn_mask is not None)
+    sequence weights the math path keeps (bench/results/estimate/real_training).
+    Under autocast the GPU casts the operands to the autocast type first (CUDA
+    autocast lists scaled_dot_product_attention; the CPU's does not, so a
+    float32 query here, after a float32 rotary embedding, is bf16 there)."""
+    dtype = torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else q.dtype
+    return bool(enable_gqa) and k.size(-3) != q.size(-3) and (dtype == torch.float32 or attn_mask is not None)
 
 
 def _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale):
     """Attention as ATen's math path computes it on a GPU, op by op, so that
     the recorded graph keeps what it keeps: both scaled operands, the softmax
     weights and the repeated values. Half-precision inputs are computed in
-    float32, as the math path does by default."""
-    out_dtype = q.dtype
-    if q.dtype in (torch.float16, torch.bfloat16):
-        q, k, v = q.float(), k.float(), v.float()
+    float32, as the math path does by default, below autocast."""
+    out_dtype = torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else q.dtype
+    with torch.autocast("cpu", enabled=False):
+        return _math_attention_float(q, k, v, attn_mask, dropout_p, is_causal, scale).to(out_dtype)
+
+
+def _math_attention_float(q, k, v, attn_mask, dropout_p, is_causal, scale):
+    q, k, v = q.float(), k.float(), v.float()
     k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
     v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
     factor = (scale if scale is not None else q.size(-1) ** -0.5) ** 0.5
@@ -117,7 +125,7 @@ def _math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale):
     weights = torch.softmax(weights, -1)
     if dropout_p > 0:
         weights = F.dropout(weights, dropout_p)
-    return torch.matmul(weights, v).to(out_dtype)
+    return torch.matmul(weights, v)
 
 
 def _fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,

@@ -1060,13 +1060,39 @@ class _GroupedQueryAttention(torch.nn.Module):
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
         self.q = torch.nn.Linear(dim, dim)
         self.kv = torch.nn.Linear(dim, 2 * kv_heads * self.head_dim)
+        self.register_buffer("rotary", torch.ones(self.head_dim))  # float32: the query leaves autocast's type
 
     def forward(self, x):
         b, n, _ = x.shape
-        q = self.q(x).view(b, n, self.heads, self.head_dim).transpose(1, 2)
+        q = self.q(x).view(b, n, self.heads, self.head_dim).transpose(1, 2) * self.rotary
         k, v = self.kv(x).view(b, n, 2, self.kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
         return out.transpose(1, 2).reshape(b, n, -1)
+
+
+def test_the_gpus_math_attention_as_recorded_computes_attention():
+    """The op-by-op attention colo records for the GPU's math path gives
+    attention's values: key and value heads repeated for their query groups,
+    causal or masked (boolean or additive), scaled, in float32 under bf16
+    autocast with the autocast type out."""
+    from colo.estimate import _math_attention
+
+    q, k, v = torch.randn(2, 8, 16, 8), torch.randn(2, 2, 16, 8), torch.randn(2, 2, 16, 8)
+    keys, values = k.repeat_interleave(4, 1), v.repeat_interleave(4, 1)
+
+    def reference(allowed, scale):
+        weights = (q @ keys.transpose(-2, -1) * scale).masked_fill(~allowed, float("-inf"))
+        return weights.softmax(-1) @ values
+
+    causal = torch.ones(16, 16, dtype=torch.bool).tril()
+    assert torch.allclose(_math_attention(q, k, v, None, 0.0, True, None), reference(causal, 8 ** -0.5), atol=1e-5)
+    mask = torch.rand(16, 16) > 0.3
+    mask[:, 0] = True
+    assert torch.allclose(_math_attention(q, k, v, mask, 0.0, False, 0.5), reference(mask, 0.5), atol=1e-5)
+    additive = torch.zeros(16, 16).masked_fill(~mask, float("-inf"))
+    assert torch.allclose(_math_attention(q, k, v, additive, 0.0, False, 0.5), reference(mask, 0.5), atol=1e-5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert _math_attention(q, k, v, None, 0.0, True, None).dtype == torch.bfloat16
 
 
 @pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5),
@@ -1075,15 +1101,18 @@ def test_grouped_query_attention_in_float32_keeps_the_weights_as_the_gpus_math_p
     """In float32 a GPU runs grouped-query attention on the math path, which
     keeps the sequence x sequence weights (flash attention takes no float32,
     memory-efficient attention no head groups); the same attention with as
-    many key as query heads runs fused and keeps none."""
+    many key as query heads runs fused and keeps none. Under bf16 autocast the
+    GPU casts the operands to bf16 (a float32 query too) and runs flash
+    attention, head groups and all: no weights kept."""
     x = torch.randn(1, 512, 64)
     batch, weights = 8, 8 * 8 * 512 * 512 * 4  # batch x heads x sequence x sequence, float32
 
-    def activations(kv_heads):
+    def activations(kv_heads, autocast=None):
         return colo.estimate(_GroupedQueryAttention(kv_heads), x, batch_size=batch, optimizer="sgd",
-                             loss=lambda out: out.float().pow(2).mean()).breakdown["activations"]
+                             loss=lambda out: out.float().pow(2).mean(), autocast=autocast).breakdown["activations"]
 
     assert activations(2) >= activations(8) + weights
+    assert activations(2, "bf16") < activations(8, "bf16") + weights / 4
 
 
 def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
