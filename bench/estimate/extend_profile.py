@@ -3,13 +3,15 @@ workspaces `colo gpus --profile` now measures besides float32 contiguous ones,
 measuring only those on this GPU, and stores the result:
 
     PYTHONPATH=BUILD/python python3 bench/estimate/extend_profile.py PROFILE.json KEY [--half] [--channels-last] \\
-        [--max-batch 256] [--tables-out TABLES.json]
+        [--depthwise-only] [--kernel K] [--shapes-file KEYS] [--max-batch 256] [--tables-out TABLES.json]
 
 PROFILE.json is the earlier profile (as `colo gpus --profile` stored it); KEY
 the name to store it under in the profile directory (COLO_PROFILE_DIR).
 --half measures the bf16 table (`conv_workspace_half`) of every shape;
---channels-last adds each shape's channels-last twin (key ending "cl") to the
-float32 table and, where the profile has one, to the bf16 table.
+--shapes-file adds contiguous shapes the profile lacks (a grid grown since);
+--channels-last adds each shape's channels-last twin (key ending "cl") that the
+profile lacks to the float32 table and, where the profile has one, to the bf16
+table (--depthwise-only, --kernel K: only those).
 --tables-out also writes just the measured entries, {"conv_workspace":
 {"shapes": ...}, "conv_workspace_half": {"shapes": ...}}, for adding to colo's
 built-in tables."""
@@ -40,20 +42,33 @@ def main():
     parser.add_argument("--kernel", type=int, default=None,
                         help="channels-last twins of convolutions of this kernel size only (about 3 s a shape "
                              "in float32 on an H200 at 9 batches)")
+    parser.add_argument("--shapes-file", default=None,
+                        help="contiguous shape keys, one a line (measure_conv_workspace --list-grid), to measure where "
+                             "the profile lacks them: in float32, in bf16 where it has a bf16 table, and channels last "
+                             "too with --channels-last")
     parser.add_argument("--max-batch", type=int, default=None)
     parser.add_argument("--tables-out", default=None)
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("extend_profile.py: no CUDA GPU here")
-    if not (args.half or args.channels_last):
-        sys.exit("extend_profile.py: nothing to measure: give --half, --channels-last or both")
+    if not (args.half or args.channels_last or args.shapes_file):
+        sys.exit("extend_profile.py: nothing to measure: give --half, --channels-last or --shapes-file")
     profile = json.load(open(args.profile))
     contiguous = [k for k in profile["conv_workspace"]["shapes"] if not k.endswith("cl")]
+    new = []
+    if args.shapes_file:
+        listed = [line.strip() for line in open(args.shapes_file) if line.strip()]
+        for key in listed:
+            device_profile.conv_geometry(key)  # a malformed key stops here, before any measuring
+        new = sorted(set(listed) - set(contiguous))
+        contiguous += new
     batches = device_profile.profile_batches(profile["conv_workspace"]["shapes"], max_batch=args.max_batch)
     device = torch.device("cuda", 0)
     torch.backends.cudnn.benchmark = False
     started, measured = time.time(), {}
-    twins = [k + "cl" for k in contiguous if (not args.depthwise_only or is_depthwise(k))
+    measured_already = set(profile["conv_workspace"]["shapes"])
+    twins = [k + "cl" for k in contiguous if k + "cl" not in measured_already
+             and (not args.depthwise_only or is_depthwise(k))
              and (args.kernel is None or device_profile.conv_geometry(k)[2] == args.kernel)] if args.channels_last else []
 
     def table(shapes, dtype):
@@ -62,12 +77,12 @@ def main():
                                                    progress=lambda line: print(line, flush=True))["shapes"]
 
     plan = []  # float32 first: a run cut short keeps what it finished (--tables-out is written after each table)
-    if twins:
-        plan.append(("conv_workspace", twins, torch.float32))
+    if new or twins:
+        plan.append(("conv_workspace", new + twins, torch.float32))
     if args.half:
         plan.append(("conv_workspace_half", contiguous + twins, torch.bfloat16))
-    elif twins and "conv_workspace_half" in profile:
-        plan.append(("conv_workspace_half", twins, torch.bfloat16))
+    elif (new or twins) and "conv_workspace_half" in profile:
+        plan.append(("conv_workspace_half", new + twins, torch.bfloat16))
     for name, shapes, dtype in plan:
         measured[name] = table(shapes, dtype)
         if args.tables_out:

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# GPU machine, one call (issue 50): measures convolution workspaces the
+# committed tables lack on this GPU, adds them to colo's built-in tables and
+# to the committed H200 profile, rebuilds colo._core, and re-estimates the
+# real_training rows against both cards' committed truth. Everything lands
+# in $OUT; copy back src/colo/estimate/profiles/*.json, h200_profile.json and
+# the rows (bench/estimate/adopt_recheck.py).
+#
+#   GRID=1 CHANNELS_LAST=1 [DEPTHWISE=1] [KERNEL=7] [MAX_BATCH=64] [MEASURE_S=200] \
+#     [RECHECK_ONLY=convnext_tiny,...] bench/estimate/extend_tables_recheck.sh
+#
+# GRID=1: the shapes of measure_conv_workspace's ImageNet grid that the tables
+# lack (built here); CHANNELS_LAST=1: channels-last twins (DEPTHWISE=1, KERNEL
+# narrow them: about 3 s a shape in float32 at 9 batches on an H200).
+# RECHECK_ONLY empty: every row (about 5 min with 8 estimators).
+set -uo pipefail
+export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu
+build=${BUILD:-build-gpu}
+results=bench/results/estimate/real_training
+targets=colo_core_module
+[ "${GRID:-0}" = 1 ] && targets="colo_core_module measure_conv_workspace"
+built() { BUILD_TARGETS="$targets" CMAKE_EXTRA=-DCOLO_BUILD_TESTS=OFF bash bench/gpu/run.sh none >>"$OUT/build.log" 2>&1; }
+built
+cp python/colo/*.py "$build/python/colo/"
+args=()
+if [ "${GRID:-0}" = 1 ]; then
+  "$build/bench/measure_conv_workspace" --out - --list-grid >"$OUT/grid_keys.txt"
+  args+=(--shapes-file "$OUT/grid_keys.txt")
+fi
+[ "${CHANNELS_LAST:-0}" = 1 ] && args+=(--channels-last)
+[ "${DEPTHWISE:-0}" = 1 ] && args+=(--depthwise-only)
+[ -n "${KERNEL:-}" ] && args+=(--kernel "$KERNEL")
+mkdir -p "$OUT/profiles"
+COLO_PROFILE_DIR="$OUT/profiles" PYTHONPATH="$build/python" timeout "${MEASURE_S:-200}" python3 -u \
+  bench/estimate/extend_profile.py "$results/h200_profile.json" h200new "${args[@]}" \
+  --max-batch "${MAX_BATCH:-256}" --tables-out "$OUT/new_tables.json" >"$OUT/extend.log" 2>&1
+tail -3 "$OUT/extend.log"
+[ -s "$OUT/new_tables.json" ] || { echo "no tables measured"; exit 3; }
+python3 bench/estimate/add_to_builtin_tables.py "$OUT/new_tables.json" --profile "$results/h200_profile.json" \
+  --note "bench/estimate/extend_tables_recheck.sh (${args[*]}) on an H200 ($(date -u +%F))"
+cp src/colo/estimate/profiles/h100_conv_workspace.json src/colo/estimate/profiles/h200_conv_workspace_bf16.json \
+  "$results/h200_profile.json" "$OUT/"
+built
+for card in h100 h200; do
+  mkdir -p "$OUT/recheck_$card/profiles"
+  [ "$card" = h200 ] && cp "$results/h200_profile.json" "$OUT/recheck_$card/profiles/h200.json"
+  COLO_PROFILE_DIR="$OUT/recheck_$card/profiles" PYTHONPATH="$build/python" python3 bench/estimate/real_training.py \
+    recheck --truth "$results/rows_$card.jsonl" --out "$OUT/recheck_$card" --gpu "$card" \
+    ${RECHECK_ONLY:+--only "$RECHECK_ONLY"} --estimators 8 2>"$OUT/recheck_$card/stderr.log" | grep -v "^{" \
+    | sed "s/^/$card: /" | tail -"${SHOW_ROWS:-20}"
+done
+# One file back (a call returns a limited number of files).
+tar czf "$OUT/rechecks.tgz" -C "$OUT" recheck_h100/rows.jsonl recheck_h200/rows.jsonl
+rm -rf "$OUT/recheck_h100" "$OUT/recheck_h200" "$OUT/profiles"
