@@ -100,11 +100,58 @@ def _allocated_block(t):
     return max(512, (t.numel() * t.element_size() + 511) // 512 * 512)
 
 
+def peak_of_temporaries(events):
+    """The most bytes that allocations freed again within `events` held at
+    once, by their requested sizes: a kernel's workspace, from the caching
+    allocator's trace of one call (`events`: (action, address, size) in order,
+    actions "alloc" and "free_completed"; allocations still live at the end,
+    the result's, do not count)."""
+    freed_after = {}  # index of an alloc -> whether its block is freed later
+    open_at = {}
+    for i, (action, address, _size) in enumerate(events):
+        if action == "alloc":
+            open_at[address] = i
+            freed_after[i] = False
+        elif action == "free_completed" and address in open_at:
+            freed_after[open_at.pop(address)] = True
+    live, peak, size_at = 0, 0, {}
+    for i, (action, address, size) in enumerate(events):
+        if action == "alloc" and freed_after[i]:
+            size_at[address] = size
+            live += size
+            peak = max(peak, live)
+        elif action == "free_completed" and address in size_at:
+            live -= size_at.pop(address)
+    return peak
+
+
+def _traced(device, run):
+    """run() under the caching allocator's trace: [(action, address, size)],
+    or None where this torch cannot trace it (before 2.1)."""
+    memory = torch.cuda.memory
+    try:
+        memory._record_memory_history(enabled="all", context=None, max_entries=100000)
+    except (TypeError, AttributeError, RuntimeError):
+        return None
+    try:
+        run()
+        torch.cuda.synchronize(device)
+        traces = memory._snapshot().get("device_traces", [])
+    finally:
+        memory._record_memory_history(enabled=None)
+    index = device.index or 0
+    events = traces[index] if index < len(traces) else []
+    return [(e["action"], e.get("addr"), e.get("size", 0)) for e in events]
+
+
 def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
     """{pass: bytes} of cuDNN's workspace for the forward, input-gradient and
     weight-gradient kernels of convolution `key` at `batch` in `dtype`: the
-    allocator's peak during the kernel beyond its operands and result. A
-    pass that does not fit on the GPU is left out."""
+    bytes the kernel's temporaries asked for at once, beyond its operands and
+    result, from the caching allocator's trace (its peak of allocated blocks
+    overstates them where a request takes a cached block whole, by up to 1 MiB,
+    and the replay then cuts segments otherwise: torch before 2.1 falls back to
+    that peak). A pass that does not fit on the GPU is left out."""
     cin, cout, kh, kw, stride, padding, groups, h, w, channels_last = conv_geometry(key)
     layout = torch.channels_last if channels_last else torch.contiguous_format
     found = {}
@@ -120,18 +167,28 @@ def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
         torch.cuda.synchronize(device)
         before = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
-        try:
+        outcome = []
+
+        def run(mask=mask):
             if mask is None:
-                result = F.conv2d(x, weight, None, stride, padding, 1, groups)
+                outcome.append(F.conv2d(x, weight, None, stride, padding, 1, groups))
             else:
                 grads = torch.ops.aten.convolution_backward(grad, x, weight, None, [stride, stride],
                                                             [padding, padding], [1, 1], False, [0, 0], groups, mask)
-                result = grads[0] if mask[0] else grads[1]
-            torch.cuda.synchronize(device)
+                outcome.append(grads[0] if mask[0] else grads[1])
+
+        try:
+            events = _traced(device, run)
+            if events is None:
+                run()
+                torch.cuda.synchronize(device)
         except torch.cuda.OutOfMemoryError:
             continue
-        found[name] = max(0, torch.cuda.max_memory_allocated(device) - before - _allocated_block(result))
-        del result
+        if events is not None:
+            found[name] = peak_of_temporaries(events)
+        else:
+            found[name] = max(0, torch.cuda.max_memory_allocated(device) - before - _allocated_block(outcome[0]))
+        del outcome
     return found
 
 

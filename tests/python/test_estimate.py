@@ -1115,6 +1115,23 @@ def test_grouped_query_attention_in_float32_keeps_the_weights_as_the_gpus_math_p
     assert activations(2, "bf16") < activations(8, "bf16") + weights / 4
 
 
+def test_a_kernels_workspace_is_what_its_freed_allocations_asked_for_at_once():
+    """A profile's workspace is read from the allocator's trace of one kernel:
+    the requested bytes of allocations freed within it, at their most at once;
+    the result, still live at the end, is not workspace, and an address used
+    twice is two allocations."""
+    from colo.device_profile import peak_of_temporaries
+
+    mib = 1 << 20
+    events = [("alloc", 1, 49_560_000), ("alloc", 2, 10 * mib), ("free_completed", 1, 49_560_000),
+              ("alloc", 1, 3 * mib), ("alloc", 3, 20 * mib), ("free_completed", 3, 20 * mib),
+              ("free_completed", 1, 3 * mib)]
+    assert peak_of_temporaries(events) == 49_560_000  # 10 MiB at address 2 is the result
+    assert peak_of_temporaries(events[:4] + [("alloc", 3, 47 * mib), ("free_completed", 3, 47 * mib),
+                                             ("free_completed", 1, 3 * mib)]) == 50 * mib
+    assert peak_of_temporaries([("alloc", 2, mib)]) == 0
+
+
 def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
     """python -m colo.device_profile (what `colo gpus --profile` runs) on a
     machine whose torch sees no CUDA GPU exits 2, saying so, and stores nothing."""
