@@ -53,6 +53,12 @@ TEST(ConvWorkspaceTable, EachLayoutTakesItsOwnMeasuredShapeFirst) {
   auto smaller_last = ConvGeometry::from_key("c96o96k7x7s1p3g96h28w28cl");
   EXPECT_EQ(table.nearest_shape(smaller_last, ConvPass::kWeightGrad), last.key());
   EXPECT_EQ(table.nearest_shape(smaller, ConvPass::kWeightGrad), smaller.key());
+  // A dense channels-last convolution, with no dense one measured channels
+  // last, takes a dense contiguous shape, not a depthwise channels-last one.
+  auto dense = ConvGeometry::from_key("c96o192k2x2s2p0g1h56w56");
+  table.add(dense.key(), ConvPass::kWeightGrad, 32, 1'000'000);
+  auto dense_last = ConvGeometry::from_key("c96o192k2x2s2p0g1h56w56cl");
+  EXPECT_EQ(table.nearest_shape(dense_last, ConvPass::kWeightGrad), dense.key());
 }
 
 TEST(ConvWorkspaceTable, ExactAtMeasuredBatchesAndHighBetweenThem) {

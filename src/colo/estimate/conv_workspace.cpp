@@ -25,16 +25,16 @@ double log2_ratio(int64_t a, int64_t b) {
   return std::abs(std::log2(static_cast<double>(std::max<int64_t>(a, 1)) / static_cast<double>(std::max<int64_t>(b, 1))));
 }
 
-// How unlike two convolutions are, for their workspace: layout dominates (a
-// profile measured before layouts were takes contiguous shapes for all), then
-// kind, then
-// kernel and stride (they pick the algorithm family), then sizes, the
+// How unlike two convolutions are, for their workspace: kind dominates, then
+// layout (a dense channels-last convolution takes a dense contiguous shape
+// before a depthwise channels-last one; a profile measured before layouts
+// takes contiguous shapes for all), then kernel and stride (they pick the algorithm family), then sizes, the
 // channels of one group among them: a grouped convolution of 2 groups of 24
 // channels takes about 1.25x its input in forward workspace on an H100, one
 // of 32 groups of 2 about 2.5x.
 double shape_distance(const ConvGeometry& a, const ConvGeometry& b) {
-  double d = a.channels_last == b.channels_last ? 0.0 : 200.0;
-  d += conv_kind(a) == conv_kind(b) ? 0.0 : 100.0;
+  double d = conv_kind(a) == conv_kind(b) ? 0.0 : 100.0;
+  d += a.channels_last == b.channels_last ? 0.0 : 50.0;
   d += 4.0 * (log2_ratio(a.kernel_h, b.kernel_h) + log2_ratio(a.kernel_w, b.kernel_w));
   d += 3.0 * log2_ratio(a.stride, b.stride);
   d += log2_ratio(a.in_channels, b.in_channels) + log2_ratio(a.out_channels, b.out_channels);
