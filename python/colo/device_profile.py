@@ -91,9 +91,21 @@ def conv_geometry(key):
     return tuple(int(v) for v in m.groups()[:9]) + (m.group(10) is not None,)
 
 
-def with_channels_last(shapes):
-    """The convolution keys `shapes`, each contiguous one beside its channels-last twin."""
-    return sorted(set(shapes) | {k + "cl" for k in shapes if not k.endswith("cl")})
+CHANNELS_LAST_CHOICES = ("none", "depthwise", "all")
+
+
+def with_channels_last(shapes, which="all"):
+    """The contiguous convolution keys of `shapes`, with the channels-last twins
+    of `which` of them: "all", "depthwise" (where the layout changes the kernel
+    most: a contiguous float32 depthwise convolution runs PyTorch's own kernel,
+    a channels-last one cuDNN's with a workspace) or "none"."""
+    contiguous = {k for k in shapes if not k.endswith("cl")}
+
+    def wanted(key):
+        cin, _cout, _kh, _kw, _stride, _padding, groups, *_ = conv_geometry(key)
+        return which == "all" or (which == "depthwise" and groups == cin > 1)
+
+    return sorted(contiguous | {k + "cl" for k in contiguous if wanted(k)})
 
 
 def _allocated_block(t):
@@ -220,13 +232,14 @@ def conv_workspace_table(device, shapes, batches, dtype, progress=None):
     return {"shapes": table}
 
 
-def measure(device_index, quick=False, progress=None, max_batch=None, half=True, channels_last=True):
+def measure(device_index, quick=False, progress=None, max_batch=None, half=True, channels_last="depthwise"):
     """This GPU's profile as colo stores it (a dict; see device_profile_to_json
     in C++); convolutions at the reference table's batches up to `max_batch`
     (all when None), or at 32, 128 and 512 only when `quick`; in float32, and
     in bfloat16 too when `half` (cuDNN picks other kernels for it, whose
     workspaces are not float32's halved); each shape contiguous and, when
-    `channels_last`, channels last too (other kernels again)."""
+    `channels_last` ("depthwise", "all"; see with_channels_last) says so, channels
+    last too (other kernels again)."""
     from colo import _core
 
     device = torch.device("cuda", device_index)
@@ -237,7 +250,7 @@ def measure(device_index, quick=False, progress=None, max_batch=None, half=True,
     cublas = cublas_workspace_bytes(device)
     shapes = reference["conv_workspace"]["shapes"]
     batches = profile_batches(shapes, quick, max_batch)
-    shapes = with_channels_last(shapes) if channels_last else [k for k in shapes if not k.endswith("cl")]
+    shapes = with_channels_last(shapes, channels_last)
     name = torch.cuda.get_device_name(device)
     profile = {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
                "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
@@ -256,8 +269,10 @@ def main(argv=None):
                         help="convolutions at batches up to this only (the rest extrapolated from them)")
     parser.add_argument("--no-half", dest="half", action="store_false",
                         help="convolutions in float32 only (bf16/fp16 ones then take float32's workspaces, halved)")
-    parser.add_argument("--no-channels-last", dest="channels_last", action="store_false",
-                        help="convolutions laid out contiguous only (channels-last ones then take those workspaces)")
+    parser.add_argument("--channels-last", choices=CHANNELS_LAST_CHOICES, default="depthwise",
+                        help="which shapes to measure channels last too (default depthwise: about 3 s a shape in "
+                             "float32 on an H200; all: tens of minutes); the others take their contiguous twin's "
+                             "workspace")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("colo gpus --profile: no CUDA GPU here (torch.cuda.is_available() is False): a profile is measured "

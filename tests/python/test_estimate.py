@@ -1115,6 +1115,19 @@ def test_grouped_query_attention_in_float32_keeps_the_weights_as_the_gpus_math_p
     assert activations(2, "bf16") < activations(8, "bf16") + weights / 4
 
 
+def test_a_profile_measures_channels_last_twins_of_the_shapes_asked():
+    """`colo gpus --profile --channels-last` measures, beside every contiguous
+    shape, the channels-last twins of the depthwise ones (the default), of all,
+    or of none; a twin already in the reference table is not measured twice."""
+    from colo.device_profile import with_channels_last
+
+    dense, depthwise = "c16o32k3x3s1p1g1h28w28", "c32o32k7x7s1p3g32h28w28"
+    shapes = [dense, depthwise, depthwise + "cl"]
+    assert with_channels_last(shapes, "depthwise") == sorted([dense, depthwise, depthwise + "cl"])
+    assert with_channels_last(shapes, "all") == sorted([dense, dense + "cl", depthwise, depthwise + "cl"])
+    assert with_channels_last(shapes, "none") == sorted([dense, depthwise])
+
+
 def test_a_kernels_workspace_is_what_its_freed_allocations_asked_for_at_once():
     """A profile's workspace is read from the allocator's trace of one kernel:
     the requested bytes of allocations freed within it, at their most at once;
