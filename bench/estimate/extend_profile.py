@@ -14,9 +14,11 @@ profile lacks to the float32 table and, where the profile has one, to the bf16
 table (--depthwise-only, --kernel K: only those).
 --tables-out also writes just the measured entries, {"conv_workspace":
 {"shapes": ...}, "conv_workspace_half": {"shapes": ...}}, for adding to colo's
-built-in tables."""
+built-in tables, after every shape: a run cut short (a device call's end)
+keeps what it finished."""
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -71,12 +73,22 @@ def main():
              and (not args.depthwise_only or is_depthwise(k))
              and (args.kernel is None or device_profile.conv_geometry(k)[2] == args.kernel)] if args.channels_last else []
 
-    def table(shapes, dtype):
-        print(f"measuring {len(shapes)} shapes in {dtype}", flush=True)
-        return device_profile.conv_workspace_table(device, shapes, batches, dtype,
-                                                   progress=lambda line: print(line, flush=True))["shapes"]
+    def write_tables():
+        if args.tables_out:
+            with open(args.tables_out + ".part", "w") as out:
+                json.dump({n: {"shapes": s} for n, s in measured.items()}, out)
+            os.replace(args.tables_out + ".part", args.tables_out)
 
-    plan = []  # float32 first: a run cut short keeps what it finished (--tables-out is written after each table)
+    def table(name, shapes, dtype):
+        print(f"measuring {len(shapes)} shapes in {dtype}", flush=True)
+        measured[name] = {}
+        for i, key in enumerate(shapes):  # a run cut short keeps every shape it finished
+            measured[name].update(device_profile.conv_workspace_table(device, [key], batches, dtype)["shapes"])
+            write_tables()
+            if (i + 1) % 10 == 0:
+                print(f"{name}: {i + 1} of {len(shapes)} shapes ({time.time() - started:.0f} s)", flush=True)
+
+    plan = []  # float32 first
     if new or twins:
         plan.append(("conv_workspace", new + twins, torch.float32))
     if args.half:
@@ -84,10 +96,7 @@ def main():
     elif (new or twins) and "conv_workspace_half" in profile:
         plan.append(("conv_workspace_half", new + twins, torch.bfloat16))
     for name, shapes, dtype in plan:
-        measured[name] = table(shapes, dtype)
-        if args.tables_out:
-            with open(args.tables_out, "w") as out:
-                json.dump({n: {"shapes": s} for n, s in measured.items()}, out)
+        table(name, shapes, dtype)
     for name, shapes in measured.items():
         profile.setdefault(name, {"shapes": {}})["shapes"].update(shapes)
     path = _core.store_device_profile(json.dumps(profile), args.key)
