@@ -94,4 +94,7 @@ class SimulatedDevice : public Device {
   double energy_j_ = 0.0;
 };
 
+// `device` as a SimulatedDevice, or nullptr when it is a real GPU.
+inline SimulatedDevice* as_simulated(const DevicePtr& device) { return dynamic_cast<SimulatedDevice*>(device.get()); }
+
 }  // namespace colo::gpu

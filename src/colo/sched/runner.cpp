@@ -14,14 +14,12 @@
 
 #include "colo/core/error.h"
 #include "colo/core/files.h"
-#include "colo/core/loader_start_group.h"
 #include "colo/core/paths.h"
 #include "colo/core/subprocess.h"
 #include "colo/core/table.h"
 #include "colo/gpu/energy.h"
 #include "colo/gpu/simulated_device.h"
 #include "colo/core/stopwatch.h"
-#include "colo/sched/energy_while_down.h"
 #include "colo/sched/mps_limit.h"
 #include "colo/sched/oom.h"
 #include "colo/sched/job_request.h"
@@ -50,10 +48,6 @@ static bool is_mps_server(uint32_t pid) {
   return std::getline(comm, name) && name.rfind("nvidia-cuda-mps", 0) == 0;
 }
 
-static gpu::SimulatedDevice* simulated_device(const gpu::DevicePtr& device) {
-  return dynamic_cast<gpu::SimulatedDevice*>(device.get());
-}
-
 // The ledger's memory per GPU; without a GPU, one empty "no GPU" slot per
 // job that may run at once.
 static std::vector<int64_t> memory_totals(const std::vector<gpu::DevicePtr>& devices, int cpu_slots) {
@@ -75,7 +69,7 @@ static SchedulerOptions scheduler_options(const std::vector<gpu::DevicePtr>& dev
   s.backfill = options.backfill;
   s.predict_shares = options.predict_shares;
   s.provisional_memory =
-      !devices.empty() && options.provisional_memory && simulated_device(devices.front()) == nullptr;
+      !devices.empty() && options.provisional_memory && gpu::as_simulated(devices.front()) == nullptr;
   return s;
 }
 
@@ -214,64 +208,6 @@ void Runner::adopt(const JobRecord& job) {
   spdlog::info("job {} adopted (process group {} still running)", job.id, job.pid);
 }
 
-void Runner::count_energy_while_down(const std::vector<JobRecord>& running) {
-  if (!has_gpus_) return;
-  std::map<int, GpuEnergyReading> kept;
-  for (const auto& r : store_.gpu_energy_readings()) kept[r.gpu] = r;
-  const double now = unix_time_s();
-  std::vector<GpuEnergyReading> readings;
-  std::map<int64_t, double> energy;
-  for (size_t g = 0; g < devices_.size(); ++g) {
-    const int index = static_cast<int>(g);
-    gpu::DeviceSample sample;
-    try {
-      sample = devices_[g]->sample();
-    } catch (const std::exception& e) {
-      spdlog::warn("GPU {}: no reading ({}); the energy it used while no scheduler watched is not counted", g, e.what());
-      continue;
-    }
-    last_sample_[index] = sample;
-    if (!sample.energy_j) continue;
-    const std::string& uuid = devices_[g]->info().uuid;
-    readings.push_back({index, uuid, *sample.energy_j, now});
-    auto before = kept.find(index);
-    if (before == kept.end()) continue;
-    if (before->second.uuid != uuid || *sample.energy_j < before->second.counter_j) {
-      spdlog::info("GPU {}: its energy counter is not the one last read (another GPU, or the driver reloaded); "
-                   "the energy used while no scheduler watched is not counted", g);
-      continue;
-    }
-    std::vector<UnwatchedRun> runs;
-    for (const auto& job : running) {
-      if (!job.start_s || std::find(job.gpus.begin(), job.gpus.end(), index) == job.gpus.end()) continue;
-      UnwatchedRun run{job.id, *job.start_s, std::nullopt, energy_share_for(adopted_request(job).sm_share)};
-      if (!(job.pid > 0 && process_alive(job.pid))) {
-        run.end_unix_s = file_written_unix_s(status_path(job.id));
-        if (!run.end_unix_s) continue;  // lost: when it ended is unknown
-      }
-      runs.push_back(run);
-    }
-    const double used_j = *sample.energy_j - before->second.counter_j;
-    auto split = split_energy_while_down(used_j, before->second.unix_s, now, runs);
-    for (const auto& [id, joules] : split) energy[id] += joules;
-    if (!split.empty()) {
-      spdlog::info("GPU {}: {:.0f} J used in the {:.0f} s no scheduler watched, split among {} job(s) that ran then",
-                   g, used_j, now - before->second.unix_s, split.size());
-    }
-  }
-  store_.add_energy(energy, readings, /*while_down=*/true);
-}
-
-void Runner::store_energy(const std::vector<GpuEnergyReading>& readings) {
-  if (!has_gpus_ || active_.empty()) return;
-  std::map<int64_t, double> energy;
-  for (const auto& a : active_) {
-    if (a.energy_j > 0) energy[a.id] = a.energy_j;
-  }
-  store_.add_energy(energy, readings);
-  for (auto& a : active_) a.energy_j = 0;
-}
-
 void Runner::recover() {
   auto running = store_.list({JobState::kRunning});
   count_energy_while_down(running);
@@ -289,39 +225,6 @@ void Runner::recover() {
       store_.mark_requeued(job.id, "its process was lost while colo was down");
       spdlog::warn("job {} requeued: its process was lost", job.id);
     }
-  }
-}
-
-double Runner::simulated_share(const Active& job) { return job.request.sm_share > 0 ? job.request.sm_share : 0.5; }
-
-void Runner::account_on_simulated(const Active& job) {
-  if (!has_gpus_) return;
-  for (int g : job.gpus) {
-    if (auto* sim = simulated_device(devices_[g])) {
-      sim->place(job.id, {static_cast<uint32_t>(job.pgid), job.request.mem_bytes.value_or(0), simulated_share(job)});
-    }
-  }
-}
-
-void Runner::show_paused_on_simulated(int64_t id, bool paused) {
-  if (!has_gpus_) return;
-  for (const Active& a : active_) {
-    if (a.id != id) continue;
-    for (int g : a.gpus) {
-      if (auto* sim = simulated_device(devices_[g])) sim->set_activity(id, paused ? 0.0 : simulated_share(a));
-    }
-  }
-}
-
-int64_t Runner::shows_at_once(const Active& job) const {
-  // A simulated GPU shows no process memory: the job counts as active at once.
-  return has_gpus_ && simulated_device(devices_[job.gpus.front()]) != nullptr ? 1 : 0;
-}
-
-void Runner::release_on_simulated(const Active& job) {
-  if (!has_gpus_) return;
-  for (int g : job.gpus) {
-    if (auto* sim = simulated_device(devices_[g])) sim->remove(job.id);
   }
 }
 
@@ -400,19 +303,6 @@ void Runner::attribute_processes(int gpu, const std::vector<gpu::ProcessUsage>& 
   }
 }
 
-void Runner::split_energy(int gpu, double energy_j) {
-  double shares = 0;
-  for (const auto& a : active_) {
-    if (std::find(a.gpus.begin(), a.gpus.end(), gpu) != a.gpus.end()) shares += scheduler_.ledger().energy_share(a.id);
-  }
-  if (shares <= 0) return;
-  for (auto& a : active_) {
-    if (std::find(a.gpus.begin(), a.gpus.end(), gpu) != a.gpus.end()) {
-      a.energy_j += energy_j * scheduler_.ledger().energy_share(a.id) / shares;
-    }
-  }
-}
-
 Observation Runner::observe(double now) {
   // Simulated GPUs follow the wall clock while real jobs run on them: those
   // made to (discover_devices's) by themselves, others advanced here.
@@ -424,7 +314,7 @@ Observation Runner::observe(double now) {
   std::vector<GpuEnergyReading> readings;
   for (size_t g = 0; g < devices_.size(); ++g) {
     int index = static_cast<int>(g);
-    gpu::SimulatedDevice* sim = simulated_device(devices_[g]);
+    gpu::SimulatedDevice* sim = gpu::as_simulated(devices_[g]);
     if (sim != nullptr && has_gpus_ && sim->clock() == gpu::SimulatedClock::kAdvanced) sim->advance(dt);
     gpu::DeviceSample sample;
     try {
@@ -533,129 +423,6 @@ std::string Runner::apply_model_estimate(JobRecord& job) {
                  answer.reason);
   }
   return "";  // known, or never: placed as of unknown memory
-}
-
-gpu::MpsDaemon* Runner::mps() {
-  if (mps_) return mps_.get();
-  gpu::MpsOptions options;
-  options.control = options_.mps_control;
-  std::string dir = options_.mps_dir.empty() ? options_.log_dir + "/mps" : options_.mps_dir;
-  options.pipe_dir = dir + "/pipe";
-  options.log_dir = dir + "/log";
-  options.quit_on_interrupt = false;  // stop_all() quits it; detach() leaves it to the jobs
-  for (size_t g = 0; g < devices_.size(); ++g) {
-    const std::string& uuid = devices_[g]->info().uuid;
-    options.visible_devices += (g ? "," : "") + (uuid.empty() ? std::to_string(devices_[g]->info().index) : uuid);
-  }
-  mps_ = std::make_unique<gpu::MpsDaemon>(options);
-  return mps_.get();
-}
-
-// Under MPS a producer is a client of the runner's daemon, as its jobs are:
-// a process outside MPS shares the GPU with the daemon by time slices, so
-// its copies would not run beside the jobs' kernels, and its device ring
-// would be mapped across that divide. It sees every GPU of the runner by
-// its ordinal among the daemon's, as a job sees its own: `device =
-// "cuda:K"` in DATA.toml is the runner's K-th GPU either way. Otherwise it
-// inherits this process's environment.
-EnvironmentOverrides Runner::producer_environment() {
-  if (!has_gpus_ || options_.mode != CollocationMode::kMps || simulated_device(devices_.front()) != nullptr) return {};
-  EnvironmentOverrides env = mps()->client_environment(std::nullopt, std::nullopt, {});
-  std::string ordinals;
-  for (size_t g = 0; g < devices_.size(); ++g) ordinals += (g ? "," : "") + std::to_string(g);
-  env["CUDA_VISIBLE_DEVICES"] = ordinals;
-  return env;
-}
-
-Launch Runner::launch(int64_t id, const std::vector<int>& gpus, const JobRequest& request) {
-  const RoundJob& round_job = round_jobs_.at(id);
-  const JobRecord& job = *round_job.record;
-  EnvironmentOverrides env(job.spec.env.begin(), job.spec.env.end());
-  std::string start_group;  // the start group it joins, if launched
-  env[kJobIdVariable] = std::to_string(job.id);
-  env["COLO_JOB_STATUS_FILE"] = status_path(job.id);
-  env[kProgressFileVariable] = progress_path(job.id);
-  remove_tree(progress_path(job.id));  // an earlier attempt's
-  if (!job.spec.loader.empty()) {
-    try {
-      loaders_->acquire(job.spec.loader, job.id, producer_environment());
-    } catch (const std::exception& e) {
-      return Launch::waits("cannot start its shared loader for " + job.spec.loader + ": " + e.what());
-    }
-    // It keeps its producer while it waits: released if it leaves the queue meanwhile.
-    if (!loaders_->ready(job.spec.loader)) {
-      waiting_for_loader_.insert(job.id);
-      return Launch::waits("waiting for its shared loader (" + job.spec.loader + ") to fill its ring");
-    }
-    waiting_for_loader_.erase(job.id);
-    // Launched, it would only find no producer: it fails now, with the producer's reason.
-    if (std::string failure = loaders_->failure(job.spec.loader); !failure.empty()) {
-      loaders_->release(job.id);
-      std::string reason = "its shared loader (" + job.spec.loader + ") exited before filling its ring: " + failure;
-      store_.fail_waiting(job.id, reason);
-      spdlog::warn("job {} failed: {}", job.id, reason);
-      return Launch::gone();
-    }
-    env[kLoaderVariable] = job.spec.loader;
-    start_group = loaders_->start_group_of(job.spec.loader);
-    if (!start_group.empty()) env[kLoaderStartGroupVariable] = start_group;
-  }
-  std::optional<int64_t> mem_limit;
-  if (has_gpus_) {
-    std::string visible, ordinals;
-    for (int g : gpus) {
-      const std::string& uuid = devices_[g]->info().uuid;
-      visible += (visible.empty() ? "" : ",") + (uuid.empty() ? std::to_string(devices_[g]->info().index) : uuid);
-      ordinals += (ordinals.empty() ? "" : ",") + std::to_string(g);
-    }
-    env["CUDA_VISIBLE_DEVICES"] = visible;
-    bool simulated = simulated_device(devices_[gpus.front()]) != nullptr;
-    if (options_.mode == CollocationMode::kMps && !simulated) {
-      std::optional<int> percentage;
-      if (job.spec.sm_share) percentage = std::clamp(static_cast<int>(std::ceil(*job.spec.sm_share * 100)), 1, 100);
-      if (options_.mps_memory_limits) mem_limit = mps_memory_limit(request, options_.thresholds);
-      for (const auto& [k, v] : mps()->client_environment(percentage, mem_limit, gpus)) env[k] = v;
-      env["CUDA_VISIBLE_DEVICES"] = ordinals;  // ordinals among the daemon's GPUs (all of this runner's)
-    }
-  } else {
-    env["CUDA_VISIBLE_DEVICES"] = "";
-  }
-  std::vector<std::string> argv{"/bin/sh", "-c",
-                                "cd \"$0\" || exit 97; \"$@\"; code=$?; echo $code > \"$COLO_JOB_STATUS_FILE\"; exit $code",
-                                job.spec.workdir};
-  argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
-  remove_tree(status_path(job.id));
-  // Held until the store says RUNNING with its pid: should this process
-  // die in between, it exits unrun, and the job, still waiting, runs once.
-  auto child =
-      std::make_unique<ChildProcess>(argv, env, log_path(job.id), /*end_with_parent=*/false, /*held=*/true);
-  if (!store_.mark_running(job.id, gpus, child->pid(), log_path(job.id))) {
-    child->terminate(5.0);  // cancelled meanwhile
-    loaders_->release(job.id);
-    return Launch::gone();
-  }
-  child->release();
-  if (!start_group.empty()) loaders_->joined_start_group(job.spec.loader, job.id);  // launched: the group waits for it
-  Active a;
-  a.id = job.id;
-  a.gpus = gpus;
-  a.pgid = child->pid();
-  a.child = std::move(child);
-  a.request = request;
-  a.mem_limit = mem_limit;
-  a.learned_alone = scheduler_.history().alone_rate(job_keys(job.spec));
-  if (round_job.estimate_pending) a.awaits_estimate = job.spec;
-  account_on_simulated(a);
-  const int64_t shows = shows_at_once(a);
-  active_.push_back(std::move(a));
-  std::string where;
-  for (int g : gpus) where += (where.empty() ? "" : ",") + std::to_string(g);
-  spdlog::info("job {} ({}) started {} {}{}", job.id, job.spec.name, has_gpus_ ? "on GPU" : "without a GPU, slot", where,
-               std::string(request.sm_share > 0 ? "" : " (SM share unknown: settling)") +
-                   (request.provisional ? " (memory unknown: reserves " + bytes_human(double(*request.mem_bytes)) +
-                                              " until its peak is measured)"
-                                        : ""));
-  return Launch::started(shows);
 }
 
 void Runner::stop(int64_t id) {
