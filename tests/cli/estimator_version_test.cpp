@@ -25,8 +25,11 @@ TEST(SchedulerEstimatorVersion, ChangesWithTheEstimatingModulesAndOnlyThen) {
   dir.write("colo/estimate.py", "x = 12\n");
   const std::string changed = scheduler_estimator_version();
   EXPECT_NE(changed, first);
+  dir.write("colo/ops_as_on_gpu.py", "what the CPU records as the GPU runs it\n");
+  EXPECT_NE(scheduler_estimator_version(), changed) << "the ops recorded as on a GPU are the estimator's too";
+  const std::string with_ops = scheduler_estimator_version();
   dir.write("colo/_core.cpython-311-x86_64-linux-gnu.so", "core");
-  EXPECT_NE(scheduler_estimator_version(), changed) << "its compiled core too";
+  EXPECT_NE(scheduler_estimator_version(), with_ops) << "its compiled core too";
   ::unsetenv("COLO_PYTHONPATH");
 }
 

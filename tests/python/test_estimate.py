@@ -1075,7 +1075,7 @@ def test_the_gpus_math_attention_as_recorded_computes_attention():
     attention's values: key and value heads repeated for their query groups,
     causal or masked (boolean or additive), scaled, in float32 under bf16
     autocast with the autocast type out."""
-    from colo.estimate import _math_attention
+    from colo.ops_as_on_gpu import math_attention
 
     q, k, v = torch.randn(2, 8, 16, 8), torch.randn(2, 2, 16, 8), torch.randn(2, 2, 16, 8)
     keys, values = k.repeat_interleave(4, 1), v.repeat_interleave(4, 1)
@@ -1085,14 +1085,14 @@ def test_the_gpus_math_attention_as_recorded_computes_attention():
         return weights.softmax(-1) @ values
 
     causal = torch.ones(16, 16, dtype=torch.bool).tril()
-    assert torch.allclose(_math_attention(q, k, v, None, 0.0, True, None), reference(causal, 8 ** -0.5), atol=1e-5)
+    assert torch.allclose(math_attention(q, k, v, None, 0.0, True, None), reference(causal, 8 ** -0.5), atol=1e-5)
     mask = torch.rand(16, 16) > 0.3
     mask[:, 0] = True
-    assert torch.allclose(_math_attention(q, k, v, mask, 0.0, False, 0.5), reference(mask, 0.5), atol=1e-5)
+    assert torch.allclose(math_attention(q, k, v, mask, 0.0, False, 0.5), reference(mask, 0.5), atol=1e-5)
     additive = torch.zeros(16, 16).masked_fill(~mask, float("-inf"))
-    assert torch.allclose(_math_attention(q, k, v, additive, 0.0, False, 0.5), reference(mask, 0.5), atol=1e-5)
+    assert torch.allclose(math_attention(q, k, v, additive, 0.0, False, 0.5), reference(mask, 0.5), atol=1e-5)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert _math_attention(q, k, v, None, 0.0, True, None).dtype == torch.bfloat16
+        assert math_attention(q, k, v, None, 0.0, True, None).dtype == torch.bfloat16
 
 
 @pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5),

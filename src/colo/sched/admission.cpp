@@ -34,7 +34,7 @@ std::string scheduler_estimator_version() {
   }
   std::vector<std::string> paths{program};
   const fs::path package = fs::path(colo_python_package_dir()) / "colo";
-  for (const char* module : {"estimate.py", "job_estimate.py", "device_profile.py"}) {
+  for (const char* module : {"estimate.py", "ops_as_on_gpu.py", "job_estimate.py", "device_profile.py"}) {
     paths.push_back((package / module).string());
   }
   std::error_code error;

@@ -52,7 +52,7 @@ EstimateModel scheduler_estimate(int threads = 2, double timeout_s = 120);
 
 // What made scheduler_estimate's answers (RunnerOptions::estimator_version):
 // the size and modification time of this program and of the colo package's
-// estimating modules (estimate.py, job_estimate.py, device_profile.py and
+// estimating modules (estimate.py, ops_as_on_gpu.py, job_estimate.py, device_profile.py and
 // its compiled core), hashed. Another build or install of colo gives
 // another version, so estimates stored by an older estimator are made again.
 std::string scheduler_estimator_version();
