@@ -139,7 +139,8 @@ def peak_of_temporaries(events):
 
 def _traced(device, run):
     """run() under the caching allocator's trace: [(action, address, size)],
-    or None where this torch cannot trace it (before 2.1)."""
+    or None where this torch cannot trace it (before 2.1) or the trace holds
+    no allocation (then the caller measures by the allocator's peak)."""
     memory = torch.cuda.memory
     try:
         memory._record_memory_history(enabled="all", context=None, max_entries=100000)
@@ -152,8 +153,9 @@ def _traced(device, run):
     finally:
         memory._record_memory_history(enabled=None)
     index = device.index or 0
-    events = traces[index] if index < len(traces) else []
-    return [(e["action"], e.get("addr"), e.get("size", 0)) for e in events]
+    events = [(e["action"], e.get("addr"), e.get("size", 0)) for e in (traces[index] if index < len(traces) else [])]
+    # The kernel's result is always an allocation: a trace without one recorded nothing.
+    return events if any(action == "alloc" for action, _, _ in events) else None
 
 
 def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
@@ -176,12 +178,9 @@ def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
         return found
     passes = {"forward": None, "input_grad": [True, False, False], "weight_grad": [False, True, False]}
     for name, mask in passes.items():
-        torch.cuda.synchronize(device)
-        before = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
         outcome = []
 
-        def run(mask=mask):
+        def run(mask=mask, outcome=outcome):
             if mask is None:
                 outcome.append(F.conv2d(x, weight, None, stride, padding, 1, groups))
             else:
@@ -191,16 +190,19 @@ def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
 
         try:
             events = _traced(device, run)
-            if events is None:
+            if events is not None:
+                found[name] = peak_of_temporaries(events)
+            else:  # the allocator's peak beyond what was live before and the result
+                outcome.clear()
+                torch.cuda.synchronize(device)
+                before = torch.cuda.memory_allocated(device)
+                torch.cuda.reset_peak_memory_stats(device)
                 run()
                 torch.cuda.synchronize(device)
+                found[name] = max(0, torch.cuda.max_memory_allocated(device) - before - _allocated_block(outcome[0]))
         except torch.cuda.OutOfMemoryError:
-            continue
-        if events is not None:
-            found[name] = peak_of_temporaries(events)
-        else:
-            found[name] = max(0, torch.cuda.max_memory_allocated(device) - before - _allocated_block(outcome[0]))
-        del outcome
+            pass
+        outcome.clear()  # the result, before the next pass
     return found
 
 
