@@ -158,14 +158,15 @@ def _traced(device, run):
     return events if any(action == "alloc" for action, _, _ in events) else None
 
 
-def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
+def conv_workspace_bytes(device, key, batch, dtype=torch.float32, by_trace=True):
     """{pass: bytes} of cuDNN's workspace for the forward, input-gradient and
     weight-gradient kernels of convolution `key` at `batch` in `dtype`: the
     bytes the kernel's temporaries asked for at once, beyond its operands and
     result, from the caching allocator's trace (its peak of allocated blocks
     overstates them where a request takes a cached block whole, by up to 1 MiB,
     and the replay then cuts segments otherwise: torch before 2.1 falls back to
-    that peak). A pass that does not fit on the GPU is left out."""
+    that peak; `by_trace=False` takes it anyway). A pass that does not fit on
+    the GPU is left out."""
     cin, cout, kh, kw, stride, padding, groups, h, w, channels_last = conv_geometry(key)
     layout = torch.channels_last if channels_last else torch.contiguous_format
     found = {}
@@ -189,7 +190,7 @@ def conv_workspace_bytes(device, key, batch, dtype=torch.float32):
                 outcome.append(grads[0] if mask[0] else grads[1])
 
         try:
-            events = _traced(device, run)
+            events = _traced(device, run) if by_trace else None
             if events is not None:
                 found[name] = peak_of_temporaries(events)
             else:  # the allocator's peak beyond what was live before and the result

@@ -1145,6 +1145,22 @@ def test_a_kernels_workspace_is_what_its_freed_allocations_asked_for_at_once():
     assert peak_of_temporaries([("alloc", 2, mib)]) == 0
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="measures cuDNN's workspaces on a CUDA GPU")
+def test_on_a_gpu_a_workspace_by_trace_is_the_allocators_peak_less_its_block_rounding():
+    """On a GPU (run by hand there: CI has none), a workspace read from the
+    allocator's trace is what the allocator's peak shows, less at most the
+    whole cached blocks its requests took (under 1 MiB each)."""
+    from colo.device_profile import conv_workspace_bytes
+
+    device = torch.device("cuda", 0)
+    for key in ("c64o64k3x3s1p1g1h56w56", "c3o64k7x7s2p3g1h224w224", "c96o96k7x7s1p3g96h56w56cl"):
+        for dtype in (torch.float32, torch.bfloat16):
+            traced = conv_workspace_bytes(device, key, 64, dtype)
+            peak = conv_workspace_bytes(device, key, 64, dtype, by_trace=False)
+            for name in peak:
+                assert peak[name] - (2 << 20) <= traced[name] <= peak[name] + 512, (key, dtype, name, traced, peak)
+
+
 def test_measuring_a_profile_without_a_cuda_gpu_is_refused_in_one_line():
     """python -m colo.device_profile (what `colo gpus --profile` runs) on a
     machine whose torch sees no CUDA GPU exits 2, saying so, and stores nothing."""
