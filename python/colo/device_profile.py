@@ -92,6 +92,7 @@ def conv_geometry(key):
 
 
 CHANNELS_LAST_CHOICES = ("none", "depthwise", "all")
+CHANNELS_LAST_MAX_BATCH = 256  # channels-last twins are measured at batches up to this
 
 
 def with_channels_last(shapes, which="all"):
@@ -242,7 +243,9 @@ def measure(device_index, quick=False, progress=None, max_batch=None, half=True,
     in bfloat16 too when `half` (cuDNN picks other kernels for it, whose
     workspaces are not float32's halved); each shape contiguous and, when
     `channels_last` ("depthwise", "all"; see with_channels_last) says so, channels
-    last too (other kernels again)."""
+    last too (other kernels again), at batches up to CHANNELS_LAST_MAX_BATCH
+    only (slow kernels: about 3 s a depthwise shape in float32 at the 9 batches
+    up to 256 on an H200; larger batches take the largest measured, scaled)."""
     from colo import _core
 
     device = torch.device("cuda", device_index)
@@ -254,13 +257,22 @@ def measure(device_index, quick=False, progress=None, max_batch=None, half=True,
     shapes = reference["conv_workspace"]["shapes"]
     batches = profile_batches(shapes, quick, max_batch)
     shapes = with_channels_last(shapes, channels_last)
+    contiguous = [k for k in shapes if not k.endswith("cl")]
+    twins = [k for k in shapes if k.endswith("cl")]
+    twin_batches = [b for b in batches if b <= CHANNELS_LAST_MAX_BATCH] or batches[:1]
+
+    def table(dtype):
+        found = conv_workspace_table(device, contiguous, batches, dtype, progress)
+        found["shapes"].update(conv_workspace_table(device, twins, twin_batches, dtype, progress)["shapes"])
+        return found
+
     name = torch.cuda.get_device_name(device)
     profile = {"name": f"{name}, PyTorch {torch.__version__.split('+')[0]}, CUDA {torch.version.cuda}",
                "gpu": name, "context_bytes": int(context), "library_workspace_bytes": int(library),
                "cublas_workspace_bytes": int(cublas), "fragmentation": reference["fragmentation"],
-               "conv_workspace": conv_workspace_table(device, shapes, batches, torch.float32, progress)}
+               "conv_workspace": table(torch.float32)}
     if half:
-        profile["conv_workspace_half"] = conv_workspace_table(device, shapes, batches, torch.bfloat16, progress)
+        profile["conv_workspace_half"] = table(torch.bfloat16)
     return profile
 
 
