@@ -10,6 +10,7 @@ and how they were measured)."""
 import argparse
 import json
 import os
+import sys
 
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "colo", "estimate", "profiles")
 BUILTIN = {"conv_workspace": "h100_conv_workspace.json", "conv_workspace_half": "h200_conv_workspace_bf16.json"}
@@ -28,6 +29,10 @@ def main():
     parser.add_argument("--profile", default=None, help="a stored profile (JSON) to add them to as well")
     args = parser.parse_args()
     measured = json.load(open(args.tables))
+    unknown = sorted(set(measured) - set(BUILTIN))
+    if unknown:
+        sys.exit(f"add_to_builtin_tables.py: {args.tables}: no built-in table for {', '.join(unknown)} "
+                 f"(expected {', '.join(BUILTIN)})")
     for name, table in measured.items():
         path = os.path.join(PROFILES, BUILTIN[name])
         builtin = json.load(open(path))

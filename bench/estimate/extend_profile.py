@@ -27,11 +27,6 @@ import torch
 from colo import _core, device_profile
 
 
-def is_depthwise(key):
-    cin, _cout, _kh, _kw, _stride, _padding, groups, *_ = device_profile.conv_geometry(key)
-    return groups == cin > 1
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile")
@@ -70,7 +65,7 @@ def main():
     started, measured = time.time(), {}
     measured_already = set(profile["conv_workspace"]["shapes"])
     twins = [k + "cl" for k in contiguous if k + "cl" not in measured_already
-             and (not args.depthwise_only or is_depthwise(k))
+             and (not args.depthwise_only or device_profile.is_depthwise(k))
              and (args.kernel is None or device_profile.conv_geometry(k)[2] == args.kernel)] if args.channels_last else []
 
     def write_tables():

@@ -91,6 +91,12 @@ def conv_geometry(key):
     return tuple(int(v) for v in m.groups()[:9]) + (m.group(10) is not None,)
 
 
+def is_depthwise(key):
+    """Whether convolution `key` is depthwise: a group a channel (more than one)."""
+    cin, _cout, _kh, _kw, _stride, _padding, groups, *_ = conv_geometry(key)
+    return groups == cin > 1
+
+
 CHANNELS_LAST_CHOICES = ("none", "depthwise", "all")
 CHANNELS_LAST_MAX_BATCH = 256  # channels-last twins are measured at batches up to this
 
@@ -103,8 +109,7 @@ def with_channels_last(shapes, which="all"):
     contiguous = {k for k in shapes if not k.endswith("cl")}
 
     def wanted(key):
-        cin, _cout, _kh, _kw, _stride, _padding, groups, *_ = conv_geometry(key)
-        return which == "all" or (which == "depthwise" and groups == cin > 1)
+        return which == "all" or (which == "depthwise" and is_depthwise(key))
 
     return sorted(contiguous | {k + "cl" for k in contiguous if wanted(k)})
 

@@ -111,24 +111,26 @@ TEST(ColoRun, BadJobFileChangesNothing) {
   EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
 }
 
+// `colo run` of one job with `options` exits 2 naming `named` and submits
+// nothing: running again would otherwise run the job twice.
+void expect_refused_before_submitting(TempDir& dir, const std::string& options, const std::string& named) {
+  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\n");
+  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " " + options);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find(named), std::string::npos) << run.err;
+  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo"))) << "the job was submitted: running again would run it twice";
+}
+
 TEST(ColoRun, AnUnwritableOutputDirectorySubmitsNothing) {
   TempDir dir;
-  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\n");
   dir.write("a_file", "not a directory");
-  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --out " + dir.file("a_file/report"));
-  EXPECT_EQ(run.status, 2) << run.err;
-  EXPECT_NE(run.err.find("--out"), std::string::npos) << run.err;
-  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo"))) << "the job was submitted: running again would run it twice";
+  expect_refused_before_submitting(dir, "--out " + dir.file("a_file/report"), "--out");
 }
 
 TEST(ColoRun, AStoreToLearnFromThatIsNoneSubmitsNothing) {
   TempDir dir;
-  dir.write("jobs.toml", "[[job]]\ncommand = \"true\"\n");
   dir.write("not_a_store.db", "plain text, not SQLite");
-  auto run = run_colo(dir, "run " + dir.file("jobs.toml") + " --learn-from " + dir.file("not_a_store.db"));
-  EXPECT_EQ(run.status, 2) << run.err;
-  EXPECT_NE(run.err.find("not_a_store.db"), std::string::npos) << run.err;
-  EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo"))) << "the job was submitted: running again would run it twice";
+  expect_refused_before_submitting(dir, "--learn-from " + dir.file("not_a_store.db"), "not_a_store.db");
   auto missing = run_colo(dir, "run " + dir.file("jobs.toml") + " --learn-from " + dir.file("no_such.db"));
   EXPECT_EQ(missing.status, 2) << missing.err;
   EXPECT_FALSE(path_exists(dir.file("jobs.toml.colo")));
