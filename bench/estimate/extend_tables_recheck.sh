@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine, one call (issue 50): measures convolution workspaces the
 # committed tables lack on this GPU, adds them to colo's built-in tables and
-# to the committed H200 profile, rebuilds colo._core, and re-estimates the
+# to the committed H200 profile, rebuilds colo._core, and re-estimates (run.sh recheckboth) the
 # real_training rows against both cards' committed truth. Everything lands
 # in $OUT; copy back src/colo/estimate/profiles/*.json, h200_profile.json and
 # the rows (bench/estimate/adopt_recheck.py).
@@ -47,14 +47,7 @@ measure_tables() {  # the shapes asked for, into the built-in tables and the H20
 }
 [ "${MEASURE:-1}" = 1 ] && measure_tables
 [ "${RECHECK:-1}" = 1 ] || exit 0
-for card in h100 h200; do
-  mkdir -p "$OUT/recheck_$card/profiles"
-  [ "$card" = h200 ] && cp "$results/h200_profile.json" "$OUT/recheck_$card/profiles/h200.json"
-  COLO_PROFILE_DIR="$OUT/recheck_$card/profiles" PYTHONPATH="$build/python" python3 bench/estimate/real_training.py \
-    recheck --truth "$results/rows_$card.jsonl" --out "$OUT/recheck_$card" --gpu "$card" \
-    ${RECHECK_ONLY:+--only "$RECHECK_ONLY"} --estimators 8 2>"$OUT/recheck_$card/stderr.log" | grep -v "^{" \
-    | sed "s/^/$card: /" | tail -"${SHOW_ROWS:-20}"
-done
-# One file back (a call returns a limited number of files).
-tar czf "$OUT/rechecks.tgz" -C "$OUT" recheck_h100/rows.jsonl recheck_h200/rows.jsonl
+BUILD_TARGETS="$targets" CMAKE_EXTRA=-DCOLO_BUILD_TESTS=OFF bash bench/gpu/run.sh recheckboth >"$OUT/recheck.log" 2>&1
+grep -E "^h(100|200): " "$OUT/recheck.log"
+# One file back (a call returns a limited number of files): run.sh's rechecks.tgz.
 rm -rf "$OUT/recheck_h100" "$OUT/recheck_h200" "$OUT/profiles"
