@@ -2,7 +2,7 @@
 colo's built-in profile tables (src/colo/estimate/profiles) and to a stored
 profile file, keeping what they hold for other shapes:
 
-    python3 bench/estimate/add_to_builtin_tables.py TABLES.json --note "..." [--profile PROFILE.json]
+    python3 bench/estimate/add_to_builtin_tables.py TABLES.json --note "..." [--profile PROFILE.json] [--profile-only]
 
 The float32 entries go to h100_conv_workspace.json, the bf16 ones to
 h200_conv_workspace_bf16.json; each table's "command" gains the note (where
@@ -27,13 +27,16 @@ def main():
     parser.add_argument("tables")
     parser.add_argument("--note", default="")
     parser.add_argument("--profile", default=None, help="a stored profile (JSON) to add them to as well")
+    parser.add_argument("--profile-only", action="store_true", help="add them to --profile only, not to colo's tables")
     args = parser.parse_args()
     measured = json.load(open(args.tables))
     unknown = sorted(set(measured) - set(BUILTIN))
     if unknown:
         sys.exit(f"add_to_builtin_tables.py: {args.tables}: no built-in table for {', '.join(unknown)} "
                  f"(expected {', '.join(BUILTIN)})")
-    for name, table in measured.items():
+    if args.profile_only and not args.profile:
+        sys.exit("add_to_builtin_tables.py: --profile-only needs --profile")
+    for name, table in ({} if args.profile_only else measured).items():
         path = os.path.join(PROFILES, BUILTIN[name])
         builtin = json.load(open(path))
         add(builtin, table["shapes"], args.note)

@@ -12,6 +12,9 @@ the name to store it under in the profile directory (COLO_PROFILE_DIR).
 --channels-last adds each shape's channels-last twin (key ending "cl") that the
 profile lacks to the float32 table and, where the profile has one, to the bf16
 table (--depthwise-only, --kernel K: only those).
+--remeasure float32|bf16 measures every contiguous shape of that table again,
+by the method conv_workspace_bytes uses now, replacing its entries (with
+--shapes-file: only the shapes listed, in their order).
 --tables-out also writes just the measured entries, {"conv_workspace":
 {"shapes": ...}, "conv_workspace_half": {"shapes": ...}}, for adding to colo's
 built-in tables, after every shape: a run cut short (a device call's end)
@@ -43,13 +46,15 @@ def main():
                         help="contiguous shape keys, one a line (measure_conv_workspace --list-grid), to measure where "
                              "the profile lacks them: in float32, in bf16 where it has a bf16 table, and channels last "
                              "too with --channels-last")
+    parser.add_argument("--remeasure", choices=("float32", "bf16"), default=None,
+                        help="measure the contiguous shapes of this table again (only those listed with --shapes-file)")
     parser.add_argument("--max-batch", type=int, default=None)
     parser.add_argument("--tables-out", default=None)
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("extend_profile.py: no CUDA GPU here")
-    if not (args.half or args.channels_last or args.shapes_file):
-        sys.exit("extend_profile.py: nothing to measure: give --half, --channels-last or --shapes-file")
+    if not (args.half or args.channels_last or args.shapes_file or args.remeasure):
+        sys.exit("extend_profile.py: nothing to measure: give --half, --channels-last, --shapes-file or --remeasure")
     profile = json.load(open(args.profile))
     contiguous = [k for k in profile["conv_workspace"]["shapes"] if not k.endswith("cl")]
     new = []
@@ -57,8 +62,8 @@ def main():
         listed = [line.strip() for line in open(args.shapes_file) if line.strip()]
         for key in listed:
             device_profile.conv_geometry(key)  # a malformed key stops here, before any measuring
-        new = sorted(set(listed) - set(contiguous))
-        contiguous += new
+        new = listed if args.remeasure else sorted(set(listed) - set(contiguous))
+        contiguous = new if args.remeasure else contiguous + new
     batches = device_profile.profile_batches(profile["conv_workspace"]["shapes"], max_batch=args.max_batch)
     device = torch.device("cuda", 0)
     torch.backends.cudnn.benchmark = False
@@ -84,12 +89,17 @@ def main():
                 print(f"{name}: {i + 1} of {len(shapes)} shapes ({time.time() - started:.0f} s)", flush=True)
 
     plan = []  # float32 first
-    if new or twins:
-        plan.append(("conv_workspace", new + twins, torch.float32))
-    if args.half:
-        plan.append(("conv_workspace_half", contiguous + twins, torch.bfloat16))
-    elif (new or twins) and "conv_workspace_half" in profile:
-        plan.append(("conv_workspace_half", new + twins, torch.bfloat16))
+    if args.remeasure == "float32":
+        plan.append(("conv_workspace", contiguous, torch.float32))
+    elif args.remeasure == "bf16":
+        plan.append(("conv_workspace_half", contiguous, torch.bfloat16))
+    else:
+        if new or twins:
+            plan.append(("conv_workspace", new + twins, torch.float32))
+        if args.half:
+            plan.append(("conv_workspace_half", contiguous + twins, torch.bfloat16))
+        elif (new or twins) and "conv_workspace_half" in profile:
+            plan.append(("conv_workspace_half", new + twins, torch.bfloat16))
     for name, shapes, dtype in plan:
         table(name, shapes, dtype)
     for name, shapes in measured.items():
