@@ -9,6 +9,8 @@
 #   GRID=1 CHANNELS_LAST=1 [DEPTHWISE=1] [KERNEL=7] [MAX_BATCH=64] [MEASURE_S=200] \
 #     [RECHECK_ONLY=convnext_tiny,...] bench/estimate/extend_tables_recheck.sh
 #
+# REMEASURE=float32|bf16: that table's shapes measured again (SHAPES=FILE: those
+# listed only), replacing their entries (extend_profile.py --remeasure).
 # GRID=1: the shapes of measure_conv_workspace's ImageNet grid that the tables
 # lack (built here); CHANNELS_LAST=1: channels-last twins (DEPTHWISE=1, KERNEL
 # narrow them: about 3 s a shape in float32 at 9 batches on an H200).
@@ -26,7 +28,10 @@ built
 cp python/colo/*.py "$build/python/colo/"
 measure_tables() {  # the shapes asked for, into the built-in tables and the H200 profile; rebuilt
   local args=()
-  if [ "${GRID:-0}" = 1 ]; then
+  if [ -n "${REMEASURE:-}" ]; then  # REMEASURE=float32|bf16 [SHAPES=FILE]: measured again, by trace
+    args+=(--remeasure "$REMEASURE")
+    [ -n "${SHAPES:-}" ] && args+=(--shapes-file "$SHAPES")
+  elif [ "${GRID:-0}" = 1 ]; then
     "$build/bench/measure_conv_workspace" --out - --list-grid >"$OUT/grid_keys.txt"
     args+=(--shapes-file "$OUT/grid_keys.txt")
   fi

@@ -41,16 +41,25 @@ class ScaledDotProductEfficientAttention(torch.autograd.Function):
 _SDPA = getattr(F, "scaled_dot_product_attention", None)
 
 
-def gpu_runs_math_attention(q, k, attn_mask, enable_gqa):
+def gpu_runs_math_attention(q, k, v, attn_mask, enable_gqa):
     """Whether a CUDA GPU runs this attention on PyTorch's math path (torch
-    2.5-2.11, sm80 and later): grouped-query attention (fewer key heads than
-    query heads) in float32 or with a mask. Flash attention takes only fp16
-    and bf16 and no mask, memory-efficient attention no head groups. An H200
-    allocator trace of a Llama-style model in float32 shows the sequence x
-    sequence weights the math path keeps (bench/results/estimate/real_training).
+    2.5-2.11, sm80 and later):
+    - an operand or mask whose last dimension is not contiguous: every fused
+      GPU kernel needs stride 1 there (the CPU's do not). T5's position bias
+      is such a mask (a permuted embedding): an H200 ran its self-attention
+      on the math path, keeping the softmax weights (sdpa_choice.py, session 21);
+    - grouped-query attention (fewer key heads than query heads) in float32
+      or with a mask: flash attention takes only fp16 and bf16 and no mask,
+      memory-efficient attention no head groups. An H200 allocator trace of a
+      Llama-style model in float32 shows the weights the math path keeps.
     Under autocast the GPU casts the operands to the autocast type first (CUDA
     autocast lists scaled_dot_product_attention; the CPU's does not, so a
-    float32 query here, after a float32 rotary embedding, is bf16 there)."""
+    float32 query here, after a float32 rotary embedding, is bf16 there); a
+    cast keeps the mask's strides."""
+    if any(t.stride(-1) != 1 and t.size(-1) != 1 for t in (q, k, v)):  # a head size of 1 is exempt
+        return True
+    if attn_mask is not None and attn_mask.dim() > 0 and attn_mask.stride(-1) != 1:
+        return True
     dtype = torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else q.dtype
     return bool(enable_gqa) and k.size(-3) != q.size(-3) and (dtype == torch.float32 or attn_mask is not None)
 
@@ -89,7 +98,7 @@ def fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     path op by op where gpu_runs_math_attention says so, else a fused kernel
     that keeps query, key, value and output (the CPU's own call where nothing
     needs a gradient or it takes arguments the fused stand-in does not)."""
-    if gpu_runs_math_attention(q, k, attn_mask, enable_gqa):
+    if gpu_runs_math_attention(q, k, v, attn_mask, enable_gqa):
         return math_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if enable_gqa:
         kwargs["enable_gqa"] = True

@@ -11,6 +11,8 @@ import torchvision
 
 import colo
 
+F_SDPA = getattr(F, "scaled_dot_product_attention", None)
+
 FLOAT = 4
 
 
@@ -1113,6 +1115,56 @@ def test_grouped_query_attention_in_float32_keeps_the_weights_as_the_gpus_math_p
 
     assert activations(2) >= activations(8) + weights
     assert activations(2, "bf16") < activations(8, "bf16") + weights / 4
+
+
+def test_a_mask_not_contiguous_in_its_last_dimension_sends_a_gpus_attention_to_the_math_path():
+    """Every fused GPU attention kernel needs stride 1 in the last dimension of
+    the operands and the mask; T5's position bias, a permuted embedding, has
+    stride 8 there, and an H200 ran that self-attention on the math path. The
+    same mask made contiguous, or no mask, runs fused; a head size of 1 is
+    exempt, as PyTorch's own check has it."""
+    from colo.ops_as_on_gpu import gpu_runs_math_attention
+
+    q = k = v = torch.randn(2, 8, 16, 64)
+    bias = torch.randn(16, 16, 8).permute(2, 0, 1).unsqueeze(0)  # [1, heads, q, k], stride(-1) == 8
+    assert bias.stride(-1) != 1
+    assert gpu_runs_math_attention(q, k, v, bias, False)
+    assert not gpu_runs_math_attention(q, k, v, bias.contiguous(), False)
+    assert not gpu_runs_math_attention(q, k, v, None, False)
+    assert gpu_runs_math_attention(q, k.transpose(-1, -2).contiguous().transpose(-1, -2), v, None, False)
+    single = torch.randn(2, 8, 1, 16).transpose(-1, -2)  # head size 1: its stride does not matter
+    assert not gpu_runs_math_attention(single, single, single, None, False)
+
+
+@pytest.mark.skipif(F_SDPA is None, reason="scaled_dot_product_attention needs torch 2.x")
+def test_attention_with_a_permuted_bias_keeps_the_math_paths_weights():
+    """Attention given a position bias laid out as T5 makes it keeps the
+    math path's softmax weights (batch x heads x sequence x sequence, float32);
+    with the bias made contiguous it keeps none of them."""
+
+    class BiasedAttention(torch.nn.Module):
+        def __init__(self, contiguous, dim=64, heads=8, length=256):
+            super().__init__()
+            self.heads, self.contiguous = heads, contiguous
+            self.qkv = torch.nn.Linear(dim, 3 * dim)
+            self.bias = torch.nn.Parameter(torch.zeros(length, length, heads))
+
+        def forward(self, x):
+            b, n, d = x.shape
+            q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+            bias = self.bias.permute(2, 0, 1).unsqueeze(0)
+            bias = bias.contiguous() if self.contiguous else bias
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            return out.transpose(1, 2).reshape(b, n, d)
+
+    x, batch = torch.randn(1, 256, 64), 8
+    weights = batch * 8 * 256 * 256 * 4
+
+    def activations(contiguous):
+        return colo.estimate(BiasedAttention(contiguous), x, batch_size=batch, optimizer="sgd",
+                             loss=lambda out: out.pow(2).mean()).breakdown["activations"]
+
+    assert activations(False) >= activations(True) + weights
 
 
 def test_a_profile_measures_channels_last_twins_of_the_shapes_asked():
