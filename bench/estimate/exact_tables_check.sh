@@ -60,4 +60,4 @@ recheck() {  # $1: name, $2: profile
 recheck committed "$results/h200_profile.json"
 recheck exact "$exact"
 rm -rf "$OUT/exact/profiles" "$OUT/exact/committed/profiles" "$OUT/exact/exact/profiles"
-tar czf "$OUT/exact.tgz" -C "$OUT" exact
+tar czf "$OUT/exact.tgz" -C "$OUT" exact && rm -rf "$OUT/exact"  # a call returns 8 files at most

@@ -3,7 +3,7 @@
 # committed tables lack on this GPU, adds them to colo's built-in tables and
 # to the committed H200 profile, rebuilds colo._core, and re-estimates (run.sh recheckboth) the
 # real_training rows against both cards' committed truth. Everything lands
-# in $OUT; copy back src/colo/estimate/profiles/*.json, h200_profile.json and
+# in $OUT as two tarballs, tables.tgz and rechecks.tgz; copy back src/colo/estimate/profiles/*.json, h200_profile.json and
 # the rows (bench/estimate/adopt_recheck.py).
 #
 #   GRID=1 CHANNELS_LAST=1 [DEPTHWISE=1] [KERNEL=7] [MAX_BATCH=64] [MEASURE_S=200] \
@@ -20,6 +20,10 @@
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu
 build=${BUILD:-build-gpu}
+# A device call returns 8 files at most (session 21 lost a recheck to that): at the end, everything
+# in $OUT but the tarballs goes into tables.tgz (the tables, the profile, the logs).
+pack() { (cd "$OUT" && find . -type f ! -name '*.tgz' -print0 | tar czf tables.tgz --null -T - --remove-files); }
+trap pack EXIT
 results=bench/results/estimate/real_training
 targets=colo_core_module
 [ "${GRID:-0}" = 1 ] && targets="colo_core_module measure_conv_workspace"
@@ -54,5 +58,4 @@ measure_tables() {  # the shapes asked for, into the built-in tables and the H20
 [ "${RECHECK:-1}" = 1 ] || exit 0
 BUILD_TARGETS="$targets" CMAKE_EXTRA=-DCOLO_BUILD_TESTS=OFF bash bench/gpu/run.sh recheckboth >"$OUT/recheck.log" 2>&1
 grep -E "^h(100|200): " "$OUT/recheck.log"
-# One file back (a call returns a limited number of files): run.sh's rechecks.tgz.
-rm -rf "$OUT/recheck_h100" "$OUT/recheck_h200" "$OUT/profiles"
+rm -rf "$OUT/recheck_h100" "$OUT/recheck_h200" "$OUT/profiles"  # in rechecks.tgz
