@@ -9,9 +9,9 @@ colo's modelled step (COLO_ESTIMATE_TRACE, trace_pair.sh).
 DIR/ROW.json (':' as '_') gets: max allocated/reserved; every cudaMalloc of a
 segment (size, bytes allocated at that moment, the op and Python line that
 asked); allocations of 8 MiB and more; the bytes live at the peak of
-allocation grouped by op and line; and `events`, every alloc, free and
-segment event as [action, size, address]. A one-line summary per row goes to
-stdout. Only the first row's trace is a fresh process's, as the validation's
+allocation grouped by op and line; `events`, every alloc, free and
+segment event as [action, size, address]; and `allocations_by_stream`. A
+one-line summary per row goes to stdout. Only the first row's trace is a fresh process's, as the validation's
 truth is: later rows find cuBLAS's workspaces and emptied segments of the rows
 before, and reserve differently (trace_pair.sh runs one process a row).
 """
@@ -103,6 +103,10 @@ def trace_row(spec):
         "large_allocations": big,
         "live_at_peak_by_line": by_line.most_common(40),
         "events": [[e["action"], e.get("size", 0), e.get("addr", 0)] for e in events],
+        # The caching allocator keeps a pool per stream: an allocation on a side stream never takes a
+        # block of the main one's (colo's model has one stream). Each stream's allocation count.
+        "allocations_by_stream": dict(collections.Counter(str(e.get("stream", 0)) for e in events
+                                                          if e["action"] == "alloc")),
     }
 
 
