@@ -96,6 +96,7 @@ FIGURES = [
     ("bench/results/sched/user_trace/summary.json", "speedup_ceiling_perfect_packing", ratio),
     ("bench/results/sched/user_trace/summary.json", "share_gap_median", lambda v: f"shares within {v:.2f}"),
     ("bench/results/sched/user_trace/summary.json", "loop_sm_active_mean", lambda v: f"the GPU {v:.2f} busy"),
+    ("bench/results/sched/user_trace/capacity/summary.json", "jobs.resnet50-b64-sgd.copies.4.throughput_over_alone", ratio),
     ("bench/results/sched/real_trace/summary.json", "speedup_vs_exclusive", ratio),
     ("bench/results/sched/real_trace/summary.json", "energy_saved_pct", stated_percent),
     ("bench/results/data/shared/summary.json",
