@@ -49,15 +49,10 @@ for table in float32 bf16; do
   [ -s "$OUT/exact/$table.json" ] && python3 bench/estimate/add_to_builtin_tables.py "$OUT/exact/$table.json" \
     --profile "$exact" --profile-only
 done
-recheck() {  # $1: name, $2: profile
-  mkdir -p "$OUT/exact/$1/profiles"
-  cp "$2" "$OUT/exact/$1/profiles/h200.json"
-  COLO_PROFILE_DIR="$OUT/exact/$1/profiles" PYTHONPATH="$build/python" python3 bench/estimate/real_training.py \
-    recheck --truth "$results/rows_h200.jsonl" --out "$OUT/exact/$1" --gpu h200 \
-    --only "${RECHECK_ONLY:-resnet18,regnet_y_1_6gf,efficientnet_b0,mobilenet_v2,convnext_tiny}" --estimators 8 \
-    2>"$OUT/exact/$1/stderr.log" | tail -1 | cut -c1-300 | sed "s/^/$1: /"
-}
-recheck committed "$results/h200_profile.json"
-recheck exact "$exact"
-rm -rf "$OUT/exact/profiles" "$OUT/exact/committed/profiles" "$OUT/exact/exact/profiles"
+export RECHECK_ONLY=${RECHECK_ONLY:-resnet18,regnet_y_1_6gf,efficientnet_b0,mobilenet_v2,convnext_tiny}
+for name in committed exact; do
+  profile=$results/h200_profile.json; [ "$name" = exact ] && profile=$exact
+  bash bench/estimate/recheck_card.sh "$build" h200 "$OUT/exact/$name" "$profile" | sed "s/^/$name /"
+done
+rm -rf "$OUT/exact/profiles"
 tar czf "$OUT/exact.tgz" -C "$OUT" exact && rm -rf "$OUT/exact"  # a call returns 8 files at most

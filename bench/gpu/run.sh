@@ -361,15 +361,8 @@ if want recheckboth; then
   # $OUT/rechecks.tgz holds recheck_h100/ and recheck_h200/ for bench/estimate/adopt_recheck.py.
   # RECHECK_ONLY: set-ups, architectures or libraries (all rows when empty).
   results=bench/results/estimate/real_training
-  for card in h100 h200; do
-    mkdir -p "$OUT/recheck_$card/profiles"
-    [ "$card" = h200 ] && cp "$results/h200_profile.json" "$OUT/recheck_$card/profiles/h200.json"
-    COLO_PROFILE_DIR="$OUT/recheck_$card/profiles" PYTHONPATH="$BUILD/python" python3 bench/estimate/real_training.py \
-      recheck --truth "$results/rows_$card.jsonl" --out "$OUT/recheck_$card" --gpu "$card" \
-      ${RECHECK_ONLY:+--only "$RECHECK_ONLY"} --estimators "${RECHECK_ESTIMATORS:-8}" \
-      2>"$OUT/recheck_$card/stderr.log" | tail -1 | cut -c1-300 \
-      | sed "s/^/$card: /" | tee -a "$summary"
-  done
+  bash bench/estimate/recheck_card.sh "$BUILD" h100 "$OUT/recheck_h100" | tee -a "$summary"
+  bash bench/estimate/recheck_card.sh "$BUILD" h200 "$OUT/recheck_h200" "$results/h200_profile.json" | tee -a "$summary"
   tar czf "$OUT/rechecks.tgz" -C "$OUT" recheck_h100 recheck_h200
 fi
 

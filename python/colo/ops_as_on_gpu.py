@@ -1,7 +1,8 @@
 """The ops colo.estimate records on the CPU as a CUDA GPU runs them, where
 the two differ in what they keep for backward or in their types:
-scaled_dot_product_attention (fused kernels, or the math path for
-grouped-query attention in float32), dropout (a one-byte mask), autocast's
+scaled_dot_product_attention (fused kernels, or the math path where the
+GPU takes it: a mask not contiguous in its last dimension, grouped-query
+attention in float32), dropout (a one-byte mask), autocast's
 policy (float32 norms and softmax), and float16 (bfloat16 where this CPU
 lacks it). Each is a context manager that patches torch while recording."""
 import contextlib
