@@ -208,7 +208,8 @@ def estimate(model, example_inputs, batch_size=None, optimizer="adam", loss=None
     try:
         return _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast,
                          learned, keep_output, _keeps_gradients(set_to_none, accumulation_steps),
-                         _zero_grad_before_forward(zero_grad, model), _profile_name(gpu, _core), _core)
+                         _zero_grad_before_forward(zero_grad, model), _profile_name(gpu, _core), _core,
+                         set_to_none=set_to_none, accumulation_steps=accumulation_steps)
     finally:
         torch.set_num_threads(before)
 
@@ -255,8 +256,12 @@ def _zero_grad_before_forward(zero_grad, model):
 
 
 def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, eval_batch_size, autocast, learned,
-              keep_output, keeps_gradients, zero_grad_before_forward, gpu, _core):
-    """estimate()'s work, its arguments' types checked."""
+              keep_output, keeps_gradients, zero_grad_before_forward, gpu, _core, set_to_none=True,
+              accumulation_steps=1):
+    """estimate()'s work, its arguments' types checked. `keeps_gradients`:
+    whether gradients are allocated through a forward (no set_to_none, or a
+    later micro-batch); the replay takes set_to_none and the micro-batches
+    themselves."""
     examples = _as_tuple(example_inputs)
     if any(t.dim() < 1 or t.shape[0] < 1 for t in examples):
         raise ValueError("colo.estimate: every example input needs a batch dimension with at least one sample")
@@ -320,8 +325,9 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 sample_shape=list(first.shape[1:]), tokens=tokens, vocab=vocab, batch_size=batch_size,
                 eval_batch_size=(eval_batch_size or batch_size) if evaluation else 0,
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
-                keeps_output=bool(keep_output), keeps_gradients=keeps_gradients, learned=str(learned or ""),
-                gpu=gpu, optimizer_implementation=implementation, zero_grad_before_forward=zero_grad_before_forward)
+                keeps_output=bool(keep_output), keeps_gradients=not set_to_none, learned=str(learned or ""),
+                gpu=gpu, optimizer_implementation=implementation, zero_grad_before_forward=zero_grad_before_forward,
+                accumulation_steps=accumulation_steps)
     finally:
         model.train(was_training)
     breakdown = dict(found["breakdown"])

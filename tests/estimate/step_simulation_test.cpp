@@ -158,6 +158,57 @@ TEST(StepSimulation, AResidualJoinPassesTheGradientThroughAndAddsTheBranchsIntoI
   EXPECT_EQ(peak.peak_allocated, 24 * kOneMiB);  // x, t1 and t2 in the forward
 }
 
+// How many allocations ("A") or frees ("F") of gradients a replay made, from
+// its COLO_ESTIMATE_TRACE.
+int gradient_events(const StepConfig& config, const TrainingGraph& graph, const std::string& what) {
+  const testing::TempDir dir;
+  const std::string path = dir.file("step_trace.txt");
+  ::setenv("COLO_ESTIMATE_TRACE", path.c_str(), 1);
+  simulate_training(graph, config);
+  ::unsetenv("COLO_ESTIMATE_TRACE");
+  std::ifstream lines(path);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string event, phase, kind;
+    fields >> event >> phase >> kind;
+    count += event == what && kind == "gradients";
+  }
+  return count;
+}
+
+// Gradient accumulation as a loop does it (zero_grad(set_to_none=True) once a
+// step, then 4 micro-batches): each step's first backward allocates the
+// parameter's gradient, the next three each add a transient into it, and the
+// next step's zero_grad frees it. Replayed as one backward a step with the
+// gradients kept throughout (as colo did), the gradient is allocated once
+// and never freed, and the allocator's blocks are laid out otherwise.
+TEST(StepSimulation, GradientAccumulationReplaysEveryMicroBatchAndFreesTheGradientsEachStep) {
+  const TrainingGraph graph = two_op_graph("AddmmBackward0");
+  StepConfig config;
+  config.batch_size = 8;
+  config.eval_batch_size = 0;
+  config.accumulation_steps = 4;
+  // Three steps: 1 kept + 3 transients each; the transients freed, and the kept one at steps 2 and 3.
+  EXPECT_EQ(gradient_events(config, graph, "A"), 12);
+  EXPECT_EQ(gradient_events(config, graph, "F"), 9 + 2);
+  const SimulatedPeak accumulated = simulate_training(graph, config);
+  config.accumulation_steps = 1;
+  EXPECT_EQ(gradient_events(config, graph, "A"), 3);
+  EXPECT_EQ(gradient_events(config, graph, "F"), 2);
+  // zero_grad(set_to_none=False) with one micro-batch: kept from the first step on, added into after.
+  config.keeps_gradients = true;
+  EXPECT_EQ(gradient_events(config, graph, "A"), 1 + 2);
+  EXPECT_EQ(gradient_events(config, graph, "F"), 2);
+  // A later micro-batch's backward holds the kept gradient and its transient
+  // at once, as a later step's does when the gradients are kept: the same
+  // peak, above one that frees them every step.
+  EXPECT_EQ(accumulated.peak_allocated, simulate_training(graph, config).peak_allocated);
+  config.keeps_gradients = false;
+  EXPECT_GT(accumulated.peak_allocated, simulate_training(graph, config).peak_allocated);
+}
+
 TEST(StepSimulation, TheProfilesLibraryWorkspaceHoldsTwoCublasWorkspaces) {
   DeviceProfile profile;
   profile.library_workspace_bytes = 68488704;  // measured on an H100: two 32 MiB workspaces and a little more

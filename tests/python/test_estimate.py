@@ -876,7 +876,9 @@ def test_an_estimate_uses_the_threads_it_is_given_and_gives_the_rest_back():
 def test_gradients_kept_between_backwards_are_all_live_in_the_next_one():
     """zero_grad(set_to_none=False), torch 1.x's default, and gradient
     accumulation keep every gradient allocated: a backward holds all of them
-    from its start. With set_to_none (2.x's default) they come one by one."""
+    from its start (with accumulation, every micro-batch's but a step's
+    first, which colo replays one by one). With set_to_none (2.x's default)
+    they come one by one."""
     model = TinyGpt(vocab=8000, context=32, width=64, heads=2, layers=2)
     ids = torch.randint(0, 8000, (1, 32))
     trainable = parameter_bytes(model)
@@ -886,7 +888,10 @@ def test_gradients_kept_between_backwards_are_all_live_in_the_next_one():
     assert kept.peak_phase == "backward"
     assert kept.breakdown["gradients"] >= trainable
     assert kept.bytes > freed.bytes
-    assert accumulated.bytes == kept.bytes
+    assert accumulated.peak_phase == "backward"
+    assert accumulated.breakdown["gradients"] >= trainable
+    assert freed.breakdown["gradients"] < trainable
+    assert accumulated.bytes >= freed.bytes
     for bad in ({"accumulation_steps": 0}, {"accumulation_steps": 1.5}, {"set_to_none": "no"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             colo.estimate(model, ids, batch_size=4, **bad)

@@ -229,9 +229,26 @@ class Simulation {
     grads_.assign(g_.parameter_bytes.size(), -1);
   }
 
+  // One optimiser step: its forward and backward passes, then the optimiser.
   void train_step(bool first) {
+    const int passes = std::max(1, c_.accumulation_steps);
+    for (int m = 0; m < passes; ++m) {
+      const Pass pass = forward_backward(m == 0);
+      if (m + 1 == passes) optimizer_step(first);
+      end_pass(pass);
+    }
+  }
+
+  // What a forward and backward pass leaves live until it ends: its batch
+  // and, when the loop keeps it, the model's output.
+  struct Pass {
+    int64_t inputs = -1, labels = -1;
+    int logits = -1;
+  };
+
+  Pass forward_backward(bool first_pass) {
     const int64_t b = c_.batch_size;
-    if (c_.zero_grad_before_forward) zero_grad();
+    if (first_pass && c_.zero_grad_before_forward) zero_grad();
     int64_t inputs = mem_.allocate(kData, g_.input_bytes_per_sample * b, "forward");
     int64_t labels = mem_.allocate(kData, g_.label_bytes_per_sample * b, "forward");
     // Forward: each storage is held by its pending readers and by the
@@ -267,7 +284,12 @@ class Simulation {
       }
     }
 
-    if (!c_.zero_grad_before_forward) zero_grad();
+    if (first_pass && !c_.zero_grad_before_forward) zero_grad();
+    const std::vector<bool> had_grad = [&] {
+      std::vector<bool> had(grads_.size());
+      for (size_t p = 0; p < grads_.size(); ++p) had[p] = grads_[p] >= 0;
+      return had;
+    }();
 
     // Backward, last op first, as autograd's engine runs a node: the
     // gradients of its inputs are allocated (those of a view or a pass-through
@@ -302,7 +324,7 @@ class Simulation {
       for (int p : op.param_inputs) {
         if (grads_[p] < 0) {
           grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
-        } else if (c_.keeps_gradients) {
+        } else if (c_.keeps_gradients || had_grad[p]) {
           // AccumulateGrad: the incoming gradient is added into the kept one, then let go.
           mem_.free(mem_.allocate(kGradients, g_.parameter_bytes[p], "backward"));
         }
@@ -316,9 +338,12 @@ class Simulation {
     for (size_t p = 0; p < grads_.size(); ++p) {
       if (grads_[p] < 0) grads_[p] = mem_.allocate(kGradients, g_.parameter_bytes[p], "backward");
     }
+    return {inputs, labels, logits};
+  }
 
-    // Optimiser: state created on the first step, temporaries per parameter
-    // (with foreach, every parameter's before any is freed).
+  // Optimiser: state created on the first step, temporaries per parameter
+  // (with foreach, every parameter's before any is freed).
+  void optimizer_step(bool first) {
     std::vector<int64_t> temps;
     for (size_t p = 0; p < g_.parameter_bytes.size(); ++p) {
       if (first) {
@@ -334,9 +359,12 @@ class Simulation {
       temps.clear();
     }
     for (int64_t id : temps) mem_.free(id);
-    if (logits >= 0) release(g_.tensors[logits].storage);
-    mem_.free(inputs);
-    mem_.free(labels);
+  }
+
+  void end_pass(const Pass& pass) {
+    if (pass.logits >= 0) release(g_.tensors[pass.logits].storage);
+    mem_.free(pass.inputs);
+    mem_.free(pass.labels);
   }
 
   // No-grad forward at the evaluation batch: each output lives until its

@@ -25,6 +25,12 @@ struct StepConfig {
   // passes into them. Each backward then adds a parameter's incoming gradient
   // into its kept one (a transient of the parameter's size).
   bool keeps_gradients = false;
+  // Micro-batches per optimiser step (gradient accumulation): each step
+  // replays that many forward and backward passes, then the optimiser. The
+  // first pass of a step finds the gradients freed (unless
+  // `keeps_gradients`); each later one adds into them (a transient of each
+  // parameter's size), as a loop calling zero_grad() once a step does.
+  int accumulation_steps = 1;
   // Where the loop calls zero_grad(set_to_none=True): before the forward (or
   // after the optimiser step, the same), as plain PyTorch loops and the
   // Hugging Face Trainer do, so the forward runs without last step's
@@ -49,8 +55,10 @@ struct SimulatedPeak {
 
 // The job's allocator peak. Follows colo's trainer: forward, zero_grad (the
 // gradients are freed unless `keeps_gradients`; before the forward with
-// `zero_grad_before_forward`), backward, optimiser step; the batch, and the logits
-// when `keeps_output`, live to the end of the step. The evaluation pass
+// `zero_grad_before_forward`), backward, optimiser step, with
+// `accumulation_steps` forward and backward passes a step; the batch, and the
+// logits when `keeps_output`, live to the end of their pass (the last pass's
+// through the optimiser step). The evaluation pass
 // follows graph.evaluation (the model code's own allocations) when it was
 // recorded, else frees each tensor one op after its last reader. With
 // `conv_workspace`, each convolution kernel also takes its cuDNN workspace

@@ -28,6 +28,7 @@ void set_optimizer_footprint(const train::OptimizerSpec& opt, StepConfig& step, 
 
 JobModel describe_user_job(const UserModel& model, const UserTraining& training) {
   if (training.batch_size < 1) throw std::invalid_argument("batch size must be at least 1");
+  if (training.accumulation_steps < 1) throw std::invalid_argument("accumulation steps must be at least 1");
   if (training.eval_batch_size < 0) throw std::invalid_argument("evaluation batch size must be 0 or more");
   if (!model.set_mode || !model.loss) throw std::invalid_argument("a user model needs set_mode and loss");
   JobModel job;
@@ -39,6 +40,7 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   job.step.eval_batch_size = training.eval_batch_size;
   job.step.keeps_output = training.keeps_output;
   job.step.keeps_gradients = training.keeps_gradients;
+  job.step.accumulation_steps = training.accumulation_steps;
   job.step.zero_grad_before_forward = training.zero_grad_before_forward;
   set_optimizer_footprint(training.optimizer, job.step, training.optimizer_implementation);
   job.summary = summarize_graph(job.graph, training.batch_size, "other", summary_optimizer(training.optimizer));

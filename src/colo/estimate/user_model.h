@@ -42,7 +42,8 @@ struct UserTraining {
   // (one kernel, no temporaries).
   std::string optimizer_implementation = "single";
   bool keeps_output = true;     // the loop holds the model's output until the step ends
-  bool keeps_gradients = false; // zero_grad(set_to_none=False) or gradient accumulation
+  bool keeps_gradients = false; // zero_grad(set_to_none=False): the gradients are never freed
+  int accumulation_steps = 1;   // micro-batches per optimiser step (see StepConfig)
   bool zero_grad_before_forward = false;  // see StepConfig
 };
 
