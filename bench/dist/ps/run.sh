@@ -12,8 +12,6 @@
 #   allreduce, ps-sync, ps-ssp, ps-async;
 #   ps-async-ov (async PS, each reply taken a step late: param_server.overlap);
 #   ps-async-sl (async PS, a stale gradient's lr divided by its staleness: param_server.staleness_lr);
-#   ps-async-gather (async PS whose servers apply pushes due within half a step of each other as
-#     one averaged update: param_server.gather = 0.5);
 #   ps-async-zmq (async PS with every range through ZeroMQ and host memory instead of shared
 #     device memory, as bfloat16 with overlap); ps-async-zmq-sl (the same with staleness_lr);
 #   ps-async-zmq-int8 (ps-async-zmq-sl as 8-bit codes); ps-async-zmq-int8-noov (the same without
@@ -72,7 +70,6 @@ for run in "${runs[@]}"; do
     ps-ssp) s=param_server; extra=$'[param_server]\nmode = "ssp"\nstaleness = 4' ;;
     ps-async-ov) s=param_server; extra=$'[param_server]\nmode = "async"\noverlap = true' ;;
     ps-async-sl) s=param_server; extra=$'[param_server]\nmode = "async"\nstaleness_lr = true' ;;
-    ps-async-gather) s=param_server; extra=$'[param_server]\nmode = "async"\ngather = 0.5' ;;
     ps-async-zmq) s=param_server
       extra=$'[param_server]\nmode = "async"\ntransport = "zmq"\ncompression = "bf16"\noverlap = true' ;;
     ps-async-zmq-sl) s=param_server

@@ -102,8 +102,8 @@ def main():
                for name, rs in rounds.items() if any(0 in r["ranks"] for r in rs)}
     even_ar, uneven_ar = median.get("even-allreduce"), median.get("uneven-allreduce")
     uneven = {n: median[n] for n in ("uneven-switch", "uneven-switch-ss", "uneven-ps-async", "uneven-ps-async-ov",
-                                     "uneven-ps-async-sl", "uneven-ps-async-gather", "uneven-ps-ssp") if median.get(n) is not None}
-    even_async = {n: median[n] for n in ("even-ps-async", "even-ps-async-ov", "even-ps-async-gather") if median.get(n) is not None}
+                                     "uneven-ps-async-sl", "uneven-ps-ssp") if median.get(n) is not None}
+    even_async = {n: median[n] for n in ("even-ps-async", "even-ps-async-ov") if median.get(n) is not None}
     best_async = min(even_async, key=even_async.get) if even_async else None
     best_uneven = min(uneven, key=uneven.get) if uneven else None
     switched = {n: t for n, t in uneven.items() if n.startswith("uneven-switch")}
