@@ -134,23 +134,6 @@ TEST(ClusterSpec, MomentumCompensationOnlyWhenAsynchronous) {
   options.momentum_compensation = true;
   options.overlap = true;  // two updates in flight per worker
   EXPECT_NEAR(server_optimizer(sgd, options, 2).momentum, 0.15, 1e-12);
-  options.overlap = false;
-  // An update of gathered pushes stands for that many updates in flight.
-  EXPECT_NEAR(server_optimizer(sgd, options, 2, 2).momentum, 0.9, 1e-12);
-  EXPECT_NEAR(server_optimizer(sgd, options, 4, 2).momentum, 0.4, 1e-12);
-}
-
-TEST(ClusterSpec, GatherIsAnAsyncServersAndAFractionOfAnInterval) {
-  testing::TempDir dir;
-  const std::string ps = "[cluster]\nstrategy = \"param_server\"\n";
-  ClusterSpec spec =
-      parse_cluster_spec(dir.write("ok.toml", std::string(kBase) + ps + "[param_server]\ngather = 0.5\n"));
-  EXPECT_DOUBLE_EQ(spec.param_server.gather, 0.5);
-  EXPECT_EQ(parse_cluster_spec(dir.write("plain.toml", std::string(kBase) + ps)).param_server.gather, 0);
-  std::string sync = error_for(dir, ps + "[param_server]\nmode = \"sync\"\ngather = 0.5\n");
-  EXPECT_NE(sync.find("param_server.gather"), std::string::npos) << sync;
-  std::string negative = error_for(dir, ps + "[param_server]\ngather = -1\n");
-  EXPECT_NE(negative.find("param_server.gather"), std::string::npos) << negative;
 }
 
 TEST(ClusterSpec, CompressionIsNoneBf16OrInt8AndOverlapNeedsAsyncAndStalenessLrAStaleMode) {

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -10,7 +9,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -256,89 +254,6 @@ TEST(ParamServer, WithOverlapAGradientIsStaleSinceTheReplyBeforeTheLast) {
     EXPECT_EQ(report.pushes, 3);
     EXPECT_EQ(report.staleness_sum, overlap ? 2 : 0) << "overlap " << overlap;  // 0, 1, 1 with overlap
   }
-}
-
-// Pushes `value` from `worker` and waits for the reply.
-Message push_and_pull(ServerLink& link, int worker, int64_t size, float value) {
-  Message m = message(MessageType::kPush, worker);
-  m.lr = 0.1;
-  m.payload = at::full({size}, value);
-  link.send(m);
-  return link.receive(30);
-}
-
-// Two workers in step, 20 ms apart: once the server knows when each
-// pushes (three pushes), a push waits for the other's, and the two are
-// one update of their mean (SGD, lr 0.1: -0.1 x (1 + 3) / 2 = -0.2 a
-// round, not -0.4 as two updates).
-TEST(ParamServer, WithGatherPushesDueTogetherAreAppliedAsOneAveragedUpdate) {
-  const int64_t size = 8;
-  ParamServerOptions options;
-  options.gather = 0.5;
-  TestServer server(options, 2);
-  auto first = say_hello(server, 0, size);
-  auto second = say_hello(server, 1, size);
-  start_from_zeros(*first, size);
-  ASSERT_EQ(first->receive(30).type, MessageType::kParams);
-  ASSERT_EQ(second->receive(30).type, MessageType::kParams);
-  const int rounds = 10;
-  std::vector<float> after(rounds);
-  for (int round = 0; round < rounds; ++round) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    Message m = message(MessageType::kPush, 0);
-    m.lr = 0.1;
-    m.payload = at::full({size}, 1.0f);
-    first->send(m);
-    Message reply1 = push_and_pull(*second, 1, size, 3.0f);
-    Message reply0 = first->receive(30);
-    after[round] = reply1.payload[0].item<float>();
-    // Gathered, both are answered with the same parameters.
-    if (round >= 4) {
-      EXPECT_FLOAT_EQ(reply0.payload[0].item<float>(), after[round]) << "round " << round;
-    }
-  }
-  first->send(message(MessageType::kDone, 0));
-  second->send(message(MessageType::kDone, 1));
-  ServerReport report = server.join();
-  for (int round = 4; round < rounds; ++round) {
-    EXPECT_NEAR(after[round] - after[round - 1], -0.2f, 1e-5) << "round " << round;
-  }
-  EXPECT_EQ(report.pushes, 2 * rounds);
-  EXPECT_GE(report.gathered_updates, rounds - 4);
-  EXPECT_EQ(report.updates, 2 * rounds - report.gathered_updates);
-}
-
-// Worker 0 pushes every 10 ms, worker 1 every 120 ms: worker 0 is held
-// only when worker 1 is due within half its interval, never for worker 1's
-// whole step as a synchronous round would hold it.
-TEST(ParamServer, WithGatherASlowWorkerIsNotWaitedFor) {
-  const int64_t size = 8;
-  ParamServerOptions options;
-  options.gather = 0.5;
-  TestServer server(options, 2);
-  auto fast = say_hello(server, 0, size);
-  auto slow = say_hello(server, 1, size);
-  start_from_zeros(*fast, size);
-  ASSERT_EQ(fast->receive(30).type, MessageType::kParams);
-  ASSERT_EQ(slow->receive(30).type, MessageType::kParams);
-  std::thread slow_worker([&] {
-    for (int step = 0; step < 5; ++step) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(120));
-      push_and_pull(*slow, 1, size, 1.0f);
-    }
-    slow->send(message(MessageType::kDone, 1));
-  });
-  double longest_hold = 0;
-  for (int step = 0; step < 60; ++step) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    longest_hold = std::max(longest_hold, push_and_pull(*fast, 0, size, 1.0f).hold_s);
-  }
-  fast->send(message(MessageType::kDone, 0));
-  slow_worker.join();
-  ServerReport report = server.join();
-  EXPECT_EQ(report.pushes, 65);
-  EXPECT_LT(longest_hold, 0.06) << "worker 0 held as long as worker 1's step";
-  EXPECT_LT(report.gathered_updates, 6);
 }
 
 }  // namespace

@@ -86,8 +86,12 @@ class Training {
 
   // From now on the optimiser is `spec` (momentum compensation), keeping the state it can.
   void change_optimizer(const train::OptimizerSpec& spec) {
+    auto old_state = optimizer_->state();
     auto replacement = std::make_unique<FlatOptimizer>(global_, gradient_, spec);
-    replacement->take_state_of(*optimizer_);
+    auto state = replacement->state();
+    size_t moments = std::min(old_state.size(), state.size()) - 1;
+    for (size_t m = 0; m < moments; ++m) state[m].copy_(old_state[m]);
+    state.back().copy_(old_state.back());
     optimizer_ = std::move(replacement);
   }
 

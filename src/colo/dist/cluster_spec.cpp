@@ -61,15 +61,13 @@ SimulationSpec parse_simulation(const SpecTable& table, int64_t workers) {
 }  // namespace
 
 train::OptimizerSpec server_optimizer(const train::OptimizerSpec& optimizer,
-                                      const ParamServerOptions& options, int64_t workers, int64_t gathered) {
+                                      const ParamServerOptions& options, int64_t workers) {
   train::OptimizerSpec applied = optimizer;
   if (options.mode != "sync" && options.momentum_compensation && applied.name == "sgd") {
     // Updates in flight: one per worker, two with overlap (its next step
-    // computes before its last push is answered); an update of `gathered`
-    // pushes stands for that many of them.
-    double in_flight = static_cast<double>(workers) * (options.overlap ? 2 : 1) /
-                       static_cast<double>(std::max<int64_t>(1, gathered));
-    double implicit = std::max(0.0, 1.0 - 1.0 / in_flight);
+    // computes before its last push is answered).
+    double in_flight = static_cast<double>(workers) * (options.overlap ? 2 : 1);
+    double implicit = 1.0 - 1.0 / in_flight;
     applied.momentum = std::max(0.0, applied.momentum - implicit);
     if (applied.momentum == 0) applied.nesterov = false;
   }
@@ -119,12 +117,7 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
         t->choice_or("compression", spec.param_server.compression, {"none", "bf16", "int8"});
     spec.param_server.overlap = t->boolean_or("overlap", spec.param_server.overlap);
     spec.param_server.staleness_lr = t->boolean_or("staleness_lr", spec.param_server.staleness_lr);
-    spec.param_server.gather = t->number_or("gather", spec.param_server.gather, 0, 10);
     if (spec.strategy == "switch") spec.param_server.mode = "async";
-    if (spec.param_server.gather > 0 && spec.param_server.mode != "async") {
-      t->fail("gather", "0 unless mode = \"async\" (sync applies every worker's push together already, ssp "
-                        "each on its own)");
-    }
     if (spec.param_server.staleness_lr && spec.param_server.mode == "sync") {
       t->fail("staleness_lr", "false with mode = \"sync\" (a synchronous update's gradients are never stale)");
     }

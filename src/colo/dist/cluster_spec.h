@@ -51,14 +51,6 @@ struct ParamServerOptions {
   // lr / staleness (Zhang et al., "Staleness-aware Async-SGD", 2016), so a
   // slow worker's old gradients move the parameters less.
   bool staleness_lr = false;
-  // async, > 0: a push waits up to `gather` times its pusher's own time
-  // between pushes (the median of its last few) for the pushes of the other
-  // workers due by then, and the pushes that came are applied as one
-  // averaged update, with the momentum compensation of that many (every
-  // worker: a synchronous step, at the spec's momentum). Workers in step
-  // then train as sync PS does; a slow one is waited for only when it is
-  // about to push anyway. 0: every push is applied on its own.
-  double gather = 0;
   // Seconds a worker waits for a server whose connection closed to come
   // back, restarted from the run's last checkpoint (by `colo dist`'s
   // launcher; under srun, by whoever starts its rank again), before the run
@@ -67,10 +59,9 @@ struct ParamServerOptions {
 };
 
 // The optimiser a parameter server applies: the spec's, with momentum
-// compensation in the asynchronous modes for updates that each apply
-// `gathered` workers' pushes averaged (ParamServerOptions::gather).
+// compensation in the asynchronous modes.
 train::OptimizerSpec server_optimizer(const train::OptimizerSpec& optimizer,
-                                      const ParamServerOptions& options, int64_t workers, int64_t gathered = 1);
+                                      const ParamServerOptions& options, int64_t workers);
 
 // [switch]: the rule that moves a run from allreduce to async PS (switch_rule.h).
 struct SwitchRule {

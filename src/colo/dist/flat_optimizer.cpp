@@ -1,7 +1,5 @@
 #include "colo/dist/flat_optimizer.h"
 
-#include <algorithm>
-
 #include "colo/fuse/fused_optimizer.h"
 
 namespace colo::dist {
@@ -24,20 +22,6 @@ std::vector<at::Tensor> FlatOptimizer::state() const {
   std::vector<at::Tensor> state = optimizer_->state();
   for (size_t i = 0; i + 1 < state.size(); ++i) state[i] = state[i].view({-1});
   return state;
-}
-
-void FlatOptimizer::take_state_of(const FlatOptimizer& other) {
-  auto from = other.state();
-  auto to = state();
-  size_t shared = std::min(from.size(), to.size()) - 1;
-  for (size_t m = 0; m + 1 < to.size(); ++m) {
-    if (m < shared) {
-      to[m].copy_(from[m]);
-    } else {
-      to[m].zero_();
-    }
-  }
-  to.back().copy_(from.back());
 }
 
 int FlatOptimizer::moment_buffers(const train::OptimizerSpec& spec) {

@@ -32,11 +32,6 @@ class FlatOptimizer {
   // How many [P] buffers state() lists for `spec`.
   static int moment_buffers(const train::OptimizerSpec& spec);
 
-  // Makes this optimiser's state `other`'s (another spec over the same
-  // buffers, e.g. other momentum): the moment buffers both keep and the
-  // step counter are copied; a buffer only this one keeps is zeroed.
-  void take_state_of(const FlatOptimizer& other);
-
  private:
   at::Tensor values_;
   std::unique_ptr<fuse::FusedOptimizer> optimizer_;

@@ -1,7 +1,6 @@
 #include "colo/dist/param_server.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -39,32 +38,6 @@ struct SharedBoxes {
 // server calls the worker gone (the message and the close travel apart).
 constexpr double kDoneGraceS = 2.0;
 
-// A worker's time between pushes: the median of its last few, so that one
-// long gap (worker 0 evaluating) does not move it.
-class PushInterval {
- public:
-  void pushed(double now) {
-    if (last_ >= 0) {
-      gaps_[next_ % gaps_.size()] = now - last_;
-      ++next_;
-    }
-    last_ = now;
-  }
-  bool known() const { return next_ >= 2; }
-  double last() const { return last_; }
-  double median() const {
-    size_t n = std::min(next_, gaps_.size());
-    std::array<double, 7> sorted = gaps_;
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(n / 2), sorted.begin() + static_cast<long>(n));
-    return sorted[n / 2];
-  }
-
- private:
-  std::array<double, 7> gaps_{};
-  size_t next_ = 0;
-  double last_ = -1;
-};
-
 class Server {
  public:
   Server(const ClusterSpec& spec, Rendezvous& rendezvous, int64_t index, c10::Device device)
@@ -83,9 +56,7 @@ class Server {
   ServerReport serve() {
     Stopwatch silence;
     while (done_ < spec_.workers) {
-      double wait_s = gathering() && !held_.empty() ? std::clamp(gather_until_ - clock_now(), 0.0, 1.0) : 1.0;
-      auto envelope = socket_.receive(wait_s, scratch_.defined() ? &scratch_ : nullptr);
-      if (gathering() && !held_.empty() && clock_now() >= gather_until_) apply_gathered();
+      auto envelope = socket_.receive(1.0, scratch_.defined() ? &scratch_ : nullptr);
       check_disconnections();
       if (!envelope) {
         if (initialized_ && silence.elapsed_s() > spec_.timeout_s) check_stalled();
@@ -114,7 +85,6 @@ class Server {
     // holds, as the replies so far built them (undefined before the first).
     at::Tensor holds;
     at::Tensor reply_host;  // the pinned buffer its compressed replies go out from
-    PushInterval interval;  // gather: when its pushes come
   };
 
   void handle(int worker, const Message& message) {
@@ -147,9 +117,6 @@ class Server {
         ++done_;
         release_ssp();  // a finished worker no longer holds anyone back
         if (spec_.param_server.mode == "sync") complete_sync_round();
-        if (gathering() && !held_.empty() && static_cast<int64_t>(held_.size()) >= spec_.workers - done_) {
-          apply_gathered();
-        }
         break;
       default:
         throw std::runtime_error(name_ + ": unexpected message type " +
@@ -235,7 +202,6 @@ class Server {
                       : at::empty({size}, host_options(compressed() ? at::kBFloat16 : at::kFloat));
     optimizer_ = std::make_unique<FlatOptimizer>(
         values_, gradients_, server_optimizer(spec_.train.optimizer, spec_.param_server, spec_.workers));
-    optimizer_gathered_ = 1;
     auto state = optimizer_->state();
     int kept = std::min(moments, static_cast<int>(state.size()) - 1);
     for (int m = 0; m < kept; ++m) state[m].copy_(state_in.narrow(0, (1 + m) * size, size));
@@ -296,13 +262,12 @@ class Server {
       complete_sync_round();
       return;
     }
-    if (gathering()) {
-      gather(worker, pushed, staleness, message.lr);
-      report_.update_s += updating.elapsed_s();
-      return;
-    }
     gradients_.copy_(pushed);
-    step_optimizer(1, message.lr, staleness);
+    // Staleness-aware (Zhang et al., 2016): a gradient computed `staleness`
+    // updates ago steps lr / staleness.
+    const bool damped = spec_.param_server.staleness_lr && staleness > 1;
+    optimizer_->step(damped ? message.lr / static_cast<double>(staleness) : message.lr);
+    ++report_.updates;
     report_.update_s += updating.elapsed_s();
     if (mode == "async") {
       reply({worker}, 0);
@@ -319,78 +284,9 @@ class Server {
     int64_t running = spec_.workers - done_;
     if (held_.empty() || static_cast<int64_t>(held_.size()) < running) return;
     gradients_.copy_(sum_).div_(static_cast<double>(held_.size()));
-    step_optimizer(static_cast<int64_t>(held_.size()), last_lr_, 0);
-    sum_.zero_();
-    answer_held([](const HeldReply&) { return true; });
-  }
-
-  // One update from the gradients in gradients_, `gathered` workers' pushes
-  // averaged (its momentum compensation; none in sync mode). Staleness-aware (Zhang et al., 2016): a gradient computed
-  // `staleness` updates ago steps lr / staleness.
-  void step_optimizer(int64_t gathered, double lr, int64_t staleness) {
-    if (gathered != optimizer_gathered_) {
-      auto next = std::make_unique<FlatOptimizer>(
-          values_, gradients_, server_optimizer(spec_.train.optimizer, spec_.param_server, spec_.workers, gathered));
-      next->take_state_of(*optimizer_);
-      optimizer_ = std::move(next);
-      optimizer_gathered_ = gathered;
-    }
-    const bool damped = spec_.param_server.staleness_lr && staleness > 1;
-    optimizer_->step(damped ? lr / static_cast<double>(staleness) : lr);
+    optimizer_->step(last_lr_);
     ++report_.updates;
-    if (gathered > 1) ++report_.gathered_updates;
-  }
-
-  // Async with gather: adds the push to those waiting to be applied
-  // together. The first of them waits (until gather_until_) only when
-  // another worker's push is due within `gather` x its pusher's interval,
-  // before or after now; once every running worker has pushed, or the
-  // wait is over, they are applied.
-  void gather(int worker, const at::Tensor& pushed, int64_t staleness, double lr) {
-    WorkerState& pusher = workers_[static_cast<size_t>(worker)];
-    const double now = clock_now();
-    pusher.interval.pushed(now);
-    if (held_.empty()) {
-      sum_.copy_(pushed);
-    } else {
-      sum_.add_(pushed);
-    }
-    held_.push_back(HeldReply{worker, now, 0});
-    gathered_lr_ = lr;
-    gathered_staleness_ = std::max(gathered_staleness_, staleness);
-    if (static_cast<int64_t>(held_.size()) >= spec_.workers - done_) {
-      apply_gathered();
-      return;
-    }
-    if (held_.size() > 1) return;
-    const double window = pusher.interval.known() ? spec_.param_server.gather * pusher.interval.median() : 0;
-    if (window > 0 && another_push_due(worker, now, window)) {
-      gather_until_ = now + window;
-    } else {
-      apply_gathered();
-    }
-  }
-
-  // Whether a running worker other than `pusher`, not gathered yet, is due
-  // to push within `window` of `now`, from its own last push and interval.
-  bool another_push_due(int pusher, double now, double window) const {
-    for (size_t w = 0; w < workers_.size(); ++w) {
-      const WorkerState& other = workers_[w];
-      if (static_cast<int>(w) == pusher || other.done || !other.interval.known()) continue;
-      bool gathered = std::any_of(held_.begin(), held_.end(),
-                                  [&](const HeldReply& h) { return h.worker == static_cast<int>(w); });
-      double due = other.interval.last() + other.interval.median();
-      if (!gathered && due >= now - window && due <= now + window) return true;
-    }
-    return false;
-  }
-
-  void apply_gathered() {
-    const auto gathered = static_cast<int64_t>(held_.size());
-    gradients_.copy_(sum_);
-    if (gathered > 1) gradients_.div_(static_cast<double>(gathered));
-    step_optimizer(gathered, gathered_lr_, gathered_staleness_);
-    gathered_staleness_ = 0;
+    sum_.zero_();
     answer_held([](const HeldReply&) { return true; });
   }
 
@@ -526,7 +422,6 @@ class Server {
     report_.reply_s += replying.elapsed_s();
   }
 
-  bool gathering() const { return spec_.param_server.mode == "async" && spec_.param_server.gather > 0; }
   bool compressed() const { return spec_.param_server.compression == "bf16"; }
   bool int8() const { return spec_.param_server.compression == "int8"; }
 
@@ -564,11 +459,6 @@ class Server {
   at::Tensor values_, gradients_, sum_, scratch_;
   at::Tensor whole_host_;  // the pinned buffer float32 replies go out from
   std::unique_ptr<FlatOptimizer> optimizer_;
-  int64_t optimizer_gathered_ = 1;  // the pushes an update of optimizer_ averages (its momentum compensation)
-  // Async with gather: the pushes summed into sum_ and held_, not applied yet.
-  double gather_until_ = 0;
-  double gathered_lr_ = 0;
-  int64_t gathered_staleness_ = 0;
   ServerReport report_;
 };
 

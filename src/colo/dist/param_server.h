@@ -33,7 +33,6 @@ struct ServerReport {
   int64_t updates = 0;   // optimiser steps applied
   int64_t pushes = 0;
   double held_s = 0;     // total time replies were held back
-  int64_t gathered_updates = 0;  // updates that applied more than one push (sync; async with gather)
   // Sum over pushes of the updates applied between the pull whose
   // parameters the pusher's gradient was computed on (its last; with
   // overlap, the one before) and its push: its gradient's staleness;

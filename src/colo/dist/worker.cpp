@@ -277,11 +277,10 @@ void run_rank(const ClusterSpec& spec, const Membership& member) {
     ServerReport report = run_param_server(spec, rendezvous, index, server_device(spec, index));
     const double pushes = static_cast<double>(std::max<int64_t>(report.pushes, 1));
     std::fprintf(stderr,
-                 "server %lld: %lld pushes, %lld updates (%lld of several pushes), replies held %.2f s in all, "
-                 "mean staleness %.3f, per push %.3f ms taking it in and updating, %.3f ms replying\n",
+                 "server %lld: %lld pushes, %lld updates, replies held %.2f s in all, mean staleness %.3f, "
+                 "per push %.3f ms taking it in and updating, %.3f ms replying\n",
                  static_cast<long long>(index), static_cast<long long>(report.pushes),
-                 static_cast<long long>(report.updates), static_cast<long long>(report.gathered_updates),
-                 report.held_s,
+                 static_cast<long long>(report.updates), report.held_s,
                  static_cast<double>(report.staleness_sum) / pushes, 1000 * report.update_s / pushes,
                  1000 * report.reply_s / pushes);
   }
