@@ -29,6 +29,10 @@
 # PS_BACKEND=gloo and PS_MAX_STEPS=N run the workers' group on Gloo with N steps each:
 # on a one-GPU machine both workers then share cuda:0 (a check of the transports, not
 # the comparison the issue asks for).
+# PS_MPS=1 runs every process (workers, servers, the neighbour) as a client of
+# one MPS daemon, started here with a private pipe directory and quit at the
+# end: a server's update then runs beside the worker on its GPU instead of
+# waiting for a time slice.
 # Usage: bench/dist/ps/run.sh BUILD OUT [RUN ...]
 set -uo pipefail
 BUILD=$1
@@ -39,6 +43,13 @@ runs=("$@")
                                uneven:allreduce uneven:ps-async uneven:ps-sync uneven:switch uneven:switch-ss)
 mkdir -p "$OUT/configs"
 SCRATCH=$(mktemp -d)
+if [ "${PS_MPS:-0}" = 1 ]; then
+  CUDA_MPS_PIPE_DIRECTORY=$(mktemp -d) CUDA_MPS_LOG_DIRECTORY=$(mktemp -d)
+  export CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  nvidia-cuda-mps-control -d || { echo "bench/dist/ps/run.sh: MPS did not start" >&2; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  sleep 1
+fi
 
 # shellcheck source=bench/dist/resnet_cluster.sh
 source "$(dirname "$0")/../resnet_cluster.sh"
