@@ -161,6 +161,17 @@ TEST(ClusterSpec, CompressionIsNoneBf16OrInt8AndOverlapNeedsAsyncAndStalenessLrA
   EXPECT_NE(never_stale.find("param_server.staleness_lr"), std::string::npos) << never_stale;
 }
 
+TEST(ClusterSpec, MpsIsAutoOnOrOff) {
+  testing::TempDir dir;
+  const std::string ps = "[cluster]\nstrategy = \"param_server\"\n";
+  EXPECT_EQ(parse_cluster_spec(dir.write("plain.toml", std::string(kBase) + ps)).param_server.mps, "auto");
+  EXPECT_EQ(parse_cluster_spec(dir.write("off.toml", std::string(kBase) + ps + "[param_server]\nmps = \"off\"\n"))
+                .param_server.mps,
+            "off");
+  std::string bad = error_for(dir, ps + "[param_server]\nmps = \"yes\"\n");
+  EXPECT_NE(bad.find("param_server.mps"), std::string::npos) << bad;
+}
+
 TEST(StrategyRegistry, NamesEveryStrategyOnceAndRefusesAnUnknownOne) {
   EXPECT_EQ(strategy_names(), (std::vector<std::string>{"allreduce", "param_server", "switch"}));
   EXPECT_FALSE(strategy_info("allreduce").uses_servers);

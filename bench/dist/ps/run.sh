@@ -29,10 +29,10 @@
 # PS_BACKEND=gloo and PS_MAX_STEPS=N run the workers' group on Gloo with N steps each:
 # on a one-GPU machine both workers then share cuda:0 (a check of the transports, not
 # the comparison the issue asks for).
-# PS_MPS=1 runs every process (workers, servers, the neighbour) as a client of
-# one MPS daemon, started here with a private pipe directory and quit at the
-# end: a server's update then runs beside the worker on its GPU instead of
-# waiting for a time slice.
+# PS_MPS=auto|on|off sets [param_server] mps in every run with servers (unset:
+# colo's default, auto: colo dist runs the ranks under a private MPS daemon, so a
+# server's update runs beside its GPU's worker; off: time slices). The neighbour
+# is never an MPS client: it takes time slices from the daemon's server.
 # Usage: bench/dist/ps/run.sh BUILD OUT [RUN ...]
 set -uo pipefail
 BUILD=$1
@@ -43,24 +43,23 @@ runs=("$@")
                                uneven:allreduce uneven:ps-async uneven:ps-sync uneven:switch uneven:switch-ss)
 mkdir -p "$OUT/configs"
 SCRATCH=$(mktemp -d)
-if [ "${PS_MPS:-0}" = 1 ]; then
-  CUDA_MPS_PIPE_DIRECTORY=$(mktemp -d) CUDA_MPS_LOG_DIRECTORY=$(mktemp -d)
-  export CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-  nvidia-cuda-mps-control -d || { echo "bench/dist/ps/run.sh: MPS did not start" >&2; exit 1; }
-  trap 'echo quit | nvidia-cuda-mps-control' EXIT
-  sleep 1
-fi
 
 # shellcheck source=bench/dist/resnet_cluster.sh
 source "$(dirname "$0")/../resnet_cluster.sh"
 data='name = "fashion-mnist"
 on_device = true
 prefetch = 0'
+# EXTRA with [param_server] mps = $PS_MPS, where set and the strategy has servers.
+with_mps() {  # STRATEGY EXTRA
+  if [ -z "${PS_MPS:-}" ] || [ "$1" = allreduce ]; then printf '%s' "$2"
+  elif [[ $2 == *"[param_server]"* ]]; then printf '%s' "${2/\[param_server\]/[param_server]$'\n'mps = \"$PS_MPS\"}"
+  else printf '%s\n[param_server]\nmps = "%s"' "$2" "$PS_MPS"; fi
+}
 cluster_file() {  # NAME STRATEGY EXTRA
   resnet_cluster_file "$OUT/configs/$1.toml" "$SCRATCH/$1" 2 "$2" "$data" "${PS_MAX_STEPS:-0}" 3 "${PS_BACKEND:-nccl}" \
     "eval_every = ${PS_EVAL_EVERY:-25}
 target_accuracy = ${TTA_TARGET:-0.90}
-$3"
+$(with_mps "$2" "$3")"
 }
 
 if [ "${PS_BUSBW:-0}" = 1 ]; then

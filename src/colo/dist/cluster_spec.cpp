@@ -117,6 +117,7 @@ ClusterSpec parse_cluster_spec(const std::string& path) {
         t->choice_or("compression", spec.param_server.compression, {"none", "bf16", "int8"});
     spec.param_server.overlap = t->boolean_or("overlap", spec.param_server.overlap);
     spec.param_server.staleness_lr = t->boolean_or("staleness_lr", spec.param_server.staleness_lr);
+    spec.param_server.mps = t->choice_or("mps", spec.param_server.mps, {"auto", "on", "off"});
     if (spec.strategy == "switch") spec.param_server.mode = "async";
     if (spec.param_server.staleness_lr && spec.param_server.mode == "sync") {
       t->fail("staleness_lr", "false with mode = \"sync\" (a synchronous update's gradients are never stale)");

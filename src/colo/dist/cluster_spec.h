@@ -56,6 +56,10 @@ struct ParamServerOptions {
   // launcher; under srun, by whoever starts its rank again), before the run
   // fails; 0: it fails at once. async and ssp only, with checkpoint_steps.
   double rejoin_s = 0;
+  // auto: `colo dist` runs its ranks under a private MPS daemon when the
+  // servers share GPUs with the workers (dist/run_mps.h); on: the same, and
+  // a run that cannot is an error; off: time slices.
+  std::string mps = "auto";
 };
 
 // The optimiser a parameter server applies: the spec's, with momentum

@@ -22,6 +22,7 @@
 #include "colo/core/tcp_port.h"
 #include "colo/dist/rendezvous.h"
 #include "colo/dist/run_checkpoint.h"
+#include "colo/dist/run_mps.h"
 
 namespace colo::dist {
 namespace {
@@ -71,6 +72,9 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
                spec.uses_servers() ? (" + " + std::to_string(spec.servers) + " servers").c_str() : "",
                spec.strategy.c_str(), rendezvous.c_str());
 
+  // Quit (after every rank has ended) when this function returns.
+  RunMps mps(spec);
+
   // optional: a restarted server's process replaces its first in place.
   std::vector<std::optional<ChildProcess>> children(static_cast<size_t>(spec.world()));
   std::vector<EnvironmentOverrides> envs;
@@ -81,6 +85,7 @@ int launch_local(const ClusterSpec& spec, const std::vector<std::string>& argv) 
                              {"COLO_DIST_WORLD", std::to_string(spec.world())},
                              {"COLO_DIST_RENDEZVOUS", rendezvous}};
     share_cores(env, static_cast<size_t>(spec.world()));
+    env.insert(mps.environment().begin(), mps.environment().end());
     std::string log = out + "/rank" + std::to_string(rank) + ".log";
     if (path_exists(log)) remove_tree(log);
     logs.push_back(rank == 0 ? "" : log);
