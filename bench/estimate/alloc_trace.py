@@ -6,6 +6,10 @@ colo's modelled step (COLO_ESTIMATE_TRACE, trace_pair.sh).
 
     python3 bench/estimate/alloc_trace.py ROW [...] --out DIR
 
+With --from-start the trace begins before the model is built, so it holds
+the parameters' and buffers' allocations as .cuda() makes them
+(train_from_event: where training began).
+
 DIR/ROW.json (':' as '_') gets: max allocated/reserved; every cudaMalloc of a
 segment (size, bytes allocated at that moment, the op and Python line that
 asked); allocations of 8 MiB and more; the bytes live at the peak of
@@ -52,7 +56,9 @@ def setup_loop(setup, model_name, batch, optimizer):
     return real_training.setups.gpu_loop(row, real_training.MODELS)
 
 
-def trace_row(spec):
+def trace_row(spec, from_start=False):
+    if from_start:  # the model's and the batch's allocations too, as .cuda() makes them
+        torch.cuda.memory._record_memory_history(max_entries=400000, stacks=STACKS)
     parts = spec.split(":")
     if len(parts) == 3:
         train = plain_loop(parts[0], int(parts[1]), parts[2])
@@ -60,7 +66,9 @@ def trace_row(spec):
         train = setup_loop(parts[0], parts[1], int(parts[2]), parts[3])
     else:
         sys.exit(f"alloc_trace.py: a row is MODEL:BATCH:OPTIMIZER or SETUP:MODEL:BATCH:OPTIMIZER, got {spec!r}")
-    torch.cuda.memory._record_memory_history(max_entries=400000, stacks=STACKS)
+    train_from = len(torch.cuda.memory._snapshot()["device_traces"][0]) if from_start else 0
+    if not from_start:
+        torch.cuda.memory._record_memory_history(max_entries=400000, stacks=STACKS)
     train()
     torch.cuda.synchronize()
     snapshot = torch.cuda.memory._snapshot()
@@ -99,6 +107,8 @@ def trace_row(spec):
         "trace_peak_allocated": peak,
         "peak_event": peak_at,
         "event_count": len(events),
+        # With --from-start: events before this one built the model and the batch; train() made the rest.
+        "train_from_event": train_from,
         "segments": segments,
         "large_allocations": big,
         "live_at_peak_by_line": by_line.most_common(40),
@@ -117,6 +127,9 @@ def main():
     parser.add_argument("--repeat", type=int, default=1,
                         help="trace each row this many times in this process (ROW.rK.json for K > 1): "
                              "the first is the process's first training, the others run warm")
+    parser.add_argument("--from-start", action="store_true",
+                        help="record from before the model is built (its .cuda() and the batch), "
+                             "train_from_event marking where training began")
     parser.add_argument("--stacks", default="python", choices=("python", "all"),
                         help="'all' names each allocation's ATen op too (slow: minutes a row)")
     args = parser.parse_args()
@@ -125,7 +138,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     for spec in args.rows:
         for round_ in range(1, args.repeat + 1):
-            result = trace_row(spec)
+            result = trace_row(spec, args.from_start)
             name = spec.replace(":", "_") + (f".r{round_}" if round_ > 1 else "")
             with open(os.path.join(args.out, name + ".json"), "w") as f:
                 json.dump(result, f, indent=1)
