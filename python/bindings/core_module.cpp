@@ -76,7 +76,7 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
                         double weight_decay, bool nesterov, bool keeps_output, bool keeps_gradients,
                         const std::string& learned, const std::string& gpu,
                         const std::string& optimizer_implementation, bool zero_grad_before_forward,
-                        int accumulation_steps) {
+                        int accumulation_steps, const std::vector<int64_t>& resident_allocations) {
   colo::estimate::UserModel model;
   model.set_mode = set_mode;
   model.loss = loss;
@@ -93,6 +93,7 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
   training.keeps_output = keeps_output;
   training.keeps_gradients = keeps_gradients;
   training.accumulation_steps = accumulation_steps;
+  training.resident_allocations = resident_allocations;
   training.optimizer_implementation = optimizer_implementation;
   training.zero_grad_before_forward = zero_grad_before_forward;
   colo::estimate::JobModel job = colo::estimate::describe_user_job(model, training);
@@ -153,7 +154,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("optimizer"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"),
         py::arg("keeps_output") = true, py::arg("keeps_gradients") = false, py::arg("learned") = "",
         py::arg("gpu") = "", py::arg("optimizer_implementation") = "single",
-        py::arg("zero_grad_before_forward") = false, py::arg("accumulation_steps") = 1);
+        py::arg("zero_grad_before_forward") = false, py::arg("accumulation_steps") = 1,
+        py::arg("resident_allocations") = std::vector<int64_t>{});
   m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
   m.def("gemm_workspace", &gemm_workspace, py::arg("gpu"));
   m.def("library_workspace", &library_workspace, py::arg("gpu"));

@@ -327,15 +327,15 @@ def _estimate(model, example_inputs, batch_size, optimizer, loss, evaluation, ev
                 optimizer=name, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
                 keeps_output=bool(keep_output), keeps_gradients=not set_to_none, learned=str(learned or ""),
                 gpu=gpu, optimizer_implementation=implementation, zero_grad_before_forward=zero_grad_before_forward,
-                accumulation_steps=accumulation_steps)
+                accumulation_steps=accumulation_steps, resident_allocations=_resident_allocations(model))
     finally:
         model.train(was_training)
     breakdown = dict(found["breakdown"])
-    # The recorded graph holds only the trainable parameters the forward
-    # reaches (through their gradient accumulators); the GPU also holds the
-    # rest of model.to("cuda"): frozen parameters (a frozen backbone, an
-    # adapter's base model), unused ones and buffers (BatchNorm statistics,
-    # masks), each its own allocation.
+    # The replay allocated every block of model.to("cuda") in its order
+    # (_resident_allocations): the trainable parameters the recorded graph
+    # reaches, and the frozen ones (a frozen backbone, an adapter's base
+    # model), unused ones and buffers (BatchNorm statistics, masks). What
+    # is left unseen is autocast's low-precision copies.
     unseen = max(0, _resident_model_bytes(model) + _low_precision_copy_bytes(model, autocast)
                  - breakdown["parameters"])
     breakdown["parameters"] += unseen
@@ -808,13 +808,30 @@ def _low_precision_copy_bytes(model, autocast):
     return total
 
 
+def _resident_allocations(model):
+    """Bytes of each allocation model.to("cuda") makes, in its order
+    (torch.nn.Module._apply: a module's children first, then its own
+    parameters, then its buffers), each in the CUDA caching allocator's
+    512-byte blocks; a tensor met again (a tied weight) and an empty one make
+    none. On an H200 this is the real process's own sequence, block for
+    block (torchvision ResNet-18/50, MobileNetV2, RegNetY, ConvNeXt)."""
+    sizes, seen = [], set()
+
+    def visit(module):
+        for child in module.children():
+            visit(child)
+        for t in list(module._parameters.values()) + list(module._buffers.values()):
+            if t is None or id(t) in seen:
+                continue
+            seen.add(id(t))
+            if t.numel() > 0:
+                sizes.append(_allocator_bytes(t.numel() * t.element_size()))
+
+    visit(model)
+    return sizes
+
+
 def _resident_model_bytes(model):
-    """Bytes of every parameter and buffer of the model, each rounded to the
-    CUDA caching allocator's 512-byte blocks (shared tensors once)."""
-    total, seen = 0, set()
-    for t in list(model.parameters()) + list(model.buffers()):
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        total += _allocator_bytes(t.numel() * t.element_size())
-    return total
+    """Bytes of every parameter and buffer of the model on the GPU
+    (_resident_allocations, summed)."""
+    return sum(_resident_allocations(model))

@@ -1306,3 +1306,52 @@ def test_foreach_adam_holds_every_parameters_temporary_at_once():
     assert foreach.bytes - single.bytes >= 30 << 20, (foreach, single)
     assert _optimizer_fields(torch.optim.Adam(model.parameters()))[4] == _default_optimizer_implementation()
     assert _optimizer_fields("sgd")[4] == _default_optimizer_implementation()
+
+
+class _ResidentNet(nn.Module):
+    """Own parameter and buffers beside children, a module reached twice, an empty buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1000))
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8, 10)
+        self.again = self.head
+        self.register_buffer("mask", torch.ones(300))
+        self.register_buffer("empty", torch.empty(0))
+
+
+def test_resident_allocations_are_what_module_to_allocates_in_its_order():
+    from colo.estimate import _allocator_bytes, _resident_allocations
+    net = _ResidentNet()
+    applied, seen = [], set()
+
+    def record(t):  # what .to("cuda") would copy, in the order nn.Module._apply visits it
+        if id(t) not in seen and t.numel() > 0:
+            applied.append(_allocator_bytes(t.numel() * t.element_size()))
+        seen.add(id(t))
+        return t
+
+    net._apply(record)
+    assert _resident_allocations(net) == applied
+    # The children's tensors before the module's own parameter, its buffer last.
+    assert applied[-2:] == [4096, 1536] and len(applied) == 11
+
+
+def test_a_frozen_weight_is_a_block_of_its_own_in_the_replay(monkeypatch):
+    # A 3 MiB frozen weight: on a GPU the caching allocator gives it a 20 MiB
+    # segment of its own (1-10 MiB requests), whose other 17 MiB the step's
+    # small tensors never use. Counted as bytes beside the replay, as before,
+    # it costs its 3 MiB only.
+    model = nn.Sequential(nn.Linear(1024, 768), nn.ReLU(), nn.Linear(768, 10))
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    as_blocks = colo.estimate(model, torch.randn(2, 1024), batch_size=8, optimizer="sgd")
+    module = sys.modules["colo.estimate"]
+    resident = module._resident_model_bytes(model)
+    monkeypatch.setattr(module, "_resident_allocations", lambda model: [])  # the replay: trainable blocks only
+    monkeypatch.setattr(module, "_resident_model_bytes", lambda model: resident)  # the rest added as bytes
+    as_bytes = colo.estimate(model, torch.randn(2, 1024), batch_size=8, optimizer="sgd")
+    assert as_blocks.breakdown["parameters"] == as_bytes.breakdown["parameters"] >= 3 << 20
+    assert as_blocks.bytes - as_bytes.bytes >= 16 << 20

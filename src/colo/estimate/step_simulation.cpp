@@ -102,7 +102,8 @@ class Simulation {
   }
 
   SimulatedPeak run() {
-    for (int64_t bytes : g_.parameter_bytes) params_.push_back(mem_.allocate(kParameters, bytes, "setup"));
+    const auto& model = c_.resident_allocations.empty() ? g_.parameter_bytes : c_.resident_allocations;
+    for (int64_t bytes : model) params_.push_back(mem_.allocate(kParameters, bytes, "setup"));
     if (c_.resident_data_bytes > 0) mem_.allocate(kData, c_.resident_data_bytes, "setup");
     for (int step = 0; step < 3; ++step) train_step(step == 0);
     evaluate();

@@ -37,6 +37,13 @@ struct StepConfig {
   // gradients; else after the forward, as colo's trainer and Lightning's
   // closure do, so the forward runs beside them.
   bool zero_grad_before_forward = false;
+  // Every allocation model.to(device) makes, in its order (each module's
+  // children, then its parameters, then its buffers; the graph's trainable
+  // parameters among them), bytes each. The replay allocates these before
+  // the first step instead of the graph's parameter_bytes, so later blocks
+  // find the segments the real process's model left. Empty: the graph's
+  // trainable parameters only.
+  std::vector<int64_t> resident_allocations;
   // cuBLAS's workspace per handle (DeviceProfile::gemm_workspace_bytes): a
   // fresh process takes one at the forward's first matrix product and one at
   // backward's (autograd's thread), and keeps both. 0: not replayed.

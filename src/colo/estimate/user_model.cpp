@@ -42,6 +42,7 @@ JobModel describe_user_job(const UserModel& model, const UserTraining& training)
   job.step.keeps_gradients = training.keeps_gradients;
   job.step.accumulation_steps = training.accumulation_steps;
   job.step.zero_grad_before_forward = training.zero_grad_before_forward;
+  job.step.resident_allocations = training.resident_allocations;
   set_optimizer_footprint(training.optimizer, job.step, training.optimizer_implementation);
   job.summary = summarize_graph(job.graph, training.batch_size, "other", summary_optimizer(training.optimizer));
   return job;

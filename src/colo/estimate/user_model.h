@@ -45,6 +45,7 @@ struct UserTraining {
   bool keeps_gradients = false; // zero_grad(set_to_none=False): the gradients are never freed
   int accumulation_steps = 1;   // micro-batches per optimiser step (see StepConfig)
   bool zero_grad_before_forward = false;  // see StepConfig
+  std::vector<int64_t> resident_allocations;  // see StepConfig (the model's, in .to(device)'s order)
 };
 
 // The optimiser's per-parameter state and temporaries in `step`, as colo's
