@@ -53,7 +53,7 @@ RunMps::RunMps(const ClusterSpec& spec) {
     return;
   }
   environment_ = daemon_->client_environment(std::nullopt, std::nullopt);
-  std::fprintf(stderr, "%s\n", plan.note.c_str());
+  std::fprintf(stderr, "%s; its pipe: %s\n", plan.note.c_str(), options.pipe_dir.c_str());
 }
 
 RunMps::~RunMps() {
