@@ -1,6 +1,7 @@
 #include "colo/core/paused_groups.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -18,12 +19,27 @@ namespace {
 // The watchdog, after fork(): only async-signal-safe calls. It waits for
 // the parent's byte (resumed: nothing to do), or for the socket's end without
 // one (the parent died) or the limit, and then continues the groups.
-[[noreturn]] void watch(int read_fd, const pid_t* targets, size_t count, int limit_ms, long open_max) {
+constexpr int kIgnoredByTheWatchdog[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+
+// The watchdog's signals, blocked from before fork() until it ignores them:
+// a Ctrl-C that comes as the groups stop (just after fork) is then never
+// the default's, which would end the watchdog and leave them stopped.
+sigset_t watchdog_signals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig : kIgnoredByTheWatchdog) ::sigaddset(&set, sig);
+  return set;
+}
+
+[[noreturn]] void watch(int read_fd, const pid_t* targets, size_t count, int limit_ms, long open_max,
+                        const sigset_t* blocked) {
   // colo's own handlers (interrupt_cleanup.h) are not this process's: a
   // Ctrl-C or a SIGTERM to colo's process group leaves it to its duty.
+  // Ignored first, then unblocked: one that came meanwhile is discarded.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::sigaction(sig, &ignore, nullptr);
+  for (int sig : kIgnoredByTheWatchdog) ::sigaction(sig, &ignore, nullptr);
+  ::sigprocmask(SIG_UNBLOCK, blocked, nullptr);
   for (long fd = 3; fd < open_max; ++fd) {
     if (fd != read_fd) ::close(static_cast<int>(fd));
   }
@@ -55,14 +71,18 @@ PausedGroups::PausedGroups(std::vector<pid_t> pgids, double limit_s, const std::
   }
   const long open_max = std::min(::sysconf(_SC_OPEN_MAX), 65536L);
   const int limit_ms = static_cast<int>(std::max(limit_s, 0.0) * 1000);
+  const sigset_t blocked = watchdog_signals();
+  sigset_t previous;
+  ::pthread_sigmask(SIG_BLOCK, &blocked, &previous);
   pid_t pid = ::fork();
+  if (pid == 0) watch(fds[0], targets_.data(), targets_.size(), limit_ms, open_max, &blocked);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) {
     int err = errno;
     ::close(fds[0]);
     ::close(fds[1]);
     throw std::runtime_error(std::string("cannot pause jobs: fork: ") + std::strerror(err));
   }
-  if (pid == 0) watch(fds[0], targets_.data(), targets_.size(), limit_ms, open_max);
   ::close(fds[0]);
   dismiss_fd_ = fds[1];
   watchdog_ = pid;
