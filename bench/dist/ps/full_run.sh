@@ -8,7 +8,9 @@
 #             PS over CUDA IPC with and without overlap, and the ZeroMQ path
 #             (float32; bfloat16; bfloat16 with overlap; bfloat16 over 4
 #             servers), each step's exchange by phase in the step records and
-#             each server's in its log; the neighbour's strength (uneven
+#             each server's in its log; sync and async PS again with
+#             [param_server] mps = "off" (the servers by time slices, as before
+#             colo ran them under MPS); the neighbour's strength (uneven
 #             all-reduce for 200 steps beside an 8192 and a 16384 matrix-product
 #             neighbour: the rounds use the smaller one that slows worker 1's
 #             compute at least 1.8x, else the stronger). About 5 minutes on 2 H200s.
@@ -29,7 +31,9 @@ RUNS="even:allreduce even:ps-sync even:ps-async even:ps-async-ov even:ps-async-z
 case $STAGE in
   prep)
     OUT=$OUT/ablation PS_ROUNDS=1 PS_BUSBW=1 PS_MAX_STEPS=200 \
-      PS_RUNS="even:allreduce even:ps-async even:ps-async-ov even:ps-async-zmq-fp32 even:ps-async-zmq-bf16 even:ps-async-zmq even:ps-async-zmq-s4" \
+      PS_RUNS="even:allreduce even:ps-sync even:ps-async even:ps-async-ov even:ps-async-zmq-fp32 even:ps-async-zmq-bf16 even:ps-async-zmq even:ps-async-zmq-s4" \
+      bash bench/gpu/run.sh ps
+    OUT=$OUT/ablation-mps-off PS_ROUNDS=1 PS_MAX_STEPS=200 PS_MPS=off PS_RUNS="even:ps-sync even:ps-async" \
       bash bench/gpu/run.sh ps
     for size in 8192 16384; do
       OUT=$OUT/neighbour-$size PS_ROUNDS=1 PS_MAX_STEPS=200 NEIGHBOUR_SIZE=$size PS_RUNS="uneven:allreduce" \
