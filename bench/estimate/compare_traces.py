@@ -2,15 +2,16 @@
 `trace_pair.sh` writes for a row: ROW.json (alloc_trace.py: the real caching
 allocator's events) and colo_ROW.trace (COLO_ESTIMATE_TRACE: colo's replay).
 
-    PYTHONPATH=BUILD/python python3 bench/estimate/compare_traces.py DIR/ROW.json DIR/colo_ROW.trace \\
+    PYTHONPATH=BUILD/python python3 bench/estimate/compare_traces.py DIR/ROW.json [DIR/colo_ROW.trace] \\
         [--shrink-workspace-mib 0.5]
 
 Prints, in MiB:
   - peaks: the GPU's allocated and reserved peaks; colo's allocator model fed
     the GPU's own allocation sequence (after colo's parameters, which the GPU
-    allocated before its trace began); colo's replay as it is. When the
-    middle one matches the GPU, the model is right and the replay's sequence
-    is what differs;
+    allocated before its trace began; a trace of alloc_trace.py --from-start
+    holds them itself, and is also fed with the addresses the driver gave its
+    segments); colo's replay as it is. When the fed model matches the GPU, the
+    model is right and the replay's sequence is what differs;
   - segments: each segment the GPU's allocator cut (the allocation count
     then, its size, what was allocated) beside each growth of colo's reserved
     memory (W: a kernel workspace);
@@ -23,18 +24,24 @@ import json
 MIB = 1 << 20
 
 
-def real_events(path):
-    """The GPU's trace: its JSON, and [(id, bytes)] allocations (bytes 0: a free) in order."""
+def real_events(path, with_addresses=False):
+    """The GPU's trace: its JSON, and [(id, bytes)] allocations (bytes 0: a free) in order;
+    with_addresses: also {id: address} of the segment each allocation that made one got."""
     trace = json.load(open(path))
-    events, ids, made = [], {}, 0
+    events, ids, made, addresses, segment = [], {}, 0, {}, None
     for action, size, address in trace["events"]:
-        if action == "alloc":
+        if action == "segment_alloc":
+            segment = address
+        elif action == "alloc":
             made += 1
             ids[address] = made
             events.append((made, size))
+            if segment is not None:
+                addresses[made] = segment
+            segment = None
         elif action == "free_completed" and address in ids:
             events.append((ids.pop(address), 0))
-    return trace, events
+    return (trace, events, addresses) if with_addresses else (trace, events)
 
 
 def colo_lines(path):
@@ -81,19 +88,29 @@ def segments(trace, colo_path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("real")
-    parser.add_argument("colo")
+    parser.add_argument("colo", nargs="?", help="colo's replay of the row (optional for a --from-start trace)")
     parser.add_argument("--shrink-workspace-mib", type=float, default=0)
     args = parser.parse_args()
     from colo import _core
 
-    trace, real = real_events(args.real)
-    fed_alloc, fed_reserved = _core.allocator_peaks(colo_events(args.colo, setup_only=True) + real)
-    alloc, reserved = _core.allocator_peaks(colo_events(args.colo))
-    print(f"{trace['row']}: GPU allocated {trace['max_allocated'] / MIB:.0f} reserved {trace['max_reserved'] / MIB:.0f}"
-          f" | model fed the GPU's sequence: allocated {fed_alloc / MIB:.0f} reserved {fed_reserved / MIB:.0f}"
-          f" | colo's replay: allocated {alloc / MIB:.0f} reserved {reserved / MIB:.0f}")
-    segments(trace, args.colo)
-    if args.shrink_workspace_mib:
+    trace, real, addresses = real_events(args.real, with_addresses=True)
+    from_start = trace.get("train_from_event", 0) > 0
+    if not from_start and not args.colo:
+        parser.error("a trace that began after the model's .cuda() needs colo's replay for the parameters")
+    fed_alloc, fed_reserved = _core.allocator_peaks(real if from_start else colo_events(args.colo, setup_only=True) + real)
+    line = (f"{trace['row']}: GPU allocated {trace['max_allocated'] / MIB:.0f} reserved {trace['max_reserved'] / MIB:.0f}"
+            f" | model fed the GPU's sequence{' from .cuda()' if from_start else ''}: allocated {fed_alloc / MIB:.0f}"
+            f" reserved {fed_reserved / MIB:.0f}")
+    if from_start:
+        _, with_addresses = _core.allocator_peaks(real, segment_addresses=addresses)
+        line += f", with the GPU's segment addresses {with_addresses / MIB:.0f}"
+    if args.colo:
+        alloc, reserved = _core.allocator_peaks(colo_events(args.colo))
+        line += f" | colo's replay: allocated {alloc / MIB:.0f} reserved {reserved / MIB:.0f}"
+    print(line)
+    if args.colo:
+        segments(trace, args.colo)
+    if args.colo and args.shrink_workspace_mib:
         _, shrunk = _core.allocator_peaks(colo_events(args.colo, shrink=int(args.shrink_workspace_mib * MIB)))
         print(f"colo's replay with workspaces {args.shrink_workspace_mib} MiB smaller: reserved {shrunk / MIB:.0f}")
 

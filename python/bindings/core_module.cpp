@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include <pybind11/functional.h>
@@ -109,13 +110,18 @@ py::dict estimate_model(const std::function<void(bool)>& set_mode,
 }
 
 // The CUDA caching allocator, as colo models it, over `events` in order:
-// (id, bytes > 0) allocates under id, (id, 0) frees it. Returns its peak
-// (allocated, reserved) bytes.
-std::pair<int64_t, int64_t> allocator_peaks(const std::vector<std::pair<int64_t, int64_t>>& events) {
+// (id, bytes > 0) allocates under id, (id, 0) frees it. `segment_addresses`:
+// for the allocations that made a segment, the driver's address of it (a
+// GPU's trace), to order cached blocks by; empty: colo's guess. Returns its
+// peak (allocated, reserved) bytes.
+std::pair<int64_t, int64_t> allocator_peaks(const std::vector<std::pair<int64_t, int64_t>>& events,
+                                            const std::unordered_map<int64_t, int64_t>& segment_addresses) {
   colo::estimate::CachingAllocatorModel allocator;
   for (const auto& [id, bytes] : events) {
     if (bytes > 0) {
-      allocator.allocate(id, bytes);
+      auto address = segment_addresses.find(id);
+      allocator.allocate(id, bytes,
+                         address == segment_addresses.end() ? std::nullopt : std::optional<int64_t>(address->second));
     } else {
       allocator.free(id);
     }
@@ -156,7 +162,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("gpu") = "", py::arg("optimizer_implementation") = "single",
         py::arg("zero_grad_before_forward") = false, py::arg("accumulation_steps") = 1,
         py::arg("resident_allocations") = std::vector<int64_t>{});
-  m.def("allocator_peaks", &allocator_peaks, py::arg("events"));
+  m.def("allocator_peaks", &allocator_peaks, py::arg("events"),
+        py::arg("segment_addresses") = std::unordered_map<int64_t, int64_t>{});
   m.def("gemm_workspace", &gemm_workspace, py::arg("gpu"));
   m.def("library_workspace", &library_workspace, py::arg("gpu"));
   m.def("next_sequence_number", &colo::estimate::next_sequence_number);

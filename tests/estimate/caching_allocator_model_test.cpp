@@ -1,5 +1,7 @@
 #include "colo/estimate/caching_allocator_model.h"
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 namespace colo::estimate {
@@ -77,6 +79,28 @@ TEST(CachingAllocatorModel, AmongEqualFreeBlocksTheNewestSegmentsIsTakenFirst) {
   a.free(5);
   a.allocate(7, 40 * kMiB);
   EXPECT_EQ(a.reserved(), 80 * kMiB);
+}
+
+// Two cached 12 MiB blocks: one a segment of its own (made first), one the
+// rest of a 20 MiB segment beside a live 8 MiB block. Whichever a 12 MiB
+// request takes decides whether freeing the 8 MiB block leaves a whole 20
+// MiB segment for the next 20 MiB request. Without addresses the newest
+// segment's block goes first; given the driver's, the lowest address does.
+int64_t reserved_after_tie(std::optional<int64_t> first_segment, std::optional<int64_t> second_segment) {
+  CachingAllocatorModel a;
+  a.allocate(1, 12 * kMiB, first_segment);   // its own 12 MiB segment
+  a.allocate(2, 8 * kMiB, second_segment);   // a 20 MiB segment, 12 MiB of it left
+  a.free(1);
+  a.allocate(3, 12 * kMiB);                  // the tie
+  a.free(2);
+  a.allocate(4, 20 * kMiB);
+  return a.reserved();
+}
+
+TEST(CachingAllocatorModel, AmongEqualCachedBlocksTakesTheNewestSegmentsOrTheLowestAddressGiven) {
+  EXPECT_EQ(reserved_after_tie(std::nullopt, std::nullopt), 52 * kMiB);  // newest: the 20 MiB segment's
+  EXPECT_EQ(reserved_after_tie(0x100000000, 0x200000000), 32 * kMiB);    // the first segment lies lower
+  EXPECT_EQ(reserved_after_tie(0x200000000, 0x100000000), 52 * kMiB);
 }
 
 }  // namespace

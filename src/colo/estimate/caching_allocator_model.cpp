@@ -25,32 +25,32 @@ int64_t CachingAllocatorModel::rounded_size(int64_t bytes) {
 void CachingAllocatorModel::insert_free(int segment, int64_t offset) {
   const Segment& seg = segments_[segment];
   auto& pool = seg.small ? free_small_ : free_large_;
-  pool.insert({seg.blocks.at(offset).size, -segment, offset});
+  pool.insert({seg.blocks.at(offset).size, seg.order, offset, segment});
 }
 
 void CachingAllocatorModel::erase_free(int segment, int64_t offset) {
   const Segment& seg = segments_[segment];
   auto& pool = seg.small ? free_small_ : free_large_;
-  pool.erase({seg.blocks.at(offset).size, -segment, offset});
+  pool.erase({seg.blocks.at(offset).size, seg.order, offset, segment});
 }
 
-void CachingAllocatorModel::allocate(int64_t id, int64_t bytes) {
+void CachingAllocatorModel::allocate(int64_t id, int64_t bytes, std::optional<int64_t> segment_address) {
   if (bytes <= 0) throw std::invalid_argument("allocation of " + std::to_string(bytes) + " bytes");
   int64_t size = rounded_size(bytes);
   bool small = size <= kSmallSize;
   auto& pool = small ? free_small_ : free_large_;
-  auto it = pool.lower_bound({size, std::numeric_limits<int>::min(), -1});
+  auto it = pool.lower_bound({size, std::numeric_limits<int64_t>::min(), -1, -1});
   int segment;
   int64_t offset;
   if (it == pool.end()) {
     int64_t segment_size = small ? kSmallSegment
                                  : (size < kMinLargeAlloc ? kLargeSegment : round_up(size, kRoundLarge));
-    segments_.push_back(Segment{small, {{0, Block{segment_size, true}}}});
-    segment = static_cast<int>(segments_.size()) - 1;
+    segment = static_cast<int>(segments_.size());
+    segments_.push_back(Segment{small, segment_address.value_or(-segment), {{0, Block{segment_size, true}}}});
     offset = 0;
     reserved_ += segment_size;
   } else {
-    segment = -std::get<1>(*it);
+    segment = std::get<3>(*it);
     offset = std::get<2>(*it);
     pool.erase(it);
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -18,11 +19,17 @@ namespace colo::estimate {
 // and never returns a segment (no empty_cache). Among cached blocks of one
 // size it takes the newest segment's first: PyTorch takes the lowest
 // address, and the driver gives each new segment an address below the last
-// (H100 traces, bench/results/estimate/allocator_traces).
+// (H100 traces, bench/results/estimate/allocator_traces). That is a guess
+// where the driver packs segments upwards: given the addresses the driver
+// really gave (a GPU's trace), the same rules reserve what the GPU did on
+// every row traced from the model's .cuda() on (session 22).
 class CachingAllocatorModel {
  public:
   // Allocates `bytes` (> 0) under the caller's `id`, unique among live blocks.
-  void allocate(int64_t id, int64_t bytes);
+  // `segment_address`: where the driver put the segment this allocation
+  // makes, if it makes one (a trace's segment_alloc); the blocks of segments
+  // given one are then ordered by address (give every segment one, or none).
+  void allocate(int64_t id, int64_t bytes, std::optional<int64_t> segment_address = std::nullopt);
   // Frees the block of `id`; an unknown id is ignored.
   void free(int64_t id);
 
@@ -40,9 +47,10 @@ class CachingAllocatorModel {
   };
   struct Segment {
     bool small = false;
+    int64_t order = 0;                // ties among equal free blocks: -index, or the driver's address
     std::map<int64_t, Block> blocks;  // by offset
   };
-  using FreeKey = std::tuple<int64_t, int, int64_t>;  // size, -segment, offset
+  using FreeKey = std::tuple<int64_t, int64_t, int64_t, int>;  // size, segment order, offset, segment
 
   void insert_free(int segment, int64_t offset);
   void erase_free(int segment, int64_t offset);
