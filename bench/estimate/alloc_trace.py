@@ -4,7 +4,9 @@ plain steps) or of bench/estimate/real_training.py (SETUP:MODEL:BATCH:OPTIMIZER,
 the set-up's own loop of 4 steps, as its truth runs it), for comparing with
 colo's modelled step (COLO_ESTIMATE_TRACE, trace_pair.sh).
 
-    python3 bench/estimate/alloc_trace.py ROW [...] --out DIR
+    PYTHONPATH=python python3 bench/estimate/alloc_trace.py ROW [...] --out DIR
+
+(the rows' loss is colo.estimate's: the source package is enough, no build).
 
 With --from-start the trace begins before the model is built, so it holds
 the parameters' and buffers' allocations as .cuda() makes them
